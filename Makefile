@@ -1,0 +1,33 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# torch 2.14.1 / torchvision 0.29.1 install from this machine's disk (see README)
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+
+.PHONY: run test test-fast install clean
+
+$(VENV)/.base:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH_PINS) || $(PY) -m pip install -q torch torchvision
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(VENV)/bin/robeval run
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) results

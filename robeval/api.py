@@ -1,0 +1,75 @@
+"""``robeval.evaluate``: the library entry point behind ``robeval run``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .attacks import parse_attack_list
+from .eps import parse_eps_list
+from .errors import UserError
+from .models import expand_model_patterns
+from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, run_evaluation
+
+DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
+DEFAULT_EPS = "8/255"
+DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
+
+
+def make_config(
+    models: str | Iterable[str] | None = None,
+    data: str = "digits",
+    eps: str | Iterable[str] | float = DEFAULT_EPS,
+    attacks: str | Iterable[str] | None = "all",
+    protocol: str = "standard",
+    norm: str = "Linf",
+    n_examples: int | None = None,
+    checkpoints: dict[str, str] | None = None,
+    checkpoint_key: str | None = None,
+    settings: dict[str, dict[str, Any]] | None = None,
+    seed: int = 0,
+    batch_size: int | None = None,
+    device: str = "auto",
+    workers: int = 0,
+) -> EvalConfig:
+    names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
+    if not names:
+        raise UserError("no --model given")
+    if n_examples is None and data == "digits":
+        n_examples = DEFAULT_N_EXAMPLES
+    eps_list = parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm)
+    attack_names = parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks))
+    cfg = EvalConfig(models=expand_model_patterns(names), eps=eps_list, attacks=attack_names, data=data,
+                     n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
+                     checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
+                     seed=seed, batch_size=batch_size, device=device, workers=workers)
+    for attack in cfg.set_options:
+        if attack not in cfg.attacks:
+            raise UserError(f"--set for {attack!r}, which is not among the attacks run ({', '.join(cfg.attacks)})")
+    for attack in cfg.attacks:
+        cfg.attack_settings(attack)  # validates overrides before any work
+    return cfg
+
+
+def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, **kwargs: Any) -> EvalResult:
+    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``."""
+    result = run_evaluation(make_config(**kwargs), reporter)
+    if out is not None:
+        from .report.files import write_run_files
+
+        write_run_files(result, Path(out))
+    return result
+
+
+def evaluate(**kwargs: Any) -> pd.DataFrame:
+    """Evaluate models under the attack suite; returns the results table (one row per model x attack x eps).
+
+    Keywords: ``models``, ``data`` ("digits" or an ImageNet-style folder), ``eps`` ("3/255", "0.01",
+    "1/255,2/255" or a list), ``attacks`` ("all" or a comma list), ``protocol`` ("standard" or
+    "nielsen2024"), ``norm``, ``n_examples``, ``checkpoints`` ({model: path}), ``checkpoint_key``,
+    ``settings`` ({"pgd": {"steps": 50}}), ``seed``, ``batch_size``, ``device``, ``out`` (a folder for
+    results.csv / results.md / run.json).
+    """
+    return evaluate_full(**kwargs).summary

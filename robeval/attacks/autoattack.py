@@ -1,0 +1,173 @@
+"""APGD-CE, APGD-T, FAB-T and Square through the AutoAttack code (package ``pyautoattack``).
+
+AutoAttack's ``perturb`` methods attack only the points that are still correctly classified and
+return the *clean* image for every point they do not fool, so top-5 under attack would be measured
+on clean images.  We therefore drive the attack classes' own ``attack_single_run`` with the same
+small cascade that their ``perturb`` uses, and keep more of what it computes:
+
+1. the examples correctly classified on the clean image go through exactly AutoAttack's loop
+   (same seed, same subsets, same order: identical top-1 outcome to calling ``perturb``);
+2. examples misclassified on the clean image are attacked too, by one more run of the same code
+   (APGD-T then targets the highest-scoring wrong class), so their top-5 is measured under attack;
+3. per example we return, among the points the runs produced, the one with the lowest margin
+   ``z_y - max_{j!=y} z_j``: a fooled point when one was found, else the hardest surviving one.
+
+FAB-T and Square optimise the top-1 decision only and have nothing to do on an example that is
+already misclassified: for those their output is the clean image.  FAB-T's points count only when
+within eps (as in AutoAttack); otherwise the clean image is kept.
+"""
+
+from __future__ import annotations
+
+import torch
+from pyautoattack.autopgd_base import APGDAttack, APGDAttack_targeted
+from pyautoattack.fab_pt import FABAttack_PT
+from pyautoattack.square import SquareAttack
+
+from .base import Attack, margin
+from .registry import register_attack
+
+APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75)
+
+
+def _keep_lowest_margin(model, y: torch.Tensor, best: torch.Tensor, best_margin: torch.Tensor,
+                        idx: torch.Tensor, *candidates: torch.Tensor) -> None:
+    """Update ``best[idx]`` in place with any candidate whose margin is lower."""
+    with torch.no_grad():
+        for cand in candidates:
+            m = margin(model(cand), y[idx])
+            better = m < best_margin[idx]
+            best[idx[better]] = cand[better]
+            best_margin[idx[better]] = m[better]
+
+
+class _AutoAttackRunner(Attack):
+    """Shared frame: split correct / misclassified, collect lowest-margin points."""
+
+    def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = self.model(x)
+        correct = logits.argmax(1) == y
+        best = x.clone()
+        best_margin = margin(logits, y)
+        self.run_correct(x, y, correct.nonzero().squeeze(1), logits, best, best_margin)
+        wrong = (~correct).nonzero().squeeze(1)
+        if wrong.numel():
+            self.run_misclassified(x, y, wrong, logits, best, best_margin)
+        return best
+
+    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
+        """Default: nothing to optimise (decision-based attacks); the clean image stays."""
+
+
+@register_attack("apgd-ce", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack (pyautoattack)",
+                 defaults=APGD_DEFAULTS, description="AutoAttack's APGD on cross-entropy, 100 iterations")
+class APGDCE(_AutoAttackRunner):
+    name = "apgd-ce"
+    loss = "ce"
+
+    def _make(self, x):
+        atk = APGDAttack(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts, eps=self.eps,
+                         seed=self.seed, loss=self.loss, rho=self.rho, device=x.device)
+        atk.init_hyperparam(x)
+        return atk
+
+    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = self._make(x)
+        robust = idx
+        for _ in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
+            if robust.numel() == 0:
+                break
+            x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+            _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
+            robust = robust[acc.bool()]
+
+    def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = self._make(x)
+        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone())
+        _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
+
+
+@register_attack("apgd-t", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
+                 defaults=dict(APGD_DEFAULTS, n_target_classes=9),
+                 description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)")
+class APGDT(_AutoAttackRunner):
+    name = "apgd-t"
+
+    def _make(self, x):
+        atk = APGDAttack_targeted(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts,
+                                  eps=self.eps, seed=self.seed, rho=self.rho,
+                                  n_target_classes=self.n_target_classes, device=x.device)
+        atk.init_hyperparam(x)
+        return atk
+
+    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = self._make(x)
+        robust = idx
+        for target_rank in range(2, self.n_target_classes + 2):  # AutoAttack's target loop
+            for _ in range(self.n_restarts):
+                if robust.numel() == 0:
+                    return
+                with torch.no_grad():
+                    order = self.model(x[robust]).sort(dim=1)[1]
+                atk.y_target = order[:, -target_rank]
+                x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+                _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
+                robust = robust[acc.bool()]
+
+    def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = self._make(x)
+        atk.y_target = logits[idx].scatter(1, y[idx, None], float("-inf")).argmax(1)
+        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone())
+        _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
+
+
+@register_attack("fab-t", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
+                 defaults=dict(n_iter=100, n_restarts=1, n_target_classes=9, alpha_max=0.1, eta=1.05, beta=0.9),
+                 description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps")
+class FABT(_AutoAttackRunner):
+    name = "fab-t"
+
+    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = FABAttack_PT(self.model, norm=self.norm, n_restarts=self.n_restarts, n_iter=self.n_iter, eps=self.eps,
+                           alpha_max=self.alpha_max, eta=self.eta, beta=self.beta, seed=self.seed, targeted=True,
+                           n_target_classes=self.n_target_classes, device=x.device)
+        robust = idx
+        with torch.no_grad():
+            for target_rank in range(2, self.n_target_classes + 2):  # AutoAttack's target loop
+                atk.target_class = target_rank
+                for counter in range(self.n_restarts):
+                    if robust.numel() == 0:
+                        return
+                    x_r, y_r = x[robust].clone(), y[robust].clone()
+                    adv = atk.attack_single_run(x_r, y_r, use_rand_start=counter > 0, is_targeted=True)
+                    dist = (adv - x_r).flatten(1)
+                    dist = dist.abs().amax(1) if self.norm == "Linf" else dist.norm(dim=1)
+                    fooled = (self.model(adv).argmax(1) != y_r) & (dist <= self.eps)
+                    if fooled.any():
+                        best[robust[fooled]] = adv[fooled]
+                        best_margin[robust[fooled]] = margin(self.model(adv[fooled]), y_r[fooled])
+                    robust = robust[~fooled]
+
+
+@register_attack("square", norms=("Linf", "L2"), kind="black-box", implementation="AutoAttack SquareAttack (pyautoattack)",
+                 defaults=dict(n_queries=5000, p_init=0.8, n_restarts=1),
+                 description="score-based random search on the margin loss, 5000 queries, no rescaling schedule")
+class Square(_AutoAttackRunner):
+    name = "square"
+
+    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+        atk = SquareAttack(self.model, norm=self.norm, n_queries=self.n_queries, eps=self.eps, p_init=self.p_init,
+                           n_restarts=self.n_restarts, seed=self.seed, loss="margin", resc_schedule=False,
+                           device=x.device)
+        atk.init_hyperparam(x)
+        robust = idx
+        for _ in range(self.n_restarts):
+            if robust.numel() == 0:
+                break
+            _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+            _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
+            robust = robust[best_margin[robust] > 0]

@@ -1,0 +1,130 @@
+"""Registry of attack names -> attack classes with typed default settings.
+
+``register_attack`` is the only thing an attack module needs; ``create`` builds one by name with
+settings validated against the defaults (unknown keys and wrong types are user errors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from torch import nn
+
+from ..errors import UserError, closest
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    name: str
+    cls: type
+    norms: tuple[str, ...]
+    kind: str  # "white-box" or "black-box"
+    implementation: str
+    defaults: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+_ATTACKS: dict[str, AttackSpec] = {}
+
+
+def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str,
+                    defaults: dict[str, Any] | None = None, description: str = "") -> Callable[[type], type]:
+    def decorate(cls: type) -> type:
+        if name in _ATTACKS:
+            raise ValueError(f"attack {name!r} registered twice")
+        _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description)
+        return cls
+
+    return decorate
+
+
+def list_attacks() -> list[AttackSpec]:
+    return list(_ATTACKS.values())
+
+
+def get_attack_spec(name: str) -> AttackSpec:
+    if name not in _ATTACKS:
+        raise UserError(f"unknown attack {name!r}{closest(name, _ATTACKS)}; valid: {', '.join(_ATTACKS)}")
+    return _ATTACKS[name]
+
+
+def parse_attack_list(text: str | list[str] | None) -> list[str]:
+    """``"all"``/None -> every attack in registry order; else a comma list validated by name."""
+    if text is None:
+        return list(_ATTACKS)
+    items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
+    if not items or items == ["all"]:
+        return list(_ATTACKS)
+    out: list[str] = []
+    for item in items:
+        get_attack_spec(item)
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
+    kind = type(default)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            pass
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(str(value).strip())
+        except ValueError:
+            pass
+    else:
+        return str(value)
+    raise UserError(f"{attack}.{key} must be a {kind.__name__}, got {value!r}")
+
+
+def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults of ``name`` updated by ``overrides`` (validated keys, coerced types)."""
+    spec = get_attack_spec(name)
+    settings = dict(spec.defaults)
+    for key, value in (overrides or {}).items():
+        if key not in spec.defaults:
+            valid = ", ".join(spec.defaults) or "none"
+            raise UserError(f"attack {name} has no setting {key!r}{closest(key, spec.defaults)}; valid keys: {valid}")
+        settings[key] = _coerce(name, key, value, spec.defaults[key])
+        if isinstance(settings[key], (int, float)) and not isinstance(settings[key], bool) and settings[key] < 0:
+            raise UserError(f"{name}.{key} must not be negative, got {value!r}")
+    return settings
+
+
+def parse_set_options(items: list[str] | None) -> dict[str, dict[str, str]]:
+    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (validated by name and key)."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        target, eq, value = item.partition("=")
+        attack, dot, key = target.strip().partition(".")
+        if not eq or not dot or not attack or not key:
+            raise UserError(f"--set {item!r}: expected ATTACK.KEY=VALUE, e.g. pgd.steps=50")
+        get_attack_spec(attack)
+        resolve_settings(attack, {key: value})  # validates key and type now, before any work
+        out.setdefault(attack, {})[key] = value.strip()
+    return out
+
+
+def create(name: str, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0,
+           clip: tuple[float, float] | None = (0.0, 1.0), **settings: Any):
+    """Build attack ``name`` as a callable ``(x, y) -> x_adv`` on tensors in ``clip`` (default [0,1])."""
+    spec = get_attack_spec(name)
+    if norm not in spec.norms:
+        raise UserError(f"attack {name} does not support norm {norm} (it supports {', '.join(spec.norms)})")
+    return spec.cls(model, eps=eps, norm=norm, seed=seed, clip=clip, **resolve_settings(name, settings))

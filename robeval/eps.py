@@ -1,0 +1,77 @@
+"""Parsing of perturbation budgets written as ``N/255``, decimals, or comma lists of those."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import UserError
+
+NORMS = ("Linf", "L2")
+
+
+@dataclass(frozen=True)
+class Eps:
+    """A budget as the user wrote it (``text``) and its value (``value``)."""
+
+    text: str
+    value: float
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _parse_number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"invalid eps {text!r}: expected N/255, a decimal, or a comma list") from None
+
+
+def parse_one(text: str, norm: str = "Linf") -> Eps:
+    """Parse one budget; raise :class:`UserError` for anything that is not a usable eps."""
+    raw = text.strip()
+    if not raw:
+        raise UserError("invalid eps '': expected N/255, a decimal, or a comma list")
+    if "/" in raw:
+        num, _, den = raw.partition("/")
+        n, d = _parse_number(num.strip()), _parse_number(den.strip())
+        if d == 0:
+            raise UserError(f"invalid eps {raw!r}: division by zero")
+        value = n / d
+    else:
+        value = _parse_number(raw)
+    if math.isnan(value) or math.isinf(value):
+        raise UserError(f"invalid eps {raw!r}: must be a finite number")
+    if value < 0:
+        raise UserError(f"invalid eps {raw!r}: must not be negative")
+    if norm == "Linf" and value > 1:
+        raise UserError(f"invalid eps {raw!r}: an Linf budget above 1 exceeds the [0,1] image range")
+    return Eps(raw, value)
+
+
+def parse_eps_list(texts: str | list[str] | tuple[str, ...] | float, norm: str = "Linf") -> list[Eps]:
+    """Parse ``"1/255,2/255"`` or a list of such strings (or numbers) into :class:`Eps` values."""
+    if norm not in NORMS:
+        raise UserError(f"invalid norm {norm!r}: choose one of {', '.join(NORMS)}")
+    if isinstance(texts, (int, float)):
+        texts = [repr(float(texts))]
+    if isinstance(texts, str):
+        texts = [texts]
+    parts = [p for t in texts for p in str(t).split(",")]
+    out: list[Eps] = []
+    for part in parts:
+        eps = parse_one(part, norm)
+        if eps.text not in {e.text for e in out}:
+            out.append(eps)
+    if not out:
+        raise UserError("no eps given")
+    return out
+
+
+def eps_label(value: float) -> str:
+    """Show a budget as ``N/255`` where it is one (for plots and captions)."""
+    n = value * 255
+    if abs(n - round(n)) < 1e-6:
+        return f"{int(round(n))}/255"
+    return f"{value:g}"

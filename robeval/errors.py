@@ -1,0 +1,21 @@
+"""User-facing errors.
+
+A :class:`UserError` is something the user can fix (bad eps, unknown name, missing file, wrong
+checkpoint).  The CLI prints its message on one line and exits with code 2; anything else is a bug
+and may raise with a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UserError(Exception):
+    """An error caused by user input; reported as one line, exit code 2."""
+
+
+def closest(name: str, choices: Iterable[str], n: int = 3) -> str:
+    """A ``did you mean`` hint listing the closest valid names (empty when none are close)."""
+    matches = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)
+    return f" (did you mean {', '.join(matches)}?)" if matches else ""

@@ -1,0 +1,90 @@
+"""Model registry and loading: every model comes back as a :class:`NormalizedModel` in eval mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import UserError
+from . import deit, digits  # noqa: F401  (registers the models)
+from .checkpoint import load_state_dict_strict, read_checkpoint, sha256_of
+from .elliptical import EllipticalAttention, set_elliptical_options
+from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model
+from .wrapper import ModelMeta, NormalizedModel
+
+__all__ = [
+    "EllipticalAttention", "ModelMeta", "ModelSpec", "NormalizedModel", "build_network", "count_parameters",
+    "expand_model_patterns", "get_spec", "list_models", "load_model", "register_model", "set_elliptical_options",
+]
+
+
+def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        valid = ", ".join(spec.options) or "none"
+        raise UserError(f"model {spec.name} has no option {unknown[0]!r} (valid: {valid})")
+    return {**spec.options, **options}
+
+
+def build_network(name: str, pretrained: bool = False, **options: Any) -> torch.nn.Module:
+    """The bare network (expects normalized input) for ``name``, random or with default weights."""
+    spec = get_spec(name)
+    return spec.builder(pretrained=pretrained, **_check_options(spec, options))
+
+
+def count_parameters(name: str) -> int:
+    """Number of parameters of ``name``, counted on the meta device (no memory, no weights)."""
+    with torch.device("meta"):
+        net = build_network(name)
+    return sum(p.numel() for p in net.parameters())
+
+
+def _meta_from(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
+    cfg = dict(getattr(net, "pretrained_cfg", None) or {})
+    return ModelMeta(
+        name=spec.name,
+        family=spec.family,
+        input_size=tuple(cfg.get("input_size", (3, 224, 224))),
+        num_classes=int(cfg.get("num_classes", getattr(net, "num_classes", 1000)) or 1000),
+        mean=tuple(cfg.get("mean", (0.485, 0.456, 0.406))),
+        std=tuple(cfg.get("std", (0.229, 0.224, 0.225))),
+        interpolation=str(cfg.get("interpolation", "bicubic")),
+        crop_pct=float(cfg.get("crop_pct", 0.875)),
+        options=options,
+    )
+
+
+def load_model(
+    name: str,
+    checkpoint: str | Path | None = None,
+    checkpoint_key: str | None = None,
+    trust_checkpoint: bool = False,
+    device: str | torch.device = "cpu",
+    **options: Any,
+) -> NormalizedModel:
+    """Build ``name`` in eval mode, taking [0,1] NCHW images (normalization inside).
+
+    ``checkpoint``: a .pth/.pt/.safetensors file (bare state dict, or a dict with ``model``,
+    ``model_ema`` or ``state_dict``; pick with ``checkpoint_key``); loaded strictly.  Without it the
+    model's default weights are used (timm hub, or the embedded demo zoo).
+    """
+    spec = get_spec(name)
+    opts = _check_options(spec, options)
+    if checkpoint is not None:
+        net = spec.builder(pretrained=False, **opts)
+        state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
+        load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
+        weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
+    elif spec.has_default_weights:
+        net = spec.builder(pretrained=True, **opts)
+        ckpt_path, sha = getattr(net, "embedded_checkpoint", (None, None))
+        weights = spec.weights
+    else:
+        raise UserError(f"{spec.name} has no public weights; pass --checkpoint {spec.name}=PATH")
+    meta = _meta_from(net, spec, opts)
+    meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
+    model = NormalizedModel(net, meta).eval().to(device)
+    model.requires_grad_(False)  # attacks need input gradients only
+    return model

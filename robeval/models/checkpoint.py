@@ -1,0 +1,142 @@
+"""Safe checkpoint reading and strict loading with messages a user can act on.
+
+Files are read with ``torch.load(weights_only=True)`` (or safetensors): nothing in a file is ever
+executed.  Training checkpoints of the DeiT / Elliptical-Attention recipe hold ``args`` (an
+``argparse.Namespace``) next to the weights; that one class is allowed as plain data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from ..errors import UserError
+
+STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
+STRIP_PREFIXES = ("module.", "_orig_mod.")
+SAFE_GLOBALS = [argparse.Namespace]
+
+
+def sha256_of(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _load_file(path: Path, trust: bool) -> Any:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(path), device="cpu")
+        except Exception as exc:
+            raise UserError(f"checkpoint {path} is not a readable safetensors file ({exc})") from None
+    try:
+        if trust:
+            return torch.load(path, map_location="cpu", weights_only=False)
+        with torch.serialization.safe_globals(SAFE_GLOBALS):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "unpickling failed"
+        if "Unsupported global" in str(exc) or "weights_only" in str(exc):
+            raise UserError(
+                f"checkpoint {path} holds Python objects that cannot be loaded safely ({first[:160]}); "
+                "it was not executed. If you trust the file, pass --trust-checkpoint"
+            ) from None
+        raise UserError(f"checkpoint {path} is not a valid PyTorch checkpoint ({first[:160]})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"checkpoint {path} is truncated or not a PyTorch checkpoint ({first[:160]})") from None
+
+
+def _is_state_dict(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and len(obj) > 0 and all(isinstance(v, torch.Tensor) for v in obj.values())
+
+
+def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoint") -> dict[str, torch.Tensor]:
+    """Pick the weights from a bare state dict or a training checkpoint dict; strip DDP prefixes."""
+    if not isinstance(obj, Mapping):
+        raise UserError(f"{source} holds a {type(obj).__name__}, not a state dict or a dict of them")
+    if key is not None:
+        if key not in obj:
+            raise UserError(f"{source} has no key {key!r}; it has: {', '.join(map(str, list(obj)[:10]))}")
+        chosen = obj[key]
+    elif _is_state_dict(obj):
+        chosen = obj
+    else:
+        found = [k for k in STATE_DICT_KEYS if k in obj and _is_state_dict(obj[k])]
+        if not found:
+            raise UserError(
+                f"{source} has no weights under {', '.join(STATE_DICT_KEYS)} and is not a bare state dict; "
+                f"keys: {', '.join(map(str, list(obj)[:10]))} (choose one with --checkpoint-key)"
+            )
+        chosen = obj[found[0]]
+    if not _is_state_dict(chosen):
+        raise UserError(f"{source}[{key!r}] is not a state dict of tensors")
+    out = {}
+    for name, tensor in chosen.items():
+        for prefix in STRIP_PREFIXES:
+            while name.startswith(prefix):
+                name = name[len(prefix):]
+        out[name] = tensor
+    return out
+
+
+def read_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> tuple[dict[str, torch.Tensor], str]:
+    """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"checkpoint file not found: {p}")
+    if not p.is_file():
+        raise UserError(f"checkpoint path is not a file: {p}")
+    if p.stat().st_size == 0:
+        raise UserError(f"checkpoint file is empty: {p}")
+    obj = _load_file(p, trust)
+    return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
+
+
+def _likely_cause(model_sd: Mapping[str, torch.Tensor], ckpt_sd: Mapping[str, torch.Tensor], shape_diff: list[str]) -> str:
+    shared = set(model_sd) & set(ckpt_sd)
+    if not shared:
+        return "likely a checkpoint of another architecture (no parameter names in common)"
+    if shape_diff:
+        for name in ("cls_token", "pos_embed", "patch_embed.proj.weight", "head.weight"):
+            if name in shape_diff:
+                a, b = tuple(ckpt_sd[name].shape), tuple(model_sd[name].shape)
+                if name == "head.weight":
+                    return f"likely a checkpoint with another number of classes ({a[0]} vs {b[0]})"
+                return f"likely a checkpoint of another model size ({name}: checkpoint {a}, model {b})"
+        return "likely a checkpoint of another model size"
+    depth_a = {k.split(".")[1] for k in ckpt_sd if k.startswith("blocks.")}
+    depth_b = {k.split(".")[1] for k in model_sd if k.startswith("blocks.")}
+    if depth_a and depth_b and depth_a != depth_b:
+        return f"likely a checkpoint of another depth ({len(depth_a)} blocks vs {len(depth_b)})"
+    return "likely a checkpoint of another architecture"
+
+
+def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
+    """Load with every key and shape matching, or one :class:`UserError` naming the first mismatches."""
+    own = net.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    shape_diff = [k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
+    if missing or unexpected or shape_diff:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing (e.g. {', '.join(missing[:3])})")
+        if unexpected:
+            parts.append(f"{len(unexpected)} unexpected (e.g. {', '.join(unexpected[:3])})")
+        if shape_diff:
+            parts.append(f"{len(shape_diff)} of other shape (e.g. {', '.join(shape_diff[:3])})")
+        cause = _likely_cause(own, state, shape_diff)
+        raise UserError(f"{source} does not fit {model_name}: {'; '.join(parts)} — {cause}")
+    net.load_state_dict(state, strict=True)

@@ -1,0 +1,92 @@
+"""Registry of model names -> builders (after timm's ``@register_model``).
+
+A builder is ``builder(pretrained: bool, **options) -> nn.Module`` returning a network that expects
+*normalized* input and carries a timm-style ``pretrained_cfg`` (mean, std, input size, ...).
+Adding a model = writing one builder and decorating it; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from torch import nn
+
+from ..errors import UserError, closest
+
+Builder = Callable[..., nn.Module]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str
+    builder: Builder
+    weights: str  # where weights come from when no --checkpoint is given
+    has_default_weights: bool = True
+    options: dict[str, Any] = field(default_factory=dict)  # option name -> default value
+    description: str = ""
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+_PREFIX_RESOLVERS: dict[str, Callable[[str], ModelSpec]] = {}
+
+
+def register_model(
+    name: str,
+    *,
+    family: str,
+    weights: str,
+    has_default_weights: bool = True,
+    options: dict[str, Any] | None = None,
+    description: str = "",
+) -> Callable[[Builder], Builder]:
+    """Decorator registering ``builder`` under ``name``."""
+
+    def decorate(builder: Builder) -> Builder:
+        if name in _REGISTRY:
+            raise ValueError(f"model {name!r} registered twice")
+        _REGISTRY[name] = ModelSpec(name, family, builder, weights, has_default_weights, dict(options or {}), description)
+        return builder
+
+    return decorate
+
+
+def register_prefix(prefix: str) -> Callable[[Callable[[str], ModelSpec]], Callable[[str], ModelSpec]]:
+    """Register a resolver for names like ``timm:<arch>`` that are not listed one by one."""
+
+    def decorate(resolver: Callable[[str], ModelSpec]) -> Callable[[str], ModelSpec]:
+        _PREFIX_RESOLVERS[prefix] = resolver
+        return resolver
+
+    return decorate
+
+
+def list_models() -> list[ModelSpec]:
+    return list(_REGISTRY.values())
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec for ``name``; a :class:`UserError` with close suggestions when unknown."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in _PREFIX_RESOLVERS:
+        return _PREFIX_RESOLVERS[prefix](rest)
+    hint = closest(name, _REGISTRY)
+    raise UserError(f"unknown model {name!r}{hint}; `robeval models` lists them")
+
+
+def expand_model_patterns(patterns: list[str]) -> list[str]:
+    """Expand glob patterns (``digits-*``) against registered names, keeping order, no duplicates."""
+    names: list[str] = []
+    for pattern in patterns:
+        if any(ch in pattern for ch in "*?[") and ":" not in pattern:
+            matched = [n for n in _REGISTRY if fnmatch.fnmatchcase(n, pattern)]
+            if not matched:
+                raise UserError(f"model pattern {pattern!r} matches no registered model")
+        else:
+            matched = [pattern]
+        names.extend(n for n in matched if n not in names)
+    return names

@@ -1,0 +1,1 @@
+"""Everything that turns per-example records into tables and files."""

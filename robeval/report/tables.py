@@ -1,0 +1,48 @@
+"""Paper-style tables: rows = models, columns = attacks, cells ``top1 / top5``, one block per eps."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..eps import eps_label
+
+
+def attack_columns(summary: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(summary["attack"]))
+
+
+def caption(summary: pd.DataFrame, eps: str) -> str:
+    sel = summary[summary["eps"] == eps]
+    n = int(sel["n"].max()) if len(sel) else 0
+    value = float(sel["eps_value"].iloc[0]) if len(sel) else 0.0
+    protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
+    data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
+    norm = sel["norm"].iloc[0] if len(sel) else "Linf"
+    text = (f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g}); "
+            f"data: {data}, n = {n}; protocol: {protocol}")
+    if protocol == "nielsen2024":
+        text += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
+    return text
+
+
+def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
+    """Models x attacks of ``"top1 / top5"`` strings for one eps."""
+    sel = summary[summary["eps"] == eps]
+    attacks = attack_columns(sel)
+    rows = {}
+    for model in dict.fromkeys(sel["model"]):
+        cells = {}
+        for attack in attacks:
+            hit = sel[(sel["model"] == model) & (sel["attack"] == attack)]
+            cells[attack] = f"{hit['top1'].iloc[0]:.2f} / {hit['top5'].iloc[0]:.2f}" if len(hit) else ""
+        rows[model] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
+    table.index.name = "model"
+    return table
+
+
+def markdown(summary: pd.DataFrame) -> str:
+    blocks = []
+    for eps in dict.fromkeys(summary["eps"]):
+        blocks.append(f"**{caption(summary, eps)}**\n\n{pivot(summary, eps).to_markdown()}\n")
+    return "\n".join(blocks)

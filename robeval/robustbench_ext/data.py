@@ -1,0 +1,170 @@
+"""Evaluation data: the embedded digits set, or an ImageNet-style folder streamed from disk.
+
+Both give batches of ``(example indices, [0,1] images, labels)``.  A batch's composition depends
+only on its index, so a run can be resumed or split across workers batch by batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from ..errors import UserError
+from ..models.wrapper import ModelMeta
+
+DIGITS = "digits"
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """All 1797 scikit-learn digits as float32 [N,1,8,8] in [0,1] (pixel/16) and int64 labels."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = (bunch.images.astype(np.float32) / 16.0)[:, None, :, :]
+    return images, bunch.target.astype(np.int64)
+
+
+def digits_split(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed split: every 4th image (index % 4 == 3) is test (449 images), the rest train."""
+    images, labels = digits_arrays()
+    test = np.arange(len(labels)) % 4 == 3
+    mask = test if split == "test" else ~test
+    return images[mask], labels[mask]
+
+
+def balanced_subset(labels: Sequence[int], n: int | None) -> list[int]:
+    """First ``n`` indices of a class round-robin (class-balanced, deterministic), in ascending order."""
+    total = len(labels)
+    if n is None:
+        return list(range(total))
+    if n <= 0:
+        raise UserError(f"--n-examples must be positive, got {n}")
+    if n > total:
+        raise UserError(f"--n-examples {n} is more than the {total} images available")
+    by_class: dict[int, list[int]] = {}
+    for index, label in enumerate(labels):
+        by_class.setdefault(int(label), []).append(index)
+    queues = [by_class[c] for c in sorted(by_class)]
+    chosen: list[int] = []
+    rank = 0
+    while len(chosen) < n:
+        for queue in queues:
+            if rank < len(queue) and len(chosen) < n:
+                chosen.append(queue[rank])
+        rank += 1
+    return sorted(chosen)
+
+
+class _TensorDataset(Dataset):
+    def __init__(self, images: np.ndarray, labels: np.ndarray) -> None:
+        self.images, self.labels = torch.from_numpy(images), torch.from_numpy(labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int):
+        return self.images[i], self.labels[i]
+
+
+@dataclass
+class EvalData:
+    """A fixed list of examples of one data set, served in batches."""
+
+    name: str  # "digits" or the folder path
+    dataset: Dataset
+    indices: list[int]  # example indices (into ``dataset``) evaluated, ascending
+    num_classes: int
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def identity(self) -> str:
+        """Names the example set: data name plus a hash of the chosen indices."""
+        digest = hashlib.sha256(",".join(map(str, self.indices)).encode()).hexdigest()[:16]
+        return f"{self.name}#{len(self.indices)}#{digest}"
+
+    def num_batches(self, batch_size: int) -> int:
+        return (len(self.indices) + batch_size - 1) // batch_size
+
+    def batches(self, batch_size: int, workers: int = 0, pin_memory: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """Yield ``(example indices, images, labels)`` in fixed batches of the chosen indices."""
+        loader = DataLoader(Subset(self.dataset, self.indices), batch_size=batch_size, shuffle=False,
+                            num_workers=workers, pin_memory=pin_memory)
+        start = 0
+        for images, labels in loader:
+            idx = torch.tensor(self.indices[start:start + len(labels)], dtype=torch.long)
+            start += len(labels)
+            yield idx, images, labels
+
+
+def load_digits_data(n_examples: int | None) -> EvalData:
+    images, labels = digits_split("test")
+    return EvalData(DIGITS, _TensorDataset(images, labels), balanced_subset(labels.tolist(), n_examples), 10)
+
+
+def imagenet_class_index(class_names: list[str]) -> dict[str, int] | None:
+    """Map ImageNet-1k wnid folder names to the standard 1000-class index, when they all are wnids."""
+    try:
+        from timm.data import ImageNetInfo
+
+        wnids = ImageNetInfo("imagenet-1k").label_names()
+    except Exception:  # older timm: fall back to sorted order
+        return None
+    position = {w: i for i, w in enumerate(wnids)}
+    if class_names and all(c in position for c in class_names):
+        return {c: position[c] for c in class_names}
+    return None
+
+
+def eval_transform(meta: ModelMeta):
+    """The model's eval transform without normalization (it lives inside the model)."""
+    from torchvision import transforms
+    from torchvision.transforms import InterpolationMode
+
+    size = meta.input_size[-1]
+    resize = int(round(size / meta.crop_pct))
+    mode = {"bicubic": InterpolationMode.BICUBIC, "bilinear": InterpolationMode.BILINEAR,
+            "nearest": InterpolationMode.NEAREST}.get(meta.interpolation, InterpolationMode.BICUBIC)
+    steps = [transforms.Resize(resize, interpolation=mode), transforms.CenterCrop(size)]
+    if meta.input_size[0] == 1:
+        steps.append(transforms.Grayscale(1))
+    steps.append(transforms.ToTensor())
+    return transforms.Compose(steps)
+
+
+def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None) -> EvalData:
+    """An ImageNet-style folder ``PATH/<class>/*.JPEG`` (classes sorted, or wnid -> ImageNet index)."""
+    from torchvision.datasets import ImageFolder
+
+    root = Path(path)
+    if not root.exists():
+        raise UserError(f"data folder not found: {root}")
+    if not root.is_dir():
+        raise UserError(f"data path is not a folder: {root}")
+    classes = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if not classes:
+        raise UserError(f"data folder {root} has no class sub-folders (expected {root}/<class>/<image>)")
+    try:
+        dataset = ImageFolder(str(root), transform=eval_transform(meta), is_valid_file=lambda p: p.lower().endswith(IMAGE_EXTENSIONS))
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise UserError(f"data folder {root} has no images ({str(exc).splitlines()[0][:120]})") from None
+    mapping = imagenet_class_index(dataset.classes)
+    if mapping is not None:
+        dataset.samples = [(p, mapping[dataset.classes[t]]) for p, t in dataset.samples]
+        dataset.targets = [t for _, t in dataset.samples]
+        num_classes = 1000
+    else:
+        num_classes = len(dataset.classes)
+    return EvalData(str(root.resolve()), dataset, balanced_subset(dataset.targets, n_examples), num_classes)
+
+
+def load_data(data: str, meta: ModelMeta, n_examples: int | None) -> EvalData:
+    if data == DIGITS:
+        return load_digits_data(n_examples)
+    return load_folder_data(data, meta, n_examples)

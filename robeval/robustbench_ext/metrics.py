@@ -1,0 +1,68 @@
+"""Per-example outcomes and the summaries computed from them (never from running counters)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+RECORD_COLUMNS = [
+    "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",
+    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes",
+]
+SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]
+
+
+def topk_hits(logits: torch.Tensor, y: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-example top-1 and top-k hit (k capped at the number of classes)."""
+    k = min(k, logits.shape[1])
+    top = logits.topk(k, dim=1).indices
+    return top[:, 0] == y, (top == y[:, None]).any(dim=1)
+
+
+def perturbation_norms(x_adv: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    delta = (x_adv - x).flatten(1).double()
+    return delta.abs().amax(dim=1), delta.norm(dim=1)
+
+
+def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFrame:
+    """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all."""
+    sub = records[records["attack"].isin(["clean", *attacks])]
+    if sub.empty:
+        return sub
+    keys = ["model", "eps", "eps_value", "example"]
+    agg = sub.groupby(keys, sort=False).agg(
+        batch=("batch", "first"), label=("label", "first"), clean_top1=("clean_top1", "first"),
+        clean_top5=("clean_top5", "first"), adv_top1=("adv_top1", "min"), adv_top5=("adv_top5", "min"),
+        linf=("linf", "max"), l2=("l2", "max"), forward_passes=("forward_passes", "sum"),
+        backward_passes=("backward_passes", "sum"),
+    ).reset_index()
+    agg["attack"] = "any"
+    agg["adv_pred"] = -1
+    return agg[RECORD_COLUMNS]
+
+
+def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, dict], norm: str,
+              eps_order: list[str]) -> pd.DataFrame:
+    """One row per model x attack x eps (clean first, attacks in order, then ``any``)."""
+    full = pd.concat([records, any_attack_records(records, attacks)], ignore_index=True) if len(attacks) > 0 else records
+    rows = []
+    order = ["clean", *attacks] + (["any"] if attacks else [])
+    for model in dict.fromkeys(records["model"]):
+        for eps in eps_order:
+            for attack in order:
+                sel = full[(full["model"] == model) & (full["eps"] == eps) & (full["attack"] == attack)]
+                if sel.empty:
+                    continue
+                meta = models_meta.get(model, {})
+                rows.append({
+                    "model": model, "checkpoint": meta.get("checkpoint") or meta.get("weights", ""), "attack": attack,
+                    "eps": eps, "norm": norm, "n": int(len(sel)),
+                    "top1": round(100.0 * float(sel["adv_top1"].mean()), 2),
+                    "top5": round(100.0 * float(sel["adv_top5"].mean()), 2),
+                    "eps_value": float(sel["eps_value"].iloc[0]),
+                    "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
+                    "mean_linf": float(sel["linf"].mean()), "mean_l2": float(sel["l2"].mean()),
+                    "forward_passes_per_example": float(sel["forward_passes"].mean()),
+                    "backward_passes_per_example": float(sel["backward_passes"].mean()),
+                })
+    return pd.DataFrame(rows)

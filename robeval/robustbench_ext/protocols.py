@@ -1,0 +1,81 @@
+"""Evaluation protocols: what space attacks act in, which labels they use, and their settings.
+
+* ``standard`` — the valid pixel-space threat model (RobustBench convention): normalization inside
+  the model, attacks on [0,1] pixels, ground-truth labels, every attack clipped to [0,1].
+* ``nielsen2024`` — reproduces the Elliptical Attention paper's evaluation (Nielsen et al.,
+  NeurIPS 2024).  Attacks act on the *normalized* tensor with eps in normalized units, FGSM / PGD /
+  SPSA use the model's clean predictions as labels and are not clipped (their cleverhans calls),
+  AutoAttack clamps the normalized tensor to [0,1] (as their copy of AutoAttack did), PGD uses step
+  0.15*eps, SPSA starts uniformly in the ball, and elliptical models use the token median.  It is
+  **for reproducing the paper's numbers only and is not a valid pixel-space threat model**: 1/255 in
+  normalized units is about 0.23/255 in pixels, and the [0,1] clamp of normalized values moves
+  pixels far outside the eps ball.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UserError, closest
+
+PIXEL_BOX = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    description: str
+    space: str  # "pixel" or "normalized"
+    predicted_labels: frozenset[str] = frozenset()  # attacks that use clean predictions as labels
+    unclipped: frozenset[str] = frozenset()  # attacks with no input box
+    attack_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> options
+    valid_threat_model: bool = True
+
+    def label_source(self, attack: str) -> str:
+        return "predicted" if attack in self.predicted_labels else "true"
+
+    def box(self, attack: str) -> tuple[float, float] | None:
+        return None if attack in self.unclipped else PIXEL_BOX
+
+    def settings_for(self, attack: str) -> dict[str, Any]:
+        return dict(self.attack_settings.get(attack, {}))
+
+
+PROTOCOLS: dict[str, Protocol] = {}
+
+
+def register_protocol(protocol: Protocol) -> Protocol:
+    PROTOCOLS[protocol.name] = protocol
+    return protocol
+
+
+register_protocol(Protocol(
+    name="standard",
+    description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
+    space="pixel",
+    attack_settings={"pgd": {"steps": 20, "rel_stepsize": 0.25, "random_start": True}},
+))
+
+register_protocol(Protocol(
+    name="nielsen2024",
+    description=("REPRODUCTION ONLY, not a valid pixel-space threat model: attacks on the normalized tensor "
+                 "(eps in normalized units), clean-prediction labels and no clipping for fgsm/pgd/spsa, "
+                 "AutoAttack's [0,1] clamp on normalized values, token median in elliptical models"),
+    space="normalized",
+    predicted_labels=frozenset({"fgsm", "pgd", "spsa"}),
+    unclipped=frozenset({"fgsm", "pgd", "spsa"}),
+    attack_settings={
+        "pgd": {"steps": 20, "rel_stepsize": 0.15, "random_start": True},
+        "spsa": {"iterations": 40, "samples": 128, "lr": 0.01, "delta": 0.01, "random_start": True},
+    },
+    model_options={"deit-elliptical": {"token_reduction": "median"}},
+    valid_threat_model=False,
+))
+
+
+def get_protocol(name: str) -> Protocol:
+    if name not in PROTOCOLS:
+        raise UserError(f"unknown protocol {name!r}{closest(name, PROTOCOLS)}; valid: {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[name]

@@ -1,0 +1,58 @@
+"""Shared fixtures: tiny data, tiny checkpoints, and a CLI runner that reports exit code and output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+# Settings that keep the expensive attacks cheap in tests (the defaults are exercised by `make run`).
+FAST_SETTINGS = {
+    "apgd-ce": {"n_iter": 10}, "apgd-t": {"n_iter": 10, "n_target_classes": 3}, "fab-t": {"n_iter": 10, "n_target_classes": 3},
+    "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 16},
+}
+FAST_SET_ARGS = [f"--set={a}.{k}={v}" for a, kv in FAST_SETTINGS.items() for k, v in kv.items()]
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    torch.set_num_threads(2)
+
+
+def run_cli(*args: str, timeout: int = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m robeval ARGS`` the way a user runs the command."""
+    return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture(scope="session")
+def image_folder(tmp_path_factory) -> Path:
+    """A tiny ImageNet-style folder: 3 wnid classes x 4 generated JPEGs of odd sizes."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("imagenet") / "val"
+    rng = np.random.default_rng(0)
+    for wnid in ("n01440764", "n01443537", "n01484850"):
+        (root / wnid).mkdir(parents=True)
+        for i in range(4):
+            h, w = int(rng.integers(40, 90)), int(rng.integers(40, 90))
+            Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(root / wnid / f"img_{i}.JPEG")
+    return root
+
+
+@pytest.fixture(scope="session")
+def deit_tiny_state() -> dict[str, torch.Tensor]:
+    import timm
+
+    torch.manual_seed(0)
+    return timm.create_model("deit_tiny_patch16_224", pretrained=False).state_dict()
+
+
+@pytest.fixture(scope="session")
+def deit_tiny_ckpt(tmp_path_factory, deit_tiny_state) -> Path:
+    path = tmp_path_factory.mktemp("ckpt") / "deit_tiny.pth"
+    torch.save(deit_tiny_state, path)
+    return path

@@ -1,0 +1,117 @@
+"""Every checkpoint layout a user brings, safe loading, and the messages for ones that do not fit."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import robeval
+from robeval.errors import UserError
+from robeval.models import build_network
+from robeval.models.checkpoint import sha256_of
+
+MODEL = "digits-deit"
+
+
+@pytest.fixture(scope="module")
+def state():
+    torch.manual_seed(1)
+    return build_network(MODEL).state_dict()
+
+
+def _same_weights(model, state) -> bool:
+    own = model.net.state_dict()
+    return all(torch.equal(own[k], state[k]) for k in state)
+
+
+@pytest.mark.parametrize("layout", ["bare", "model", "model_ema", "state_dict", "module_prefix", "training"])
+def test_layouts_load(tmp_path, state, layout):
+    prefixed = {f"module.{k}": v for k, v in state.items()}
+    payload = {
+        "bare": state,
+        "model": {"model": state, "epoch": 3},
+        "model_ema": {"model_ema": state},
+        "state_dict": {"state_dict": prefixed},
+        "module_prefix": prefixed,
+        # the authors' training checkpoints: args is an argparse.Namespace, plus optimizer state
+        "training": {"model": prefixed, "optimizer": {"state": {}, "param_groups": [{"lr": 0.1, "params": [0, 1]}]},
+                     "epoch": 299, "args": argparse.Namespace(model="deit_tiny", lr=5e-4, data_path="/data", M_positions=[1, 2])},
+    }[layout]
+    path = tmp_path / "ckpt.pth"
+    torch.save(payload, path)
+    model = robeval.load_model(MODEL, checkpoint=path)
+    assert _same_weights(model, state)
+    assert model.meta.checkpoint_sha256 == sha256_of(path)
+
+
+def test_safetensors_and_key_choice(tmp_path, state):
+    path = tmp_path / "w.safetensors"
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    assert _same_weights(robeval.load_model(MODEL, checkpoint=path), state)
+    other = {k: torch.zeros_like(v) for k, v in state.items()}
+    both = tmp_path / "both.pth"
+    torch.save({"model": other, "model_ema": state}, both)
+    assert _same_weights(robeval.load_model(MODEL, checkpoint=both, checkpoint_key="model_ema"), state)
+    assert _same_weights(robeval.load_model(MODEL, checkpoint=both), other)  # "model" is the default
+    with pytest.raises(UserError, match="no key 'ema'"):
+        robeval.load_model(MODEL, checkpoint=both, checkpoint_key="ema")
+
+
+def test_code_in_pickle_is_not_run(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            import os
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "evil.pth"
+    torch.save({"model": Evil()}, path)
+    with pytest.raises(UserError, match="cannot be loaded safely"):
+        robeval.load_model(MODEL, checkpoint=path)
+    assert not marker.exists()
+
+
+def test_other_size_fails_with_cause(tmp_path, deit_tiny_ckpt):
+    with pytest.raises(UserError) as info:
+        robeval.load_model("deit-small", checkpoint=deit_tiny_ckpt)
+    message = str(info.value)
+    assert "does not fit deit-small" in message and "another model size" in message
+    assert "\n" not in message
+
+
+def test_other_architecture_fails_with_cause(tmp_path, deit_tiny_ckpt):
+    with pytest.raises(UserError, match="another (architecture|model size)"):
+        robeval.load_model(MODEL, checkpoint=deit_tiny_ckpt)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all" * 10])
+def test_garbage_and_empty_files(tmp_path, content):
+    path = tmp_path / "bad.pth"
+    path.write_bytes(content)
+    with pytest.raises(UserError):
+        robeval.load_model(MODEL, checkpoint=path)
+
+
+def test_truncated_file(tmp_path, state):
+    path = tmp_path / "full.pth"
+    torch.save(state, path)
+    cut = tmp_path / "cut.pth"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(UserError, match="truncated|not a"):
+        robeval.load_model(MODEL, checkpoint=cut)
+
+
+def test_missing_file_and_no_weights():
+    with pytest.raises(UserError, match="not found"):
+        robeval.load_model(MODEL, checkpoint="/nonexistent/ckpt.pth")
+    with pytest.raises(UserError, match="--checkpoint"):
+        robeval.load_model("deit-tiny-elliptical")
+
+
+def test_unknown_model_suggests():
+    with pytest.raises(UserError, match="did you mean deit-small"):
+        robeval.load_model("deit-smal")

@@ -1,0 +1,111 @@
+"""The command a user types: files written, tables printed, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from .conftest import FAST_SET_ARGS, run_cli
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    proc = run_cli("run", "-m", "digits-deit", "-m", "digits-deit-elliptical", "--n-examples", "20",
+                   "--eps", "4/255,16/255", "--attacks", "fgsm,pgd,square", "--set", "square.n_queries=50",
+                   "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_results_csv(small_run):
+    out, _ = small_run
+    df = pd.read_csv(out / "results.csv")
+    assert list(df.columns[:8]) == ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]
+    assert len(df) == 2 * 2 * 5  # models x eps x (clean, fgsm, pgd, square, any)
+    assert set(df["attack"]) == {"clean", "fgsm", "pgd", "square", "any"}
+    assert set(df["eps"]) == {"4/255", "16/255"} and (df["n"] == 20).all()
+    assert df["top1"].between(0, 100).all() and (df["top5"] >= df["top1"]).all()
+    assert (df["protocol"] == "standard").all()
+    clean = df[df["attack"] == "clean"].set_index(["model", "eps"])["top1"]
+    assert (clean >= 90).all()
+
+
+def test_results_md_and_terminal(small_run):
+    out, proc = small_run
+    md = (out / "results.md").read_text()
+    assert md.count("eps = 4/255") == 1 and md.count("eps = 16/255") == 1
+    assert "data: digits, n = 20; protocol: standard" in md
+    assert "| digits-deit-elliptical |" in md and " / " in md
+    for col in ("clean", "fgsm", "pgd", "square", "any"):
+        assert col in md.splitlines()[2]
+    assert "digits-deit-elliptical" in proc.stdout and "results.csv" in proc.stdout
+
+
+def test_run_json(small_run):
+    out, _ = small_run
+    run = json.loads((out / "run.json").read_text())
+    assert run["seed"] == 0 and run["versions"]["torch"] and run["versions"]["timm"] and run["versions"]["robeval"]
+    assert run["attack_settings"]["square"]["n_queries"] == 50
+    assert run["attack_settings"]["pgd"] == {"steps": 20, "rel_stepsize": 0.25, "random_start": True}
+    assert len(run["models"]["digits-deit"]["checkpoint_sha256"]) == 64
+    assert run["protocol"]["name"] == "standard" and run["data"]["n"] == 20
+    assert any(k.startswith("digits-deit|4/255|pgd") for k in run["timings_seconds"])
+
+
+def test_models_and_attacks_listings():
+    proc = run_cli("models")
+    assert proc.returncode == 0 and "deit-small-elliptical" in proc.stdout and "22.05M" in proc.stdout
+    proc = run_cli("attacks")
+    assert proc.returncode == 0 and "n_queries=5000" in proc.stdout and "pyautoattack" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "-m", "deit-smal"], "unknown model 'deit-smal' (did you mean"),
+    (["run", "-m", "digits-deit", "--checkpoint", "/nope/ckpt.pth"], "checkpoint file not found"),
+    (["run", "--data", "/nope/imagenet/val", "-m", "digits-deit"], "data folder not found"),
+    (["run", "--eps", "3/0"], "invalid eps '3/0'"),
+    (["run", "--eps", "abc"], "invalid eps 'abc'"),
+    (["run", "--eps", "nan"], "must be a finite number"),
+    (["run", "--eps", "-1/255"], "must not be negative"),
+    (["run", "--eps", "2"], "exceeds the [0,1] image range"),
+    (["run", "--attacks", "pgd,cw"], "unknown attack 'cw'"),
+    (["run", "--set", "pgd.stepz=3"], "valid keys: steps, rel_stepsize, random_start"),
+    (["run", "--set", "pgd.steps=many"], "pgd.steps must be a int"),
+    (["run", "--norm", "L2", "--attacks", "spsa"], "does not support norm L2"),
+    (["run", "--protocol", "nielsen"], "unknown protocol 'nielsen'"),
+    (["run", "-n", "0"], "must be positive"),
+    (["run", "-n", "100000"], "more than the 449 images"),
+])
+def test_user_errors_are_one_line_exit_2(args, message):
+    proc = run_cli(*args, "--out", "/tmp/robeval-test-unused", "--quiet")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+
+
+def test_wrong_size_checkpoint_cli(deit_tiny_ckpt):
+    proc = run_cli("run", "-m", "deit-small", "--checkpoint", str(deit_tiny_ckpt), "--quiet")
+    assert proc.returncode == 2 and "another model size" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_weights_offline_says_how_to_pass_checkpoint(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    proc = run_cli("run", "-m", "deit-tiny", "--quiet", timeout=120)
+    assert proc.returncode == 2 and "pass --checkpoint PATH" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("run", "-m", "deit-small-elliptical", "--quiet", timeout=120)
+    assert proc.returncode == 2 and "no public weights; pass --checkpoint deit-small-elliptical=PATH" in proc.stderr
+
+
+def test_image_folder_with_checkpoint(image_folder, deit_tiny_ckpt, tmp_path):
+    proc = run_cli("run", "-m", "deit-tiny-elliptical", "--checkpoint", f"deit-tiny-elliptical={deit_tiny_ckpt}",
+                   "--data", str(image_folder), "--n-examples", "6", "--attacks", "fgsm", "--eps", "1/255",
+                   "--batch-size", "4", "--out", str(tmp_path), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert list(df["attack"]) == ["clean", "fgsm", "any"] and (df["n"] == 6).all()
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["data"]["num_classes"] == 1000  # wnid folders map to the ImageNet-1k index

@@ -1,0 +1,45 @@
+"""ImageNet-style folders: the model's eval transform, the ImageNet class index, balanced subsets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robeval.errors import UserError
+from robeval.models.wrapper import ModelMeta
+from robeval.robustbench_ext.data import load_folder_data
+
+META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
+                 std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)
+
+
+def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_folder):
+    data = load_folder_data(image_folder, META, n_examples=6)
+    assert data.num_classes == 1000 and len(data.indices) == 6
+    batches = list(data.batches(4))
+    assert [len(b[0]) for b in batches] == [4, 2]
+    idx, x, y = batches[0]
+    assert x.shape == (4, 3, 224, 224) and 0.0 <= x.min() and x.max() <= 1.0
+    # n01440764 -> 0, n01443537 -> 1, n01484850 -> 2 in the standard ImageNet-1k order
+    labels = torch.cat([b[2] for b in batches])
+    assert sorted(labels.tolist()) == [0, 0, 1, 1, 2, 2]
+
+
+def test_non_wnid_folders_use_sorted_order(tmp_path):
+    from PIL import Image
+
+    for name in ("cat", "ant"):
+        (tmp_path / name).mkdir()
+        Image.new("RGB", (30, 30)).save(tmp_path / name / "a.png")
+    data = load_folder_data(tmp_path, META, n_examples=None)
+    assert data.num_classes == 2 and data.dataset.classes == ["ant", "cat"]
+
+
+def test_missing_and_empty_folders(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        load_folder_data(tmp_path / "nope", META, None)
+    with pytest.raises(UserError, match="no class sub-folders"):
+        load_folder_data(tmp_path, META, None)
+    (tmp_path / "n01440764").mkdir()
+    with pytest.raises(UserError, match="no images"):
+        load_folder_data(tmp_path, META, None)
