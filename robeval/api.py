@@ -45,11 +45,8 @@ def make_config(
                      n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
                      checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
                      seed=seed, batch_size=batch_size, device=device, workers=workers)
-    for attack in cfg.set_options:
-        if attack not in cfg.attacks:
-            raise UserError(f"--set for {attack!r}, which is not among the attacks run ({', '.join(cfg.attacks)})")
-    for attack in cfg.attacks:
-        cfg.attack_settings(attack)  # validates overrides before any work
+    for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
+        cfg.attack_settings(attack)
     return cfg
 
 

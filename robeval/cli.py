@@ -16,6 +16,8 @@ from .errors import UserError
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).")
 console = Console()
+if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
+    console = Console(width=200)
 
 
 def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:

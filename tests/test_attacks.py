@@ -150,10 +150,11 @@ def test_out_of_ball_result_aborts_naming_the_attack(monkeypatch):
     monkeypatch.setattr(FGSM, "perturb", lambda self, x, y: (x + 2 * self.eps).clamp(0, 1))
     with pytest.raises(AttackBoundsError, match="attack fgsm left the Linf ball"):
         evaluate_full(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm")
-    x = torch.full((2, 1, 8, 8), 0.5)
+    x = torch.full((2, 1, 8, 8), 0.995)
     with pytest.raises(AttackBoundsError, match="input range"):
-        verify_adversarial("pgd", x + 0.6, x + 0.6 - 0.001, 0.01, "Linf", (0.0, 1.0))
-    verify_adversarial("pgd", x + 0.01, x, 0.01, "Linf", (0.0, 1.0))
+        verify_adversarial("pgd", x + 0.009, x, 0.01, "Linf", (0.0, 1.0))
+    verify_adversarial("pgd", x + 0.005, x, 0.01, "Linf", (0.0, 1.0))
+    verify_adversarial("pgd", x + 0.009, x, 0.01, "Linf", None)  # no box (nielsen2024's fgsm/pgd/spsa)
 
 
 def test_spsa_gradient_estimate_points_the_right_way(model, batch):

@@ -137,18 +137,26 @@ def derive_seed(*parts: Any) -> int:
 
 def verify_adversarial(attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: float, norm: str,
                        box: tuple[float, float] | None) -> None:
-    """Abort when ``x_adv`` leaves the eps ball (around ``x`` clipped to the box) or the box."""
+    """Abort when ``x_adv`` leaves the eps ball (around ``x`` clipped to the box) or the box.
+
+    An example returned unchanged is always valid (under ``nielsen2024`` the clean normalized
+    input lies outside AutoAttack's [0,1] box, and AutoAttack returns it for unfooled points).
+    """
     if x_adv.shape != x.shape:
         raise AttackBoundsError(f"attack {attack} returned shape {tuple(x_adv.shape)} for input {tuple(x.shape)}")
     if not torch.isfinite(x_adv).all():
         raise AttackBoundsError(f"attack {attack} returned non-finite values")
+    changed = ~(x_adv == x).flatten(1).all(1)
+    if not changed.any():
+        return
+    x_adv, x = x_adv[changed], x[changed]
     anchor = x if box is None else x.clamp(*box)
     delta = (x_adv - anchor).flatten(1).double()
     size = delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
-    worst = float(size.max()) if size.numel() else 0.0
+    worst = float(size.max())
     if worst > eps + BOUND_TOLERANCE:
         raise AttackBoundsError(f"attack {attack} left the {norm} ball: perturbation {worst:.8f} > eps {eps:.8f}")
-    if box is not None and x_adv.numel():
+    if box is not None:
         lo, hi = float(x_adv.min()), float(x_adv.max())
         if lo < box[0] - BOUND_TOLERANCE or hi > box[1] + BOUND_TOLERANCE:
             raise AttackBoundsError(f"attack {attack} left the input range {box}: values in [{lo:.6f}, {hi:.6f}]")
