@@ -6,8 +6,13 @@ its time outside the model; its defaults (eps 0.3, 1 iteration) are also a trap.
 draws independent Rademacher directions per example, evaluates the +/- pairs of as many examples
 and samples as fit in ``max_batch`` images in one forward pass, runs Adam element-wise on the
 perturbation, and keeps each example's best iterate (lowest margin), so a point once fooled stays
-fooled.  ``samples`` counts +/- pairs, as in torchattacks (2 x samples forward passes per step).
-With ``early_stop`` an example stops being optimised once its top-1 is fooled.
+fooled.  ``samples`` counts evaluated inputs per step as in cleverhans' SPSA, which the
+Elliptical-Attention paper used: 128 samples = 64 antithetic +/- pairs (torchattacks' ``nb_sample``
+counts pairs instead, so its 128 means 256 forward passes per step).
+With ``early_stop`` (the default) an example that was correctly classified stops being optimised once
+its top-1 is fooled, as Square and AutoAttack's cascade do: its top-1 outcome cannot change (the
+best iterate is kept), and the saved forward passes go to the examples still standing.  Examples
+misclassified from the start run every iteration, so their top-5 is still measured under attack.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ ADAM_EPS = 1e-8
 
 @register_attack("spsa", norms=("Linf",), kind="black-box", implementation="robeval (batched SPSA + Adam)",
                  defaults=dict(iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024,
-                               random_start=False, early_stop=False),
+                               random_start=False, early_stop=True),
                  description="gradient-free: finite differences along random +/-1 directions, Adam on the margin loss")
 class SPSA(Attack):
     name = "spsa"
@@ -39,18 +44,19 @@ class SPSA(Attack):
     def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """SPSA estimate of d margin / d x for each example of ``x``."""
         b = x.shape[0]
+        pairs = max(1, self.samples // 2)
         grad = torch.zeros_like(x)
         per_chunk = max(1, self.max_batch // (2 * b))
         done = 0
-        while done < self.samples:
-            k = min(per_chunk, self.samples - done)
+        while done < pairs:
+            k = min(per_chunk, pairs - done)
             v = torch.randint(0, 2, (k, *x.shape), device=x.device, dtype=torch.int8).to(x.dtype).mul_(2).sub_(1)
             shifted = torch.cat([x + self.delta * v, x - self.delta * v]).flatten(0, 1)
             m = margin(self.model(shifted), y.repeat(2 * k)).view(2, k, b)
             df = (m[0] - m[1]) / (2.0 * self.delta)  # [k, b]
             grad += (df.view(k, b, *[1] * (x.dim() - 1)) * v).sum(0)
             done += k
-        return grad / self.samples
+        return grad / pairs
 
     @torch.no_grad()
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -60,10 +66,11 @@ class SPSA(Attack):
         exp_avg = torch.zeros_like(x)
         exp_sq = torch.zeros_like(x)
         active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
+        misclassified_from_start = best_margin <= 0
         beta1, beta2 = ADAM_BETAS
         for step in range(1, self.iterations + 1):
             if self.early_stop:
-                active = best_margin > 0
+                active = misclassified_from_start | (best_margin > 0)
             idx = active.nonzero().squeeze(1)
             if idx.numel() == 0:
                 break
