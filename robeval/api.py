@@ -50,9 +50,24 @@ def make_config(
     return cfg
 
 
-def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, **kwargs: Any) -> EvalResult:
-    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``."""
-    result = run_evaluation(make_config(**kwargs), reporter)
+def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, store: str | Path | Any = None,
+                  resume: str | None = None, **kwargs: Any) -> EvalResult:
+    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``.
+
+    ``store``: a results-store path (or :class:`robeval.store.Store`) that receives every finished
+    unit; ``resume``: a run id in that store ("latest" = the newest unfinished run) to continue.
+    """
+    from .store import Store
+
+    config = make_config(**kwargs)
+    db = store if isinstance(store, Store) or store is None else Store(store)
+    if resume is not None and db is None:
+        raise UserError("resume needs a results store")
+    if resume == "latest":
+        resume = db.latest_run(unfinished_only=True)
+        if resume is None:
+            raise UserError(f"--resume: no unfinished run in {db.path}")
+    result = run_evaluation(config, reporter, store=db, resume=resume)
     if out is not None:
         from .report.files import write_run_files
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import UserError
+from .store import DEFAULT_STORE, Store
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).")
@@ -34,6 +35,26 @@ def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
+def resume_command(argv: list[str], run_id: str) -> str:
+    """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
+    kept: list[str] = []
+    skip_next = False
+    for i, arg in enumerate(argv):
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "--resume":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            skip_next = nxt is not None and not nxt.startswith("-")
+            continue
+        if arg.startswith("--resume="):
+            continue
+        kept.append(arg)
+    if not kept or kept[0] != "run":
+        kept.insert(0, "run")
+    return shlex.join(["robeval", *kept, "--resume", run_id])
+
+
 @app.command()
 def run(
     model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model name (repeatable; glob patterns like 'digits-*'). Default: the two embedded digits models."),
@@ -50,7 +71,10 @@ def run(
     batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128, folders 64)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     workers: int = typer.Option(0, help="DataLoader worker processes for image folders."),
-    out: Optional[Path] = typer.Option(None, help="Output folder (default results/<timestamp>)."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default results/<run id>)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store (SQLite); every finished batch lands there."),
+    resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
+                                         help="Continue an interrupted run (the newest unfinished one, or RUN_ID)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run the attack suite and write results.csv, results.md and run.json."""
@@ -62,18 +86,28 @@ def run(
     from .robustbench_ext.engine import NullReporter
 
     models = expand_model_patterns(list(model) if model else DEFAULT_MODELS)
-    out_dir = out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    prepare_out_dir(out_dir)
-    result = evaluate_full(
-        reporter=NullReporter() if quiet else RichReporter(), models=models, data=data, eps=eps, attacks=attacks,
-        protocol=protocol, norm=norm, n_examples=n_examples, checkpoints=_split_checkpoints(list(checkpoint or []), models),
-        checkpoint_key=checkpoint_key, settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size,
-        device=device, workers=workers,
-    )
-    paths = write_run_files(result, out_dir)
+    if out is not None:
+        prepare_out_dir(out)
+    db = Store(store)
+    try:
+        result = evaluate_full(
+            reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
+            eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
+            checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
+            settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
+        )
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)
+        Console(stderr=True).print(f"interrupted; finished batches are kept in {store}.", markup=False)
+        if run_id:
+            Console(stderr=True).print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    out_dir = out or Path("results") / result.run["run_id"]
+    paths = write_run_files(result, prepare_out_dir(out_dir))
     for table in results_tables(result.summary):
         console.print(table)
-    console.print(f"Wrote {paths['csv']}, {paths['md']} and {paths['json']} ({result.run['seconds']:.0f} s).")
+    console.print(f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
+                  f"{paths['json']} ({result.run['seconds']:.0f} s).")
     if data == "digits" and n_examples is None:
         console.print("Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
                       "robeval run --model deit-small --model deit-small-elliptical "
@@ -113,23 +147,136 @@ def attacks_cmd() -> None:
     console.print(table)
 
 
+def _emit(text: str, out: Optional[Path]) -> None:
+    """Print ``text``, or write it atomically to ``out``."""
+    if out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    from .report.files import atomic_write, prepare_out_dir
+
+    prepare_out_dir(out.parent if str(out.parent) else Path("."))
+    atomic_write(out, text)
+    console.print(f"Wrote {out}")
+
+
+@app.command("runs")
+def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store.")) -> None:
+    """List stored runs with status, progress (finished/total units) and age."""
+    from datetime import datetime, timezone
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    df = Store(store).runs()
+    table = Table(title=f"runs in {store}")
+    for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
+        table.add_column(col)
+    now = datetime.now(timezone.utc)
+    for r in df.itertuples():
+        import json
+
+        cfg = json.loads(r.config)
+        age = now - datetime.fromisoformat(r.created)
+        minutes = int(age.total_seconds() // 60)
+        age_text = f"{minutes // 1440}d" if minutes >= 1440 else f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+        table.add_row(r.id, r.status, f"{r.done_units}/{r.total_units}", age_text, r.protocol, ", ".join(cfg["models"]),
+                      ",".join(cfg["eps"]), ",".join(cfg["attacks"]))
+    console.print(table)
+
+
+@app.command("table")
+def table_cmd(
+    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    format: str = typer.Option("md", "--format", "-f", help="md, csv, latex or json."),
+    out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+) -> None:
+    """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
+    from .report.paper import render
+    from .report.runs import combine, resolve_runs
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    _emit(render(combine(resolve_runs(Store(store), list(run_ids or []))), format), out)
+
+
+@app.command("compare")
+def compare_cmd(
+    a: str = typer.Argument(..., help="Model A: NAME (newest run that evaluated it) or RUN_ID:NAME."),
+    b: str = typer.Argument(..., help="Model B, likewise."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    format: str = typer.Option("md", "--format", "-f", help="md, csv or json."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap."),
+    out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+) -> None:
+    """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p."""
+    from .report.compare import compare, to_markdown
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    result = compare(Store(store), a, b, seed=seed)
+    renderers = {"md": to_markdown, "csv": lambda r: r.to_csv(index=False),
+                 "json": lambda r: r.to_json(orient="records", indent=2) + "\n"}
+    if format not in renderers:
+        raise UserError(f"unknown format {format!r}; choose md, csv or json")
+    _emit(renderers[format](result), out)
+
+
+@app.command("plot")
+def plot_cmd(
+    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    out: Path = typer.Option(Path("results") / "plots", help="Folder for the PNG and SVG files."),
+) -> None:
+    """Plot robust accuracy against eps (panel per attack) and a bar chart per eps."""
+    from .report.files import prepare_out_dir
+    from .report.plots import make_plots
+    from .report.runs import combine, resolve_runs
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    summary = combine(resolve_runs(Store(store), list(run_ids or [])))
+    paths = make_plots(summary, prepare_out_dir(out))
+    console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))
+
+
+def _optional_resume_value(argv: list[str]) -> list[str]:
+    """``--resume`` alone means ``--resume latest`` (the newest unfinished run)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--resume" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, "latest")
+            break
+    return out
+
+
+def _click_exceptions():
+    try:  # typer >= 0.20 vendors click
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import exceptions
+    return exceptions
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
-    import click
-
+    exceptions = _click_exceptions()
     err = Console(stderr=True)
+    args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=args, standalone_mode=False)
     except UserError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except typer.Abort:
         err.print("aborted", markup=False)
         sys.exit(130)
-    except click.exceptions.ClickException as exc:
+    except exceptions.NoArgsIsHelpError as exc:
+        print(exc.format_message())
+        sys.exit(0)
+    except exceptions.ClickException as exc:
         err.print(f"error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
 
 

@@ -15,13 +15,14 @@ META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_
 
 def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_folder):
     data = load_folder_data(image_folder, META, n_examples=6)
+    assert [b[0] for b in data.batches(4, only=[1])] == [1]  # a skipped batch is not read
     assert data.num_classes == 1000 and len(data.indices) == 6
     batches = list(data.batches(4))
-    assert [len(b[0]) for b in batches] == [4, 2]
-    idx, x, y = batches[0]
+    assert [b[0] for b in batches] == [0, 1] and [len(b[1]) for b in batches] == [4, 2]
+    _, idx, x, y = batches[0]
     assert x.shape == (4, 3, 224, 224) and 0.0 <= x.min() and x.max() <= 1.0
     # n01440764 -> 0, n01443537 -> 1, n01484850 -> 2 in the standard ImageNet-1k order
-    labels = torch.cat([b[2] for b in batches])
+    labels = torch.cat([b[3] for b in batches])
     assert sorted(labels.tolist()) == [0, 0, 1, 1, 2, 2]
 
 

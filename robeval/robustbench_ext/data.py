@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Subset
+from torch.utils.data import DataLoader, Dataset
 
 from ..errors import UserError
 from ..models.wrapper import ModelMeta
@@ -92,15 +92,23 @@ class EvalData:
     def num_batches(self, batch_size: int) -> int:
         return (len(self.indices) + batch_size - 1) // batch_size
 
-    def batches(self, batch_size: int, workers: int = 0, pin_memory: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """Yield ``(example indices, images, labels)`` in fixed batches of the chosen indices."""
-        loader = DataLoader(Subset(self.dataset, self.indices), batch_size=batch_size, shuffle=False,
-                            num_workers=workers, pin_memory=pin_memory)
-        start = 0
-        for images, labels in loader:
-            idx = torch.tensor(self.indices[start:start + len(labels)], dtype=torch.long)
-            start += len(labels)
-            yield idx, images, labels
+    def batch_indices(self, batch_size: int, b: int) -> list[int]:
+        """Example indices of batch ``b``: depends only on ``b`` and the batch size."""
+        return self.indices[b * batch_size:(b + 1) * batch_size]
+
+    def batches(self, batch_size: int, workers: int = 0, pin_memory: bool = False,
+                only: Iterable[int] | None = None) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """Yield ``(batch number, example indices, images, labels)``; ``only`` limits the batch numbers.
+
+        Skipped batches are never read from disk.
+        """
+        wanted = list(range(self.num_batches(batch_size))) if only is None else sorted(set(only))
+        if not wanted:
+            return
+        plan = [self.batch_indices(batch_size, b) for b in wanted]
+        loader = DataLoader(self.dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin_memory)
+        for b, idx, (images, labels) in zip(wanted, plan, loader):
+            yield b, torch.tensor(idx, dtype=torch.long), images, labels
 
 
 def load_digits_data(n_examples: int | None) -> EvalData:

@@ -175,100 +175,183 @@ def _check_input(meta, x: torch.Tensor, data: str) -> None:
         raise UserError(f"model {meta.name} expects input {expected} but data {data!r} gives {tuple(x.shape[1:])}")
 
 
-def run_evaluation(config: EvalConfig, reporter: Reporter | None = None) -> EvalResult:
-    """Evaluate every model of ``config`` on its data under every eps and attack."""
-    reporter = reporter or NullReporter()
-    protocol = get_protocol(config.protocol)
-    device = config.resolved_device()
-    batch_size = config.resolved_batch_size()
+class _Records:
+    """Columns of per-example records for one unit of work, appended batch-wise."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
+
+    def add(self, **values: Any) -> None:
+        n = len(values["example"])
+        for column in RECORD_COLUMNS:
+            value = values[column]
+            self.columns[column].extend(value if isinstance(value, list) else [value] * n)
+
+    def extend(self, other: "_Records") -> None:
+        for column in RECORD_COLUMNS:
+            self.columns[column].extend(other.columns[column])
+
+
+def semantic_config(config: EvalConfig) -> dict[str, Any]:
+    """What determines the records (compared on --resume); device and worker count do not."""
+    return {
+        "models": list(config.models), "eps": [e.text for e in config.eps], "attacks": list(config.attacks),
+        "data": config.data, "n_examples": config.n_examples, "norm": config.norm, "protocol": config.protocol,
+        "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
+        "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
+        "seed": config.seed, "batch_size": config.resolved_batch_size(),
+    }
+
+
+def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
+    for key in sorted(set(stored) | set(current)):
+        if stored.get(key) != current.get(key):
+            return f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
+    return None
+
+
+def _validate(config: EvalConfig) -> None:
+    get_protocol(config.protocol)
     for attack in config.attacks:
         spec = get_attack_spec(attack)
         if config.norm not in spec.norms:
             raise UserError(f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})")
-    settings = {a: config.attack_settings(a) for a in config.attacks}
     missing = sorted(set(config.checkpoints) - set(config.models))
     if missing:
         raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
 
+
+def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: Any = None,
+                   resume: str | None = None) -> EvalResult:
+    """Evaluate every model of ``config`` on its data under every eps and attack.
+
+    With a ``store`` (:class:`robeval.store.Store`) each finished unit (model, eps, attack, batch)
+    is written as it completes and ``resume`` (a run id) skips the units already stored; the
+    returned records are read back from the store.
+    """
+    reporter = reporter or NullReporter()
+    _validate(config)
+    protocol = get_protocol(config.protocol)
+    device = config.resolved_device()
+    batch_size = config.resolved_batch_size()
+    settings = {a: config.attack_settings(a) for a in config.attacks}
+    semantic = semantic_config(config)
     started = time.time()
-    columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
+
+    run_id, done = None, set()
+    if store is not None:
+        if resume is not None:
+            stored = store.run(resume)
+            diff = config_difference(stored["config"], semantic)
+            if diff:
+                raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
+            run_id, done = resume, store.done_units(resume)
+            store.update_run(run_id, status="running")
+        else:
+            run_id = store.create_run(semantic, {}, config.protocol, None, 0)
+
+    memory = _Records()
     models_meta: dict[str, dict] = {}
     timings: dict[str, float] = {}
     data_info: dict[str, Any] = {}
-
-    for model_name in config.models:
-        model = load_model(model_name, checkpoint=config.checkpoints.get(model_name),
-                           checkpoint_key=config.checkpoint_key, device=device)
-        options = protocol.model_options.get(model.meta.family, {})
-        if options:
-            set_elliptical_options(model, **options)
-            model.meta.options.update(options)
-        models_meta[model_name] = asdict(model.meta)
-        data = load_data(config.data, model.meta, config.n_examples)
-        data_info = {"data": data.name, "identity": data.identity, "n": len(data.indices),
-                     "num_classes": data.num_classes}
-        target: nn.Module = model if protocol.space == "pixel" else model.net
-        counted = PassCounter(target)
-        attacks = {(e.text, a): create(a, counted, e.value, norm=config.norm, seed=config.seed,
-                                       clip=protocol.box(a), **settings[a])
-                   for e in config.eps for a in config.attacks}
-        nb = data.num_batches(batch_size)
-        reporter.start([(model_name, e.text, a) for e in config.eps for a in config.attacks], nb, len(data.indices))
-        for b, (idx, x, y) in enumerate(data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda")):
-            if b == 0:
-                _check_input(model.meta, x, config.data)
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            xa = x if protocol.space == "pixel" else model.normalize(x)
-            with torch.inference_mode():
-                clean_logits = target(xa)
-            clean1, clean5 = topk_hits(clean_logits, y)
-            pred = clean_logits.argmax(1)
-            n = len(y)
-
-            def emit(attack: str, eps: Eps, adv1, adv5, adv_pred, linf, l2, fwd: float, bwd: float) -> None:
-                columns["model"].extend([model_name] * n)
-                columns["attack"].extend([attack] * n)
-                columns["eps"].extend([eps.text] * n)
-                columns["eps_value"].extend([eps.value] * n)
-                columns["batch"].extend([b] * n)
-                columns["example"].extend(idx.tolist())
-                columns["label"].extend(y.tolist())
-                columns["clean_top1"].extend(clean1.tolist())
-                columns["clean_top5"].extend(clean5.tolist())
-                columns["adv_top1"].extend(adv1.tolist())
-                columns["adv_top5"].extend(adv5.tolist())
-                columns["adv_pred"].extend(adv_pred.tolist())
-                columns["linf"].extend(linf.tolist())
-                columns["l2"].extend(l2.tolist())
-                columns["forward_passes"].extend([fwd] * n)
-                columns["backward_passes"].extend([bwd] * n)
-
-            zeros = torch.zeros(n, dtype=torch.float64)
-            for eps in config.eps:
-                emit("clean", eps, clean1, clean5, pred, zeros, zeros, 1.0, 0.0)
-                for attack in config.attacks:
+    total_units = 0
+    unit_names = ["clean", *config.attacks]
+    try:
+        for model_name in config.models:
+            model = load_model(model_name, checkpoint=config.checkpoints.get(model_name),
+                               checkpoint_key=config.checkpoint_key, device=device)
+            options = protocol.model_options.get(model.meta.family, {})
+            if options:
+                set_elliptical_options(model, **options)
+                model.meta.options.update(options)
+            models_meta[model_name] = asdict(model.meta)
+            data = load_data(config.data, model.meta, config.n_examples)
+            data_info = {"data": data.name, "identity": data.identity, "n": len(data.indices),
+                         "num_classes": data.num_classes}
+            nb = data.num_batches(batch_size)
+            total_units += nb * len(config.eps) * len(unit_names)
+            if store is not None:  # progress of `robeval runs`: every model sees the same examples
+                store.update_run(run_id, total_units=nb * len(config.eps) * len(unit_names) * len(config.models),
+                                 data_identity=data.identity)
+            todo = {b: [(e, a) for e in config.eps for a in unit_names if (model_name, e.text, a, b) not in done]
+                    for b in range(nb)}
+            target: nn.Module = model if protocol.space == "pixel" else model.net
+            counted = PassCounter(target)
+            attacks = {(e.text, a): create(a, counted, e.value, norm=config.norm, seed=config.seed,
+                                           clip=protocol.box(a), **settings[a])
+                       for e in config.eps for a in config.attacks}
+            reporter.start([(model_name, e.text, a) for e in config.eps for a in config.attacks], nb, len(data.indices))
+            for e in config.eps:
+                for a in config.attacks:
+                    finished = sum(len(data.batch_indices(batch_size, b)) for b in range(nb) if (model_name, e.text, a, b) in done)
+                    if finished:
+                        reporter.advance(model_name, e.text, a, finished)
+            checked = False
+            for b, idx, x, y in data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda",
+                                              only=[b for b, units in todo.items() if units]):
+                if not checked:
+                    _check_input(model.meta, x, config.data)
+                    checked = True
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                xa = x if protocol.space == "pixel" else model.normalize(x)
+                with torch.inference_mode():
+                    clean_logits = target(xa)
+                if not torch.isfinite(clean_logits).all():
+                    raise UserError(f"model {model_name} produced NaN or inf logits on clean images (batch {b})")
+                clean1, clean5 = topk_hits(clean_logits, y)
+                pred = clean_logits.argmax(1)
+                n = len(y)
+                base = dict(model=model_name, batch=b, example=idx.tolist(), label=y.tolist(),
+                            clean_top1=clean1.tolist(), clean_top5=clean5.tolist())
+                for eps, attack in todo[b]:
                     tick = time.perf_counter()
-                    labels = pred if protocol.label_source(attack) == "predicted" else y
-                    counted.reset()
-                    x_adv = attacks[(eps.text, attack)](xa, labels, seed=derive_seed(config.seed, attack, eps.text, b))
-                    verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
-                    fwd, bwd = counted.forward_images / n, counted.backward_images / n
-                    with torch.inference_mode():
-                        adv_logits = target(x_adv)
-                    adv1, adv5 = topk_hits(adv_logits, y)
-                    linf, l2 = perturbation_norms(x_adv, xa)
-                    emit(attack, eps, adv1, adv5, adv_logits.argmax(1), linf, l2, fwd + 1.0, bwd)
+                    unit = _Records()
+                    if attack == "clean":
+                        unit.add(**base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
+                                 adv_top5=clean5.tolist(), adv_pred=pred.tolist(), linf=0.0, l2=0.0,
+                                 forward_passes=1.0, backward_passes=0.0)
+                    else:
+                        labels = pred if protocol.label_source(attack) == "predicted" else y
+                        counted.reset()
+                        x_adv = attacks[(eps.text, attack)](xa, labels, seed=derive_seed(config.seed, attack, eps.text, b))
+                        verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
+                        fwd, bwd = counted.forward_images / n, counted.backward_images / n
+                        with torch.inference_mode():
+                            adv_logits = target(x_adv)
+                        adv1, adv5 = topk_hits(adv_logits, y)
+                        linf, l2 = perturbation_norms(x_adv, xa)
+                        unit.add(**base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
+                                 adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
+                                 l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
+                    seconds = time.perf_counter() - tick
                     key = f"{model_name}|{eps.text}|{attack}"
-                    timings[key] = timings.get(key, 0.0) + time.perf_counter() - tick
-                    reporter.advance(model_name, eps.text, attack, n)
+                    timings[key] = timings.get(key, 0.0) + seconds
+                    if store is not None:
+                        store.write_units(run_id, [((model_name, eps.text, attack, b), seconds)], unit.columns)
+                    else:
+                        memory.extend(unit)
+                    if attack != "clean":
+                        reporter.advance(model_name, eps.text, attack, n)
+            reporter.stop()
+    except BaseException as exc:
         reporter.stop()
+        if store is not None and run_id is not None:
+            store.update_run(run_id, status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        if isinstance(exc, KeyboardInterrupt) and run_id is not None:
+            exc.run_id = run_id  # type: ignore[attr-defined]
+        raise
 
-    records = pd.DataFrame(columns)
+    if store is not None:
+        records = store.records(run_id)
+    else:
+        records = pd.DataFrame(memory.columns).sort_values(["model", "eps", "attack", "example"], kind="stable")
+        records = records.reset_index(drop=True)
     summary = summarize(records, config.attacks, models_meta, config.norm, [e.text for e in config.eps])
     summary.insert(len(summary.columns), "protocol", config.protocol)
     summary.insert(len(summary.columns), "data", data_info.get("data", config.data))
     summary.insert(len(summary.columns), "seed", config.seed)
     run = {
+        "run_id": run_id,
         "created": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - started, 3),
         "config": {**asdict(config), "eps": [{"text": e.text, "value": e.value} for e in config.eps]},
@@ -286,4 +369,7 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None) -> Eval
         "versions": versions(),
         "timings_seconds": {k: round(v, 4) for k, v in timings.items()},
     }
+    if store is not None:
+        store.update_run(run_id, status="finished", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         info=run, data_identity=data_info.get("identity"), total_units=total_units)
     return EvalResult(records, summary, run)

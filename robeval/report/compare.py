@@ -1,0 +1,115 @@
+"""Paired comparison of two evaluated models on the same examples.
+
+For every eps and attack: top-1 / top-5 of A and B, the difference B - A, a seeded 95% bootstrap
+confidence interval of the difference (examples resampled with replacement), and the exact
+McNemar test (a two-sided binomial test on the discordant pairs, scipy) on the paired outcomes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from ..errors import UserError
+from ..robustbench_ext.metrics import any_attack_records
+from ..store import Store
+from .runs import StoredRun, load_run
+
+BOOTSTRAP_SAMPLES = 2000
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``."""
+    only_a = int(np.sum(a & ~b))
+    only_b = int(np.sum(~a & b))
+    if only_a + only_b == 0:
+        return 1.0
+    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+
+
+def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+    """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
+    rng = np.random.default_rng(seed)
+    diff = b.astype(float) - a.astype(float)
+    draws = rng.integers(0, len(diff), size=(samples, len(diff)))
+    means = diff[draws].mean(axis=1) * 100.0
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
+    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it)."""
+    if ":" in ref and not ref.startswith("timm:"):
+        run_id, _, model = ref.partition(":")
+        run = load_run(store, run_id)
+    else:
+        model, run = ref, None
+        runs = store.runs()
+        for run_id in reversed(runs[runs["status"] == "finished"]["id"].tolist()):
+            candidate = load_run(store, run_id)
+            if model in set(candidate.records["model"]):
+                run = candidate
+                break
+        if run is None:
+            raise UserError(f"no finished run in {store.path} evaluated model {model!r}")
+    if model not in set(run.records["model"]):
+        raise UserError(f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})")
+    return run, model
+
+
+def _with_any(run: StoredRun, model: str) -> pd.DataFrame:
+    records = run.records[run.records["model"] == model]
+    return pd.concat([records, any_attack_records(records, run.config["attacks"])], ignore_index=True)
+
+
+def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
+    run_a, model_a = find_model(store, ref_a)
+    run_b, model_b = find_model(store, ref_b)
+    if run_a.protocol != run_b.protocol:
+        raise UserError(f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})")
+    ra = _with_any(run_a, model_a)
+    rb = _with_any(run_b, model_b)
+    keys = ["eps", "attack", "example"]
+    joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
+    if joined.empty:
+        raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
+    rows = []
+    eps_order = [e for e in run_a.config["eps"] if e in set(ra["eps"])]
+    attack_order = list(dict.fromkeys(["clean", *run_a.config["attacks"], "any"]))
+    for eps in eps_order:
+        for attack in attack_order:
+            sel = joined[(joined["eps"] == eps) & (joined["attack"] == attack)]
+            n_a = int(((ra["eps"] == eps) & (ra["attack"] == attack)).sum())
+            n_b = int(((rb["eps"] == eps) & (rb["attack"] == attack)).sum())
+            if sel.empty:
+                continue
+            if len(sel) != n_a or len(sel) != n_b:
+                raise UserError(f"{ref_a} and {ref_b} evaluated different examples at eps {eps}, {attack} "
+                                f"({n_a} vs {n_b}, {len(sel)} shared); compare needs the same examples")
+            row = {"eps": eps, "attack": attack, "n": len(sel)}
+            for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
+                a = sel[f"{col}_a"].to_numpy(bool)
+                b = sel[f"{col}_b"].to_numpy(bool)
+                lo, hi = bootstrap_ci(a, b, seed)
+                row.update({f"{metric}_a": round(100 * a.mean(), 2), f"{metric}_b": round(100 * b.mean(), 2),
+                            f"{metric}_diff": round(100 * (b.mean() - a.mean()), 2),
+                            f"{metric}_ci_low": round(lo, 2), f"{metric}_ci_high": round(hi, 2),
+                            f"{metric}_mcnemar_p": mcnemar_exact(a, b)})
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    out.attrs.update(a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol)
+    return out
+
+
+def to_markdown(result: pd.DataFrame) -> str:
+    a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
+    lines = [f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
+             "diff = B - A in points, 95% bootstrap CI, exact McNemar p", "",
+             "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+    for r in result.itertuples():
+        lines.append(f"| {r.eps} | {r.attack} | {r.n} | {r.top1_a:.2f} | {r.top1_b:.2f} | {r.top1_diff:+.2f} | "
+                     f"[{r.top1_ci_low:+.2f}, {r.top1_ci_high:+.2f}] | {r.top1_mcnemar_p:.3g} | {r.top5_a:.2f} | "
+                     f"{r.top5_b:.2f} | {r.top5_diff:+.2f} | [{r.top5_ci_low:+.2f}, {r.top5_ci_high:+.2f}] | "
+                     f"{r.top5_mcnemar_p:.3g} |")
+    return "\n".join(lines) + "\n"

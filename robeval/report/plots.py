@@ -1,0 +1,82 @@
+"""Figures from stored runs: robust accuracy against eps (one panel per attack, one line per model)
+and a grouped bar chart per eps (models x attacks).  PNG and SVG, non-interactive backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..eps import eps_label  # noqa: E402
+from .paper import ATTACK_TITLES, ordered_attacks  # noqa: E402
+
+DPI = 100
+
+
+def _save(fig, out: Path, stem: str) -> list[Path]:
+    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=DPI, bbox_inches=None)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths
+
+
+def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> list[Path]:
+    attacks = [a for a in ordered_attacks(summary) if a != "clean"]
+    cols = min(4, max(1, len(attacks)))
+    rows = (len(attacks) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False, sharey=True)
+    eps_values = sorted(set(summary["eps_value"]))
+    for ax, attack in zip(axes.flat, attacks):
+        for model in dict.fromkeys(summary["model"]):
+            sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
+            ax.plot(sel["eps_value"], sel[metric], marker="o", label=model)
+        ax.set_title(ATTACK_TITLES.get(attack, attack))
+        ax.set_xticks(eps_values)
+        ax.set_xticklabels([eps_label(v) for v in eps_values], rotation=45, ha="right")
+        ax.set_xlabel("eps")
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(attacks):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
+    axes.flat[0].legend(fontsize=8)
+    protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
+    fig.suptitle(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})")
+    fig.tight_layout()
+    return _save(fig, out, f"robust_{metric}_vs_eps")
+
+
+def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
+    paths = []
+    for eps in dict.fromkeys(summary["eps"]):
+        sel = summary[summary["eps"] == eps]
+        attacks = ordered_attacks(sel)
+        models = list(dict.fromkeys(sel["model"]))
+        width = 0.8 / max(1, len(models))
+        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(attacks) + 2), 4))
+        for i, model in enumerate(models):
+            vals = [float(sel[(sel["model"] == model) & (sel["attack"] == a)]["top1"].iloc[0])
+                    if len(sel[(sel["model"] == model) & (sel["attack"] == a)]) else 0.0 for a in attacks]
+            ax.bar([j + i * width for j in range(len(attacks))], vals, width, label=model)
+        ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
+        ax.set_xticklabels([ATTACK_TITLES.get(a, a) for a in attacks], rotation=30, ha="right")
+        ax.set_ylabel("top-1 accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}")
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        safe = eps.replace("/", "_").replace(".", "p")
+        paths += _save(fig, out, f"bars_eps_{safe}")
+    return paths
+
+
+def make_plots(summary: pd.DataFrame, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    return accuracy_vs_eps(summary, out, "top1") + accuracy_vs_eps(summary, out, "top5") + bars_per_eps(summary, out)

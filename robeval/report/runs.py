@@ -1,0 +1,87 @@
+"""Reading stored runs back as summaries: the input of every table, comparison and plot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..errors import UserError
+from ..robustbench_ext.metrics import summarize
+from ..store import Store
+
+
+@dataclass
+class StoredRun:
+    run_id: str
+    info: dict[str, Any]
+    config: dict[str, Any]
+    records: pd.DataFrame
+    summary: pd.DataFrame
+
+    @property
+    def protocol(self) -> str:
+        return self.config["protocol"]
+
+    @property
+    def data(self) -> str:
+        return self.info.get("data", {}).get("data", self.config.get("data", ""))
+
+
+def load_run(store: Store, run_id: str) -> StoredRun:
+    row = store.run(run_id)
+    config, info = row["config"], row["info"]
+    records = store.records(run_id)
+    if records.empty:
+        raise UserError(f"run {run_id} has no stored records yet")
+    eps_order = [e for e in config["eps"] if e in set(records["eps"])]
+    summary = summarize(records, config["attacks"], info.get("models", {}), config["norm"], eps_order)
+    summary["protocol"] = config["protocol"]
+    summary["data"] = info.get("data", {}).get("data", config["data"])
+    summary["seed"] = config["seed"]
+    summary["run_id"] = run_id
+    return StoredRun(run_id, info, config, records, summary)
+
+
+def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
+    """The named runs, or the newest finished run when none is named."""
+    if not run_ids:
+        runs = store.runs()
+        finished = runs[runs["status"] == "finished"]
+        if finished.empty:
+            raise UserError(f"no finished run in {store.path}; run `robeval run` first or name a run id")
+        run_ids = [finished["id"].iloc[-1]]
+    return [load_run(store, r) for r in run_ids]
+
+
+def _example_sets(run: StoredRun) -> dict[str, frozenset]:
+    rec = run.records
+    return {eps: frozenset(rec[(rec["eps"] == eps) & (rec["attack"] == "clean")]["example"]) for eps in set(rec["eps"])}
+
+
+def combine(runs: list[StoredRun]) -> pd.DataFrame:
+    """One summary over several runs; refuses to mix protocols, eps, norms or example sets."""
+    first = runs[0]
+    for other in runs[1:]:
+        checks = [("protocol", first.protocol, other.protocol), ("norm", first.config["norm"], other.config["norm"]),
+                  ("eps", sorted(first.config["eps"]), sorted(other.config["eps"])),
+                  ("data", first.data, other.data)]
+        for what, a, b in checks:
+            if a != b:
+                raise UserError(f"runs {first.run_id} and {other.run_id} differ in {what} ({a} vs {b}); "
+                                "a table never mixes them")
+        if _example_sets(first) != _example_sets(other):
+            raise UserError(f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
+                            "a table compares models on the same images only")
+    parts = []
+    seen: dict[str, str] = {}
+    for run in runs:
+        part = run.summary.copy()
+        for model in dict.fromkeys(part["model"]):
+            if model in seen:
+                part.loc[part["model"] == model, "model"] = f"{model} ({run.run_id})"
+            else:
+                seen[model] = run.run_id
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)

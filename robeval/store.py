@@ -1,0 +1,189 @@
+"""The results store: runs and per-example records in SQLite (Python's sqlite3).
+
+Every table and figure is computed from the records stored here.  A run's work is split into units
+``(model, eps, attack, batch)``; a unit's records and its completion mark are written in one
+transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
+skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
+one store at once.  The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[v]`` moves a
+store from version ``v`` to ``v + 1``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pandas as pd
+
+from .errors import UserError
+from .robustbench_ext.metrics import RECORD_COLUMNS
+
+SCHEMA_VERSION = 1
+DEFAULT_STORE = Path("results") / "robeval.sqlite"
+
+_RECORD_TYPES = {
+    "model": "TEXT", "attack": "TEXT", "eps": "TEXT", "eps_value": "REAL", "batch": "INTEGER", "example": "INTEGER",
+    "label": "INTEGER", "clean_top1": "INTEGER", "clean_top5": "INTEGER", "adv_top1": "INTEGER", "adv_top5": "INTEGER",
+    "adv_pred": "INTEGER", "linf": "REAL", "l2": "REAL", "forward_passes": "REAL", "backward_passes": "REAL",
+}
+BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
+
+_SCHEMA_V1 = f"""
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL,            -- running | finished | interrupted | failed
+    protocol TEXT NOT NULL,
+    config TEXT NOT NULL,            -- JSON: the semantic configuration (compared on --resume)
+    info TEXT NOT NULL,              -- JSON: versions, checkpoint hashes, settings, data identity, ...
+    data_identity TEXT,
+    total_units INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE units (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    seconds REAL,
+    PRIMARY KEY (run_id, model, eps, attack, batch)
+);
+CREATE TABLE records (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    {", ".join(f"{c} {_RECORD_TYPES[c]} NOT NULL" for c in RECORD_COLUMNS)},
+    PRIMARY KEY (run_id, model, eps, attack, example)
+);
+CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
+"""
+
+MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """A results store at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self.conn.execute("PRAGMA busy_timeout = 60000")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot use results store {self.path}: {exc}") from None
+        except OSError as exc:
+            raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.transaction() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise UserError(f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})")
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+
+    # -- runs -----------------------------------------------------------------------------------
+    def create_run(self, config: dict[str, Any], info: dict[str, Any], protocol: str, data_identity: str | None,
+                   total_units: int) -> str:
+        run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO runs (id, created, status, protocol, config, info, data_identity, total_units) "
+                         "VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+                         (run_id, now(), protocol, json.dumps(config, sort_keys=True, default=str),
+                          json.dumps(info, default=str), data_identity, total_units))
+        return run_id
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "finished", "info", "data_identity", "total_units"}
+        sets = []
+        values = []
+        for key, value in fields.items():
+            if key not in allowed:
+                raise ValueError(key)
+            sets.append(f"{key} = ?")
+            values.append(json.dumps(value, default=str) if key == "info" else value)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        row = self.conn.execute("SELECT id, created, finished, status, protocol, config, info, data_identity, total_units "
+                                "FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            known = [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
+            hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs"
+            raise UserError(f"no run {run_id!r} in {self.path}{hint}")
+        keys = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
+        out = dict(zip(keys, row))
+        out["config"], out["info"] = json.loads(out["config"]), json.loads(out["info"])
+        return out
+
+    def latest_run(self, unfinished_only: bool = False) -> str | None:
+        where = "WHERE status != 'finished'" if unfinished_only else ""
+        row = self.conn.execute(f"SELECT id FROM runs {where} ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def runs(self) -> pd.DataFrame:
+        df = pd.read_sql_query(
+            "SELECT r.id, r.created, r.finished, r.status, r.protocol, r.total_units, "
+            "(SELECT COUNT(*) FROM units u WHERE u.run_id = r.id) AS done_units, r.config "
+            "FROM runs r ORDER BY r.created, r.rowid", self.conn)
+        return df
+
+    # -- units and records ----------------------------------------------------------------------
+    def done_units(self, run_id: str) -> set[tuple[str, str, str, int]]:
+        rows = self.conn.execute("SELECT model, eps, attack, batch FROM units WHERE run_id = ?", (run_id,))
+        return {(m, e, a, int(b)) for m, e, a, b in rows}
+
+    def write_units(self, run_id: str, units: Iterable[tuple[tuple[str, str, str, int], float]],
+                    records: dict[str, list]) -> None:
+        """Store finished units and their records in one transaction."""
+        columns = ["run_id", *RECORD_COLUMNS]
+        n = len(records[RECORD_COLUMNS[0]])
+        rows = [(run_id, *[_plain(records[c][i]) for c in RECORD_COLUMNS]) for i in range(n)]
+        with self.transaction() as conn:
+            conn.executemany(f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+            conn.executemany("INSERT INTO units (run_id, model, eps, attack, batch, seconds) VALUES (?, ?, ?, ?, ?, ?)",
+                             [(run_id, *key, seconds) for key, seconds in units])
+
+    def records(self, run_id: str) -> pd.DataFrame:
+        df = pd.read_sql_query(f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? "
+                               "ORDER BY model, eps, attack, example", self.conn, params=(run_id,))
+        for col in BOOL_COLUMNS:
+            df[col] = df[col].astype(bool)
+        return df
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def open_store(path: str | Path | None) -> Store:
+    return Store(DEFAULT_STORE if path is None else path)
