@@ -1,0 +1,211 @@
+"""Results store: resume after SIGKILL, concurrent writers, tables, paired comparison, plots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from robeval.errors import UserError
+from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
+from robeval.store import SCHEMA_VERSION, Store
+
+from .conftest import run_cli
+
+# Small but long enough to be killed part-way: 6 batches x 3 attacks.
+RUN_ARGS = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--eps", "8/255",
+            "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=10", "--set", "spsa.samples=64", "--quiet"]
+RECORD_KEY = ["model", "eps", "attack", "example"]
+
+
+def units_done(path) -> int:
+    try:
+        with sqlite3.connect(str(path), timeout=30) as conn:
+            return conn.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def only_run_records(path) -> pd.DataFrame:
+    store = Store(path)
+    runs = store.runs()
+    assert len(runs) == 1
+    return store.records(runs["id"].iloc[0]).sort_values(RECORD_KEY).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ref") / "ref.sqlite"
+    proc = run_cli(*RUN_ARGS, "--store", str(path), "--out", str(path.parent / "out"))
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, reference_store):
+    path = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "robeval", *RUN_ARGS, "--store", str(path), "--out", str(tmp_path / "o")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while units_done(path) < 5 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, "run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = units_done(path)
+    total = 6 * 4  # batches x (clean + 3 attacks)
+    assert 0 < partial < total
+    assert Store(path).runs()["status"].iloc[0] == "running"  # killed: never marked finished
+
+    resumed = run_cli(*RUN_ARGS, "--store", str(path), "--resume", "--out", str(tmp_path / "o"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert units_done(path) == total
+    pd.testing.assert_frame_equal(only_run_records(path), only_run_records(reference_store))
+    ref_csv = pd.read_csv(reference_store.parent / "out" / "results.csv")
+    new_csv = pd.read_csv(tmp_path / "o" / "results.csv")
+    pd.testing.assert_frame_equal(ref_csv.drop(columns=["checkpoint"]), new_csv.drop(columns=["checkpoint"]))
+
+
+def test_resume_with_changed_configuration_names_the_difference(tmp_path, reference_store):
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(reference_store, copy)
+    run_id = Store(copy).runs()["id"].iloc[0]
+    args = [a if a != "8/255" else "4/255" for a in RUN_ARGS]
+    proc = run_cli(*args, "--store", str(copy), "--resume", run_id)
+    assert proc.returncode == 2 and "configuration differs" in proc.stderr and "eps: stored ['8/255'], now ['4/255']" in proc.stderr
+
+
+def test_two_runs_write_to_one_store_at_once(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    args = ["run", "-n", "30", "--batch-size", "5", "--attacks", "fgsm,pgd", "--quiet", "--store", str(path)]
+    procs = [subprocess.Popen([sys.executable, "-m", "robeval", *args, "-m", model, "--out", str(tmp_path / model)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for model in ("digits-deit", "digits-deit-elliptical")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    runs = Store(path).runs()
+    assert list(runs["status"]) == ["finished", "finished"] and list(runs["done_units"]) == [18, 18]
+    listing = run_cli("runs", "--store", str(path))
+    assert listing.returncode == 0 and listing.stdout.count("finished") == 2 and "18/18" in listing.stdout
+
+
+def test_schema_is_versioned(tmp_path):
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    with sqlite3.connect(str(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(UserError, match="newer than this robeval"):
+        Store(path)
+
+
+@pytest.fixture(scope="module")
+def two_model_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "t.sqlite"
+    proc = run_cli("run", "-n", "30", "--eps", "4/255,16/255", "--attacks", "fgsm,pgd", "--quiet", "--store", str(path),
+                   "--out", str(path.parent / "out"))
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def test_markdown_table_bolds_the_best(two_model_store):
+    proc = run_cli("table", "--store", str(two_model_store), "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    assert md.count("Table: ") == 2 and "eps = 4/255" in md and "eps = 16/255" in md and "n = 30" in md
+    header = [l for l in md.splitlines() if l.startswith("| Model")][0]
+    assert header.index("Clean Top-1") < header.index("FGSM Top-1") < header.index("PGD Top-1") < header.index("Any (worst case) Top-1")
+    summary = pd.read_csv(two_model_store.parent / "out" / "results.csv")
+    block = md.split("Table: ")[2]  # eps 16/255
+    for attack, title in (("pgd", "PGD"), ("fgsm", "FGSM")):
+        sel = summary[(summary.eps == "16/255") & (summary.attack == attack)]
+        best = sel["top1"].max()
+        assert f"**{best:.2f}**" in block
+
+
+def test_latex_table_compiles(two_model_store, tmp_path):
+    out = tmp_path / "table.tex"
+    proc = run_cli("table", "--store", str(two_model_store), "--format", "latex", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    tex = out.read_text()
+    assert tex.count(r"\begin{tabular}") == 2 and r"\textbf{" in tex and r"digits-deit-elliptical" in tex
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed (.ci/run installs it)")
+    doc = tmp_path / "doc.tex"
+    doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+
+
+def test_csv_and_json_tables(two_model_store):
+    csv = run_cli("table", "--store", str(two_model_store), "--format", "csv")
+    df = pd.read_csv(pd.io.common.StringIO(csv.stdout))
+    assert list(df.columns[:8]) == ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"] and len(df) == 16
+    rows = json.loads(run_cli("table", "--store", str(two_model_store), "--format", "json").stdout)
+    assert len(rows) == 16 and {r["protocol"] for r in rows} == {"standard"}
+
+
+def test_tables_refuse_to_mix_protocols(two_model_store, tmp_path):
+    path = tmp_path / "mixed.sqlite"
+    shutil.copy(two_model_store, path)
+    proc = run_cli("run", "-m", "digits-deit", "-n", "30", "--eps", "4/255,16/255", "--attacks", "fgsm", "--protocol",
+                   "nielsen2024", "--quiet", "--store", str(path), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    ids = Store(path).runs()["id"].tolist()
+    mixed = run_cli("table", *ids, "--store", str(path))
+    assert mixed.returncode == 2 and "differ in protocol" in mixed.stderr
+
+
+def test_mcnemar_and_bootstrap_against_hand_computation():
+    # 10 paired outcomes: A right & B wrong once, A wrong & B right 6 times, 3 ties.
+    a = np.array([1, 0, 0, 0, 0, 0, 0, 1, 1, 0], bool)
+    b = np.array([0, 1, 1, 1, 1, 1, 1, 1, 1, 0], bool)
+    # exact two-sided binomial on the 7 discordant pairs: 2 * P(X <= 1 | n=7, p=1/2) = 2 * 8 / 128
+    assert mcnemar_exact(a, b) == pytest.approx(0.125)
+    assert mcnemar_exact(a, a) == 1.0
+    lo, hi = bootstrap_ci(a, b, seed=0)
+    assert lo < 50.0 < hi and (lo, hi) == bootstrap_ci(a, b, seed=0)
+    assert bootstrap_ci(a, a) == (0.0, 0.0)
+
+
+def test_compare_command(two_model_store):
+    result = compare(Store(two_model_store), "digits-deit", "digits-deit-elliptical")
+    summary = pd.read_csv(two_model_store.parent / "out" / "results.csv").set_index(["model", "eps", "attack"])
+    for r in result.itertuples():
+        a = summary.loc[("digits-deit", r.eps, r.attack), "top1"]
+        b = summary.loc[("digits-deit-elliptical", r.eps, r.attack), "top1"]
+        assert r.top1_a == pytest.approx(a) and r.top1_b == pytest.approx(b)
+        assert r.top1_diff == pytest.approx(b - a, abs=0.011) and r.top1_ci_low <= r.top1_diff <= r.top1_ci_high
+        assert 0.0 <= r.top1_mcnemar_p <= 1.0
+    assert list(result["eps"].unique()) == ["4/255", "16/255"] and "any" in set(result["attack"])
+    proc = run_cli("compare", "digits-deit", "digits-deit-elliptical", "--store", str(two_model_store))
+    assert proc.returncode == 0 and "McNemar" in proc.stdout and "| 16/255 | pgd | 30 |" in proc.stdout
+    bad = run_cli("compare", "digits-deit", "deit-small", "--store", str(two_model_store))
+    assert bad.returncode == 2 and "evaluated model 'deit-small'" in bad.stderr
+
+
+def test_plot_files_are_valid_images(two_model_store, tmp_path):
+    proc = run_cli("plot", "--store", str(two_model_store), "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    # fgsm, pgd, any -> 3 panels in one row of 4 x 3.2 inch panels at 100 dpi
+    for name in ("robust_top1_vs_eps", "robust_top5_vs_eps"):
+        with Image.open(tmp_path / f"{name}.png") as img:
+            img.verify()
+        with Image.open(tmp_path / f"{name}.png") as img:
+            assert img.size == (1200, 320)
+        assert ET.parse(tmp_path / f"{name}.svg").getroot().tag.endswith("svg")
+    for eps in ("4_255", "16_255"):
+        with Image.open(tmp_path / f"bars_eps_{eps}.png") as img:
+            assert img.format == "PNG" and img.size == (640, 400)  # 4 bar groups: 1.1 * 4 + 2 inches
