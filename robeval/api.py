@@ -33,6 +33,9 @@ def make_config(
     batch_size: int | None = None,
     device: str = "auto",
     workers: int = 0,
+    strict_data: bool = False,
+    trust_checkpoint: bool = False,
+    adaptive: bool = False,
 ) -> EvalConfig:
     names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
     if not names:
@@ -44,7 +47,8 @@ def make_config(
     cfg = EvalConfig(models=expand_model_patterns(names), eps=eps_list, attacks=attack_names, data=data,
                      n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
                      checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
-                     seed=seed, batch_size=batch_size, device=device, workers=workers)
+                     seed=seed, batch_size=batch_size, device=device, workers=workers, strict_data=strict_data,
+                     trust_checkpoint=trust_checkpoint, adaptive=adaptive)
     for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
         cfg.attack_settings(attack)
     return cfg
@@ -82,6 +86,8 @@ def evaluate(**kwargs: Any) -> pd.DataFrame:
     "1/255,2/255" or a list), ``attacks`` ("all" or a comma list), ``protocol`` ("standard" or
     "nielsen2024"), ``norm``, ``n_examples``, ``checkpoints`` ({model: path}), ``checkpoint_key``,
     ``settings`` ({"pgd": {"steps": 50}}), ``seed``, ``batch_size``, ``device``, ``out`` (a folder for
-    results.csv / results.md / run.json).
+    results.csv / results.md / run.json), ``store`` / ``resume`` (results store), ``strict_data``
+    (unreadable image files are an error instead of skipped), ``trust_checkpoint`` (allow full
+    unpickling), ``adaptive`` (elliptical models again with gradients through M).
     """
     return evaluate_full(**kwargs).summary

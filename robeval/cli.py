@@ -75,6 +75,9 @@ def run(
     store: Path = typer.Option(DEFAULT_STORE, help="Results store (SQLite); every finished batch lands there."),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
                                          help="Continue an interrupted run (the newest unfinished one, or RUN_ID)."),
+    strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run the attack suite and write results.csv, results.md and run.json."""
@@ -89,16 +92,20 @@ def run(
     if out is not None:
         prepare_out_dir(out)
     db = Store(store)
+    if trust_checkpoint:
+        Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
+                                   "code on this machine", markup=False)
     try:
         result = evaluate_full(
             reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
             eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
             checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
+            strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive,
         )
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)
-        Console(stderr=True).print(f"interrupted; finished batches are kept in {store}.", markup=False)
+        Console(stderr=True).print(f"interrupted; finished batches are kept in {store}.", markup=False, soft_wrap=True)
         if run_id:
             Console(stderr=True).print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
         raise typer.Exit(130)
@@ -106,6 +113,7 @@ def run(
     paths = write_run_files(result, prepare_out_dir(out_dir))
     for table in results_tables(result.summary):
         console.print(table)
+    print_diagnostics(result.run, result.summary)
     console.print(f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
                   f"{paths['json']} ({result.run['seconds']:.0f} s).")
     if data == "digits" and n_examples is None:
@@ -145,6 +153,49 @@ def attacks_cmd() -> None:
         defaults = ", ".join(f"{k}={v}" for k, v in spec.defaults.items()) or "-"
         table.add_row(spec.name, spec.kind, ",".join(spec.norms), defaults, spec.implementation)
     console.print(table)
+
+
+def print_diagnostics(run: dict, summary) -> None:
+    """Skipped files, stopped models, soundness flags and adaptive gaps: printed under every table."""
+    from .robustbench_ext.checks import adaptive_gaps
+
+    skipped = run.get("skipped_files", [])
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        console.print(f"Skipped {len(skipped)} unreadable image file(s): {shown} (listed in run.json)", markup=False)
+    for model, message in run.get("failed_models", {}).items():
+        console.print(f"Stopped model {model}: {message}", markup=False)
+    gaps = adaptive_gaps(summary)
+    if not gaps.empty:
+        console.print("Adaptive attack (gradients through M) vs default:", markup=False)
+        for r in gaps.itertuples():
+            console.print(f"  {r.model} eps {r.eps} {r.attack}: top-1 {r.top1_default:.2f} -> {r.top1_adaptive:.2f} "
+                          f"(gap {r.gap:+.2f})", markup=False)
+    flags = run.get("flags", [])
+    if flags:
+        console.print(f"Soundness checks: {len(flags)} flag(s)", markup=False)
+        for f in flags:
+            console.print(f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}", markup=False, soft_wrap=True)
+    else:
+        console.print("Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
+                      "white-box, eps monotonicity" + (", adaptive gap" if not gaps.empty else "") + ")", markup=False)
+
+
+@app.command("check")
+def check_cmd(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+) -> None:
+    """Run the soundness checks on a stored run and print the flags."""
+    from .report.runs import resolve_runs
+    from .robustbench_ext.checks import all_flags, as_dicts
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    run = resolve_runs(Store(store), [run_id] if run_id else [])[0]
+    flags = all_flags(run.summary, run.info.get("model_checks", {}))
+    console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
+    print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
 
 
 def _emit(text: str, out: Optional[Path]) -> None:
@@ -263,7 +314,9 @@ def main(argv: list[str] | None = None) -> None:
     err = Console(stderr=True)
     args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=args, standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except UserError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -146,10 +146,42 @@ def eval_transform(meta: ModelMeta):
     return transforms.Compose(steps)
 
 
+UNREADABLE = -1  # label returned for an image file that cannot be decoded
+
+
+class TolerantImageFolder:
+    """torchvision's ImageFolder whose unreadable files come back as label -1 instead of raising.
+
+    Half-copied ImageNet folders hold truncated JPEGs and stray non-images; the engine drops those
+    examples, counts them and names them (``--strict-data`` turns them into an error).
+    """
+
+    def __init__(self, root: str, transform, input_size: tuple[int, int, int]) -> None:
+        from torchvision.datasets import ImageFolder
+
+        self.folder = ImageFolder(root, transform=transform, is_valid_file=lambda p: p.lower().endswith(IMAGE_EXTENSIONS))
+        self.input_size = input_size
+        self.classes = self.folder.classes
+        self.samples = self.folder.samples
+        self.targets = self.folder.targets
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int):
+        path, label = self.samples[i]
+        try:
+            image = self.folder.loader(path)
+            return self.folder.transform(image), label
+        except Exception:  # PIL raises OSError, SyntaxError, ValueError, ... on broken files
+            return torch.zeros(self.input_size), UNREADABLE
+
+    def path_of(self, i: int) -> str:
+        return self.samples[i][0]
+
+
 def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None) -> EvalData:
     """An ImageNet-style folder ``PATH/<class>/*.JPEG`` (classes sorted, or wnid -> ImageNet index)."""
-    from torchvision.datasets import ImageFolder
-
     root = Path(path)
     if not root.exists():
         raise UserError(f"data folder not found: {root}")
@@ -159,12 +191,12 @@ def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None) 
     if not classes:
         raise UserError(f"data folder {root} has no class sub-folders (expected {root}/<class>/<image>)")
     try:
-        dataset = ImageFolder(str(root), transform=eval_transform(meta), is_valid_file=lambda p: p.lower().endswith(IMAGE_EXTENSIONS))
+        dataset = TolerantImageFolder(str(root), eval_transform(meta), tuple(meta.input_size))
     except (FileNotFoundError, RuntimeError) as exc:
         raise UserError(f"data folder {root} has no images ({str(exc).splitlines()[0][:120]})") from None
     mapping = imagenet_class_index(dataset.classes)
     if mapping is not None:
-        dataset.samples = [(p, mapping[dataset.classes[t]]) for p, t in dataset.samples]
+        dataset.samples = dataset.folder.samples = [(p, mapping[dataset.classes[t]]) for p, t in dataset.samples]
         dataset.targets = [t for _, t in dataset.samples]
         num_classes = 1000
     else:

@@ -22,7 +22,8 @@ from .. import __version__
 from ..attacks import create, get_attack_spec, resolve_settings
 from ..eps import Eps
 from ..errors import UserError
-from ..models import load_model, set_elliptical_options
+from ..models import get_spec, load_model, set_elliptical_options
+from .checks import ADAPTIVE_SUFFIX, all_flags, as_dicts, model_checks
 from .data import load_data
 from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
@@ -97,6 +98,9 @@ class EvalConfig:
     batch_size: int | None = None
     device: str = "auto"
     workers: int = 0
+    strict_data: bool = False
+    trust_checkpoint: bool = False
+    adaptive: bool = False
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -200,6 +204,7 @@ def semantic_config(config: EvalConfig) -> dict[str, Any]:
         "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
         "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
         "seed": config.seed, "batch_size": config.resolved_batch_size(),
+        "strict_data": config.strict_data, "adaptive": config.adaptive,
     }
 
 
@@ -221,6 +226,32 @@ def _validate(config: EvalConfig) -> None:
         raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
 
 
+class ModelFailure(Exception):
+    """A model that cannot be evaluated (NaN/inf logits): it stops, the other models go on."""
+
+
+@dataclass
+class ModelJob:
+    """One column of results: a registered model with options and the attacks it faces."""
+
+    name: str
+    model: str
+    options: dict[str, Any]
+    attacks: list[str]
+
+
+def model_jobs(config: EvalConfig) -> list[ModelJob]:
+    """The models to evaluate; with ``adaptive``, elliptical models again with gradients through M
+    under the white-box attacks (named ``<model>+adaptive``)."""
+    jobs = [ModelJob(m, m, {}, list(config.attacks)) for m in config.models]
+    if config.adaptive:
+        white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
+        for m in config.models:
+            if get_spec(m).family == "deit-elliptical" and white:
+                jobs.append(ModelJob(m + ADAPTIVE_SUFFIX, m, {"grad_through_m": True}, white))
+    return jobs
+
+
 def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: Any = None,
                    resume: str | None = None) -> EvalResult:
     """Evaluate every model of ``config`` on its data under every eps and attack.
@@ -236,103 +267,31 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
     batch_size = config.resolved_batch_size()
     settings = {a: config.attack_settings(a) for a in config.attacks}
     semantic = semantic_config(config)
+    jobs = model_jobs(config)
     started = time.time()
 
-    run_id, done = None, set()
+    run_id, done, previous = None, set(), {}
     if store is not None:
         if resume is not None:
             stored = store.run(resume)
             diff = config_difference(stored["config"], semantic)
             if diff:
                 raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-            run_id, done = resume, store.done_units(resume)
+            run_id, done, previous = resume, store.done_units(resume), stored["info"] or {}
             store.update_run(run_id, status="running")
         else:
             run_id = store.create_run(semantic, {}, config.protocol, None, 0)
 
-    memory = _Records()
-    models_meta: dict[str, dict] = {}
-    timings: dict[str, float] = {}
-    data_info: dict[str, Any] = {}
-    total_units = 0
-    unit_names = ["clean", *config.attacks]
+    state = _RunState(previous)
     try:
-        for model_name in config.models:
-            model = load_model(model_name, checkpoint=config.checkpoints.get(model_name),
-                               checkpoint_key=config.checkpoint_key, device=device)
-            options = protocol.model_options.get(model.meta.family, {})
-            if options:
-                set_elliptical_options(model, **options)
-                model.meta.options.update(options)
-            models_meta[model_name] = asdict(model.meta)
-            data = load_data(config.data, model.meta, config.n_examples)
-            data_info = {"data": data.name, "identity": data.identity, "n": len(data.indices),
-                         "num_classes": data.num_classes}
-            nb = data.num_batches(batch_size)
-            total_units += nb * len(config.eps) * len(unit_names)
-            if store is not None:  # progress of `robeval runs`: every model sees the same examples
-                store.update_run(run_id, total_units=nb * len(config.eps) * len(unit_names) * len(config.models),
-                                 data_identity=data.identity)
-            todo = {b: [(e, a) for e in config.eps for a in unit_names if (model_name, e.text, a, b) not in done]
-                    for b in range(nb)}
-            target: nn.Module = model if protocol.space == "pixel" else model.net
-            counted = PassCounter(target)
-            attacks = {(e.text, a): create(a, counted, e.value, norm=config.norm, seed=config.seed,
-                                           clip=protocol.box(a), **settings[a])
-                       for e in config.eps for a in config.attacks}
-            reporter.start([(model_name, e.text, a) for e in config.eps for a in config.attacks], nb, len(data.indices))
-            for e in config.eps:
-                for a in config.attacks:
-                    finished = sum(len(data.batch_indices(batch_size, b)) for b in range(nb) if (model_name, e.text, a, b) in done)
-                    if finished:
-                        reporter.advance(model_name, e.text, a, finished)
-            checked = False
-            for b, idx, x, y in data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda",
-                                              only=[b for b, units in todo.items() if units]):
-                if not checked:
-                    _check_input(model.meta, x, config.data)
-                    checked = True
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                xa = x if protocol.space == "pixel" else model.normalize(x)
-                with torch.inference_mode():
-                    clean_logits = target(xa)
-                if not torch.isfinite(clean_logits).all():
-                    raise UserError(f"model {model_name} produced NaN or inf logits on clean images (batch {b})")
-                clean1, clean5 = topk_hits(clean_logits, y)
-                pred = clean_logits.argmax(1)
-                n = len(y)
-                base = dict(model=model_name, batch=b, example=idx.tolist(), label=y.tolist(),
-                            clean_top1=clean1.tolist(), clean_top5=clean5.tolist())
-                for eps, attack in todo[b]:
-                    tick = time.perf_counter()
-                    unit = _Records()
-                    if attack == "clean":
-                        unit.add(**base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
-                                 adv_top5=clean5.tolist(), adv_pred=pred.tolist(), linf=0.0, l2=0.0,
-                                 forward_passes=1.0, backward_passes=0.0)
-                    else:
-                        labels = pred if protocol.label_source(attack) == "predicted" else y
-                        counted.reset()
-                        x_adv = attacks[(eps.text, attack)](xa, labels, seed=derive_seed(config.seed, attack, eps.text, b))
-                        verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
-                        fwd, bwd = counted.forward_images / n, counted.backward_images / n
-                        with torch.inference_mode():
-                            adv_logits = target(x_adv)
-                        adv1, adv5 = topk_hits(adv_logits, y)
-                        linf, l2 = perturbation_norms(x_adv, xa)
-                        unit.add(**base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
-                                 adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
-                                 l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
-                    seconds = time.perf_counter() - tick
-                    key = f"{model_name}|{eps.text}|{attack}"
-                    timings[key] = timings.get(key, 0.0) + seconds
-                    if store is not None:
-                        store.write_units(run_id, [((model_name, eps.text, attack, b), seconds)], unit.columns)
-                    else:
-                        memory.extend(unit)
-                    if attack != "clean":
-                        reporter.advance(model_name, eps.text, attack, n)
-            reporter.stop()
+        for job in jobs:
+            try:
+                _evaluate_job(job, config, protocol, device, batch_size, settings, store, run_id, done, state,
+                              reporter, total_jobs=len(jobs))
+            except ModelFailure as exc:
+                reporter.stop()
+                state.failed_models[job.name] = str(exc)
+                reporter.note(f"warning: stopped model {job.name}: {exc}")
     except BaseException as exc:
         reporter.stop()
         if store is not None and run_id is not None:
@@ -340,16 +299,22 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         if isinstance(exc, KeyboardInterrupt) and run_id is not None:
             exc.run_id = run_id  # type: ignore[attr-defined]
         raise
+    if len(state.failed_models) == len(jobs):
+        if store is not None:
+            store.update_run(run_id, status="failed")
+        raise UserError("no model could be evaluated: " + "; ".join(f"{m}: {e}" for m, e in state.failed_models.items()))
 
     if store is not None:
         records = store.records(run_id)
     else:
-        records = pd.DataFrame(memory.columns).sort_values(["model", "eps", "attack", "example"], kind="stable")
+        records = pd.DataFrame(state.memory.columns).sort_values(["model", "eps", "attack", "example"], kind="stable")
         records = records.reset_index(drop=True)
-    summary = summarize(records, config.attacks, models_meta, config.norm, [e.text for e in config.eps])
+    records = records[~records["model"].isin(state.failed_models)].reset_index(drop=True)
+    summary = summarize(records, config.attacks, state.models_meta, config.norm, [e.text for e in config.eps])
     summary.insert(len(summary.columns), "protocol", config.protocol)
-    summary.insert(len(summary.columns), "data", data_info.get("data", config.data))
+    summary.insert(len(summary.columns), "data", state.data_info.get("data", config.data))
     summary.insert(len(summary.columns), "seed", config.seed)
+    flags = all_flags(summary, state.model_checks)
     run = {
         "run_id": run_id,
         "created": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
@@ -361,15 +326,124 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
                      "box": {a: protocol.box(a) for a in config.attacks}},
         "attack_settings": settings,
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
-        "models": models_meta,
-        "data": data_info,
+        "models": state.models_meta,
+        "data": state.data_info,
+        "skipped_files": sorted(state.skipped),
+        "failed_models": state.failed_models,
+        "model_checks": state.model_checks,
+        "flags": as_dicts(flags),
         "device": str(device),
         "batch_size": batch_size,
         "seed": config.seed,
         "versions": versions(),
-        "timings_seconds": {k: round(v, 4) for k, v in timings.items()},
+        "timings_seconds": {k: round(v, 4) for k, v in state.timings.items()},
     }
     if store is not None:
         store.update_run(run_id, status="finished", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                         info=run, data_identity=data_info.get("identity"), total_units=total_units)
+                         info=run, data_identity=state.data_info.get("identity"), total_units=state.total_units)
     return EvalResult(records, summary, run)
+
+
+class _RunState:
+    """What a run accumulates across models (merged with a resumed run's stored information)."""
+
+    def __init__(self, previous: dict[str, Any]) -> None:
+        self.memory = _Records()
+        self.models_meta: dict[str, dict] = dict(previous.get("models", {}))
+        self.model_checks: dict[str, dict] = dict(previous.get("model_checks", {}))
+        self.timings: dict[str, float] = dict(previous.get("timings_seconds", {}))
+        self.skipped: set[str] = set(previous.get("skipped_files", []))
+        self.failed_models: dict[str, str] = {}
+        self.data_info: dict[str, Any] = {}
+        self.total_units = 0
+
+
+def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_size: int, settings, store, run_id,
+                  done, state: _RunState, reporter, total_jobs: int) -> None:
+    model = load_model(job.model, checkpoint=config.checkpoints.get(job.model), checkpoint_key=config.checkpoint_key,
+                       trust_checkpoint=config.trust_checkpoint, device=device, **job.options)
+    options = protocol.model_options.get(model.meta.family, {})
+    if options:
+        set_elliptical_options(model, **options)
+        model.meta.options.update(options)
+    meta = asdict(model.meta)
+    meta["name"] = job.name
+    state.models_meta[job.name] = meta
+    data = load_data(config.data, model.meta, config.n_examples)
+    state.data_info = {"data": data.name, "identity": data.identity, "n": len(data.indices), "num_classes": data.num_classes}
+    units = ["clean", *job.attacks]
+    nb = data.num_batches(batch_size)
+    state.total_units += nb * len(config.eps) * len(units)
+    if store is not None:  # progress of `robeval runs`; every model sees the same examples
+        store.update_run(run_id, total_units=nb * len(config.eps) * len(units) * total_jobs, data_identity=data.identity)
+    todo = {b: [(e, a) for e in config.eps for a in units if (job.name, e.text, a, b) not in done] for b in range(nb)}
+    target: nn.Module = model if protocol.space == "pixel" else model.net
+    counted = PassCounter(target)
+    attacks = {(e.text, a): create(a, counted, e.value, norm=config.norm, seed=config.seed, clip=protocol.box(a),
+                                   **settings[a]) for e in config.eps for a in job.attacks}
+    reporter.start([(job.name, e.text, a) for e in config.eps for a in job.attacks], nb, len(data.indices))
+    for e in config.eps:
+        for a in job.attacks:
+            finished = sum(len(data.batch_indices(batch_size, b)) for b in range(nb) if (job.name, e.text, a, b) in done)
+            if finished:
+                reporter.advance(job.name, e.text, a, finished)
+    first = True
+    for b, idx, x, y in data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda",
+                                      only=[b for b, pending in todo.items() if pending]):
+        readable = y >= 0
+        if not readable.all():
+            names = [data.dataset.path_of(int(i)) for i in idx[~readable]]
+            if config.strict_data:
+                raise UserError(f"unreadable image file {names[0]} (--strict-data)")
+            state.skipped.update(names)
+            idx, x, y = idx[readable], x[readable], y[readable]
+            if len(y) == 0:
+                continue
+        if first:
+            _check_input(model.meta, x, config.data)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        xa = x if protocol.space == "pixel" else model.normalize(x)
+        with torch.inference_mode():
+            clean_logits = target(xa)
+        if not torch.isfinite(clean_logits).all():
+            raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
+        if first:
+            state.model_checks[job.name] = model_checks(target, xa, y)
+            first = False
+        clean1, clean5 = topk_hits(clean_logits, y)
+        pred = clean_logits.argmax(1)
+        n = len(y)
+        base = dict(model=job.name, batch=b, example=idx.tolist(), label=y.tolist(), clean_top1=clean1.tolist(),
+                    clean_top5=clean5.tolist())
+        for eps, attack in todo[b]:
+            tick = time.perf_counter()
+            unit = _Records()
+            if attack == "clean":
+                unit.add(**base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
+                         adv_top5=clean5.tolist(), adv_pred=pred.tolist(), linf=0.0, l2=0.0, forward_passes=1.0,
+                         backward_passes=0.0)
+            else:
+                labels = pred if protocol.label_source(attack) == "predicted" else y
+                counted.reset()
+                x_adv = attacks[(eps.text, attack)](xa, labels, seed=derive_seed(config.seed, attack, eps.text, b))
+                verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
+                fwd, bwd = counted.forward_images / n, counted.backward_images / n
+                with torch.inference_mode():
+                    adv_logits = target(x_adv)
+                if not torch.isfinite(adv_logits).all():
+                    raise ModelFailure(f"NaN or inf logits under {attack} (batch {b})")
+                adv1, adv5 = topk_hits(adv_logits, y)
+                linf, l2 = perturbation_norms(x_adv, xa)
+                unit.add(**base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
+                         adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
+                         l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
+            seconds = time.perf_counter() - tick
+            key = f"{job.name}|{eps.text}|{attack}"
+            state.timings[key] = state.timings.get(key, 0.0) + seconds
+            if store is not None:
+                store.write_units(run_id, [((job.name, eps.text, attack, b), seconds)], unit.columns)
+            else:
+                state.memory.extend(unit)
+            if attack != "clean":
+                reporter.advance(job.name, eps.text, attack, n)
+    reporter.stop()

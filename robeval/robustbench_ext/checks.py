@@ -1,0 +1,132 @@
+"""Soundness checks of an evaluation, after AutoAttack's flags and the literature on evaluating
+defenses (Carlini et al. 2019; Croce & Hein 2020).  Each flag says what it means and what to do.
+
+Model-level checks run on the first batch of each model during the run (they need the model);
+record-level checks read the stored records.  ``robeval check RUN_ID`` prints both for a stored run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+WHITE_BOX = ("pgd", "apgd-ce", "apgd-t")
+BLACK_BOX = ("square", "spsa")
+ADAPTIVE_SUFFIX = "+adaptive"
+GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
+MASKING_GAP = 1.0  # percentage points
+
+
+@dataclass
+class Flag:
+    check: str
+    model: str
+    message: str
+    advice: str
+
+    def line(self) -> str:
+        return f"[{self.check}] {self.model}: {self.message} — {self.advice}"
+
+
+def model_checks(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """Randomness, probability-like outputs and input-gradient health on one batch."""
+    with torch.no_grad():
+        first, second = net(x), net(x)
+    scale = float(first.abs().max().clamp_min(1e-12))
+    random_diff = float((first - second).abs().max()) / scale
+    rows_sum = first.sum(dim=1)
+    probabilities = bool(((first >= 0) & (first <= 1)).all() and torch.allclose(rows_sum, torch.ones_like(rows_sum), atol=1e-3))
+    log_probabilities = bool((first <= 1e-6).all() and torch.allclose(first.logsumexp(1), torch.zeros_like(rows_sum), atol=1e-3))
+    xg = x.clone().requires_grad_(True)
+    with torch.enable_grad():
+        loss = F.cross_entropy(net(xg), y, reduction="sum")
+        (grad,) = torch.autograd.grad(loss, xg)
+    flat = grad.flatten(1)
+    broken = (~torch.isfinite(flat).all(1)) | (flat.abs().amax(1) == 0)
+    return {"relative_logit_change_between_passes": random_diff, "outputs_are_probabilities": probabilities,
+            "outputs_are_log_probabilities": log_probabilities,
+            "share_zero_or_nan_gradients": float(broken.float().mean()), "examples_checked": int(len(y))}
+
+
+def flags_from_model_checks(model: str, checks: dict[str, Any]) -> list[Flag]:
+    flags = []
+    if checks["relative_logit_change_between_passes"] > 1e-5:
+        flags.append(Flag("randomness", model, f"logits differ between two identical passes (relative change "
+                          f"{checks['relative_logit_change_between_passes']:.2g})",
+                          "the model is randomized; gradient attacks need EOT (average gradients over several passes)"))
+    if checks["outputs_are_probabilities"] or checks["outputs_are_log_probabilities"]:
+        kind = "probabilities" if checks["outputs_are_probabilities"] else "log-probabilities"
+        flags.append(Flag("softmax-output", model, f"outputs look like {kind}, not logits",
+                          "return logits: losses on softmax outputs saturate and weaken gradient attacks"))
+    share = checks["share_zero_or_nan_gradients"]
+    if share > GRADIENT_FAILURE_SHARE:
+        flags.append(Flag("zero-gradients", model, f"{100 * share:.1f}% of examples have zero or NaN input gradients",
+                          "gradients are masked or broken; trust black-box attacks (Square, SPSA) and check the model"))
+    return flags
+
+
+def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
+    flags: list[Flag] = []
+    s = summary.set_index(["model", "eps", "attack"])["top1"]
+    for model in dict.fromkeys(summary["model"]):
+        sel = summary[summary["model"] == model]
+        for eps in dict.fromkeys(sel["eps"]):
+            have = set(sel[sel["eps"] == eps]["attack"])
+            white = [a for a in WHITE_BOX if a in have]
+            if white:
+                best_white = min(s[(model, eps, a)] for a in white)
+                for attack in (a for a in BLACK_BOX if a in have):
+                    if s[(model, eps, attack)] < best_white - MASKING_GAP:
+                        flags.append(Flag("gradient-masking", model, f"at eps {eps}, black-box {attack} top-1 "
+                                          f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
+                                          f"({best_white:.2f})", "gradients likely masked; report the black-box number "
+                                          "and try adaptive attacks (--adaptive for elliptical models)"))
+        attacks = [a for a in dict.fromkeys(sel["attack"]) if a != "clean"]
+        for attack in attacks:
+            rows = sel[sel["attack"] == attack].sort_values("eps_value")
+            values = rows["top1"].tolist()
+            for (e1, v1), (e2, v2) in zip(zip(rows["eps"], values), zip(rows["eps"][1:], values[1:])):
+                if v2 > v1 + 1e-9:
+                    flags.append(Flag("eps-monotonicity", model, f"{attack} top-1 rises from {v1:.2f} at eps {e1} "
+                                      f"to {v2:.2f} at eps {e2}", "the attack is not converging; raise its iterations "
+                                      "or restarts (--set) — a larger budget can only help a correct attack"))
+        if model.endswith(ADAPTIVE_SUFFIX):
+            base = model[: -len(ADAPTIVE_SUFFIX)]
+            for (m, eps, attack), value in s.items():
+                if m == model and attack not in ("clean", "any") and (base, eps, attack) in s.index:
+                    gap = s[(base, eps, attack)] - value
+                    if gap > MASKING_GAP:
+                        flags.append(Flag("adaptive-gap", base, f"at eps {eps}, {attack} with gradients through M "
+                                          f"gives top-1 {value:.2f}, {gap:.2f} points below the default "
+                                          f"({s[(base, eps, attack)]:.2f})", "the detached M masks gradients; report the "
+                                          "adaptive numbers"))
+    return flags
+
+
+def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
+    """Default vs adaptive (gradient through M) top-1 for every elliptical model evaluated with --adaptive."""
+    rows = []
+    s = summary.set_index(["model", "eps", "attack"])["top1"]
+    for (model, eps, attack), value in s.items():
+        if model.endswith(ADAPTIVE_SUFFIX) and attack not in ("clean", "any"):
+            base = model[: -len(ADAPTIVE_SUFFIX)]
+            if (base, eps, attack) in s.index:
+                rows.append({"model": base, "eps": eps, "attack": attack, "top1_default": s[(base, eps, attack)],
+                             "top1_adaptive": value, "gap": round(s[(base, eps, attack)] - value, 2)})
+    return pd.DataFrame(rows)
+
+
+def all_flags(summary: pd.DataFrame, model_check_results: dict[str, dict[str, Any]]) -> list[Flag]:
+    flags = []
+    for model, checks in model_check_results.items():
+        flags += flags_from_model_checks(model, checks)
+    return flags + flags_from_summary(summary)
+
+
+def as_dicts(flags: list[Flag]) -> list[dict[str, str]]:
+    return [asdict(f) for f in flags]
