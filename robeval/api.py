@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,23 +33,29 @@ def make_config(
     seed: int = 0,
     batch_size: int | None = None,
     device: str = "auto",
-    workers: int = 0,
+    workers: int | None = None,
     strict_data: bool = False,
     trust_checkpoint: bool = False,
     adaptive: bool = False,
+    amp: str = "off",
+    channels_last: bool = False,
 ) -> EvalConfig:
     names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
     if not names:
         raise UserError("no --model given")
     if n_examples is None and data == "digits":
         n_examples = DEFAULT_N_EXAMPLES
+    if workers is None:  # image folders decode JPEGs: use worker processes; digits sit in memory
+        workers = 0 if data == "digits" else min(8, os.cpu_count() or 1)
+    if workers < 0:
+        raise UserError(f"--workers must not be negative, got {workers}")
     eps_list = parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm)
     attack_names = parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks))
     cfg = EvalConfig(models=expand_model_patterns(names), eps=eps_list, attacks=attack_names, data=data,
                      n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
                      checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
                      seed=seed, batch_size=batch_size, device=device, workers=workers, strict_data=strict_data,
-                     trust_checkpoint=trust_checkpoint, adaptive=adaptive)
+                     trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp, channels_last=channels_last)
     for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
         cfg.attack_settings(attack)
     return cfg
@@ -88,6 +95,7 @@ def evaluate(**kwargs: Any) -> pd.DataFrame:
     ``settings`` ({"pgd": {"steps": 50}}), ``seed``, ``batch_size``, ``device``, ``out`` (a folder for
     results.csv / results.md / run.json), ``store`` / ``resume`` (results store), ``strict_data``
     (unreadable image files are an error instead of skipped), ``trust_checkpoint`` (allow full
-    unpickling), ``adaptive`` (elliptical models again with gradients through M).
+    unpickling), ``adaptive`` (elliptical models again with gradients through M), ``amp`` ("off",
+    "bf16", "fp16": autocast), ``channels_last``, ``workers`` (DataLoader processes; None = automatic).
     """
     return evaluate_full(**kwargs).summary

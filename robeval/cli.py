@@ -70,7 +70,9 @@ def run(
     seed: int = typer.Option(0, help="Seed for every random choice; same seed, same per-example records."),
     batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128, folders 64)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    workers: int = typer.Option(0, help="DataLoader worker processes for image folders."),
+    workers: Optional[int] = typer.Option(None, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."),
+    amp: str = typer.Option("off", help="Autocast the model: off, bf16 or fp16 (fp16 on GPU only)."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="Channels-last memory format for model and images."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default results/<run id>)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store (SQLite); every finished batch lands there."),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
@@ -101,7 +103,8 @@ def run(
             eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
             checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
-            strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive,
+            strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
+            channels_last=channels_last,
         )
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)
@@ -120,6 +123,34 @@ def run(
         console.print("Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
                       "robeval run --model deit-small --model deit-small-elliptical "
                       "--checkpoint deit-small-elliptical=ckpt.pth --data /data/imagenet/val --n-examples 5000 --eps 3/255")
+
+
+@app.command("profile")
+def profile_cmd(
+    model: List[str] = typer.Option(..., "--model", "-m", help="Model names (repeatable); the first is the baseline."),
+    batch_size: int = typer.Option(8, help="Images per pass."),
+    device: str = typer.Option("cpu", help="cpu or cuda."),
+    format: str = typer.Option("md", "--format", "-f", help="md or csv."),
+    out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+) -> None:
+    """The efficiency table: parameters, FLOPs/image, forward and fwd+bwd throughput, peak memory."""
+    from .models import expand_model_patterns, get_spec
+    from .profiling import profile, to_markdown
+
+    names = expand_model_patterns(list(model))
+    for name in names:
+        get_spec(name)
+    if batch_size <= 0:
+        raise UserError(f"--batch-size must be positive, got {batch_size}")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("--device cuda requested but no CUDA GPU is available")
+    if format not in ("md", "csv"):
+        raise UserError(f"unknown format {format!r}; choose md or csv")
+    df = profile(names, batch_size=batch_size, device=device)
+    _emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
 
 
 @app.command("models")

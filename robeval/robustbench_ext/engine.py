@@ -101,6 +101,8 @@ class EvalConfig:
     strict_data: bool = False
     trust_checkpoint: bool = False
     adaptive: bool = False
+    amp: str = "off"  # off | bf16 | fp16: autocast of the model's forward passes
+    channels_last: bool = False
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -204,7 +206,8 @@ def semantic_config(config: EvalConfig) -> dict[str, Any]:
         "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
         "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
         "seed": config.seed, "batch_size": config.resolved_batch_size(),
-        "strict_data": config.strict_data, "adaptive": config.adaptive,
+        "strict_data": config.strict_data, "adaptive": config.adaptive, "amp": config.amp,
+        "channels_last": config.channels_last,
     }
 
 
@@ -215,8 +218,48 @@ def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | 
     return None
 
 
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class Autocast(nn.Module):
+    """Runs ``net`` under autocast (bf16/fp16) and hands float32 logits back to the attacks."""
+
+    def __init__(self, net: nn.Module, dtype: torch.dtype, device_type: str) -> None:
+        super().__init__()
+        self.net, self.dtype, self.device_type = net, dtype, device_type
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            out = self.net(x)
+        return out.float()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
+
+
+def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: "_RunState | None" = None) -> torch.Tensor:
+    """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively)."""
+    try:
+        return attack(x, y, seed=seed)
+    except Exception as exc:
+        if not is_out_of_memory(exc) or len(y) <= 1:
+            raise
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if state is not None:
+        state.oom_splits += 1
+    half = len(y) // 2
+    return torch.cat([attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state),
+                      attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state)])
+
+
 def _validate(config: EvalConfig) -> None:
     get_protocol(config.protocol)
+    if config.amp not in ("off", *AMP_DTYPES):
+        raise UserError(f"invalid --amp {config.amp!r}: choose off, bf16 or fp16")
+    if config.amp == "fp16" and config.resolved_device().type != "cuda":
+        raise UserError("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     for attack in config.attacks:
         spec = get_attack_spec(attack)
         if config.norm not in spec.norms:
@@ -330,6 +373,7 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         "data": state.data_info,
         "skipped_files": sorted(state.skipped),
         "failed_models": state.failed_models,
+        "oom_batch_splits": state.oom_splits,
         "model_checks": state.model_checks,
         "flags": as_dicts(flags),
         "device": str(device),
@@ -354,6 +398,7 @@ class _RunState:
         self.timings: dict[str, float] = dict(previous.get("timings_seconds", {}))
         self.skipped: set[str] = set(previous.get("skipped_files", []))
         self.failed_models: dict[str, str] = {}
+        self.oom_splits = 0
         self.data_info: dict[str, Any] = {}
         self.total_units = 0
 
@@ -377,7 +422,11 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
     if store is not None:  # progress of `robeval runs`; every model sees the same examples
         store.update_run(run_id, total_units=nb * len(config.eps) * len(units) * total_jobs, data_identity=data.identity)
     todo = {b: [(e, a) for e in config.eps for a in units if (job.name, e.text, a, b) not in done] for b in range(nb)}
+    if config.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     target: nn.Module = model if protocol.space == "pixel" else model.net
+    if config.amp != "off":
+        target = Autocast(target, AMP_DTYPES[config.amp], device.type)
     counted = PassCounter(target)
     attacks = {(e.text, a): create(a, counted, e.value, norm=config.norm, seed=config.seed, clip=protocol.box(a),
                                    **settings[a]) for e in config.eps for a in job.attacks}
@@ -402,6 +451,8 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
         if first:
             _check_input(model.meta, x, config.data)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        if config.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
         xa = x if protocol.space == "pixel" else model.normalize(x)
         with torch.inference_mode():
             clean_logits = target(xa)
@@ -425,7 +476,8 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
             else:
                 labels = pred if protocol.label_source(attack) == "predicted" else y
                 counted.reset()
-                x_adv = attacks[(eps.text, attack)](xa, labels, seed=derive_seed(config.seed, attack, eps.text, b))
+                x_adv = attack_with_halving(attacks[(eps.text, attack)], xa, labels,
+                                            derive_seed(config.seed, attack, eps.text, b), state)
                 verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
                 fwd, bwd = counted.forward_images / n, counted.backward_images / n
                 with torch.inference_mode():

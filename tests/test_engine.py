@@ -1,0 +1,59 @@
+"""Engine features: out-of-memory halving, autocast and channels-last recorded, one clean pass per batch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robeval.api import evaluate_full
+from robeval.robustbench_ext import engine
+
+
+def test_out_of_memory_halves_the_batch(monkeypatch):
+    from robeval.attacks.gradient import FGSM
+
+    original = FGSM.perturb
+    sizes = []
+
+    def fussy(self, x, y):
+        sizes.append(len(y))
+        if len(y) > 8:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(self, x, y)
+
+    monkeypatch.setattr(FGSM, "perturb", fussy)
+    res = evaluate_full(models="digits-deit", eps="8/255", n_examples=30, attacks="fgsm", batch_size=30)
+    assert sizes[:3] == [30, 15, 7] and max(s for s in sizes if s <= 8) <= 8
+    assert res.run["oom_batch_splits"] >= 3
+    assert len(res.records[res.records.attack == "fgsm"]) == 30
+
+
+def test_other_errors_are_not_swallowed(monkeypatch):
+    from robeval.attacks.gradient import FGSM
+
+    monkeypatch.setattr(FGSM, "perturb", lambda self, x, y: (_ for _ in ()).throw(ValueError("boom")))
+    with pytest.raises(ValueError, match="boom"):
+        evaluate_full(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm")
+
+
+def test_amp_and_channels_last_are_recorded_and_close():
+    plain = evaluate_full(models="digits-deit", eps="8/255", n_examples=30, attacks="fgsm")
+    fast = evaluate_full(models="digits-deit", eps="8/255", n_examples=30, attacks="fgsm", amp="bf16", channels_last=True)
+    assert fast.run["config"]["amp"] == "bf16" and fast.run["config"]["channels_last"] is True
+    a = plain.summary.set_index("attack")["top1"]
+    b = fast.summary.set_index("attack")["top1"]
+    assert abs(a["clean"] - b["clean"]) <= 10 and abs(a["fgsm"] - b["fgsm"]) <= 20
+
+
+def test_one_clean_pass_per_batch(monkeypatch):
+    calls = []
+    original = engine.topk_hits
+
+    def spy(logits, y, k=5):
+        calls.append(len(y))
+        return original(logits, y, k)
+
+    monkeypatch.setattr(engine, "topk_hits", spy)
+    evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm,pgd", batch_size=10)
+    # per batch: one clean evaluation + one per (eps, attack); never a clean pass per attack
+    assert len(calls) == 2 * (1 + 2 * 2)
