@@ -29,6 +29,7 @@ from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
 
 BOUND_TOLERANCE = 1e-6
+MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
 
 class AttackBoundsError(RuntimeError):
@@ -459,7 +460,7 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
         if not torch.isfinite(clean_logits).all():
             raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
         if first:
-            state.model_checks[job.name] = model_checks(target, xa, y)
+            state.model_checks[job.name] = model_checks(target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
             first = False
         clean1, clean5 = topk_hits(clean_logits, y)
         pred = clean_logits.argmax(1)

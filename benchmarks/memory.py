@@ -1,0 +1,73 @@
+#!/usr/bin/env python
+"""Benchmark 4: peak memory is bounded by the batch, not the data set.
+
+Writes 2,000 generated 224x224 JPEGs into an ImageFolder (10 classes), then runs
+``robeval run -m deit-tiny --attacks fgsm`` over all of them in a child process (random deit-tiny
+weights from a local checkpoint; nothing downloads) and prints the child's peak resident memory
+(target: at most 2 GB), together with the peak of the same command on 200 images: streaming means
+the two are about equal.
+
+    .venv/bin/python benchmarks/memory.py [--images 2000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import timm
+import torch
+from PIL import Image
+
+
+def make_folder(root: Path, images: int, classes: int = 10) -> None:
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)
+    for i in range(images):
+        folder = root / f"class_{i % classes:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        shift = int(rng.integers(0, 32))
+        Image.fromarray(np.roll(base, shift, axis=1)[:224 + shift % 16, :224 + shift % 16]).save(folder / f"{i:05d}.JPEG", quality=85)
+
+
+def peak_of(cmd: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of a child process, measured with wait4's rusage."""
+    tick = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = __import__("os").wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"command failed: {' '.join(cmd)}\n{proc.stderr.read()}")
+    return time.perf_counter() - tick, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--keep", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="robeval-mem-"))
+    data = work / "val"
+    if not data.exists():
+        make_folder(data, args.images)
+    ckpt = work / "deit_tiny_random.pth"
+    if not ckpt.exists():
+        torch.manual_seed(0)
+        torch.save(timm.create_model("deit_tiny_patch16_224").state_dict(), ckpt)
+    base = [sys.executable, "-m", "robeval", "run", "-m", "deit-tiny", "--checkpoint", str(ckpt), "--data", str(data),
+            "--attacks", "fgsm", "--eps", "1/255", "--batch-size", "64", "--quiet", "--store", str(work / "s.sqlite")]
+    small_t, small_peak = peak_of(base + ["--n-examples", str(args.images // 10), "--out", str(work / "small")])
+    full_t, full_peak = peak_of(base + ["--n-examples", str(args.images), "--out", str(work / "full")])
+    print(f"deit-tiny + FGSM over an ImageFolder of 224x224 JPEGs, batch 64")
+    print(f"  {args.images // 10:5d} images: {small_t:7.1f} s   peak RSS {small_peak:7.0f} MB")
+    print(f"  {args.images:5d} images: {full_t:7.1f} s   peak RSS {full_peak:7.0f} MB   (target <= 2048 MB)")
+    print(f"  peak ratio ({args.images} / {args.images // 10} images): {full_peak / small_peak:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
