@@ -62,7 +62,7 @@ def make_config(
 
 
 def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, store: str | Path | Any = None,
-                  resume: str | None = None, **kwargs: Any) -> EvalResult:
+                  resume: str | None = None, ctx: Any = None, **kwargs: Any) -> EvalResult:
     """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``.
 
     ``store``: a results-store path (or :class:`robeval.store.Store`) that receives every finished
@@ -71,15 +71,16 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
     from .store import Store
 
     config = make_config(**kwargs)
-    db = store if isinstance(store, Store) or store is None else Store(store)
-    if resume is not None and db is None:
+    is_main = ctx is None or ctx.is_main
+    db = store if isinstance(store, Store) or store is None or not is_main else Store(store)
+    if resume is not None and db is None and is_main:
         raise UserError("resume needs a results store")
-    if resume == "latest":
+    if resume == "latest" and is_main:
         resume = db.latest_run(unfinished_only=True)
         if resume is None:
             raise UserError(f"--resume: no unfinished run in {db.path}")
-    result = run_evaluation(config, reporter, store=db, resume=resume)
-    if out is not None:
+    result = run_evaluation(config, reporter, store=db if is_main else None, resume=resume, ctx=ctx)
+    if out is not None and is_main:
         from .report.files import write_run_files
 
         write_run_files(result, Path(out))

@@ -35,6 +35,26 @@ def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
+def launch_local_workers(nproc: int, argv: list[str]) -> int:
+    """Start ``nproc`` local workers of the same command through torchrun; returns its exit code."""
+    import subprocess
+
+    args, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "--nproc":
+            skip = True
+            continue
+        if arg.startswith("--nproc="):
+            continue
+        args.append(arg)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           "-m", "robeval", *args]
+    return subprocess.call(cmd)
+
+
 def resume_command(argv: list[str], run_id: str) -> str:
     """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
     kept: list[str] = []
@@ -80,6 +100,7 @@ def run(
     strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
+    nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run the attack suite and write results.csv, results.md and run.json."""
@@ -90,10 +111,19 @@ def run(
     from .report.terminal import RichReporter, results_tables
     from .robustbench_ext.engine import NullReporter
 
+    from .robustbench_ext.distributed import init_from_env, launched_by_torchrun, shutdown
+
+    if nproc < 1:
+        raise UserError(f"--nproc must be at least 1, got {nproc}")
+    if nproc > 1 and not launched_by_torchrun():
+        raise typer.Exit(launch_local_workers(nproc, sys.argv[1:]))
     models = expand_model_patterns(list(model) if model else DEFAULT_MODELS)
-    if out is not None:
+    ctx = init_from_env(device)
+    if not ctx.is_main:
+        quiet = True
+    if out is not None and ctx.is_main:
         prepare_out_dir(out)
-    db = Store(store)
+    db = Store(store) if ctx.is_main else None
     if trust_checkpoint:
         Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
                                    "code on this machine", markup=False)
@@ -104,7 +134,7 @@ def run(
             checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
             strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
-            channels_last=channels_last,
+            channels_last=channels_last, ctx=ctx,
         )
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)
@@ -112,6 +142,9 @@ def run(
         if run_id:
             Console(stderr=True).print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
         raise typer.Exit(130)
+    shutdown(ctx)
+    if not ctx.is_main:
+        return
     out_dir = out or Path("results") / result.run["run_id"]
     paths = write_run_files(result, prepare_out_dir(out_dir))
     for table in results_tables(result.summary):

@@ -25,6 +25,7 @@ from ..errors import UserError
 from ..models import get_spec, load_model, set_elliptical_options
 from .checks import ADAPTIVE_SUFFIX, all_flags, as_dicts, model_checks
 from .data import load_data
+from .distributed import SINGLE, DistContext
 from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
 
@@ -297,7 +298,7 @@ def model_jobs(config: EvalConfig) -> list[ModelJob]:
 
 
 def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: Any = None,
-                   resume: str | None = None) -> EvalResult:
+                   resume: str | None = None, ctx: DistContext | None = None) -> EvalResult:
     """Evaluate every model of ``config`` on its data under every eps and attack.
 
     With a ``store`` (:class:`robeval.store.Store`) each finished unit (model, eps, attack, batch)
@@ -314,24 +315,33 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
     jobs = model_jobs(config)
     started = time.time()
 
-    run_id, done, previous = None, set(), {}
+    ctx = ctx or SINGLE
+    if not ctx.is_main:
+        store = None  # rank 0 alone writes the store
+    run_id, done, previous, error = None, set(), {}, None
     if store is not None:
-        if resume is not None:
-            stored = store.run(resume)
-            diff = config_difference(stored["config"], semantic)
-            if diff:
-                raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-            run_id, done, previous = resume, store.done_units(resume), stored["info"] or {}
-            store.update_run(run_id, status="running")
-        else:
-            run_id = store.create_run(semantic, {}, config.protocol, None, 0)
+        try:
+            if resume is not None:
+                stored = store.run(resume)
+                diff = config_difference(stored["config"], semantic)
+                if diff:
+                    raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
+                run_id, done, previous = resume, store.done_units(resume), stored["info"] or {}
+                store.update_run(run_id, status="running")
+            else:
+                run_id = store.create_run(semantic, {}, config.protocol, None, 0)
+        except UserError as exc:
+            error = str(exc)
+    run_id, done, previous, error = ctx.broadcast((run_id, done, previous, error))
+    if error:
+        raise UserError(error)
 
     state = _RunState(previous)
     try:
         for job in jobs:
             try:
                 _evaluate_job(job, config, protocol, device, batch_size, settings, store, run_id, done, state,
-                              reporter, total_jobs=len(jobs))
+                              reporter if ctx.is_main else NullReporter(), total_jobs=len(jobs), ctx=ctx)
             except ModelFailure as exc:
                 reporter.stop()
                 state.failed_models[job.name] = str(exc)
@@ -343,6 +353,8 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         if isinstance(exc, KeyboardInterrupt) and run_id is not None:
             exc.run_id = run_id  # type: ignore[attr-defined]
         raise
+    if not ctx.is_main:  # rank 0 reads the records back and writes the summary
+        return EvalResult(pd.DataFrame(columns=RECORD_COLUMNS), pd.DataFrame(), {"run_id": run_id, "rank": ctx.rank})
     if len(state.failed_models) == len(jobs):
         if store is not None:
             store.update_run(run_id, status="failed")
@@ -378,6 +390,7 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         "model_checks": state.model_checks,
         "flags": as_dicts(flags),
         "device": str(device),
+        "workers": ctx.world,
         "batch_size": batch_size,
         "seed": config.seed,
         "versions": versions(),
@@ -387,6 +400,71 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         store.update_run(run_id, status="finished", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          info=run, data_identity=state.data_info.get("identity"), total_units=state.total_units)
     return EvalResult(records, summary, run)
+
+
+def _run_batch(job, config, protocol, device, model, target, counted, attacks, units, b, idx, x, y, state, outcome,
+               checks_done, data, deliver_now) -> None:
+    """Clean pass and every pending (eps, attack) unit of one batch; finished units go to
+    ``deliver_now`` at once (single process) or into ``outcome`` for the round's gather."""
+    readable = y >= 0
+    if not readable.all():
+        names = [data.dataset.path_of(int(i)) for i in idx[~readable]]
+        if config.strict_data:
+            raise UserError(f"unreadable image file {names[0]} (--strict-data)")
+        outcome["skipped"].extend(names)
+        state.skipped.update(names)
+        idx, x, y = idx[readable], x[readable], y[readable]
+        if len(y) == 0:
+            return
+    _check_input(model.meta, x, config.data)
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    if config.channels_last and x.dim() == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    xa = x if protocol.space == "pixel" else model.normalize(x)
+    with torch.inference_mode():
+        clean_logits = target(xa)
+    if not torch.isfinite(clean_logits).all():
+        raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
+    if not checks_done[0]:
+        outcome["checks"] = model_checks(target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
+        state.model_checks[job.name] = outcome["checks"]
+        checks_done[0] = True
+    clean1, clean5 = topk_hits(clean_logits, y)
+    pred = clean_logits.argmax(1)
+    n = len(y)
+    base = dict(model=job.name, batch=b, example=idx.tolist(), label=y.tolist(), clean_top1=clean1.tolist(),
+                clean_top5=clean5.tolist())
+    for eps, attack in units:
+        tick = time.perf_counter()
+        unit = _Records()
+        if attack == "clean":
+            unit.add(**base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
+                     adv_top5=clean5.tolist(), adv_pred=pred.tolist(), linf=0.0, l2=0.0, forward_passes=1.0,
+                     backward_passes=0.0)
+        else:
+            labels = pred if protocol.label_source(attack) == "predicted" else y
+            counted.reset()
+            x_adv = attack_with_halving(attacks[(eps.text, attack)], xa, labels,
+                                        derive_seed(config.seed, attack, eps.text, b), state)
+            verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
+            fwd, bwd = counted.forward_images / n, counted.backward_images / n
+            with torch.inference_mode():
+                adv_logits = target(x_adv)
+            if not torch.isfinite(adv_logits).all():
+                raise ModelFailure(f"NaN or inf logits under {attack} (batch {b})")
+            adv1, adv5 = topk_hits(adv_logits, y)
+            linf, l2 = perturbation_norms(x_adv, xa)
+            unit.add(**base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
+                     adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
+                     l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
+        seconds = time.perf_counter() - tick
+        key = f"{job.name}|{eps.text}|{attack}"
+        if deliver_now is not None:
+            state.timings[key] = state.timings.get(key, 0.0) + seconds
+            deliver_now([((job.name, eps.text, attack, b), seconds, unit.columns, n)])
+        else:
+            outcome["timings"][key] = outcome["timings"].get(key, 0.0) + seconds
+            outcome["units"].append(((job.name, eps.text, attack, b), seconds, unit.columns, n))
 
 
 class _RunState:
@@ -405,7 +483,7 @@ class _RunState:
 
 
 def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_size: int, settings, store, run_id,
-                  done, state: _RunState, reporter, total_jobs: int) -> None:
+                  done, state: _RunState, reporter, total_jobs: int, ctx: DistContext = SINGLE) -> None:
     model = load_model(job.model, checkpoint=config.checkpoints.get(job.model), checkpoint_key=config.checkpoint_key,
                        trust_checkpoint=config.trust_checkpoint, device=device, **job.options)
     options = protocol.model_options.get(model.meta.family, {})
@@ -437,66 +515,46 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
             finished = sum(len(data.batch_indices(batch_size, b)) for b in range(nb) if (job.name, e.text, a, b) in done)
             if finished:
                 reporter.advance(job.name, e.text, a, finished)
-    first = True
-    for b, idx, x, y in data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda",
-                                      only=[b for b, pending in todo.items() if pending]):
-        readable = y >= 0
-        if not readable.all():
-            names = [data.dataset.path_of(int(i)) for i in idx[~readable]]
-            if config.strict_data:
-                raise UserError(f"unreadable image file {names[0]} (--strict-data)")
-            state.skipped.update(names)
-            idx, x, y = idx[readable], x[readable], y[readable]
-            if len(y) == 0:
-                continue
-        if first:
-            _check_input(model.meta, x, config.data)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        if config.channels_last and x.dim() == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
-        xa = x if protocol.space == "pixel" else model.normalize(x)
-        with torch.inference_mode():
-            clean_logits = target(xa)
-        if not torch.isfinite(clean_logits).all():
-            raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
-        if first:
-            state.model_checks[job.name] = model_checks(target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
-            first = False
-        clean1, clean5 = topk_hits(clean_logits, y)
-        pred = clean_logits.argmax(1)
-        n = len(y)
-        base = dict(model=job.name, batch=b, example=idx.tolist(), label=y.tolist(), clean_top1=clean1.tolist(),
-                    clean_top5=clean5.tolist())
-        for eps, attack in todo[b]:
-            tick = time.perf_counter()
-            unit = _Records()
-            if attack == "clean":
-                unit.add(**base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
-                         adv_top5=clean5.tolist(), adv_pred=pred.tolist(), linf=0.0, l2=0.0, forward_passes=1.0,
-                         backward_passes=0.0)
-            else:
-                labels = pred if protocol.label_source(attack) == "predicted" else y
-                counted.reset()
-                x_adv = attack_with_halving(attacks[(eps.text, attack)], xa, labels,
-                                            derive_seed(config.seed, attack, eps.text, b), state)
-                verify_adversarial(attack, x_adv, xa, eps.value, config.norm, protocol.box(attack))
-                fwd, bwd = counted.forward_images / n, counted.backward_images / n
-                with torch.inference_mode():
-                    adv_logits = target(x_adv)
-                if not torch.isfinite(adv_logits).all():
-                    raise ModelFailure(f"NaN or inf logits under {attack} (batch {b})")
-                adv1, adv5 = topk_hits(adv_logits, y)
-                linf, l2 = perturbation_norms(x_adv, xa)
-                unit.add(**base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
-                         adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
-                         l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
-            seconds = time.perf_counter() - tick
-            key = f"{job.name}|{eps.text}|{attack}"
-            state.timings[key] = state.timings.get(key, 0.0) + seconds
+    pending = [b for b in range(nb) if todo[b]]
+    mine = pending[ctx.rank::ctx.world]
+    rounds = (len(pending) + ctx.world - 1) // ctx.world
+    batches = data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda", only=mine)
+    checks_done = [job.name in state.model_checks or not ctx.is_main]  # rank 0 checks its first batch
+
+    def deliver(finished: list) -> None:
+        for key, seconds, columns, n in finished:
             if store is not None:
-                store.write_units(run_id, [((job.name, eps.text, attack, b), seconds)], unit.columns)
-            else:
-                state.memory.extend(unit)
-            if attack != "clean":
-                reporter.advance(job.name, eps.text, attack, n)
+                store.write_units(run_id, [(key, seconds)], columns)
+            elif ctx.is_main:
+                for c in RECORD_COLUMNS:
+                    state.memory.columns[c].extend(columns[c])
+            if key[2] != "clean":
+                reporter.advance(key[0], key[1], key[2], n)
+
+    for round_index in range(rounds):
+        finished: list = []
+        outcome: dict[str, Any] = {"units": finished, "skipped": [], "error": None, "checks": None, "timings": {}}
+        if round_index < len(mine):
+            try:
+                b, idx, x, y = next(batches)
+                _run_batch(job, config, protocol, device, model, target, counted, attacks, todo[b], b, idx, x, y,
+                           state, outcome, checks_done, data,
+                           deliver_now=None if ctx.active else deliver)
+            except (ModelFailure, UserError, AttackBoundsError) as exc:
+                if not ctx.active:
+                    raise
+                outcome["error"] = (type(exc).__name__, str(exc))
+        if ctx.active:
+            gathered = ctx.gather(outcome)
+            errors = [o["error"] for o in gathered if o["error"]]
+            if errors:
+                kind, message = errors[0]
+                raise {"ModelFailure": ModelFailure, "UserError": UserError}.get(kind, AttackBoundsError)(message)
+            for o in gathered:
+                state.skipped.update(o["skipped"])
+                if o["checks"] is not None:
+                    state.model_checks[job.name] = o["checks"]
+                for k, v in o["timings"].items():
+                    state.timings[k] = state.timings.get(k, 0.0) + v
+                deliver(o["units"])
     reporter.stop()

@@ -1,0 +1,75 @@
+"""Several workers on one evaluation, through PyTorch's own runtime (torchrun + torch.distributed).
+
+Work is split by batch: the pending batches of a model are dealt round-robin to the ranks, and a
+batch's composition and seed depend only on its index, so the records do not depend on the number
+of workers.  The ranks advance in lock-step rounds: after each round every rank's finished units
+are gathered on rank 0, which alone writes the results store (a store on a network file system is
+never written by several nodes).  Errors travel with the gathered units, so no rank waits forever
+for one that failed.  gloo on CPU, nccl on GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class DistContext:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.world > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def broadcast(self, obj: Any) -> Any:
+        """``obj`` from rank 0 on every rank."""
+        if not self.active:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def gather(self, obj: Any) -> list[Any]:
+        """Every rank's ``obj``, in rank order, on every rank."""
+        if not self.active:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+
+SINGLE = DistContext()
+
+
+def launched_by_torchrun() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
+
+
+def init_from_env(device: str = "auto") -> DistContext:
+    """Join the process group torchrun set up (or return the single-process context)."""
+    if not launched_by_torchrun():
+        return SINGLE
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = torch.cuda.is_available() and device != "cpu"
+    if not dist.is_initialized():
+        if use_cuda:
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return DistContext(rank, world, local_rank)
+
+
+def shutdown(ctx: DistContext) -> None:
+    if ctx.active and dist.is_initialized():
+        dist.destroy_process_group()

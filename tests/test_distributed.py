@@ -1,0 +1,64 @@
+"""Several workers through torchrun (gloo on CPU): the same records as one worker, and resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+
+from robeval.store import Store
+
+from .conftest import run_cli
+from .test_store import units_done
+
+ARGS = ["run", "-n", "60", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=30",
+        "--set", "spsa.samples=64", "--quiet"]
+
+
+def records(path) -> pd.DataFrame:
+    store = Store(path)
+    return store.records(store.runs()["id"].iloc[-1]).sort_values(["model", "eps", "attack", "example"]).reset_index(drop=True)
+
+
+def test_two_workers_equal_one_worker_and_resume_after_a_worker_dies(tmp_path):
+    one = run_cli(*ARGS, "--store", str(tmp_path / "one.sqlite"), "--out", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    two = run_cli(*ARGS, "--nproc", "2", "--store", str(tmp_path / "two.sqlite"), "--out", str(tmp_path / "two"))
+    assert two.returncode == 0, two.stderr
+    pd.testing.assert_frame_equal(records(tmp_path / "one.sqlite"), records(tmp_path / "two.sqlite"))
+    a = pd.read_csv(tmp_path / "one" / "results.csv")
+    b = pd.read_csv(tmp_path / "two" / "results.csv")
+    pd.testing.assert_frame_equal(a, b)
+
+    # kill the whole two-worker job part-way, then resume it with two workers
+    path = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "robeval", *ARGS, "--nproc", "2", "--store", str(path),
+                             "--out", str(tmp_path / "k")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while units_done(path) < 8 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, "finished before it could be killed"
+    # torchrun's workers run in sessions of their own: kill every process of this job, as a crash would
+    subprocess.run(["pkill", "-9", "-f", str(path)], check=False)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    time.sleep(0.5)
+    total = 2 * 6 * 4  # models x batches x (clean + 3 attacks)
+    assert 0 < units_done(path) < total
+    resumed = run_cli(*ARGS, "--nproc", "2", "--store", str(path), "--resume", "--out", str(tmp_path / "k"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert units_done(path) == total
+    pd.testing.assert_frame_equal(records(path), records(tmp_path / "one.sqlite"))
+
+
+def test_nproc_must_be_positive():
+    proc = run_cli("run", "--nproc", "0", "--quiet")
+    assert proc.returncode == 2 and "--nproc must be at least 1" in proc.stderr
