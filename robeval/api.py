@@ -72,14 +72,18 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
 
     config = make_config(**kwargs)
     is_main = ctx is None or ctx.is_main
-    db = store if isinstance(store, Store) or store is None or not is_main else Store(store)
+    if store is not None and not is_main:  # each worker writes its own file; rank 0 merges them
+        from .store import worker_store_path
+
+        store = Store(worker_store_path(store.path if isinstance(store, Store) else store, ctx.rank))
+    db = store if isinstance(store, Store) or store is None else Store(store)
     if resume is not None and db is None and is_main:
         raise UserError("resume needs a results store")
     if resume == "latest" and is_main:
         resume = db.latest_run(unfinished_only=True)
         if resume is None:
             raise UserError(f"--resume: no unfinished run in {db.path}")
-    result = run_evaluation(config, reporter, store=db if is_main else None, resume=resume, ctx=ctx)
+    result = run_evaluation(config, reporter, store=db, resume=resume, ctx=ctx)
     if out is not None and is_main:
         from .report.files import write_run_files
 

@@ -123,7 +123,7 @@ def run(
         quiet = True
     if out is not None and ctx.is_main:
         prepare_out_dir(out)
-    db = Store(store) if ctx.is_main else None
+    db = Store(store) if ctx.is_main else store  # workers open their own file next to the store
     if trust_checkpoint:
         Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
                                    "code on this machine", markup=False)

@@ -119,6 +119,28 @@ class Store:
                           json.dumps(info, default=str), data_identity, total_units))
         return run_id
 
+    def ensure_run(self, run_id: str, config: dict[str, Any], protocol: str) -> None:
+        """Create the row of a run started elsewhere (a worker's own store file) if it is missing."""
+        with self.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO runs (id, created, status, protocol, config, info, total_units) "
+                         "VALUES (?, ?, 'running', ?, ?, '{}', 0)",
+                         (run_id, now(), protocol, json.dumps(config, sort_keys=True, default=str)))
+
+    def merge_from(self, other: str | Path, run_id: str) -> int:
+        """Copy a worker store's units and records of ``run_id`` into this store; returns units merged."""
+        other = Path(other)
+        if not other.exists():
+            return 0
+        self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
+        try:
+            with self.transaction() as conn:
+                cols = ", ".join(["run_id", *RECORD_COLUMNS])
+                conn.execute(f"INSERT OR IGNORE INTO records ({cols}) SELECT {cols} FROM worker.records WHERE run_id = ?", (run_id,))
+                merged = conn.execute("INSERT OR IGNORE INTO units SELECT * FROM worker.units WHERE run_id = ?", (run_id,)).rowcount
+            return merged
+        finally:
+            self.conn.execute("DETACH DATABASE worker")
+
     def update_run(self, run_id: str, **fields: Any) -> None:
         allowed = {"status", "finished", "info", "data_identity", "total_units"}
         sets = []
@@ -183,6 +205,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     return value
+
+
+def worker_store_path(path: str | Path, rank: int) -> Path:
+    """Where worker ``rank`` of a distributed run keeps its units until rank 0 merges them."""
+    return Path(f"{path}.rank{rank}")
 
 
 def open_store(path: str | Path | None) -> Store:

@@ -8,6 +8,7 @@ model before it is counted.  Records hold everything a table needs; summaries ar
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +27,7 @@ from ..models import get_spec, load_model, set_elliptical_options
 from .checks import ADAPTIVE_SUFFIX, all_flags, as_dicts, model_checks
 from .data import load_data
 from .distributed import SINGLE, DistContext
+from ..store import worker_store_path
 from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
 
@@ -316,10 +318,14 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
     started = time.time()
 
     ctx = ctx or SINGLE
+    worker_store = None if ctx.is_main else store  # a worker's own file, merged into the store by rank 0
     if not ctx.is_main:
-        store = None  # rank 0 alone writes the store
+        store = None
     run_id, done, previous, error = None, set(), {}, None
     if store is not None:
+        if ctx.active and resume is not None:  # units a killed worker left in its own file count as done
+            for rank in range(1, ctx.world):
+                store.merge_from(worker_store_path(store.path, rank), resume)
         try:
             if resume is not None:
                 stored = store.run(resume)
@@ -335,13 +341,15 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
     run_id, done, previous, error = ctx.broadcast((run_id, done, previous, error))
     if error:
         raise UserError(error)
+    if worker_store is not None:
+        worker_store.ensure_run(run_id, semantic, config.protocol)
 
     state = _RunState(previous)
     try:
         for job in jobs:
             try:
-                _evaluate_job(job, config, protocol, device, batch_size, settings, store, run_id, done, state,
-                              reporter if ctx.is_main else NullReporter(), total_jobs=len(jobs), ctx=ctx)
+                _evaluate_job(job, config, protocol, device, batch_size, settings, store or worker_store, run_id, done,
+                              state, reporter if ctx.is_main else NullReporter(), total_jobs=len(jobs), ctx=ctx)
             except ModelFailure as exc:
                 reporter.stop()
                 state.failed_models[job.name] = str(exc)
@@ -396,6 +404,10 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         "versions": versions(),
         "timings_seconds": {k: round(v, 4) for k, v in state.timings.items()},
     }
+    if store is not None and ctx.active:  # every worker's units are merged: drop their files
+        for rank in range(1, ctx.world):
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{worker_store_path(store.path, rank)}{suffix}").unlink(missing_ok=True)
     if store is not None:
         store.update_run(run_id, status="finished", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          info=run, data_identity=state.data_info.get("identity"), total_units=state.total_units)
@@ -404,8 +416,9 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
 
 def _run_batch(job, config, protocol, device, model, target, counted, attacks, units, b, idx, x, y, state, outcome,
                checks_done, data, deliver_now) -> None:
-    """Clean pass and every pending (eps, attack) unit of one batch; finished units go to
-    ``deliver_now`` at once (single process) or into ``outcome`` for the round's gather."""
+    """Clean pass and every pending (eps, attack) unit of one batch; each finished unit goes to
+    ``deliver_now`` at once (the store, a worker's own store file, or memory); ``outcome`` collects
+    what rank 0 reports for the other workers (skipped files, checks, timings)."""
     readable = y >= 0
     if not readable.all():
         names = [data.dataset.path_of(int(i)) for i in idx[~readable]]
@@ -459,12 +472,9 @@ def _run_batch(job, config, protocol, device, model, target, counted, attacks, u
                      l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
         seconds = time.perf_counter() - tick
         key = f"{job.name}|{eps.text}|{attack}"
-        if deliver_now is not None:
-            state.timings[key] = state.timings.get(key, 0.0) + seconds
-            deliver_now([((job.name, eps.text, attack, b), seconds, unit.columns, n)])
-        else:
-            outcome["timings"][key] = outcome["timings"].get(key, 0.0) + seconds
-            outcome["units"].append(((job.name, eps.text, attack, b), seconds, unit.columns, n))
+        state.timings[key] = state.timings.get(key, 0.0) + seconds
+        outcome["timings"][key] = outcome["timings"].get(key, 0.0) + seconds
+        deliver_now([((job.name, eps.text, attack, b), seconds, unit.columns, n)])
 
 
 class _RunState:
@@ -517,7 +527,7 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
                 reporter.advance(job.name, e.text, a, finished)
     pending = [b for b in range(nb) if todo[b]]
     mine = pending[ctx.rank::ctx.world]
-    rounds = (len(pending) + ctx.world - 1) // ctx.world
+    outcome: dict[str, Any] = {"skipped": [], "error": None, "checks": None, "timings": {}}
     batches = data.batches(batch_size, workers=config.workers, pin_memory=device.type == "cuda", only=mine)
     checks_done = [job.name in state.model_checks or not ctx.is_main]  # rank 0 checks its first batch
 
@@ -531,30 +541,32 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
             if key[2] != "clean":
                 reporter.advance(key[0], key[1], key[2], n)
 
-    for round_index in range(rounds):
-        finished: list = []
-        outcome: dict[str, Any] = {"units": finished, "skipped": [], "error": None, "checks": None, "timings": {}}
-        if round_index < len(mine):
-            try:
-                b, idx, x, y = next(batches)
-                _run_batch(job, config, protocol, device, model, target, counted, attacks, todo[b], b, idx, x, y,
-                           state, outcome, checks_done, data,
-                           deliver_now=None if ctx.active else deliver)
-            except (ModelFailure, UserError, AttackBoundsError) as exc:
-                if not ctx.active:
-                    raise
-                outcome["error"] = (type(exc).__name__, str(exc))
-        if ctx.active:
-            gathered = ctx.gather(outcome)
-            errors = [o["error"] for o in gathered if o["error"]]
-            if errors:
-                kind, message = errors[0]
-                raise {"ModelFailure": ModelFailure, "UserError": UserError}.get(kind, AttackBoundsError)(message)
-            for o in gathered:
-                state.skipped.update(o["skipped"])
-                if o["checks"] is not None:
-                    state.model_checks[job.name] = o["checks"]
-                for k, v in o["timings"].items():
-                    state.timings[k] = state.timings.get(k, 0.0) + v
-                deliver(o["units"])
+    failure = None
+    for b, idx, x, y in batches:
+        try:
+            _run_batch(job, config, protocol, device, model, target, counted, attacks, todo[b], b, idx, x, y,
+                       state, outcome, checks_done, data, deliver_now=deliver)
+        except (ModelFailure, UserError, AttackBoundsError) as exc:
+            if not ctx.active:
+                raise
+            failure = (type(exc).__name__, str(exc))
+            break
+    if ctx.active:  # every worker finished this model: share what rank 0 reports, then merge the files
+        outcome["error"] = failure
+        gathered = ctx.gather(outcome)
+        errors = [o["error"] for o in gathered if o["error"]]
+        if ctx.is_main and store is not None:
+            for rank in range(1, ctx.world):
+                store.merge_from(worker_store_path(store.path, rank), run_id)
+        if errors:
+            kind, message = errors[0]
+            raise {"ModelFailure": ModelFailure, "UserError": UserError}.get(kind, AttackBoundsError)(message)
+        for rank, o in enumerate(gathered):
+            if rank == ctx.rank:
+                continue  # already in this worker's state
+            state.skipped.update(o["skipped"])
+            if o["checks"] is not None:
+                state.model_checks[job.name] = o["checks"]
+            for k, v in o["timings"].items():
+                state.timings[k] = state.timings.get(k, 0.0) + v
     reporter.stop()
