@@ -2,7 +2,7 @@
 """Benchmark (scale-out): 2 torchrun workers with 1 thread each against 1 worker with 1 thread on the
 digits demo suite (all seven attacks), side by side; prints the throughput ratio (target >= 1.7x).
 
-    .venv/bin/python benchmarks/distributed_scaling.py [--n 64] [--batch-size 16]
+    .venv/bin/python benchmarks/distributed_scaling.py [--n 128] [--batch-size 16]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=64)
+    parser.add_argument("--n", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=16)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="robeval-scale-"))

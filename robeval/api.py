@@ -12,6 +12,7 @@ from .attacks import parse_attack_list
 from .eps import parse_eps_list
 from .errors import UserError
 from .models import expand_model_patterns
+from .robustbench_ext.subsets import resolve_subset
 from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, run_evaluation
 
 DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
@@ -39,6 +40,8 @@ def make_config(
     adaptive: bool = False,
     amp: str = "off",
     channels_last: bool = False,
+    subset: str | None = None,
+    subset_file: str | None = None,
 ) -> EvalConfig:
     names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
     if not names:
@@ -55,7 +58,8 @@ def make_config(
                      n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
                      checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
                      seed=seed, batch_size=batch_size, device=device, workers=workers, strict_data=strict_data,
-                     trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp, channels_last=channels_last)
+                     trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp, channels_last=channels_last,
+                     subset=resolve_subset(subset, subset_file))
     for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
         cfg.attack_settings(attack)
     return cfg

@@ -81,7 +81,9 @@ def run(
     checkpoint: Optional[List[str]] = typer.Option(None, "--checkpoint", "-c", help="PATH, or MODEL=PATH (repeatable): .pth/.pt/.safetensors weights."),
     checkpoint_key: Optional[str] = typer.Option(None, help="Key holding the weights in a training checkpoint (model, model_ema, state_dict)."),
     data: str = typer.Option("digits", help="'digits' (embedded) or an ImageNet-style folder PATH/<wnid>/*.JPEG."),
-    n_examples: Optional[int] = typer.Option(None, "--n-examples", "-n", help="Class-balanced subset size (digits default 100 of 449; folder default: all)."),
+    n_examples: Optional[int] = typer.Option(None, "--n-examples", "-n", help="Class-balanced subset size (digits default 100 of 449; folder default: all); with --subset a prefix of the list."),
+    subset: Optional[str] = typer.Option(None, help="robustbench-5000: RobustBench's fixed ImageNet list (from the installed robustbench package)."),
+    subset_file: Optional[Path] = typer.Option(None, help="A file listing images (paths relative to --data), one per line."),
     eps: str = typer.Option("8/255", help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
     norm: str = typer.Option("Linf", help="Threat model norm: Linf or L2."),
     attacks: str = typer.Option("all", help="Comma list of attacks, or 'all' (see `robeval attacks`)."),
@@ -134,7 +136,8 @@ def run(
             checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
             strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
-            channels_last=channels_last, ctx=ctx,
+            channels_last=channels_last, ctx=ctx, subset=subset,
+            subset_file=str(subset_file) if subset_file is not None else None,
         )
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)

@@ -13,54 +13,24 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import math
-import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from safetensors.torch import save_file
 
-from robeval.models.digits import DIGITS_ARCH
 from robeval.models.digits_variants import DIGITS_VARIANTS, digits_variant_vit
-from robeval.robustbench_ext.data import digits_split
 
 _spec = importlib.util.spec_from_file_location("train_demo_zoo", Path(__file__).with_name("train_demo_zoo.py"))
 zoo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zoo)  # shift_augment, accuracy, MEAN, STD: the recipe's shared parts
+_spec.loader.exec_module(zoo)  # the recipe: train_network, save_demo
 
-BATCH, LR, WEIGHT_DECAY, WARMUP_EPOCHS = 64, 1e-3, 0.05, 5
+LR = 1e-3
 
 
 def train(kind: str, epochs: int, seed: int, lr: float = LR) -> tuple[torch.nn.Module, float]:
-    """train_demo_zoo.train with the network swapped for the digits variant ``kind``."""
+    """train_demo_zoo's recipe with the network swapped for the digits variant ``kind``."""
     torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    xtr, ytr = (torch.from_numpy(a) for a in digits_split("train"))
-    xte, yte = (torch.from_numpy(a) for a in digits_split("test"))
     net = digits_variant_vit(kind, drop_path_rate=0.1)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
-    steps_per_epoch = math.ceil(len(ytr) / BATCH)
-    total = epochs * steps_per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / (WARMUP_EPOCHS * steps_per_epoch)) * 0.5 * (1 + math.cos(math.pi * s / total)))
-    for epoch in range(epochs):
-        net.train()
-        perm = torch.randperm(len(ytr), generator=gen)
-        for start in range(0, len(ytr), BATCH):
-            idx = perm[start:start + BATCH]
-            xb = zoo.shift_augment(xtr[idx], gen)
-            loss = F.cross_entropy(net((xb - zoo.MEAN) / zoo.STD), ytr[idx], label_smoothing=0.1)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            opt.step()
-            sched.step()
-        if (epoch + 1) % 50 == 0:
-            print(f"  {kind} epoch {epoch + 1}: loss {loss.item():.3f} test top-1 {100 * zoo.accuracy(net, xte, yte):.2f}%",
-                  flush=True)
-    return net.eval(), zoo.accuracy(net, xte, yte)
+    return zoo.train_network(net, epochs, seed, kind, lr=lr)
 
 
 def main() -> None:
@@ -81,14 +51,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for kind in kinds:
         name = f"digits-deit-{kind}"
-        tick = time.time()
         net, acc = train(kind, args.epochs, args.seed, args.lr)
-        meta = {"arch": json.dumps(DIGITS_ARCH), "attention": kind, "epochs": str(args.epochs), "seed": str(args.seed),
-                "lr": str(args.lr), "test_top1": f"{100 * acc:.2f}", "trained_by": "scripts/train_demo_variants.py"}
-        path = args.out / f"{name}.safetensors"
-        save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path), metadata=meta)
-        print(f"{name}: test top-1 {100 * acc:.2f}% ({time.time() - tick:.0f} s) -> {path} "
-              f"({path.stat().st_size / 1e6:.2f} MB)", flush=True)
+        zoo.save_demo(net, acc, args.out / f"{name}.safetensors",
+                      {"attention": kind, "epochs": str(args.epochs), "seed": str(args.seed), "lr": str(args.lr),
+                       "trained_by": "scripts/train_demo_variants.py"})
 
 
 if __name__ == "__main__":

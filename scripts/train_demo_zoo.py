@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from pathlib import Path
 
 import torch
@@ -41,13 +40,12 @@ def accuracy(net, x, y) -> float:
         return float((net((x - MEAN) / STD).argmax(1) == y).float().mean())
 
 
-def train(elliptical: bool, epochs: int, seed: int) -> tuple[torch.nn.Module, float]:
-    torch.manual_seed(seed)
+def train_network(net: torch.nn.Module, epochs: int, seed: int, label: str, lr: float = 1e-3) -> tuple[torch.nn.Module, float]:
+    """The demo recipe: AdamW, warm-up + cosine, label smoothing, 1-pixel shifts, clipped gradients."""
     gen = torch.Generator().manual_seed(seed)
     xtr, ytr = (torch.from_numpy(a) for a in digits_split("train"))
     xte, yte = (torch.from_numpy(a) for a in digits_split("test"))
-    net = digits_vit(elliptical=elliptical, drop_path_rate=0.1)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.05)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.05)
     steps_per_epoch = math.ceil(len(ytr) / 64)
     total = epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (5 * steps_per_epoch)) * 0.5 * (1 + math.cos(math.pi * s / total)))
@@ -64,9 +62,21 @@ def train(elliptical: bool, epochs: int, seed: int) -> tuple[torch.nn.Module, fl
             opt.step()
             sched.step()
         if (epoch + 1) % 50 == 0:
-            print(f"  {'elliptical' if elliptical else 'deit'} epoch {epoch + 1}: loss {loss.item():.3f} "
-                  f"test top-1 {100 * accuracy(net, xte, yte):.2f}%", flush=True)
+            print(f"  {label} epoch {epoch + 1}: loss {loss.item():.3f} test top-1 {100 * accuracy(net, xte, yte):.2f}%",
+                  flush=True)
     return net.eval(), accuracy(net, xte, yte)
+
+
+def save_demo(net: torch.nn.Module, acc: float, path: Path, meta: dict[str, str]) -> None:
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path),
+              metadata={"arch": json.dumps(DIGITS_ARCH), "test_top1": f"{100 * acc:.2f}", **meta})
+    print(f"{path.stem}: test top-1 {100 * acc:.2f}% -> {path} ({path.stat().st_size / 1e6:.2f} MB)", flush=True)
+
+
+def train(elliptical: bool, epochs: int, seed: int) -> tuple[torch.nn.Module, float]:
+    torch.manual_seed(seed)
+    net = digits_vit(elliptical=elliptical, drop_path_rate=0.1)
+    return train_network(net, epochs, seed, "elliptical" if elliptical else "deit")
 
 
 def main() -> None:
@@ -78,14 +88,10 @@ def main() -> None:
     torch.set_num_threads(min(2, torch.get_num_threads()))
     args.out.mkdir(parents=True, exist_ok=True)
     for name, elliptical in (("digits-deit", False), ("digits-deit-elliptical", True)):
-        tick = time.time()
         net, acc = train(elliptical, args.epochs, args.seed)
-        meta = {"arch": json.dumps(DIGITS_ARCH), "elliptical": str(elliptical), "epochs": str(args.epochs),
-                "seed": str(args.seed), "test_top1": f"{100 * acc:.2f}", "trained_by": "scripts/train_demo_zoo.py"}
-        path = args.out / f"{name}.safetensors"
-        save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path), metadata=meta)
-        print(f"{name}: test top-1 {100 * acc:.2f}% ({time.time() - tick:.0f} s) -> {path} "
-              f"({path.stat().st_size / 1e6:.2f} MB)", flush=True)
+        save_demo(net, acc, args.out / f"{name}.safetensors",
+                  {"elliptical": str(elliptical), "epochs": str(args.epochs), "seed": str(args.seed),
+                   "trained_by": "scripts/train_demo_zoo.py"})
 
 
 if __name__ == "__main__":

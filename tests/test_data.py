@@ -44,3 +44,21 @@ def test_missing_and_empty_folders(tmp_path):
     (tmp_path / "n01440764").mkdir()
     with pytest.raises(UserError, match="no images"):
         load_folder_data(tmp_path, META, None)
+
+
+def test_subset_file_keeps_list_order_and_prefix(image_folder, tmp_path):
+    from robeval.robustbench_ext.subsets import resolve_subset
+
+    listing = tmp_path / "ids.txt"
+    listing.write_text("n01484850/img_1.JPEG\nn01440764/img_3.JPEG\nn01443537/img_0.JPEG\n")
+    names = resolve_subset(None, str(listing))
+    data = load_folder_data(image_folder, META, n_examples=2, subset=names)
+    paths = [data.dataset.path_of(i).split("val/")[1] for i in data.indices]
+    assert paths == ["n01484850/img_1.JPEG", "n01440764/img_3.JPEG"]
+    listing.write_text("n01484850/missing.JPEG\n")
+    with pytest.raises(UserError, match="not in"):
+        load_folder_data(image_folder, META, None, subset=resolve_subset(None, str(listing)))
+    with pytest.raises(UserError, match="robustbench package|no imagenet_test_image_ids"):
+        resolve_subset("robustbench-5000", None)
+    with pytest.raises(UserError, match="unknown --subset"):
+        resolve_subset("rb5k", None)

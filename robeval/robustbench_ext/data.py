@@ -180,7 +180,8 @@ class TolerantImageFolder:
         return self.samples[i][0]
 
 
-def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None) -> EvalData:
+def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None,
+                     subset: list[str] | None = None) -> EvalData:
     """An ImageNet-style folder ``PATH/<class>/*.JPEG`` (classes sorted, or wnid -> ImageNet index)."""
     root = Path(path)
     if not root.exists():
@@ -201,10 +202,18 @@ def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None) 
         num_classes = 1000
     else:
         num_classes = len(dataset.classes)
-    return EvalData(str(root.resolve()), dataset, balanced_subset(dataset.targets, n_examples), num_classes)
+    if subset is not None:
+        from .subsets import select
+
+        indices = select(dataset.samples, root, subset, n_examples)
+    else:
+        indices = balanced_subset(dataset.targets, n_examples)
+    return EvalData(str(root.resolve()), dataset, indices, num_classes)
 
 
-def load_data(data: str, meta: ModelMeta, n_examples: int | None) -> EvalData:
+def load_data(data: str, meta: ModelMeta, n_examples: int | None, subset: list[str] | None = None) -> EvalData:
     if data == DIGITS:
+        if subset is not None:
+            raise UserError("--subset / --subset-file select images of an image folder, not of the digits data")
         return load_digits_data(n_examples)
-    return load_folder_data(data, meta, n_examples)
+    return load_folder_data(data, meta, n_examples, subset)

@@ -105,6 +105,7 @@ class EvalConfig:
     strict_data: bool = False
     trust_checkpoint: bool = False
     adaptive: bool = False
+    subset: list[str] | None = None  # a fixed list of images (relative paths), e.g. RobustBench's 5000
     amp: str = "off"  # off | bf16 | fp16: autocast of the model's forward passes
     channels_last: bool = False
 
@@ -210,7 +211,7 @@ def semantic_config(config: EvalConfig) -> dict[str, Any]:
         "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
         "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
         "seed": config.seed, "batch_size": config.resolved_batch_size(),
-        "strict_data": config.strict_data, "adaptive": config.adaptive, "amp": config.amp,
+        "strict_data": config.strict_data, "adaptive": config.adaptive, "amp": config.amp, "subset": config.subset,
         "channels_last": config.channels_last,
     }
 
@@ -503,7 +504,7 @@ def _evaluate_job(job: ModelJob, config: EvalConfig, protocol, device, batch_siz
     meta = asdict(model.meta)
     meta["name"] = job.name
     state.models_meta[job.name] = meta
-    data = load_data(config.data, model.meta, config.n_examples)
+    data = load_data(config.data, model.meta, config.n_examples, config.subset)
     state.data_info = {"data": data.name, "identity": data.identity, "n": len(data.indices), "num_classes": data.num_classes}
     units = ["clean", *job.attacks]
     nb = data.num_batches(batch_size)
