@@ -36,7 +36,8 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     if records.empty:
         raise UserError(f"run {run_id} has no stored records yet")
     eps_order = [e for e in config["eps"] if e in set(records["eps"])]
-    summary = summarize(records, config["attacks"], info.get("models", {}), config["norm"], eps_order)
+    order = [m for base in config["models"] for m in (base, base + "+adaptive")]
+    summary = summarize(records, config["attacks"], info.get("models", {}), config["norm"], eps_order, order)
     summary["protocol"] = config["protocol"]
     summary["data"] = info.get("data", {}).get("data", config["data"])
     summary["seed"] = config["seed"]

@@ -8,6 +8,7 @@ model before it is counted.  Records hold everything a table needs; summaries ar
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 import platform
 import time
@@ -375,10 +376,15 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         records = pd.DataFrame(state.memory.columns).sort_values(["model", "eps", "attack", "example"], kind="stable")
         records = records.reset_index(drop=True)
     records = records[~records["model"].isin(state.failed_models)].reset_index(drop=True)
-    summary = summarize(records, config.attacks, state.models_meta, config.norm, [e.text for e in config.eps])
+    summary = summarize(records, config.attacks, state.models_meta, config.norm, [e.text for e in config.eps],
+                        [job.name for job in jobs])
     summary.insert(len(summary.columns), "protocol", config.protocol)
     summary.insert(len(summary.columns), "data", state.data_info.get("data", config.data))
     summary.insert(len(summary.columns), "seed", config.seed)
+    summary.insert(len(summary.columns), "settings",
+                   [json.dumps(settings.get(a, {}), sort_keys=True) for a in summary["attack"]] if len(summary) else [])
+    v = versions()
+    summary.insert(len(summary.columns), "versions", f"robeval {v['robeval']}; torch {v['torch']}; timm {v['timm']}")
     flags = all_flags(summary, state.model_checks)
     run = {
         "run_id": run_id,

@@ -42,12 +42,14 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFram
 
 
 def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, dict], norm: str,
-              eps_order: list[str]) -> pd.DataFrame:
+              eps_order: list[str], model_order: list[str] | None = None) -> pd.DataFrame:
     """One row per model x attack x eps (clean first, attacks in order, then ``any``)."""
     full = pd.concat([records, any_attack_records(records, attacks)], ignore_index=True) if len(attacks) > 0 else records
     rows = []
     order = ["clean", *attacks] + (["any"] if attacks else [])
-    for model in dict.fromkeys(records["model"]):
+    present = list(dict.fromkeys(records["model"]))
+    ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
+    for model in ordered:
         for eps in eps_order:
             for attack in order:
                 sel = full[(full["model"] == model) & (full["eps"] == eps) & (full["attack"] == attack)]
