@@ -50,6 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--batch-size", type=int, default=32, help="activations for the backward pass scale with it")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="robeval-mem-"))
     data = work / "val"
@@ -60,10 +61,10 @@ def main() -> None:
         torch.manual_seed(0)
         torch.save(timm.create_model("deit_tiny_patch16_224").state_dict(), ckpt)
     base = [sys.executable, "-m", "robeval", "run", "-m", "deit-tiny", "--checkpoint", str(ckpt), "--data", str(data),
-            "--attacks", "fgsm", "--eps", "1/255", "--batch-size", "64", "--quiet", "--store", str(work / "s.sqlite")]
+            "--attacks", "fgsm", "--eps", "1/255", "--batch-size", str(args.batch_size), "--quiet", "--store", str(work / "s.sqlite")]
     small_t, small_peak = peak_of(base + ["--n-examples", str(args.images // 10), "--out", str(work / "small")])
     full_t, full_peak = peak_of(base + ["--n-examples", str(args.images), "--out", str(work / "full")])
-    print(f"deit-tiny + FGSM over an ImageFolder of 224x224 JPEGs, batch 64")
+    print(f"deit-tiny + FGSM over an ImageFolder of 224x224 JPEGs, batch {args.batch_size}")
     print(f"  {args.images // 10:5d} images: {small_t:7.1f} s   peak RSS {small_peak:7.0f} MB")
     print(f"  {args.images:5d} images: {full_t:7.1f} s   peak RSS {full_peak:7.0f} MB   (target <= 2048 MB)")
     print(f"  peak ratio ({args.images} / {args.images // 10} images): {full_peak / small_peak:.2f}x")
