@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import UserError
+from .api import DEFAULT_EPS
 from .store import DEFAULT_STORE, Store
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
@@ -35,41 +36,36 @@ def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
-def launch_local_workers(nproc: int, argv: list[str]) -> int:
-    """Start ``nproc`` local workers of the same command through torchrun; returns its exit code."""
-    import subprocess
-
-    args, skip = [], False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if arg == "--nproc":
-            skip = True
-            continue
-        if arg.startswith("--nproc="):
-            continue
-        args.append(arg)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "robeval", *args]
-    return subprocess.call(cmd)
-
-
-def resume_command(argv: list[str], run_id: str) -> str:
-    """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
+def drop_option(argv: list[str], name: str, takes_value: bool) -> list[str]:
+    """``argv`` without ``name`` (``--name VALUE``, ``--name=VALUE`` or a bare ``--name``)."""
     kept: list[str] = []
     skip_next = False
     for i, arg in enumerate(argv):
         if skip_next:
             skip_next = False
             continue
-        if arg == "--resume":
+        if arg == name:
             nxt = argv[i + 1] if i + 1 < len(argv) else None
-            skip_next = nxt is not None and not nxt.startswith("-")
+            skip_next = takes_value and nxt is not None and not nxt.startswith("-")
             continue
-        if arg.startswith("--resume="):
+        if arg.startswith(name + "="):
             continue
         kept.append(arg)
+    return kept
+
+
+def launch_local_workers(nproc: int, argv: list[str]) -> int:
+    """Start ``nproc`` local workers of the same command through torchrun; returns its exit code."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           "-m", "robeval", *drop_option(argv, "--nproc", takes_value=True)]
+    return subprocess.call(cmd)
+
+
+def resume_command(argv: list[str], run_id: str) -> str:
+    """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
+    kept = drop_option(argv, "--resume", takes_value=True)
     if not kept or kept[0] != "run":
         kept.insert(0, "run")
     return shlex.join(["robeval", *kept, "--resume", run_id])
@@ -84,7 +80,7 @@ def run(
     n_examples: Optional[int] = typer.Option(None, "--n-examples", "-n", help="Class-balanced subset size (digits default 100 of 449; folder default: all); with --subset a prefix of the list."),
     subset: Optional[str] = typer.Option(None, help="robustbench-5000: RobustBench's fixed ImageNet list (from the installed robustbench package)."),
     subset_file: Optional[Path] = typer.Option(None, help="A file listing images (paths relative to --data), one per line."),
-    eps: str = typer.Option("8/255", help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
+    eps: str = typer.Option(DEFAULT_EPS, help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
     norm: str = typer.Option("Linf", help="Threat model norm: Linf or L2."),
     attacks: str = typer.Option("all", help="Comma list of attacks, or 'all' (see `robeval attacks`)."),
     protocol: str = typer.Option("standard", help="standard (pixel space) or nielsen2024 (paper reproduction only)."),

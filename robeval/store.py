@@ -210,7 +210,3 @@ def _plain(value: Any) -> Any:
 def worker_store_path(path: str | Path, rank: int) -> Path:
     """Where worker ``rank`` of a distributed run keeps its units until rank 0 merges them."""
     return Path(f"{path}.rank{rank}")
-
-
-def open_store(path: str | Path | None) -> Store:
-    return Store(DEFAULT_STORE if path is None else path)

@@ -32,6 +32,11 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _load_trusted(path: Path) -> Any:
+    """Full unpickling, which can run code from the file: reached only through --trust-checkpoint."""
+    return torch.load(path, map_location="cpu", weights_only=False)  # noqa: S614 - explicit user opt-in
+
+
 def _load_file(path: Path, trust: bool) -> Any:
     if path.suffix == ".safetensors":
         from safetensors.torch import load_file
@@ -42,7 +47,8 @@ def _load_file(path: Path, trust: bool) -> Any:
             raise UserError(f"checkpoint {path} is not a readable safetensors file ({exc})") from None
     try:
         if trust:
-            return torch.load(path, map_location="cpu", weights_only=False)
+            # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
+            return _load_trusted(path)
         with torch.serialization.safe_globals(SAFE_GLOBALS):
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

@@ -29,9 +29,6 @@ class Flag:
     message: str
     advice: str
 
-    def line(self) -> str:
-        return f"[{self.check}] {self.model}: {self.message} — {self.advice}"
-
 
 def model_checks(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
     """Randomness, probability-like outputs and input-gradient health on one batch."""
