@@ -86,7 +86,7 @@ def run(
     protocol: str = typer.Option("standard", help="standard (pixel space) or nielsen2024 (paper reproduction only)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an attack setting: ATTACK.KEY=VALUE (repeatable)."),
     seed: int = typer.Option(0, help="Seed for every random choice; same seed, same per-example records."),
-    batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128, folders 64)."),
+    batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     workers: Optional[int] = typer.Option(None, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."),
     amp: str = typer.Option("off", help="Autocast the model: off, bf16 or fp16 (fp16 on GPU only)."),

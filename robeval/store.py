@@ -10,6 +10,7 @@ store from version ``v`` to ``v + 1``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import uuid
@@ -76,6 +77,9 @@ class Store:
             self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
             self.conn.execute("PRAGMA busy_timeout = 60000")
             self.conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
+            # OS crash or power loss can drop the last units, which a resume then simply recomputes.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -186,8 +190,8 @@ class Store:
                     records: dict[str, list]) -> None:
         """Store finished units and their records in one transaction."""
         columns = ["run_id", *RECORD_COLUMNS]
-        n = len(records[RECORD_COLUMNS[0]])
-        rows = [(run_id, *[_plain(records[c][i]) for c in RECORD_COLUMNS]) for i in range(n)]
+        # Python bools bind as SQLite integers (bool subclasses int): the columns go in as they are
+        rows = list(zip(itertools.repeat(run_id), *(records[c] for c in RECORD_COLUMNS)))
         with self.transaction() as conn:
             conn.executemany(f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
             conn.executemany("INSERT INTO units (run_id, model, eps, attack, batch, seconds) VALUES (?, ?, ?, ?, ?, ?)",
@@ -199,12 +203,6 @@ class Store:
         for col in BOOL_COLUMNS:
             df[col] = df[col].astype(bool)
         return df
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    return value
 
 
 def worker_store_path(path: str | Path, rank: int) -> Path:

@@ -103,9 +103,10 @@ def test_no_weights_offline_says_how_to_pass_checkpoint(monkeypatch):
 def test_image_folder_with_checkpoint(image_folder, deit_tiny_ckpt, tmp_path):
     proc = run_cli("run", "-m", "deit-tiny-elliptical", "--checkpoint", f"deit-tiny-elliptical={deit_tiny_ckpt}",
                    "--data", str(image_folder), "--n-examples", "6", "--attacks", "fgsm", "--eps", "1/255",
-                   "--batch-size", "4", "--out", str(tmp_path), "--quiet", timeout=300)
+                   "--device", "cpu", "--out", str(tmp_path), "--quiet", timeout=300)
     assert proc.returncode == 0, proc.stderr
     df = pd.read_csv(tmp_path / "results.csv")
     assert list(df["attack"]) == ["clean", "fgsm", "any"] and (df["n"] == 6).all()
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["data"]["num_classes"] == 1000  # wnid folders map to the ImageNet-1k index
+    assert run["batch_size"] == 16  # the CPU default for 224x224 folders (memory, at no cost in speed)

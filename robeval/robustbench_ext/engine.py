@@ -33,6 +33,11 @@ from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
 
 BOUND_TOLERANCE = 1e-6
+# Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 run at the same images/s as 64
+# or more (measured: deit-tiny forward+backward, 2 threads, 30 img/s at 8-32, 23 img/s at 64) while the
+# backward pass holds ~33 MB of activations per image; on a GPU larger batches pay off.
+DIGITS_BATCH = 128
+FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
 
@@ -126,7 +131,9 @@ class EvalConfig:
             if self.batch_size <= 0:
                 raise UserError(f"--batch-size must be positive, got {self.batch_size}")
             return self.batch_size
-        return 128 if self.data == "digits" else 64
+        if self.data == "digits":
+            return DIGITS_BATCH
+        return FOLDER_BATCH[self.resolved_device().type == "cuda"]
 
     def attack_settings(self, attack: str) -> dict[str, Any]:
         """Protocol defaults updated by the user's ``--set`` overrides, validated."""

@@ -43,28 +43,36 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFram
 
 def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, dict], norm: str,
               eps_order: list[str], model_order: list[str] | None = None) -> pd.DataFrame:
-    """One row per model x attack x eps (clean first, attacks in order, then ``any``)."""
+    """One row per model x attack x eps (clean first, attacks in order, then ``any``).
+
+    Models come in ``model_order`` (then any others in record order); one group-by computes every row.
+    """
     full = pd.concat([records, any_attack_records(records, attacks)], ignore_index=True) if len(attacks) > 0 else records
-    rows = []
+    if full.empty:
+        return pd.DataFrame()
+    groups = full.groupby(["model", "eps", "attack"], sort=False).agg(
+        n=("adv_top1", "size"), top1=("adv_top1", "mean"), top5=("adv_top5", "mean"), eps_value=("eps_value", "first"),
+        mean_linf=("linf", "mean"), mean_l2=("l2", "mean"), forward_passes_per_example=("forward_passes", "mean"),
+        backward_passes_per_example=("backward_passes", "mean"),
+    ).to_dict("index")
     order = ["clean", *attacks] + (["any"] if attacks else [])
     present = list(dict.fromkeys(records["model"]))
     ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
+    rows = []
     for model in ordered:
+        meta = models_meta.get(model, {})
         for eps in eps_order:
             for attack in order:
-                sel = full[(full["model"] == model) & (full["eps"] == eps) & (full["attack"] == attack)]
-                if sel.empty:
+                g = groups.get((model, eps, attack))
+                if g is None:
                     continue
-                meta = models_meta.get(model, {})
                 rows.append({
                     "model": model, "checkpoint": meta.get("checkpoint") or meta.get("weights", ""), "attack": attack,
-                    "eps": eps, "norm": norm, "n": int(len(sel)),
-                    "top1": round(100.0 * float(sel["adv_top1"].mean()), 2),
-                    "top5": round(100.0 * float(sel["adv_top5"].mean()), 2),
-                    "eps_value": float(sel["eps_value"].iloc[0]),
-                    "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
-                    "mean_linf": float(sel["linf"].mean()), "mean_l2": float(sel["l2"].mean()),
-                    "forward_passes_per_example": float(sel["forward_passes"].mean()),
-                    "backward_passes_per_example": float(sel["backward_passes"].mean()),
+                    "eps": eps, "norm": norm, "n": int(g["n"]),
+                    "top1": round(100.0 * float(g["top1"]), 2), "top5": round(100.0 * float(g["top5"]), 2),
+                    "eps_value": float(g["eps_value"]), "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
+                    "mean_linf": float(g["mean_linf"]), "mean_l2": float(g["mean_l2"]),
+                    "forward_passes_per_example": float(g["forward_passes_per_example"]),
+                    "backward_passes_per_example": float(g["backward_passes_per_example"]),
                 })
     return pd.DataFrame(rows)
