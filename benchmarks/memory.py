@@ -18,27 +18,14 @@ a CPU, where larger batches are no faster).
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import timm
-import torch
-from PIL import Image
-
-
-def make_folder(root: Path, images: int, classes: int = 10) -> None:
-    rng = np.random.default_rng(0)
-    base = rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)
-    for i in range(images):
-        folder = root / f"class_{i % classes:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        shift = int(rng.integers(0, 32))
-        Image.fromarray(np.roll(base, shift, axis=1)[:224 + shift % 16, :224 + shift % 16]).save(folder / f"{i:05d}.JPEG", quality=85)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import make_folder, random_checkpoint  # noqa: E402
 
 
 def peak_of(cmd: list[str]) -> tuple[float, float]:
@@ -61,10 +48,7 @@ def main() -> None:
     data = work / "val"
     if not data.exists():
         make_folder(data, args.images)
-    ckpt = work / "deit_tiny_random.pth"
-    if not ckpt.exists():
-        torch.manual_seed(0)
-        torch.save(timm.create_model("deit_tiny_patch16_224").state_dict(), ckpt)
+    ckpt = random_checkpoint(work / "deit_tiny_random.pth", "deit_tiny_patch16_224")
     base = [sys.executable, "-m", "robeval", "run", "-m", "deit-tiny", "--checkpoint", str(ckpt), "--data", str(data),
             "--attacks", "fgsm", "--eps", "1/255", "--quiet", "--store", str(work / "s.sqlite")]
     if args.batch_size is not None:

@@ -27,7 +27,8 @@ def _reset_cpu_peak() -> bool:
         return False
 
 
-def _cpu_peak_bytes() -> int | None:
+def cpu_peak_bytes() -> int | None:
+    """The process's resident-memory high-water mark (Linux ``VmHWM``), or None where unavailable."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -79,7 +80,7 @@ def profile_model(name: str, batch_size: int = 8, device: str | torch.device = "
 
     fwd = _throughput(forward, batch_size, repeats, device)
     fwd_bwd = _throughput(forward_backward, batch_size, repeats, device)
-    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else (_cpu_peak_bytes() if cpu_reset else None)
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else (cpu_peak_bytes() if cpu_reset else None)
     return {"model": name, "family": get_spec(name).family, "params_M": count_parameters(name) / 1e6,
             "gflops_per_image": flops_per_image(net, size, device) / 1e9, "forward_img_s": fwd,
             "forward_backward_img_s": fwd_bwd, "peak_memory_MB": None if peak is None else peak / 2 ** 20,

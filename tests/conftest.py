@@ -15,7 +15,6 @@ FAST_SETTINGS = {
     "apgd-ce": {"n_iter": 10}, "apgd-t": {"n_iter": 10, "n_target_classes": 3}, "fab-t": {"n_iter": 10, "n_target_classes": 3},
     "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 16},
 }
-FAST_SET_ARGS = [f"--set={a}.{k}={v}" for a, kv in FAST_SETTINGS.items() for k, v in kv.items()]
 
 
 @pytest.fixture(autouse=True)

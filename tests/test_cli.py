@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from .conftest import FAST_SET_ARGS, run_cli
+from .conftest import run_cli
 
 
 @pytest.fixture(scope="module")

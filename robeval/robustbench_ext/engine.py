@@ -3,16 +3,16 @@
 For each model and batch the clean pass runs once (under inference mode) and is shared by every
 eps and attack; each attack then produces an adversarial batch that is verified against the threat
 model before it is counted.  Records hold everything a table needs; summaries are computed from them.
+The configuration lives in ``config.py``, the wrapping of each attack call in ``attack_calls.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol as TypingProtocol
 
@@ -21,54 +21,23 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..attacks import create, get_attack_spec, resolve_settings
-from ..eps import Eps
+from ..attacks import create, get_attack_spec
 from ..errors import UserError
-from ..models import get_spec, load_model, set_elliptical_options
-from .checks import ADAPTIVE_SUFFIX, all_flags, as_dicts, model_checks
+from ..models import load_model, set_elliptical_options
+from ..profiling import cpu_peak_bytes
+from ..store import worker_store_path
+from .attack_calls import AttackBoundsError, Autocast, PassCounter, attack_with_halving, derive_seed, verify_adversarial
+from .checks import all_flags, as_dicts, model_checks
+from .config import AMP_DTYPES, EvalConfig, ModelJob, config_difference, model_jobs, semantic_config, validate_config
 from .data import load_data
 from .distributed import SINGLE, DistContext
-from ..store import worker_store_path
 from .metrics import RECORD_COLUMNS, perturbation_norms, summarize, topk_hits
 from .protocols import get_protocol
 
-BOUND_TOLERANCE = 1e-6
-# Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 run at the same images/s as 64
-# or more (measured: deit-tiny forward+backward, 2 threads, 30 img/s at 8-32, 23 img/s at 64) while the
-# backward pass holds ~33 MB of activations per image; on a GPU larger batches pay off.
-DIGITS_BATCH = 128
-FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
+__all__ = ["AttackBoundsError", "EvalConfig", "EvalResult", "ModelFailure", "NullReporter", "PassCounter", "Reporter",
+           "run_evaluation", "verify_adversarial"]
+
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
-
-
-class AttackBoundsError(RuntimeError):
-    """An attack returned a point outside the threat model: a bug in that attack."""
-
-
-class PassCounter(nn.Module):
-    """Counts images sent forward through ``net`` and gradients flowing back through its output."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
-        self.forward_images = 0
-        self.backward_images = 0
-
-    def reset(self) -> None:
-        self.forward_images = self.backward_images = 0
-
-    def _count_backward(self, n: int):
-        def hook(grad: torch.Tensor) -> None:
-            self.backward_images += n
-
-        return hook
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.net(x)
-        self.forward_images += x.shape[0]
-        if out.requires_grad:
-            out.register_hook(self._count_backward(x.shape[0]))
-        return out
 
 
 class Reporter(TypingProtocol):
@@ -93,92 +62,10 @@ class NullReporter:
 
 
 @dataclass
-class EvalConfig:
-    models: list[str]
-    eps: list[Eps]
-    attacks: list[str]
-    data: str = "digits"
-    n_examples: int | None = None
-    norm: str = "Linf"
-    protocol: str = "standard"
-    checkpoints: dict[str, str] = field(default_factory=dict)
-    checkpoint_key: str | None = None
-    set_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    seed: int = 0
-    batch_size: int | None = None
-    device: str = "auto"
-    workers: int = 0
-    strict_data: bool = False
-    trust_checkpoint: bool = False
-    adaptive: bool = False
-    subset: list[str] | None = None  # a fixed list of images (relative paths), e.g. RobustBench's 5000
-    amp: str = "off"  # off | bf16 | fp16: autocast of the model's forward passes
-    channels_last: bool = False
-
-    def resolved_device(self) -> torch.device:
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        try:
-            dev = torch.device(self.device)
-        except RuntimeError:
-            raise UserError(f"invalid --device {self.device!r}: use auto, cpu, cuda or cuda:N") from None
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise UserError("--device cuda requested but no CUDA GPU is available")
-        return dev
-
-    def resolved_batch_size(self) -> int:
-        if self.batch_size is not None:
-            if self.batch_size <= 0:
-                raise UserError(f"--batch-size must be positive, got {self.batch_size}")
-            return self.batch_size
-        if self.data == "digits":
-            return DIGITS_BATCH
-        return FOLDER_BATCH[self.resolved_device().type == "cuda"]
-
-    def attack_settings(self, attack: str) -> dict[str, Any]:
-        """Protocol defaults updated by the user's ``--set`` overrides, validated."""
-        protocol = get_protocol(self.protocol)
-        return resolve_settings(attack, {**protocol.settings_for(attack), **self.set_options.get(attack, {})})
-
-
-@dataclass
 class EvalResult:
     records: pd.DataFrame
     summary: pd.DataFrame
     run: dict[str, Any]
-
-
-def derive_seed(*parts: Any) -> int:
-    """A 31-bit seed from the run seed and the unit's identity (attack, eps, batch index)."""
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-def verify_adversarial(attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: float, norm: str,
-                       box: tuple[float, float] | None) -> None:
-    """Abort when ``x_adv`` leaves the eps ball (around ``x`` clipped to the box) or the box.
-
-    An example returned unchanged is always valid (under ``nielsen2024`` the clean normalized
-    input lies outside AutoAttack's [0,1] box, and AutoAttack returns it for unfooled points).
-    """
-    if x_adv.shape != x.shape:
-        raise AttackBoundsError(f"attack {attack} returned shape {tuple(x_adv.shape)} for input {tuple(x.shape)}")
-    if not torch.isfinite(x_adv).all():
-        raise AttackBoundsError(f"attack {attack} returned non-finite values")
-    changed = ~(x_adv == x).flatten(1).all(1)
-    if not changed.any():
-        return
-    x_adv, x = x_adv[changed], x[changed]
-    anchor = x if box is None else x.clamp(*box)
-    delta = (x_adv - anchor).flatten(1).double()
-    size = delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
-    worst = float(size.max())
-    if worst > eps + BOUND_TOLERANCE:
-        raise AttackBoundsError(f"attack {attack} left the {norm} ball: perturbation {worst:.8f} > eps {eps:.8f}")
-    if box is not None:
-        lo, hi = float(x_adv.min()), float(x_adv.max())
-        if lo < box[0] - BOUND_TOLERANCE or hi > box[1] + BOUND_TOLERANCE:
-            raise AttackBoundsError(f"attack {attack} left the input range {box}: values in [{lo:.6f}, {hi:.6f}]")
 
 
 def versions() -> dict[str, str]:
@@ -186,6 +73,15 @@ def versions() -> dict[str, str]:
 
     return {"robeval": __version__, "torch": torch.__version__, "timm": timm.__version__,
             "python": platform.python_version()}
+
+
+def peak_memory_mb(device: torch.device) -> dict[str, float | None]:
+    """Peak resident memory of this process and, on CUDA, peak memory allocated on the GPU."""
+    cpu = cpu_peak_bytes()
+    out: dict[str, float | None] = {"process_rss": None if cpu is None else round(cpu / 2 ** 20, 1)}
+    if device.type == "cuda":
+        out["gpu_allocated"] = round(torch.cuda.max_memory_allocated(device) / 2 ** 20, 1)
+    return out
 
 
 def _check_input(meta, x: torch.Tensor, data: str) -> None:
@@ -211,101 +107,8 @@ class _Records:
             self.columns[column].extend(other.columns[column])
 
 
-def semantic_config(config: EvalConfig) -> dict[str, Any]:
-    """What determines the records (compared on --resume); device and worker count do not."""
-    return {
-        "models": list(config.models), "eps": [e.text for e in config.eps], "attacks": list(config.attacks),
-        "data": config.data, "n_examples": config.n_examples, "norm": config.norm, "protocol": config.protocol,
-        "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
-        "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
-        "seed": config.seed, "batch_size": config.resolved_batch_size(),
-        "strict_data": config.strict_data, "adaptive": config.adaptive, "amp": config.amp, "subset": config.subset,
-        "channels_last": config.channels_last,
-    }
-
-
-def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
-    for key in sorted(set(stored) | set(current)):
-        if stored.get(key) != current.get(key):
-            return f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
-    return None
-
-
-AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-class Autocast(nn.Module):
-    """Runs ``net`` under autocast (bf16/fp16) and hands float32 logits back to the attacks."""
-
-    def __init__(self, net: nn.Module, dtype: torch.dtype, device_type: str) -> None:
-        super().__init__()
-        self.net, self.dtype, self.device_type = net, dtype, device_type
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast(self.device_type, dtype=self.dtype):
-            out = self.net(x)
-        return out.float()
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
-
-
-def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: "_RunState | None" = None) -> torch.Tensor:
-    """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively)."""
-    try:
-        return attack(x, y, seed=seed)
-    except Exception as exc:
-        if not is_out_of_memory(exc) or len(y) <= 1:
-            raise
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    if state is not None:
-        state.oom_splits += 1
-    half = len(y) // 2
-    return torch.cat([attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state),
-                      attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state)])
-
-
-def _validate(config: EvalConfig) -> None:
-    get_protocol(config.protocol)
-    if config.amp not in ("off", *AMP_DTYPES):
-        raise UserError(f"invalid --amp {config.amp!r}: choose off, bf16 or fp16")
-    if config.amp == "fp16" and config.resolved_device().type != "cuda":
-        raise UserError("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
-    for attack in config.attacks:
-        spec = get_attack_spec(attack)
-        if config.norm not in spec.norms:
-            raise UserError(f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})")
-    missing = sorted(set(config.checkpoints) - set(config.models))
-    if missing:
-        raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
-
-
 class ModelFailure(Exception):
     """A model that cannot be evaluated (NaN/inf logits): it stops, the other models go on."""
-
-
-@dataclass
-class ModelJob:
-    """One column of results: a registered model with options and the attacks it faces."""
-
-    name: str
-    model: str
-    options: dict[str, Any]
-    attacks: list[str]
-
-
-def model_jobs(config: EvalConfig) -> list[ModelJob]:
-    """The models to evaluate; with ``adaptive``, elliptical models again with gradients through M
-    under the white-box attacks (named ``<model>+adaptive``)."""
-    jobs = [ModelJob(m, m, {}, list(config.attacks)) for m in config.models]
-    if config.adaptive:
-        white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
-        for m in config.models:
-            if get_spec(m).family == "deit-elliptical" and white:
-                jobs.append(ModelJob(m + ADAPTIVE_SUFFIX, m, {"grad_through_m": True}, white))
-    return jobs
 
 
 def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: Any = None,
@@ -317,7 +120,7 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
     returned records are read back from the store.
     """
     reporter = reporter or NullReporter()
-    _validate(config)
+    validate_config(config)
     protocol = get_protocol(config.protocol)
     device = config.resolved_device()
     batch_size = config.resolved_batch_size()
@@ -417,6 +220,7 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         "seed": config.seed,
         "versions": versions(),
         "timings_seconds": {k: round(v, 4) for k, v in state.timings.items()},
+        "peak_memory_MB": peak_memory_mb(device),
     }
     if store is not None and ctx.active:  # every worker's units are merged: drop their files
         for rank in range(1, ctx.world):
@@ -448,10 +252,12 @@ def _run_batch(job, config, protocol, device, model, target, counted, attacks, u
     if config.channels_last and x.dim() == 4:
         x = x.contiguous(memory_format=torch.channels_last)
     xa = x if protocol.space == "pixel" else model.normalize(x)
+    clean_tick = time.perf_counter()
     with torch.inference_mode():
         clean_logits = target(xa)
-    if not torch.isfinite(clean_logits).all():
+    if not torch.isfinite(clean_logits).all():  # (also waits for the GPU, so the time below is real)
         raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
+    clean_seconds = time.perf_counter() - clean_tick  # the shared clean pass: timed with the first clean unit
     if not checks_done[0]:
         outcome["checks"] = model_checks(target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
         state.model_checks[job.name] = outcome["checks"]
@@ -485,6 +291,8 @@ def _run_batch(job, config, protocol, device, model, target, counted, attacks, u
                      adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
                      l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
         seconds = time.perf_counter() - tick
+        if attack == "clean":
+            seconds, clean_seconds = seconds + clean_seconds, 0.0
         key = f"{job.name}|{eps.text}|{attack}"
         state.timings[key] = state.timings.get(key, 0.0) + seconds
         outcome["timings"][key] = outcome["timings"].get(key, 0.0) + seconds

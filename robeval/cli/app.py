@@ -1,0 +1,73 @@
+"""The Typer application, its console and the entry point that turns user errors into one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import UserError
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).")
+console = Console()
+if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
+    console = Console(width=200)
+
+
+def _emit(text: str, out: Optional[Path]) -> None:
+    """Print ``text``, or write it atomically to ``out``."""
+    if out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    from ..report.files import atomic_write, prepare_out_dir
+
+    prepare_out_dir(out.parent if str(out.parent) else Path("."))
+    atomic_write(out, text)
+    console.print(f"Wrote {out}")
+
+
+def _optional_resume_value(argv: list[str]) -> list[str]:
+    """``--resume`` alone means ``--resume latest`` (the newest unfinished run)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--resume" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, "latest")
+            break
+    return out
+
+
+def _click_exceptions():
+    try:  # typer >= 0.20 vendors click
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import exceptions
+    return exceptions
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors print one line and exit with code 2."""
+    exceptions = _click_exceptions()
+    err = Console(stderr=True)
+    args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
+    try:
+        code = app(args=args, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except UserError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Abort:
+        err.print("aborted", markup=False)
+        sys.exit(130)
+    except exceptions.NoArgsIsHelpError as exc:
+        print(exc.format_message())
+        sys.exit(0)
+    except exceptions.ClickException as exc:
+        err.print(f"error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)

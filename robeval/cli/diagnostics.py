@@ -1,0 +1,31 @@
+"""What is printed under every results table: skipped files, stopped models, adaptive gaps, soundness flags."""
+
+from __future__ import annotations
+
+from .app import console
+
+
+def print_diagnostics(run: dict, summary) -> None:
+    """Skipped files, stopped models, soundness flags and adaptive gaps: printed under every table."""
+    from ..robustbench_ext.checks import adaptive_gaps
+
+    skipped = run.get("skipped_files", [])
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        console.print(f"Skipped {len(skipped)} unreadable image file(s): {shown} (listed in run.json)", markup=False)
+    for model, message in run.get("failed_models", {}).items():
+        console.print(f"Stopped model {model}: {message}", markup=False)
+    gaps = adaptive_gaps(summary)
+    if not gaps.empty:
+        console.print("Adaptive attack (gradients through M) vs default:", markup=False)
+        for r in gaps.itertuples():
+            console.print(f"  {r.model} eps {r.eps} {r.attack}: top-1 {r.top1_default:.2f} -> {r.top1_adaptive:.2f} "
+                          f"(gap {r.gap:+.2f})", markup=False)
+    flags = run.get("flags", [])
+    if flags:
+        console.print(f"Soundness checks: {len(flags)} flag(s)", markup=False)
+        for f in flags:
+            console.print(f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}", markup=False, soft_wrap=True)
+    else:
+        console.print("Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
+                      "white-box, eps monotonicity" + (", adaptive gap" if not gaps.empty else "") + ")", markup=False)

@@ -1,0 +1,111 @@
+"""Commands over the results store: ``check``, ``runs``, ``table``, ``compare`` and ``plot``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import UserError
+from ..store import DEFAULT_STORE, Store
+from .app import _emit, app, console
+from .diagnostics import print_diagnostics
+
+
+@app.command("check")
+def check_cmd(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+) -> None:
+    """Run the soundness checks on a stored run and print the flags."""
+    from ..report.runs import resolve_runs
+    from ..robustbench_ext.checks import all_flags, as_dicts
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    run = resolve_runs(Store(store), [run_id] if run_id else [])[0]
+    flags = all_flags(run.summary, run.info.get("model_checks", {}))
+    console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
+    print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
+
+
+@app.command("runs")
+def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store.")) -> None:
+    """List stored runs with status, progress (finished/total units) and age."""
+    from datetime import datetime, timezone
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    df = Store(store).runs()
+    table = Table(title=f"runs in {store}")
+    for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
+        table.add_column(col)
+    now = datetime.now(timezone.utc)
+    for r in df.itertuples():
+        import json
+
+        cfg = json.loads(r.config)
+        age = now - datetime.fromisoformat(r.created)
+        minutes = int(age.total_seconds() // 60)
+        age_text = f"{minutes // 1440}d" if minutes >= 1440 else f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+        table.add_row(r.id, r.status, f"{r.done_units}/{r.total_units}", age_text, r.protocol, ", ".join(cfg["models"]),
+                      ",".join(cfg["eps"]), ",".join(cfg["attacks"]))
+    console.print(table)
+
+
+@app.command("table")
+def table_cmd(
+    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    format: str = typer.Option("md", "--format", "-f", help="md, csv, latex or json."),
+    out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+) -> None:
+    """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
+    from ..report.paper import render
+    from ..report.runs import combine, resolve_runs
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    _emit(render(combine(resolve_runs(Store(store), list(run_ids or []))), format), out)
+
+
+@app.command("compare")
+def compare_cmd(
+    a: str = typer.Argument(..., help="Model A: NAME (newest run that evaluated it) or RUN_ID:NAME."),
+    b: str = typer.Argument(..., help="Model B, likewise."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    format: str = typer.Option("md", "--format", "-f", help="md, csv or json."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap."),
+    out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+) -> None:
+    """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p."""
+    from ..report.compare import compare, to_markdown
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    result = compare(Store(store), a, b, seed=seed)
+    renderers = {"md": to_markdown, "csv": lambda r: r.to_csv(index=False),
+                 "json": lambda r: r.to_json(orient="records", indent=2) + "\n"}
+    if format not in renderers:
+        raise UserError(f"unknown format {format!r}; choose md, csv or json")
+    _emit(renderers[format](result), out)
+
+
+@app.command("plot")
+def plot_cmd(
+    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    out: Path = typer.Option(Path("results") / "plots", help="Folder for the PNG and SVG files."),
+) -> None:
+    """Plot robust accuracy against eps (panel per attack) and a bar chart per eps."""
+    from ..report.files import prepare_out_dir
+    from ..report.plots import make_plots
+    from ..report.runs import combine, resolve_runs
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    summary = combine(resolve_runs(Store(store), list(run_ids or [])))
+    paths = make_plots(summary, prepare_out_dir(out))
+    console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))

@@ -1,0 +1,152 @@
+"""``robeval run``: parse the options, start local workers or evaluate, print the tables."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from ..api import DEFAULT_EPS
+from ..errors import UserError
+from ..store import DEFAULT_STORE, Store
+from .app import app, console
+from .diagnostics import print_diagnostics
+
+
+def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
+    """``PATH`` (for a single model) or ``MODEL=PATH``, repeatable."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, path = item.partition("=")
+        if eq and name and not Path(item).exists():
+            out[name.strip()] = path.strip()
+        elif len(models) == 1:
+            out[models[0]] = item
+        else:
+            raise UserError(f"--checkpoint {item!r}: with several models write MODEL=PATH")
+    return out
+
+
+def drop_option(argv: list[str], name: str, takes_value: bool) -> list[str]:
+    """``argv`` without ``name`` (``--name VALUE``, ``--name=VALUE`` or a bare ``--name``)."""
+    kept: list[str] = []
+    skip_next = False
+    for i, arg in enumerate(argv):
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == name:
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            skip_next = takes_value and nxt is not None and not nxt.startswith("-")
+            continue
+        if arg.startswith(name + "="):
+            continue
+        kept.append(arg)
+    return kept
+
+
+def launch_local_workers(nproc: int, argv: list[str]) -> int:
+    """Start ``nproc`` local workers of the same command through torchrun; returns its exit code."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           "-m", "robeval", *drop_option(argv, "--nproc", takes_value=True)]
+    return subprocess.call(cmd)
+
+
+def resume_command(argv: list[str], run_id: str) -> str:
+    """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
+    kept = drop_option(argv, "--resume", takes_value=True)
+    if not kept or kept[0] != "run":
+        kept.insert(0, "run")
+    return shlex.join(["robeval", *kept, "--resume", run_id])
+
+
+@app.command()
+def run(
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model name (repeatable; glob patterns like 'digits-*'). Default: the two embedded digits models."),
+    checkpoint: Optional[List[str]] = typer.Option(None, "--checkpoint", "-c", help="PATH, or MODEL=PATH (repeatable): .pth/.pt/.safetensors weights."),
+    checkpoint_key: Optional[str] = typer.Option(None, help="Key holding the weights in a training checkpoint (model, model_ema, state_dict)."),
+    data: str = typer.Option("digits", help="'digits' (embedded) or an ImageNet-style folder PATH/<wnid>/*.JPEG."),
+    n_examples: Optional[int] = typer.Option(None, "--n-examples", "-n", help="Class-balanced subset size (digits default 100 of 449; folder default: all); with --subset a prefix of the list."),
+    subset: Optional[str] = typer.Option(None, help="robustbench-5000: RobustBench's fixed ImageNet list (from the installed robustbench package)."),
+    subset_file: Optional[Path] = typer.Option(None, help="A file listing images (paths relative to --data), one per line."),
+    eps: str = typer.Option(DEFAULT_EPS, help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
+    norm: str = typer.Option("Linf", help="Threat model norm: Linf or L2."),
+    attacks: str = typer.Option("all", help="Comma list of attacks, or 'all' (see `robeval attacks`)."),
+    protocol: str = typer.Option("standard", help="standard (pixel space) or nielsen2024 (paper reproduction only)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an attack setting: ATTACK.KEY=VALUE (repeatable)."),
+    seed: int = typer.Option(0, help="Seed for every random choice; same seed, same per-example records."),
+    batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
+    workers: Optional[int] = typer.Option(None, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."),
+    amp: str = typer.Option("off", help="Autocast the model: off, bf16 or fp16 (fp16 on GPU only)."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="Channels-last memory format for model and images."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default results/<run id>)."),
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store (SQLite); every finished batch lands there."),
+    resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
+                                         help="Continue an interrupted run (the newest unfinished one, or RUN_ID)."),
+    strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
+    nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Run the attack suite and write results.csv, results.md and run.json."""
+    from ..api import DEFAULT_MODELS, evaluate_full
+    from ..attacks import parse_set_options
+    from ..models import expand_model_patterns
+    from ..report.files import prepare_out_dir, write_run_files
+    from ..report.terminal import RichReporter, results_tables
+    from ..robustbench_ext.engine import NullReporter
+
+    from ..robustbench_ext.distributed import init_from_env, launched_by_torchrun, shutdown
+
+    if nproc < 1:
+        raise UserError(f"--nproc must be at least 1, got {nproc}")
+    if nproc > 1 and not launched_by_torchrun():
+        raise typer.Exit(launch_local_workers(nproc, sys.argv[1:]))
+    models = expand_model_patterns(list(model) if model else DEFAULT_MODELS)
+    ctx = init_from_env(device)
+    if not ctx.is_main:
+        quiet = True
+    if out is not None and ctx.is_main:
+        prepare_out_dir(out)
+    db = Store(store) if ctx.is_main else store  # workers open their own file next to the store
+    if trust_checkpoint:
+        Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
+                                   "code on this machine", markup=False)
+    try:
+        result = evaluate_full(
+            reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
+            eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
+            checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
+            settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
+            strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
+            channels_last=channels_last, ctx=ctx, subset=subset,
+            subset_file=str(subset_file) if subset_file is not None else None,
+        )
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)
+        Console(stderr=True).print(f"interrupted; finished batches are kept in {store}.", markup=False, soft_wrap=True)
+        if run_id:
+            Console(stderr=True).print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    shutdown(ctx)
+    if not ctx.is_main:
+        return
+    out_dir = out or Path("results") / result.run["run_id"]
+    paths = write_run_files(result, prepare_out_dir(out_dir))
+    for table in results_tables(result.summary):
+        console.print(table)
+    print_diagnostics(result.run, result.summary)
+    console.print(f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
+                  f"{paths['json']} ({result.run['seconds']:.0f} s).")
+    if data == "digits" and n_examples is None:
+        console.print("Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
+                      "robeval run --model deit-small --model deit-small-elliptical "
+                      "--checkpoint deit-small-elliptical=ckpt.pth --data /data/imagenet/val --n-examples 5000 --eps 3/255")

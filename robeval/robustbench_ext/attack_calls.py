@@ -1,0 +1,110 @@
+"""What wraps every attack call of the engine: per-unit seeds, pass counting, autocast,
+out-of-memory halving and the check that the returned batch respects the threat model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import torch
+from torch import nn
+
+BOUND_TOLERANCE = 1e-6
+
+
+class AttackBoundsError(RuntimeError):
+    """An attack returned a point outside the threat model: a bug in that attack."""
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 31-bit seed from the run seed and the unit's identity (attack, eps, batch index)."""
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def verify_adversarial(attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: float, norm: str,
+                       box: tuple[float, float] | None) -> None:
+    """Abort when ``x_adv`` leaves the eps ball (around ``x`` clipped to the box) or the box.
+
+    An example returned unchanged is always valid (under ``nielsen2024`` the clean normalized
+    input lies outside AutoAttack's [0,1] box, and AutoAttack returns it for unfooled points).
+    """
+    if x_adv.shape != x.shape:
+        raise AttackBoundsError(f"attack {attack} returned shape {tuple(x_adv.shape)} for input {tuple(x.shape)}")
+    if not torch.isfinite(x_adv).all():
+        raise AttackBoundsError(f"attack {attack} returned non-finite values")
+    changed = ~(x_adv == x).flatten(1).all(1)
+    if not changed.any():
+        return
+    x_adv, x = x_adv[changed], x[changed]
+    anchor = x if box is None else x.clamp(*box)
+    delta = (x_adv - anchor).flatten(1).double()
+    size = delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
+    worst = float(size.max())
+    if worst > eps + BOUND_TOLERANCE:
+        raise AttackBoundsError(f"attack {attack} left the {norm} ball: perturbation {worst:.8f} > eps {eps:.8f}")
+    if box is not None:
+        lo, hi = float(x_adv.min()), float(x_adv.max())
+        if lo < box[0] - BOUND_TOLERANCE or hi > box[1] + BOUND_TOLERANCE:
+            raise AttackBoundsError(f"attack {attack} left the input range {box}: values in [{lo:.6f}, {hi:.6f}]")
+
+
+class PassCounter(nn.Module):
+    """Counts images sent forward through ``net`` and gradients flowing back through its output."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.forward_images = 0
+        self.backward_images = 0
+
+    def reset(self) -> None:
+        self.forward_images = self.backward_images = 0
+
+    def _count_backward(self, n: int):
+        def hook(grad: torch.Tensor) -> None:
+            self.backward_images += n
+
+        return hook
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x)
+        self.forward_images += x.shape[0]
+        if out.requires_grad:
+            out.register_hook(self._count_backward(x.shape[0]))
+        return out
+
+
+class Autocast(nn.Module):
+    """Runs ``net`` under autocast (bf16/fp16) and hands float32 logits back to the attacks."""
+
+    def __init__(self, net: nn.Module, dtype: torch.dtype, device_type: str) -> None:
+        super().__init__()
+        self.net, self.dtype, self.device_type = net, dtype, device_type
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            out = self.net(x)
+        return out.float()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
+
+
+def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: Any = None) -> torch.Tensor:
+    """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively);
+    ``state.oom_splits`` (when given) counts the splits."""
+    try:
+        return attack(x, y, seed=seed)
+    except Exception as exc:
+        if not is_out_of_memory(exc) or len(y) <= 1:
+            raise
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if state is not None:
+        state.oom_splits += 1
+    half = len(y) // 2
+    return torch.cat([attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state),
+                      attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state)])
