@@ -57,3 +57,34 @@ def test_one_clean_pass_per_batch(monkeypatch):
     evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm,pgd", batch_size=10)
     # per batch: one clean evaluation + one per (eps, attack); never a clean pass per attack
     assert len(calls) == 2 * (1 + 2 * 2)
+
+
+def test_run_records_peak_memory_and_times_the_clean_pass(monkeypatch):
+    import time as time_module
+
+    from robeval.models.wrapper import NormalizedModel
+
+    original = NormalizedModel.forward
+
+    def slow_without_grad(self, x):  # only the clean and final passes run without grad
+        if not torch.is_grad_enabled():
+            time_module.sleep(0.05)
+        return original(self, x)
+
+    monkeypatch.setattr(NormalizedModel, "forward", slow_without_grad)
+    res = evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm", batch_size=10)
+    assert res.run["peak_memory_MB"]["process_rss"] > 100  # torch alone is several hundred MB
+    timings = res.run["timings_seconds"]
+    # two batches, each with one shared clean pass (>= 50 ms) counted once, in the first eps's clean unit
+    assert timings["digits-deit|4/255|clean"] >= 0.1
+    assert timings["digits-deit|8/255|clean"] < 0.05
+
+
+def test_digits_arrays_are_fresh_copies():
+    from robeval.robustbench_ext.data import digits_split
+
+    images, labels = digits_split("test")
+    images[:] = 0
+    labels[:] = -1
+    again, again_labels = digits_split("test")
+    assert again.max() > 0 and again_labels.min() == 0
