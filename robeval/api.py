@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -13,6 +14,7 @@ from .eps import parse_eps_list
 from .errors import UserError
 from .models import expand_model_patterns
 from .robustbench_ext.subsets import resolve_subset
+from .robustbench_ext.config import config_difference, semantic_config
 from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, run_evaluation
 
 DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
@@ -70,7 +72,8 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
     """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``.
 
     ``store``: a results-store path (or :class:`robeval.store.Store`) that receives every finished
-    unit; ``resume``: a run id in that store ("latest" = the newest unfinished run) to continue.
+    unit; ``resume``: a run id in that store to continue ("latest" = the newest unfinished run with
+    the same configuration).
     """
     from .store import Store
 
@@ -84,15 +87,27 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
     if resume is not None and db is None and is_main:
         raise UserError("resume needs a results store")
     if resume == "latest" and is_main:
-        resume = db.latest_run(unfinished_only=True)
-        if resume is None:
-            raise UserError(f"--resume: no unfinished run in {db.path}")
+        resume = latest_matching_run(db, config)
     result = run_evaluation(config, reporter, store=db, resume=resume, ctx=ctx)
     if out is not None and is_main:
         from .report.files import write_run_files
 
         write_run_files(result, Path(out))
     return result
+
+
+def latest_matching_run(db: Any, config: EvalConfig) -> str:
+    """The newest unfinished run in ``db`` with the same configuration as ``config`` (``--resume`` alone)."""
+    current = json.loads(json.dumps(semantic_config(config), sort_keys=True, default=str))
+    unfinished = db.unfinished_runs()
+    for run_id, stored in unfinished:
+        if config_difference(stored, current) is None:
+            return run_id
+    if not unfinished:
+        raise UserError(f"--resume: no unfinished run in {db.path}")
+    newest, stored = unfinished[0]
+    raise UserError(f"--resume: no unfinished run in {db.path} has this configuration (the newest, {newest}, differs in "
+                    f"{config_difference(stored, current)}); repeat its options or pass --resume RUN_ID")
 
 
 def evaluate(**kwargs: Any) -> pd.DataFrame:

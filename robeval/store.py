@@ -174,6 +174,11 @@ class Store:
         row = self.conn.execute(f"SELECT id FROM runs {where} ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
+    def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(run id, semantic configuration)`` of every unfinished run, newest first."""
+        rows = self.conn.execute("SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC")
+        return [(run_id, json.loads(config)) for run_id, config in rows]
+
     def runs(self) -> pd.DataFrame:
         df = pd.read_sql_query(
             "SELECT r.id, r.created, r.finished, r.status, r.protocol, r.total_units, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +23,15 @@ def _threads():
     torch.set_num_threads(2)
 
 
+# Commands run from a scratch folder, so default outputs (results/robeval.sqlite, results/<run id>)
+# never land in the checkout.
+SCRATCH = Path(tempfile.mkdtemp(prefix="robeval-tests-"))
+
+
 def run_cli(*args: str, timeout: int = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m robeval ARGS`` the way a user runs the command."""
-    return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd or SCRATCH)
 
 
 @pytest.fixture(scope="session")

@@ -84,6 +84,21 @@ def test_resume_with_changed_configuration_names_the_difference(tmp_path, refere
     assert proc.returncode == 2 and "configuration differs" in proc.stderr and "eps: stored ['8/255'], now ['4/255']" in proc.stderr
 
 
+def test_resume_alone_picks_the_newest_unfinished_run_with_these_options(tmp_path):
+    from robeval.api import latest_matching_run, make_config
+    from robeval.robustbench_ext.config import semantic_config
+
+    store = Store(tmp_path / "s.sqlite")
+    with pytest.raises(UserError, match="no unfinished run in"):
+        latest_matching_run(store, make_config(eps="8/255"))
+    wanted = store.create_run(semantic_config(make_config(eps="8/255")), {}, "standard", None, 0)
+    store.create_run(semantic_config(make_config(eps="4/255")), {}, "standard", None, 0)  # newer, other options
+    assert latest_matching_run(store, make_config(eps="8/255")) == wanted
+    store.update_run(wanted, status="finished")
+    with pytest.raises(UserError, match=r"has this configuration \(the newest, .*, differs in eps: stored \['4/255'\], now \['8/255'\]\)"):
+        latest_matching_run(store, make_config(eps="8/255"))
+
+
 def test_two_runs_write_to_one_store_at_once(tmp_path):
     path = tmp_path / "shared.sqlite"
     args = ["run", "-n", "30", "--batch-size", "5", "--attacks", "fgsm,pgd", "--quiet", "--store", str(path)]

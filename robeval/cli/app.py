@@ -31,7 +31,7 @@ def _emit(text: str, out: Optional[Path]) -> None:
 
 
 def _optional_resume_value(argv: list[str]) -> list[str]:
-    """``--resume`` alone means ``--resume latest`` (the newest unfinished run)."""
+    """``--resume`` alone means ``--resume latest`` (the newest unfinished run with the same configuration)."""
     out = list(argv)
     for i, arg in enumerate(out):
         if arg == "--resume" and (i + 1 == len(out) or out[i + 1].startswith("-")):

@@ -89,7 +89,7 @@ def run(
     out: Optional[Path] = typer.Option(None, help="Output folder (default results/<run id>)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store (SQLite); every finished batch lands there."),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
-                                         help="Continue an interrupted run (the newest unfinished one, or RUN_ID)."),
+                                         help="Continue an interrupted run (the newest unfinished one with the same options, or RUN_ID)."),
     strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
