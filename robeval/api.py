@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -98,7 +97,7 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
 
 def latest_matching_run(db: Any, config: EvalConfig) -> str:
     """The newest unfinished run in ``db`` with the same configuration as ``config`` (``--resume`` alone)."""
-    current = json.loads(json.dumps(semantic_config(config), sort_keys=True, default=str))
+    current = semantic_config(config)
     unfinished = db.unfinished_runs()
     for run_id, stored in unfinished:
         if config_difference(stored, current) is None:

@@ -169,11 +169,6 @@ class Store:
         out["config"], out["info"] = json.loads(out["config"]), json.loads(out["info"])
         return out
 
-    def latest_run(self, unfinished_only: bool = False) -> str | None:
-        where = "WHERE status != 'finished'" if unfinished_only else ""
-        row = self.conn.execute(f"SELECT id FROM runs {where} ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
-        return row[0] if row else None
-
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
         """``(run id, semantic configuration)`` of every unfinished run, newest first."""
         rows = self.conn.execute("SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC")

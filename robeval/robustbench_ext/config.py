@@ -6,6 +6,7 @@ stored run.  Device, worker count and DataLoader processes are not part of it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +19,9 @@ from ..models import get_spec
 from .checks import ADAPTIVE_SUFFIX
 from .protocols import get_protocol
 
-# Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 run at the same images/s as 64
-# or more (measured: deit-tiny forward+backward, 2 threads, 30 img/s at 8-32, 23 img/s at 64) while the
-# backward pass holds ~33 MB of activations per image; on a GPU larger batches pay off.
+# Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
+# (benchmarks/batch_size.py: deit-tiny, 2 threads, 1.08-1.16x the img/s of batch 64) while autograd
+# keeps ~19 MB of activations per image; on a GPU larger batches pay off.
 DIGITS_BATCH = 128
 FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # --amp choices
@@ -89,6 +90,10 @@ def semantic_config(config: EvalConfig) -> dict[str, Any]:
 
 
 def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
+    """The first key where a stored run's configuration differs from ``current``, or None.
+
+    ``current`` is first put in the form the store keeps (a JSON round trip: tuples become lists)."""
+    current = json.loads(json.dumps(current, sort_keys=True, default=str))
     for key in sorted(set(stored) | set(current)):
         if stored.get(key) != current.get(key):
             return f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
