@@ -53,12 +53,13 @@ def main() -> None:
             "--attacks", "fgsm", "--eps", "1/255", "--quiet", "--store", str(work / "s.sqlite")]
     if args.batch_size is not None:
         base += ["--batch-size", str(args.batch_size)]
+    _, torch_peak = peak_of([sys.executable, "-c", "import torch"])
     _, runtime_peak = peak_of([sys.executable, "-c", "import robeval.cli, robeval.robustbench_ext.engine, torch, timm"])
     small_t, small_peak = peak_of(base + ["--n-examples", str(args.images // 10), "--out", str(work / "small")])
     full_t, full_peak = peak_of(base + ["--n-examples", str(args.images), "--out", str(work / "full")])
     batch = args.batch_size or "default (16 on CPU)"
     print(f"deit-tiny + FGSM over an ImageFolder of 224x224 JPEGs, batch {batch}")
-    print(f"  fixed runtime (import robeval, torch, timm): peak RSS {runtime_peak:7.0f} MB")
+    print(f"  fixed runtime (import robeval, torch, timm): peak RSS {runtime_peak:7.0f} MB, of which import torch {torch_peak:.0f} MB")
     print(f"  {args.images // 10:5d} images: {small_t:7.1f} s   peak RSS {small_peak:7.0f} MB")
     print(f"  {args.images:5d} images: {full_t:7.1f} s   peak RSS {full_peak:7.0f} MB   (target <= 2048 MB)")
     print(f"  peak ratio ({args.images} / {args.images // 10} images): {full_peak / small_peak:.2f}x")
