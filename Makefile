@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # torch 2.14.1 / torchvision 0.29.1 install from this machine's disk (see README)
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: run test test-fast install clean
+.PHONY: run test install clean
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)

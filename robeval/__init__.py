@@ -5,13 +5,28 @@ Python API::
     import robeval
     model = robeval.load_model("digits-deit-elliptical")           # [0,1] images in, logits out
     table = robeval.evaluate(models=["digits-deit", "digits-deit-elliptical"], eps="8/255")
+
+The API is imported on first use, so ``robeval --help`` and other light commands start without
+loading torch.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
+
 __version__ = "0.1.0"
 
-from .api import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, evaluate, evaluate_full  # noqa: E402
-from .models import load_model  # noqa: E402
+_LAZY = {"evaluate": "api", "evaluate_full": "api", "load_model": "models", "attacks": None, "models": None}
 
 __all__ = ["DEFAULT_EPS", "DEFAULT_MODELS", "DEFAULT_N_EXAMPLES", "__version__", "evaluate", "evaluate_full", "load_model"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'robeval' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
+    return module if _LAZY[name] is None else getattr(module, name)

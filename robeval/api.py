@@ -16,9 +16,7 @@ from .robustbench_ext.subsets import resolve_subset
 from .robustbench_ext.config import config_difference, semantic_config
 from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, run_evaluation
 
-DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
-DEFAULT_EPS = "8/255"
-DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
+from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
 
 
 def make_config(
@@ -26,24 +24,18 @@ def make_config(
     data: str = "digits",
     eps: str | Iterable[str] | float = DEFAULT_EPS,
     attacks: str | Iterable[str] | None = "all",
-    protocol: str = "standard",
     norm: str = "Linf",
     n_examples: int | None = None,
     checkpoints: dict[str, str] | None = None,
-    checkpoint_key: str | None = None,
     settings: dict[str, dict[str, Any]] | None = None,
-    seed: int = 0,
-    batch_size: int | None = None,
-    device: str = "auto",
     workers: int | None = None,
-    strict_data: bool = False,
-    trust_checkpoint: bool = False,
-    adaptive: bool = False,
-    amp: str = "off",
-    channels_last: bool = False,
     subset: str | None = None,
     subset_file: str | None = None,
+    **fields: Any,
 ) -> EvalConfig:
+    """An :class:`EvalConfig` from user-level values: the arguments here are parsed (names, eps,
+    attacks, settings, subsets) or defaulted by data kind; every other keyword is an
+    :class:`EvalConfig` field and passes through as it is (``seed``, ``protocol``, ``amp``, ...)."""
     names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
     if not names:
         raise UserError("no --model given")
@@ -53,14 +45,13 @@ def make_config(
         workers = 0 if data == "digits" else min(8, os.cpu_count() or 1)
     if workers < 0:
         raise UserError(f"--workers must not be negative, got {workers}")
-    eps_list = parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm)
-    attack_names = parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks))
-    cfg = EvalConfig(models=expand_model_patterns(names), eps=eps_list, attacks=attack_names, data=data,
-                     n_examples=n_examples, norm=norm, protocol=protocol, checkpoints=dict(checkpoints or {}),
-                     checkpoint_key=checkpoint_key, set_options={k: dict(v) for k, v in (settings or {}).items()},
-                     seed=seed, batch_size=batch_size, device=device, workers=workers, strict_data=strict_data,
-                     trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp, channels_last=channels_last,
-                     subset=resolve_subset(subset, subset_file))
+    if fields.get("weights", "default") not in ("default", "random"):
+        raise UserError(f"invalid --weights {fields['weights']!r}: choose default or random")
+    cfg = EvalConfig(models=expand_model_patterns(names), data=data, norm=norm, n_examples=n_examples,
+                     eps=parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm),
+                     attacks=parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks)),
+                     checkpoints=dict(checkpoints or {}), set_options={k: dict(v) for k, v in (settings or {}).items()},
+                     workers=workers, subset=resolve_subset(subset, subset_file), **fields)
     for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
         cfg.attack_settings(attack)
     return cfg
@@ -77,6 +68,10 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
     from .store import Store
 
     config = make_config(**kwargs)
+    if config.threads is not None:
+        from .threads import set_threads
+
+        set_threads(config.threads)
     is_main = ctx is None or ctx.is_main
     if store is not None and not is_main:  # each worker writes its own file; rank 0 merges them
         from .store import worker_store_path
@@ -118,7 +113,10 @@ def evaluate(**kwargs: Any) -> pd.DataFrame:
     ``settings`` ({"pgd": {"steps": 50}}), ``seed``, ``batch_size``, ``device``, ``out`` (a folder for
     results.csv / results.md / run.json), ``store`` / ``resume`` (results store), ``strict_data``
     (unreadable image files are an error instead of skipped), ``trust_checkpoint`` (allow full
-    unpickling), ``adaptive`` (elliptical models again with gradients through M), ``amp`` ("off",
-    "bf16", "fp16": autocast), ``channels_last``, ``workers`` (DataLoader processes; None = automatic).
+    unpickling), ``adaptive`` (models with a data-dependent attention weight again with gradients
+    through it), ``amp`` ("off", "bf16", "fp16": autocast), ``channels_last``, ``workers`` (DataLoader
+    processes; None = automatic), ``class_map`` (a file naming the model class of each image folder),
+    ``weights`` ("default" or "random": untrained networks, marked in every table), ``threads`` (CPU
+    threads of this process).
     """
     return evaluate_full(**kwargs).summary

@@ -1,22 +1,35 @@
 """The efficiency table: parameters, FLOPs per image, forward and forward+backward throughput, and
-peak memory of each model, side by side with the change against the first model (the paper's
+the memory a model's pass needs, side by side with the change against the first model (the paper's
 efficiency table for DeiT vs DeiT-Elliptical).
 
+Fair timing: every model is built and warmed up first; then the timed repeats are interleaved
+(model A, model B, model A, ...) so that drift of the machine (other jobs, clocks, caches) falls
+on every model alike; each figure is the median of the repeats, printed with its spread (the
+relative range of the repeats).  Being listed first or second changes nothing.
+
 FLOPs come from PyTorch's own ``torch.utils.flop_counter.FlopCounterMode`` (one multiply-add = 2
-FLOPs; fused attention is counted).  Peak memory: ``torch.cuda.max_memory_allocated`` on GPU; on
-CPU the process's resident high-water mark (``VmHWM``), reset before each model where Linux allows.
+FLOPs; fused attention is counted).  Memory: on GPU the peak allocated by the pass above what was
+allocated before it (``torch.cuda.max_memory_allocated``); on CPU the resident memory the pass adds,
+measured in a fresh process per model (the high-water mark during forward+backward minus the
+resident size just before it), since a long-lived process keeps freed memory and the runtime
+itself (torch alone is ~0.7 GB) would dwarf a small model's share.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
 import time
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from .models import build_network, count_parameters, get_spec
+
+MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
 
 
 def _reset_cpu_peak() -> bool:
@@ -27,15 +40,20 @@ def _reset_cpu_peak() -> bool:
         return False
 
 
-def cpu_peak_bytes() -> int | None:
-    """The process's resident-memory high-water mark (Linux ``VmHWM``), or None where unavailable."""
+def _status_kb(field: str) -> int | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def cpu_peak_bytes() -> int | None:
+    """The process's resident-memory high-water mark (Linux ``VmHWM``), or None where unavailable."""
+    kb = _status_kb("VmHWM")
+    return None if kb is None else kb * 1024
 
 
 def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> int:
@@ -45,53 +63,121 @@ def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: t
     return int(counter.get_total_flops())
 
 
-def _throughput(step, batch: int, repeats: int, device: torch.device, min_seconds: float = 0.5) -> float:
-    step()  # warm-up
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    done, tick = 0, time.perf_counter()
-    while done < repeats or time.perf_counter() - tick < min_seconds:
-        step()
-        done += 1
-        if done >= 50 * repeats:
-            break
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return batch * done / (time.perf_counter() - tick)
+class _Bench:
+    """One model ready to be timed: its network, an input batch and the two steps."""
 
+    def __init__(self, name: str, batch_size: int, device: torch.device) -> None:
+        self.name, self.device, self.batch = name, device, batch_size
+        self.net = build_network(name).eval().to(device)
+        self.size = tuple(self.net.pretrained_cfg.get("input_size", (3, 224, 224)))
+        self.x = torch.rand(batch_size, *self.size, device=device)
+        self.steps: dict[str, Callable[[], None]] = {"forward": self.forward, "forward_backward": self.forward_backward}
+        self.count = {k: 1 for k in self.steps}  # steps per timed repeat, set by the warm-up
+        self.times: dict[str, list[float]] = {k: [] for k in self.steps}  # img/s per repeat
 
-def profile_model(name: str, batch_size: int = 8, device: str | torch.device = "cpu", repeats: int = 3) -> dict:
-    device = torch.device(device)
-    net = build_network(name).eval().to(device)
-    size = tuple(net.pretrained_cfg.get("input_size", (3, 224, 224)))
-    x = torch.rand(batch_size, *size, device=device)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    cpu_reset = _reset_cpu_peak() if device.type == "cpu" else False
-
-    def forward() -> None:
+    def forward(self) -> None:
         with torch.no_grad():
-            net(x)
+            self.net(self.x)
 
-    def forward_backward() -> None:
-        xg = x.clone().requires_grad_(True)
-        net(xg).logsumexp(1).sum().backward()
-        net.zero_grad(set_to_none=True)
+    def forward_backward(self) -> None:
+        xg = self.x.clone().requires_grad_(True)
+        self.net(xg).logsumexp(1).sum().backward()
+        self.net.zero_grad(set_to_none=True)
 
-    fwd = _throughput(forward, batch_size, repeats, device)
-    fwd_bwd = _throughput(forward_backward, batch_size, repeats, device)
-    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else (cpu_peak_bytes() if cpu_reset else None)
-    return {"model": name, "family": get_spec(name).family, "params_M": count_parameters(name) / 1e6,
-            "gflops_per_image": flops_per_image(net, size, device) / 1e9, "forward_img_s": fwd,
-            "forward_backward_img_s": fwd_bwd, "peak_memory_MB": None if peak is None else peak / 2 ** 20,
-            "batch_size": batch_size, "device": str(device)}
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def warm_up(self) -> None:
+        """Run each step until it is warm, and size the repeats to ``MIN_TIMED_SECONDS``."""
+        for kind, step in self.steps.items():
+            step()
+            self._sync()
+            tick = time.perf_counter()
+            step()
+            self._sync()
+            once = max(time.perf_counter() - tick, 1e-6)
+            self.count[kind] = max(1, int(MIN_TIMED_SECONDS / once))
+
+    def time_once(self, kind: str) -> None:
+        step, n = self.steps[kind], self.count[kind]
+        self._sync()
+        tick = time.perf_counter()
+        for _ in range(n):
+            step()
+        self._sync()
+        self.times[kind].append(self.batch * n / (time.perf_counter() - tick))
 
 
-def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 3) -> pd.DataFrame:
-    """One row per model plus percentage change of every metric against the first model."""
-    rows = [profile_model(m, batch_size, device, repeats) for m in models]
-    df = pd.DataFrame(rows)
-    for col in ("params_M", "gflops_per_image", "forward_img_s", "forward_backward_img_s", "peak_memory_MB"):
+def spread(values: list[float]) -> float:
+    """Relative range of the repeats, in percent of their median."""
+    mid = statistics.median(values)
+    return 100.0 * (max(values) - min(values)) / mid if mid else 0.0
+
+
+def gpu_pass_memory(bench: _Bench) -> float:
+    """Peak bytes allocated on the GPU by one forward+backward above what was allocated before it."""
+    torch.cuda.synchronize(bench.device)
+    before = torch.cuda.memory_allocated(bench.device)
+    torch.cuda.reset_peak_memory_stats(bench.device)
+    bench.forward_backward()
+    torch.cuda.synchronize(bench.device)
+    return float(torch.cuda.max_memory_allocated(bench.device) - before)
+
+
+def cpu_pass_memory_here(name: str, batch_size: int) -> float | None:
+    """Resident bytes one forward+backward adds in this process (call it in a fresh one)."""
+    torch.set_num_threads(1)
+    bench = _Bench(name, batch_size, torch.device("cpu"))
+    bench.forward()  # first-call allocations of the runtime are not the model's
+    before = _status_kb("VmRSS")
+    if before is None or not _reset_cpu_peak():
+        return None
+    bench.forward_backward()
+    peak = _status_kb("VmHWM")
+    return None if peak is None else float(max(peak - before, 0) * 1024)
+
+
+def cpu_pass_memory(name: str, batch_size: int) -> float | None:
+    """Resident bytes one forward+backward of ``name`` adds, measured in a fresh process (None off Linux)."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from robeval.profiling import cpu_pass_memory_here; "
+            "print(json.dumps(cpu_pass_memory_here(sys.argv[1], int(sys.argv[2]))))")
+    proc = subprocess.run([sys.executable, "-c", code, name, str(batch_size)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"measuring the memory of {name} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 5) -> pd.DataFrame:
+    """One row per model plus the percentage change of every metric against the first model."""
+    dev = torch.device(device)
+    benches = [_Bench(m, batch_size, dev) for m in models]
+    for bench in benches:
+        bench.warm_up()
+    for _ in range(repeats):  # interleaved: drift falls on every model alike
+        for kind in ("forward", "forward_backward"):
+            for bench in benches:
+                bench.time_once(kind)
+    rows = []
+    for bench in benches:
+        memory = gpu_pass_memory(bench) if dev.type == "cuda" else cpu_pass_memory(bench.name, batch_size)
+        rows.append({
+            "model": bench.name, "family": get_spec(bench.name).family, "params_M": count_parameters(bench.name) / 1e6,
+            "gflops_per_image": flops_per_image(bench.net, bench.size, dev) / 1e9,
+            "forward_img_s": statistics.median(bench.times["forward"]), "forward_spread_%": spread(bench.times["forward"]),
+            "forward_backward_img_s": statistics.median(bench.times["forward_backward"]),
+            "forward_backward_spread_%": spread(bench.times["forward_backward"]),
+            "pass_memory_MB": None if memory is None else memory / 2 ** 20,
+            "batch_size": batch_size, "device": str(dev), "repeats": repeats,
+        })
+    return with_changes(pd.DataFrame(rows))
+
+
+def with_changes(df: pd.DataFrame) -> pd.DataFrame:
+    for col in ("params_M", "gflops_per_image", "forward_img_s", "forward_backward_img_s", "pass_memory_MB"):
         base = df[col].iloc[0]
         df[f"{col}_change_%"] = [None if (v is None or base in (None, 0) or pd.isna(v) or pd.isna(base))
                                  else round(100.0 * (v - base) / base, 2) for v in df[col]]
@@ -99,18 +185,25 @@ def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats
 
 
 def to_markdown(df: pd.DataFrame) -> str:
-    def fmt(value, change, digits=2):
+    def cell(r, col: str, digits: int, first: bool, spread_col: str | None = None) -> str:
+        value = r[col]
         if value is None or pd.isna(value):
             return "n/a"
         text = f"{value:,.{digits}f}"
-        return text if change is None or pd.isna(change) or df.index[0] == -1 else f"{text} ({change:+.1f}%)"
+        if spread_col is not None:
+            text += f" ±{r[spread_col] / 2:.0f}%"
+        change = r[f"{col}_change_%"]
+        return text if first or change is None or pd.isna(change) else f"{text} ({change:+.1f}%)"
 
-    lines = [f"Efficiency (batch {df['batch_size'].iloc[0]}, {df['device'].iloc[0]}; change vs {df['model'].iloc[0]})", "",
-             "| model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | peak memory (MB) |",
+    first_row = df.iloc[0]
+    lines = [f"Efficiency (batch {first_row['batch_size']}, {first_row['device']}; median of {first_row['repeats']} "
+             f"interleaved repeats ± half their range; change vs {first_row['model']})", "",
+             "| model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | memory of a fwd+bwd pass (MB) |",
              "|---|---:|---:|---:|---:|---:|"]
-    for i, r in df.iterrows():
-        first = i == df.index[0]
-        cell = (lambda c, d=2: fmt(r[c], None if first else r[f"{c}_change_%"], d))
-        lines.append(f"| {r['model']} | {cell('params_M')} | {cell('gflops_per_image', 3)} | {cell('forward_img_s', 1)} | "
-                     f"{cell('forward_backward_img_s', 1)} | {cell('peak_memory_MB', 0)} |")
+    for i, (_, r) in enumerate(df.iterrows()):
+        first = i == 0
+        lines.append(f"| {r['model']} | {cell(r, 'params_M', 2, first)} | {cell(r, 'gflops_per_image', 3, first)} | "
+                     f"{cell(r, 'forward_img_s', 1, first, 'forward_spread_%')} | "
+                     f"{cell(r, 'forward_backward_img_s', 1, first, 'forward_backward_spread_%')} | "
+                     f"{cell(r, 'pass_memory_MB', 1, first)} |")
     return "\n".join(lines) + "\n"

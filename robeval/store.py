@@ -22,10 +22,9 @@ from typing import Any, Iterable, Iterator
 import pandas as pd
 
 from .errors import UserError
-from .robustbench_ext.metrics import RECORD_COLUMNS
+from .defaults import DEFAULT_STORE, RECORD_COLUMNS
 
 SCHEMA_VERSION = 1
-DEFAULT_STORE = Path("results") / "robeval.sqlite"
 
 _RECORD_TYPES = {
     "model": "TEXT", "attack": "TEXT", "eps": "TEXT", "eps_value": "REAL", "batch": "INTEGER", "example": "INTEGER",

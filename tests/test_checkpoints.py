@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,8 @@ import robeval
 from robeval.errors import UserError
 from robeval.models import build_network
 from robeval.models.checkpoint import sha256_of
+
+from .conftest import run_cli
 
 MODEL = "digits-deit"
 
@@ -88,12 +91,35 @@ def test_other_architecture_fails_with_cause(tmp_path, deit_tiny_ckpt):
         robeval.load_model(MODEL, checkpoint=deit_tiny_ckpt)
 
 
-@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all" * 10])
-def test_garbage_and_empty_files(tmp_path, content):
-    path = tmp_path / "bad.pth"
-    path.write_bytes(content)
-    with pytest.raises(UserError):
-        robeval.load_model(MODEL, checkpoint=path)
+def _not_checkpoints(state: dict) -> dict[str, bytes]:
+    """Files a user may pass by mistake, each under a checkpoint-like name."""
+    import io
+
+    from safetensors.torch import save
+
+    zipped = io.BytesIO()
+    torch.save({"model": state}, zipped)
+    full_safetensors = save(state)
+    return {
+        "text.pth": b"hello this is text\n", "table.pth": b"a,b,c\n1,2,3\n", "random.pth": bytes(range(7, 256)) * 16,
+        "empty.pth": b"", "truncated-zip.pth": zipped.getvalue()[: len(zipped.getvalue()) // 2],
+        "truncated.safetensors": full_safetensors[: len(full_safetensors) // 2],
+        "text.safetensors": b"not tensors\n",
+    }
+
+
+def test_files_that_are_no_checkpoint_get_one_line(tmp_path, state):
+    """Text, CSV, random bytes, empty, truncated zip and safetensors: one line, exit 2, no --trust-checkpoint advice."""
+    for name, content in _not_checkpoints(state).items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(UserError, match="^not a PyTorch/safetensors checkpoint: ") as info:
+            robeval.load_model(MODEL, checkpoint=path)
+        assert "--trust-checkpoint" not in str(info.value) and "\n" not in str(info.value), name
+    proc = run_cli("run", "-m", MODEL, "--checkpoint", str(tmp_path / "text.pth"), "-n", "8", "--attacks", "fgsm",
+                   "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: not a PyTorch/safetensors checkpoint")
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_truncated_file(tmp_path, state):

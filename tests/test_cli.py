@@ -39,7 +39,7 @@ def test_results_md_and_terminal(small_run):
     assert md.count("eps = 4/255") == 1 and md.count("eps = 16/255") == 1
     assert "data: digits, n = 20; protocol: standard" in md
     assert "| digits-deit-elliptical |" in md and " / " in md
-    for col in ("clean", "fgsm", "pgd", "square", "any"):
+    for col in ("Clean Top-1", "FGSM Top-5", "PGD Top-1", "Square Top-1", "Any (worst case) Top-5"):
         assert col in md.splitlines()[2]
     assert "digits-deit-elliptical" in proc.stdout and "results.csv" in proc.stdout
 
@@ -73,7 +73,7 @@ def test_models_and_attacks_listings():
     (["run", "--eps", "2"], "exceeds the [0,1] image range"),
     (["run", "--attacks", "pgd,cw"], "unknown attack 'cw'"),
     (["run", "--set", "pgd.stepz=3"], "valid keys: steps, rel_stepsize, random_start"),
-    (["run", "--set", "pgd.steps=many"], "pgd.steps must be a int"),
+    (["run", "--set", "pgd.steps=many"], "pgd.steps must be a whole number"),
     (["run", "--norm", "L2", "--attacks", "spsa"], "does not support norm L2"),
     (["run", "--protocol", "nielsen"], "unknown protocol 'nielsen'"),
     (["run", "-n", "0"], "must be positive"),
@@ -87,14 +87,14 @@ def test_user_errors_are_one_line_exit_2(args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
 
 
-def test_wrong_size_checkpoint_cli(deit_tiny_ckpt):
-    proc = run_cli("run", "-m", "deit-small", "--checkpoint", str(deit_tiny_ckpt), "--quiet")
+def test_wrong_size_checkpoint_cli(deit_tiny_ckpt, image_folder):
+    proc = run_cli("run", "-m", "deit-small", "--checkpoint", str(deit_tiny_ckpt), "--data", str(image_folder), "--quiet")
     assert proc.returncode == 2 and "another model size" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_no_weights_offline_says_how_to_pass_checkpoint(monkeypatch):
+def test_no_weights_offline_says_how_to_pass_checkpoint(monkeypatch, image_folder):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    proc = run_cli("run", "-m", "deit-tiny", "--quiet", timeout=120)
+    proc = run_cli("run", "-m", "deit-tiny", "--data", str(image_folder), "--quiet", timeout=120)
     assert proc.returncode == 2 and "pass --checkpoint PATH" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("run", "-m", "deit-small-elliptical", "--quiet", timeout=120)
     assert proc.returncode == 2 and "no public weights; pass --checkpoint deit-small-elliptical=PATH" in proc.stderr

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from robeval.api import evaluate_full
-from robeval.robustbench_ext import engine
+from robeval.robustbench_ext import model_run
 
 
 def test_out_of_memory_halves_the_batch(monkeypatch):
@@ -47,13 +47,13 @@ def test_amp_and_channels_last_are_recorded_and_close():
 
 def test_one_clean_pass_per_batch(monkeypatch):
     calls = []
-    original = engine.topk_hits
+    original = model_run.topk_hits
 
     def spy(logits, y, k=5):
         calls.append(len(y))
         return original(logits, y, k)
 
-    monkeypatch.setattr(engine, "topk_hits", spy)
+    monkeypatch.setattr(model_run, "topk_hits", spy)
     evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm,pgd", batch_size=10)
     # per batch: one clean evaluation + one per (eps, attack); never a clean pass per attack
     assert len(calls) == 2 * (1 + 2 * 2)

@@ -40,11 +40,12 @@ def digits_folder(tmp_path):
     data = good.read_bytes()
     (root / "c" / "cut.jpg").write_bytes(data[: len(data) // 3])
     good.unlink()
+    (tmp_path / "classes.txt").write_text("a 0\nb 3\nc 7\n")  # three digit classes: say which, with --class-map
     return root
 
 
 def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path):
-    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--attacks", "fgsm", "--quiet",
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
                    "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
     assert proc.returncode == 0, proc.stderr
     assert "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
@@ -55,7 +56,7 @@ def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path)
 
 
 def test_strict_data_makes_them_an_error(digits_folder, tmp_path):
-    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--attacks", "fgsm", "--quiet",
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
                    "--strict-data", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "unreadable image file" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -117,7 +118,8 @@ def test_empty_class_folders_are_a_user_error(tmp_path):
     assert proc.returncode == 2 and "has no images" in proc.stderr
 
 
-def test_ctrl_c_keeps_work_and_prints_the_resume_command(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, signum, code):
     store = tmp_path / "s.sqlite"
     args = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
             "--set", "spsa.iterations=10", "--set", "spsa.samples=64", "--quiet", "--store", str(store),
@@ -127,9 +129,9 @@ def test_ctrl_c_keeps_work_and_prints_the_resume_command(tmp_path):
     while units_done(store) < 5 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     assert proc.poll() is None
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     kept = units_done(store)
     assert kept >= 5 and Store(store).runs()["status"].iloc[0] == "interrupted"
     command = re.search(r"resume with: (robeval .*)", err).group(1)

@@ -72,7 +72,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, reference_store):
     pd.testing.assert_frame_equal(only_run_records(path), only_run_records(reference_store))
     ref_csv = pd.read_csv(reference_store.parent / "out" / "results.csv")
     new_csv = pd.read_csv(tmp_path / "o" / "results.csv")
-    pd.testing.assert_frame_equal(ref_csv.drop(columns=["checkpoint"]), new_csv.drop(columns=["checkpoint"]))
+    pd.testing.assert_frame_equal(ref_csv.drop(columns=["checkpoint", "run_id"]), new_csv.drop(columns=["checkpoint", "run_id"]))
 
 
 def test_resume_with_changed_configuration_names_the_difference(tmp_path, reference_store):

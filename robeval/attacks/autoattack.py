@@ -24,7 +24,7 @@ from pyautoattack.autopgd_base import APGDAttack, APGDAttack_targeted
 from pyautoattack.fab_pt import FABAttack_PT
 from pyautoattack.square import SquareAttack
 
-from .base import Attack, margin
+from .base import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, Attack, margin
 from .registry import register_attack
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75)
@@ -62,8 +62,23 @@ class _AutoAttackRunner(Attack):
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         """Default: nothing to optimise (decision-based attacks); the clean image stays."""
 
+    def apgd_start(self, x: torch.Tensor, rows: torch.Tensor, *salt) -> torch.Tensor | None:
+        """APGD's random start for the examples at ``rows`` (``x`` holds their images), drawn from each
+        example's own generator: AutoAttack's distribution (``x + eps * t / ||t||`` with ``t`` uniform
+        in [-1, 1] for Linf, Gaussian for L2), so a row's start does not depend on its batch.  None
+        when the call named no examples: AutoAttack then draws it as in its own code."""
+        if self.examples is None:
+            return None
+        if self.norm == "Linf":
+            t = 2 * self.draw(x, "uniform", *salt, rows=rows.tolist()) - 1
+            scale = t.flatten(1).abs().amax(1).clamp_min(1e-12)
+        else:
+            t = self.draw(x, "normal", *salt, rows=rows.tolist())
+            scale = t.flatten(1).norm(dim=1).clamp_min(1e-12)
+        return x + self.eps * t / scale.view(-1, *[1] * (x.dim() - 1))
 
-@register_attack("apgd-ce", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack (pyautoattack)",
+
+@register_attack("apgd-ce", title="APGD-CE", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack (pyautoattack)",
                  defaults=APGD_DEFAULTS, description="AutoAttack's APGD on cross-entropy, 100 iterations")
 class APGDCE(_AutoAttackRunner):
     name = "apgd-ce"
@@ -78,20 +93,22 @@ class APGDCE(_AutoAttackRunner):
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
         robust = idx
-        for _ in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
+        for restart in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
             if robust.numel() == 0:
                 break
-            x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+            start = self.apgd_start(x[robust], robust, "restart", restart)
+            x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone(), start)
             _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
             robust = robust[acc.bool()]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
-        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone())
+        start = self.apgd_start(x[idx], idx, "misclassified")
+        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone(), start)
         _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
 
 
-@register_attack("apgd-t", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
+@register_attack("apgd-t", title="APGD-T", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
                  defaults=dict(APGD_DEFAULTS, n_target_classes=9),
                  description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)")
 class APGDT(_AutoAttackRunner):
@@ -108,24 +125,26 @@ class APGDT(_AutoAttackRunner):
         atk = self._make(x)
         robust = idx
         for target_rank in range(2, self.n_target_classes + 2):  # AutoAttack's target loop
-            for _ in range(self.n_restarts):
+            for restart in range(self.n_restarts):
                 if robust.numel() == 0:
                     return
                 with torch.no_grad():
                     order = self.model(x[robust]).sort(dim=1)[1]
                 atk.y_target = order[:, -target_rank]
-                x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+                start = self.apgd_start(x[robust], robust, "target", target_rank, restart)
+                x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone(), start)
                 _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
                 robust = robust[acc.bool()]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
         atk.y_target = logits[idx].scatter(1, y[idx, None], float("-inf")).argmax(1)
-        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone())
+        start = self.apgd_start(x[idx], idx, "misclassified")
+        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone(), start)
         _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
 
 
-@register_attack("fab-t", norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
+@register_attack("fab-t", title="FAB-T", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
                  defaults=dict(n_iter=100, n_restarts=1, n_target_classes=9, alpha_max=0.1, eta=1.05, beta=0.9),
                  description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps")
 class FABT(_AutoAttackRunner):
@@ -153,7 +172,7 @@ class FABT(_AutoAttackRunner):
                     robust = robust[~fooled]
 
 
-@register_attack("square", norms=("Linf", "L2"), kind="black-box", implementation="AutoAttack SquareAttack (pyautoattack)",
+@register_attack("square", title="Square", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="black-box", implementation="AutoAttack SquareAttack (pyautoattack)",
                  defaults=dict(n_queries=5000, p_init=0.8, n_restarts=1),
                  description="score-based random search on the margin loss, 5000 queries, no rescaling schedule")
 class Square(_AutoAttackRunner):

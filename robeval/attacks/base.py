@@ -9,14 +9,26 @@ into another.
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 Box = Optional[tuple[float, float]]
+
+# Where an attack's random draws come from (AttackSpec.randomness; run.json reports it).
+PER_EXAMPLE = "per example: seeded by (run seed, attack, eps, example index); records do not depend on the batch size"
+PER_BATCH_IN_LIBRARY = ("per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
+                        "records depend on the batch size")
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 31-bit seed from the run seed and a unit's or example's identity (attack, eps, index, ...)."""
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 @contextmanager
@@ -46,11 +58,42 @@ class Attack:
         for key, value in settings.items():
             setattr(self, key, value)
 
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None,
+                 examples: Sequence[int] | None = None) -> torch.Tensor:
+        """``examples`` (each row's index in the data set) makes the random draws of attacks whose
+        spec says ``PER_EXAMPLE`` depend on the example alone, not on the batch it sits in."""
         x, y = x.detach(), y.detach()
-        with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
-            x_adv = self.perturb(x, y)
+        self.examples = None if examples is None else [int(e) for e in examples]
+        try:
+            with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
+                x_adv = self.perturb(x, y)
+        finally:
+            self.examples = None
         return x_adv.detach()
+
+    examples: list[int] | None = None
+
+    def example_generators(self, device: torch.device, *salt: Any, rows: Sequence[int] | None = None) -> list | None:
+        """One generator per example (of ``rows``, positions in the batch), seeded by (run seed, attack,
+        eps, example index, ``salt``); None when the call named no examples (then the forked global RNG)."""
+        if self.examples is None:
+            return None
+        chosen = self.examples if rows is None else [self.examples[int(r)] for r in rows]
+        gens = []
+        for example in chosen:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(derive_seed(self.seed, self.name, repr(self.eps), example, *salt))
+            gens.append(gen)
+        return gens
+
+    def draw(self, x: torch.Tensor, kind: str, *salt: Any, rows: Sequence[int] | None = None) -> torch.Tensor:
+        """A tensor like ``x`` of ``uniform`` [0,1) or ``normal`` draws, row by row from the examples'
+        own generators when the call named them."""
+        sample = torch.rand if kind == "uniform" else torch.randn
+        gens = self.example_generators(x.device, *salt, rows=rows)
+        if gens is None:
+            return sample(x.shape, device=x.device, dtype=x.dtype)
+        return torch.stack([sample(x.shape[1:], generator=g, device=x.device, dtype=x.dtype) for g in gens])
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -70,12 +113,13 @@ class Attack:
         return self.clamp_box(x + delta)
 
     def random_init(self, x: torch.Tensor) -> torch.Tensor:
+        """A uniform start in the Linf ball, or a random direction at a uniform radius for L2."""
         if self.norm == "Linf":
-            noise = torch.empty_like(x).uniform_(-self.eps, self.eps)
+            noise = (2 * self.draw(x, "uniform", "start") - 1) * self.eps
         else:
-            direction = torch.randn_like(x)
+            direction = self.draw(x, "normal", "start")
             direction = direction / direction.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *[1] * (x.dim() - 1))
-            radius = torch.rand(x.shape[0], device=x.device).view(-1, *[1] * (x.dim() - 1))
+            radius = self.draw(x.flatten(1)[:, :1], "uniform", "radius").view(-1, *[1] * (x.dim() - 1))
             noise = direction * radius * self.eps
         return self.clamp_box(x + noise)
 
@@ -97,5 +141,3 @@ def margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def ce_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, y, reduction="sum")
 
-
-LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

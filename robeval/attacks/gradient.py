@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import Attack, ce_loss
+from .base import PER_EXAMPLE, Attack, ce_loss
 from .registry import register_attack
 
 
@@ -19,7 +19,7 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return grad
 
 
-@register_attack("fgsm", norms=("Linf", "L2"), kind="white-box", implementation="robeval (one gradient step)",
+@register_attack("fgsm", title="FGSM", norms=("Linf", "L2"), kind="white-box", implementation="robeval (one gradient step)",
                  description="one step of size eps along the sign (Linf) or direction (L2) of the CE gradient")
 class FGSM(Attack):
     name = "fgsm"
@@ -29,7 +29,8 @@ class FGSM(Attack):
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
-@register_attack("pgd", norms=("Linf", "L2"), kind="white-box", implementation="robeval (projected gradient descent)",
+@register_attack("pgd", title="PGD", norms=("Linf", "L2"), kind="white-box", implementation="robeval (projected gradient descent)",
+                 randomness=PER_EXAMPLE,
                  defaults=dict(steps=20, rel_stepsize=0.25, random_start=True),
                  description="CE-loss PGD, step = rel_stepsize * eps, uniform random start")
 class PGD(Attack):

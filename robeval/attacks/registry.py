@@ -23,17 +23,27 @@ class AttackSpec:
     implementation: str
     defaults: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    title: str = ""  # how tables name it (FGSM, APGD-CE, ...)
+    randomness: str = "none"  # where its random draws come from (run.json says it)
 
 
 _ATTACKS: dict[str, AttackSpec] = {}
+ATTACK_KINDS = ("white-box", "black-box")
 
 
-def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str,
-                    defaults: dict[str, Any] | None = None, description: str = "") -> Callable[[type], type]:
+def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str, title: str,
+                    defaults: dict[str, Any] | None = None, description: str = "",
+                    randomness: str = "none") -> Callable[[type], type]:
+    """Register an attack class under ``name``: every fact about it lives here (tables, checks,
+    protocols, ``robeval attacks`` and the tests read it)."""
+    if kind not in ATTACK_KINDS:
+        raise ValueError(f"attack {name!r}: kind must be one of {ATTACK_KINDS}")
+
     def decorate(cls: type) -> type:
         if name in _ATTACKS:
             raise ValueError(f"attack {name!r} registered twice")
-        _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description)
+        _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description,
+                                    title, randomness)
         return cls
 
     return decorate
@@ -64,6 +74,9 @@ def parse_attack_list(text: str | list[str] | None) -> list[str]:
     return out
 
 
+KIND_WORDS = {bool: "true or false", int: "a whole number", float: "a number"}
+
+
 def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
     kind = type(default)
     if kind is bool:
@@ -90,7 +103,7 @@ def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
             pass
     else:
         return str(value)
-    raise UserError(f"{attack}.{key} must be a {kind.__name__}, got {value!r}")
+    raise UserError(f"{attack}.{key} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}")
 
 
 def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:

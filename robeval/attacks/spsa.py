@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import torch
 
-from .base import Attack, margin
+from .base import PER_EXAMPLE, Attack, margin
 from .registry import register_attack
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
-@register_attack("spsa", norms=("Linf",), kind="black-box", implementation="robeval (batched SPSA + Adam)",
+@register_attack("spsa", title="SPSA", norms=("Linf",), kind="black-box", implementation="robeval (batched SPSA + Adam)",
+                 randomness=PER_EXAMPLE,
                  defaults=dict(iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024,
                                random_start=False, early_stop=True),
                  description="gradient-free: finite differences along random +/-1 directions, Adam on the margin loss")
@@ -40,17 +41,25 @@ class SPSA(Attack):
     random_start: bool
     early_stop: bool
 
+    def directions(self, x: torch.Tensor, pairs: int, gens: list | None) -> torch.Tensor:
+        """``[pairs, B, ...]`` random signs (int8 0/1), each example's from its own generator when given."""
+        if gens is None:
+            return torch.randint(0, 2, (pairs, *x.shape), device=x.device, dtype=torch.int8)
+        return torch.stack([torch.randint(0, 2, (pairs, *x.shape[1:]), generator=g, device=x.device, dtype=torch.int8)
+                            for g in gens], dim=1)
+
     @torch.no_grad()
-    def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """SPSA estimate of d margin / d x for each example of ``x``."""
+    def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor, gens: list | None = None) -> torch.Tensor:
+        """SPSA estimate of d margin / d x for each example of ``x`` (``gens``: one generator per example)."""
         b = x.shape[0]
         pairs = max(1, self.samples // 2)
+        signs = self.directions(x, pairs, gens)
         grad = torch.zeros_like(x)
         per_chunk = max(1, self.max_batch // (2 * b))
         done = 0
         while done < pairs:
             k = min(per_chunk, pairs - done)
-            v = torch.randint(0, 2, (k, *x.shape), device=x.device, dtype=torch.int8).to(x.dtype).mul_(2).sub_(1)
+            v = signs[done:done + k].to(x.dtype).mul_(2).sub_(1)
             shifted = torch.cat([x + self.delta * v, x - self.delta * v]).flatten(0, 1)
             m = margin(self.model(shifted), y.repeat(2 * k)).view(2, k, b)
             df = (m[0] - m[1]) / (2.0 * self.delta)  # [k, b]
@@ -67,6 +76,7 @@ class SPSA(Attack):
         exp_sq = torch.zeros_like(x)
         active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
         misclassified_from_start = best_margin <= 0
+        gens = self.example_generators(x.device, "directions")
         beta1, beta2 = ADAM_BETAS
         for step in range(1, self.iterations + 1):
             if self.early_stop:
@@ -75,7 +85,7 @@ class SPSA(Attack):
             if idx.numel() == 0:
                 break
             xa, ya = x_adv[idx], y[idx]
-            g = self.estimate_gradient(xa, ya)
+            g = self.estimate_gradient(xa, ya, None if gens is None else [gens[int(i)] for i in idx])
             m1 = exp_avg[idx].mul_(beta1).add_(g, alpha=1 - beta1)
             m2 = exp_sq[idx].mul_(beta2).addcmul_(g, g, value=1 - beta2)
             exp_avg[idx], exp_sq[idx] = m1, m2

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from ..errors import UserError
+from ..threads import configure_process, threads_from_argv
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).")
@@ -50,9 +51,10 @@ def _click_exceptions():
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
+    args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
+    configure_process(threads_from_argv(args))  # before anything imports torch
     exceptions = _click_exceptions()
     err = Console(stderr=True)
-    args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
     try:
         code = app(args=args, standalone_mode=False)
         if isinstance(code, int) and code:

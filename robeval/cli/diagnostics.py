@@ -9,10 +9,11 @@ def print_diagnostics(run: dict, summary) -> None:
     """Skipped files, stopped models, soundness flags and adaptive gaps: printed under every table."""
     from ..robustbench_ext.checks import adaptive_gaps
 
-    skipped = run.get("skipped_files", [])
-    if skipped:
-        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-        console.print(f"Skipped {len(skipped)} unreadable image file(s): {shown} (listed in run.json)", markup=False)
+    from ..report.files import skipped_note
+
+    note = skipped_note(run)
+    if note:
+        console.print(note, markup=False, soft_wrap=True)
     for model, message in run.get("failed_models", {}).items():
         console.print(f"Stopped model {model}: {message}", markup=False)
     gaps = adaptive_gaps(summary)

@@ -17,6 +17,7 @@ def profile_cmd(
     model: List[str] = typer.Option(..., "--model", "-m", help="Model names (repeatable); the first is the baseline."),
     batch_size: int = typer.Option(8, help="Images per pass."),
     device: str = typer.Option("cpu", help="cpu or cuda."),
+    repeats: int = typer.Option(5, help="Timed repeats per model, interleaved across models; the median is shown."),
     format: str = typer.Option("md", "--format", "-f", help="md or csv."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
@@ -29,6 +30,8 @@ def profile_cmd(
         get_spec(name)
     if batch_size <= 0:
         raise UserError(f"--batch-size must be positive, got {batch_size}")
+    if repeats <= 0:
+        raise UserError(f"--repeats must be positive, got {repeats}")
     if device.startswith("cuda"):
         import torch
 
@@ -36,37 +39,37 @@ def profile_cmd(
             raise UserError("--device cuda requested but no CUDA GPU is available")
     if format not in ("md", "csv"):
         raise UserError(f"unknown format {format!r}; choose md or csv")
-    df = profile(names, batch_size=batch_size, device=device)
+    df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
     _emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
+
+
+def _settings(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "-"
 
 
 @app.command("models")
 def models_cmd() -> None:
-    """List the registered models: name, family, parameters, input size, where weights come from."""
-    from ..models import count_parameters, list_models
-    from ..models import build_network
-    import torch
+    """List the registered models: name, family, parameters, input size, options, weights, what it is."""
+    from ..catalog import catalog
 
-    table = Table(title="robeval models (also: timm:<any timm architecture>)")
-    for col in ("name", "family", "params", "input", "weights"):
+    table = Table(title="robeval models (also: timm:<arch>, hf-hub:<owner>/<repo>, robustbench:<name>)")
+    for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description"):
         table.add_column(col)
-    for spec in list_models():
-        with torch.device("meta"):
-            net = build_network(spec.name)
-        size = "x".join(map(str, net.pretrained_cfg.get("input_size", ())))
-        table.add_row(spec.name, spec.family, f"{count_parameters(spec.name) / 1e6:.2f}M", size, spec.weights)
+    for m in catalog()["models"]:
+        options = _settings(m["options"]) + (f" ({_settings(m['adaptive'])})" if m["adaptive"] else "")
+        table.add_row(m["name"], m["family"], f"{m['params_M']:.2f}M", m["input"], options, m["weights"], m["description"])
     console.print(table)
 
 
 @app.command("attacks")
 def attacks_cmd() -> None:
-    """List the attacks with their default settings and the implementation behind each."""
-    from ..attacks import list_attacks
+    """List the attacks: kind, norms, default settings, implementation and what each does."""
+    from ..catalog import catalog
 
     table = Table(title="robeval attacks (override settings with --set ATTACK.KEY=VALUE)")
-    for col in ("name", "kind", "norms", "defaults", "implementation"):
+    for col in ("name", "kind", "norms", "defaults", "implementation", "description"):
         table.add_column(col)
-    for spec in list_attacks():
-        defaults = ", ".join(f"{k}={v}" for k, v in spec.defaults.items()) or "-"
-        table.add_row(spec.name, spec.kind, ",".join(spec.norms), defaults, spec.implementation)
+    for a in catalog()["attacks"]:
+        table.add_row(a["name"], a["kind"], ",".join(a["norms"]), _settings(a["defaults"]), a["implementation"],
+                      a["description"])
     console.print(table)

@@ -9,9 +9,26 @@ import typer
 from rich.table import Table
 
 from ..errors import UserError
-from ..store import DEFAULT_STORE, Store
+from ..defaults import DEFAULT_STORE
 from .app import _emit, app, console
 from .diagnostics import print_diagnostics
+
+
+def stored_runs(store: Path, run_ids: list[str]) -> list:
+    """The named runs, or the newest finished one; says on stderr which run it took when none was named."""
+    from rich.console import Console
+
+    from ..report.runs import resolve_runs
+    from ..store import Store
+
+    if not store.exists():
+        raise UserError(f"results store not found: {store}")
+    runs = resolve_runs(Store(store), run_ids)
+    if not run_ids:
+        Console(stderr=True).print(f"Using the newest finished run {runs[0].run_id} in {store} "
+                                   f"(name run ids to choose others; `robeval runs` lists them)", markup=False,
+                                   soft_wrap=True)
+    return runs
 
 
 @app.command("check")
@@ -20,26 +37,31 @@ def check_cmd(
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
 ) -> None:
     """Run the soundness checks on a stored run and print the flags."""
-    from ..report.runs import resolve_runs
     from ..robustbench_ext.checks import all_flags, as_dicts
 
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    run = resolve_runs(Store(store), [run_id] if run_id else [])[0]
+    run = stored_runs(store, [run_id] if run_id else [])[0]
     flags = all_flags(run.summary, run.info.get("model_checks", {}))
     console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
     print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
 
 
 @app.command("runs")
-def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store.")) -> None:
+def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+             all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing.")) -> None:
     """List stored runs with status, progress (finished/total units) and age."""
     from datetime import datetime, timezone
+
+    from ..store import Store
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
     df = Store(store).runs()
-    table = Table(title=f"runs in {store}")
+    empty_failed = (df["status"] == "failed") & (df["done_units"] == 0)
+    hidden = int(empty_failed.sum()) if not all_ else 0
+    if hidden:
+        df = df[~empty_failed]
+    table = Table(title=f"runs in {store}" + (f" ({hidden} failed runs that stored nothing hidden; --all lists them)"
+                                              if hidden else ""))
     for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
         table.add_column(col)
     now = datetime.now(timezone.utc)
@@ -64,11 +86,9 @@ def table_cmd(
 ) -> None:
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
     from ..report.paper import render
-    from ..report.runs import combine, resolve_runs
+    from ..report.runs import combine
 
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    _emit(render(combine(resolve_runs(Store(store), list(run_ids or []))), format), out)
+    _emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
 
 
 @app.command("compare")
@@ -82,6 +102,7 @@ def compare_cmd(
 ) -> None:
     """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p."""
     from ..report.compare import compare, to_markdown
+    from ..store import Store
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
@@ -102,10 +123,8 @@ def plot_cmd(
     """Plot robust accuracy against eps (panel per attack) and a bar chart per eps."""
     from ..report.files import prepare_out_dir
     from ..report.plots import make_plots
-    from ..report.runs import combine, resolve_runs
+    from ..report.runs import combine
 
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    summary = combine(resolve_runs(Store(store), list(run_ids or [])))
+    summary = combine(stored_runs(store, list(run_ids or [])))
     paths = make_plots(summary, prepare_out_dir(out))
     console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -10,9 +11,8 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from ..api import DEFAULT_EPS
+from ..defaults import DEFAULT_EPS, DEFAULT_STORE
 from ..errors import UserError
-from ..store import DEFAULT_STORE, Store
 from .app import app, console
 from .diagnostics import print_diagnostics
 
@@ -58,6 +58,14 @@ def launch_local_workers(nproc: int, argv: list[str]) -> int:
     return subprocess.call(cmd)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's stop, ``kill``): handled as Ctrl-C, so the run is kept resumable."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def resume_command(argv: list[str], run_id: str) -> str:
     """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
     kept = drop_option(argv, "--resume", takes_value=True)
@@ -91,6 +99,9 @@ def run(
     resume: Optional[str] = typer.Option(None, "--resume", metavar="[RUN_ID]",
                                          help="Continue an interrupted run (the newest unfinished one with the same options, or RUN_ID)."),
     strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
+    class_map: Optional[Path] = typer.Option(None, help="FILE of 'FOLDER INDEX' lines (or JSON): the model class of each image folder, when the folders are no ImageNet wnids or a subset of the model's classes."),
+    weights: str = typer.Option("default", help="default (checkpoint, timm hub or embedded zoo) or random (untrained: smoke tests; marked in every table)."),
+    threads: Optional[int] = typer.Option(None, help="CPU threads (default: every core, idle threads sleep soon; see README)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
     nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
@@ -98,13 +109,13 @@ def run(
 ) -> None:
     """Run the attack suite and write results.csv, results.md and run.json."""
     from ..api import DEFAULT_MODELS, evaluate_full
+    from ..store import Store
     from ..attacks import parse_set_options
     from ..models import expand_model_patterns
-    from ..report.files import prepare_out_dir, write_run_files
-    from ..report.terminal import RichReporter, results_tables
-    from ..robustbench_ext.engine import NullReporter
-
+    from ..report.files import prepare_out_dir
+    from ..report.terminal import RichReporter
     from ..robustbench_ext.distributed import init_from_env, launched_by_torchrun, shutdown
+    from ..robustbench_ext.engine import NullReporter
 
     if nproc < 1:
         raise UserError(f"--nproc must be at least 1, got {nproc}")
@@ -120,6 +131,7 @@ def run(
     if trust_checkpoint:
         Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
                                    "code on this machine", markup=False)
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         result = evaluate_full(
             reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
@@ -129,24 +141,38 @@ def run(
             strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
             channels_last=channels_last, ctx=ctx, subset=subset,
             subset_file=str(subset_file) if subset_file is not None else None,
+            class_map=str(class_map) if class_map is not None else None, weights=weights, threads=threads,
         )
     except KeyboardInterrupt as exc:
-        run_id = getattr(exc, "run_id", None)
-        Console(stderr=True).print(f"interrupted; finished batches are kept in {store}.", markup=False, soft_wrap=True)
-        if run_id:
-            Console(stderr=True).print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
-        raise typer.Exit(130)
+        raise typer.Exit(_report_interrupt(exc, store)) from None
     shutdown(ctx)
-    if not ctx.is_main:
-        return
-    out_dir = out or Path("results") / result.run["run_id"]
-    paths = write_run_files(result, prepare_out_dir(out_dir))
+    if ctx.is_main:
+        _report(result, out, store, demo=data == "digits" and n_examples is None)
+
+
+def _report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
+    """Say what was kept and how to resume; the exit code (130 Ctrl-C, 143 SIGTERM)."""
+    run_id = getattr(exc, "run_id", None)
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    err = Console(stderr=True)
+    err.print(f"{what}; finished batches are kept in {store}.", markup=False, soft_wrap=True)
+    if run_id:
+        err.print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
+    return 143 if isinstance(exc, Terminated) else 130
+
+
+def _report(result, out: Optional[Path], store: Path, demo: bool) -> None:
+    """The files, the tables, the checks and where everything went."""
+    from ..report.files import prepare_out_dir, write_run_files
+    from ..report.terminal import results_tables
+
+    paths = write_run_files(result, prepare_out_dir(out or Path("results") / result.run["run_id"]))
     for table in results_tables(result.summary):
         console.print(table)
     print_diagnostics(result.run, result.summary)
     console.print(f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
                   f"{paths['json']} ({result.run['seconds']:.0f} s).")
-    if data == "digits" and n_examples is None:
+    if demo:
         console.print("Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
                       "robeval run --model deit-small --model deit-small-elliptical "
                       "--checkpoint deit-small-elliptical=ckpt.pth --data /data/imagenet/val --n-examples 5000 --eps 3/255")

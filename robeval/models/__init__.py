@@ -17,7 +17,8 @@ from .wrapper import ModelMeta, NormalizedModel
 
 __all__ = [
     "EllipticalAttention", "ModelMeta", "ModelSpec", "NormalizedModel", "build_network", "count_parameters",
-    "expand_model_patterns", "get_spec", "list_models", "load_model", "register_model", "set_elliptical_options",
+    "expand_model_patterns", "get_spec", "list_models", "load_model", "model_meta", "register_model",
+    "set_elliptical_options",
 ]
 
 
@@ -42,7 +43,8 @@ def count_parameters(name: str) -> int:
     return sum(p.numel() for p in net.parameters())
 
 
-def _meta_from(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
+def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
+    """What a built network is: input size, classes, preprocessing (from its timm-style ``pretrained_cfg``)."""
     cfg = dict(getattr(net, "pretrained_cfg", None) or {})
     return ModelMeta(
         name=spec.name,
@@ -63,13 +65,16 @@ def load_model(
     checkpoint_key: str | None = None,
     trust_checkpoint: bool = False,
     device: str | torch.device = "cpu",
+    pretrained: bool = True,
     **options: Any,
 ) -> NormalizedModel:
     """Build ``name`` in eval mode, taking [0,1] NCHW images (normalization inside).
 
     ``checkpoint``: a .pth/.pt/.safetensors file (bare state dict, or a dict with ``model``,
     ``model_ema`` or ``state_dict``; pick with ``checkpoint_key``); loaded strictly.  Without it the
-    model's default weights are used (timm hub, or the embedded demo zoo).
+    model's default weights are used (timm hub, or the embedded demo zoo); ``pretrained=False``
+    gives random weights instead (smoke tests, profiling, making checkpoints): ``meta.weights`` is
+    then ``"random"`` and every table says so.  ``options`` are the model's own (``robeval models``).
     """
     spec = get_spec(name)
     opts = _check_options(spec, options)
@@ -78,13 +83,15 @@ def load_model(
         state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
         load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
         weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
+    elif not pretrained:
+        net, weights, ckpt_path, sha = spec.builder(pretrained=False, **opts), "random", None, None
     elif spec.has_default_weights:
         net = spec.builder(pretrained=True, **opts)
         ckpt_path, sha = getattr(net, "embedded_checkpoint", (None, None))
         weights = spec.weights
     else:
         raise UserError(f"{spec.name} has no public weights; pass --checkpoint {spec.name}=PATH")
-    meta = _meta_from(net, spec, opts)
+    meta = model_meta(net, spec, opts)
     meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
     model = NormalizedModel(net, meta).eval().to(device)
     model.requires_grad_(False)  # attacks need input gradients only

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import pickle
+import re
 import zipfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -37,31 +38,91 @@ def _load_trusted(path: Path) -> Any:
     return torch.load(path, map_location="cpu", weights_only=False)  # noqa: S614 - explicit user opt-in
 
 
-def _load_file(path: Path, trust: bool) -> Any:
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default (zip) format
+PICKLE_PROTOCOL_2_PLUS = 0x80  # the first byte of a pickle of protocol >= 2: torch's legacy format
 
-        try:
-            return load_file(str(path), device="cpu")
-        except Exception as exc:
-            raise UserError(f"checkpoint {path} is not a readable safetensors file ({exc})") from None
+
+def checkpoint_format(path: Path) -> str | None:
+    """``"torch-zip"``, ``"torch-pickle"`` or ``"safetensors"`` from the file's first bytes, else None.
+
+    Sniffing before loading keeps files of another kind (text, CSV, images) away from the unpickler,
+    whose errors on them are misleading (``KeyError: 101``) or crashes."""
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if head.startswith(ZIP_MAGIC):
+        return "torch-zip"
+    if head[:1] == bytes([PICKLE_PROTOCOL_2_PLUS]) and len(head) > 1 and 2 <= head[1] <= 5:
+        return "torch-pickle"
+    if len(head) > 8 and head[8:9] == b"{":  # safetensors: u64 little-endian header size, then JSON
+        header_size = int.from_bytes(head[:8], "little")
+        if 0 < header_size <= path.stat().st_size - 8:
+            return "safetensors"
+        return "truncated-safetensors"
+    return None
+
+
+def _describe(path: Path) -> str:
+    """What a file that is no checkpoint looks like, for the error message."""
+    head = path.read_bytes()[:512]
+    if not head:
+        return "the file is empty"
     try:
-        if trust:
-            # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
-            return _load_trusted(path)
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "unrecognised binary data"
+    first = text.splitlines()[0] if text.strip() else ""
+    return "it looks like a CSV file" if "," in first else "it looks like a text file"
+
+
+def not_a_checkpoint(path: Path, reason: str) -> UserError:
+    return UserError(f"not a PyTorch/safetensors checkpoint: {path} ({reason})")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    return text.splitlines()[0].split(". ")[0][:160]
+
+
+def _load_safetensors(path: Path) -> Any:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path), device="cpu")
+    except Exception as exc:  # the library raises several kinds on a damaged file
+        raise not_a_checkpoint(path, f"damaged or truncated safetensors file: {_first_line(exc)}") from None
+
+
+def _load_torch(path: Path, trust: bool) -> Any:
+    if trust:
+        # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
+        return _load_trusted(path)
+    try:
         with torch.serialization.safe_globals(SAFE_GLOBALS):
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "unpickling failed"
-        if "Unsupported global" in str(exc) or "weights_only" in str(exc):
+        global_name = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if global_name or "Unsupported global" in str(exc) or "Unsupported class" in str(exc):
+            what = f" ({global_name.group(1)})" if global_name else ""
             raise UserError(
-                f"checkpoint {path} holds Python objects that cannot be loaded safely ({first[:160]}); "
+                f"checkpoint {path} holds Python objects outside the allowed set{what}, which cannot be loaded safely; "
                 "it was not executed. If you trust the file, pass --trust-checkpoint"
             ) from None
-        raise UserError(f"checkpoint {path} is not a valid PyTorch checkpoint ({first[:160]})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"checkpoint {path} is truncated or not a PyTorch checkpoint ({first[:160]})") from None
+        raise not_a_checkpoint(path, f"damaged pickle: {_first_line(exc)}") from None
+    except Exception as exc:  # truncated zip, damaged records: the reader raises many kinds
+        raise not_a_checkpoint(path, f"truncated or damaged: {_first_line(exc)}") from None
+
+
+def _load_file(path: Path, trust: bool) -> Any:
+    kind = checkpoint_format(path)
+    if kind == "truncated-safetensors":
+        raise not_a_checkpoint(path, "truncated safetensors file: its header is longer than the file")
+    if kind == "safetensors":
+        return _load_safetensors(path)
+    if kind is None:
+        raise not_a_checkpoint(path, _describe(path))
+    return _load_torch(path, trust)
 
 
 def _is_state_dict(obj: Any) -> bool:
@@ -97,15 +158,23 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
     return out
 
 
-def read_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> tuple[dict[str, torch.Tensor], str]:
-    """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
+def check_checkpoint_file(path: str | Path) -> Path:
+    """The file exists and its first bytes are a checkpoint's (cheap: nothing is loaded)."""
     p = Path(path)
     if not p.exists():
         raise UserError(f"checkpoint file not found: {p}")
     if not p.is_file():
         raise UserError(f"checkpoint path is not a file: {p}")
     if p.stat().st_size == 0:
-        raise UserError(f"checkpoint file is empty: {p}")
+        raise not_a_checkpoint(p, "the file is empty")
+    if checkpoint_format(p) is None:
+        raise not_a_checkpoint(p, _describe(p))
+    return p
+
+
+def read_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> tuple[dict[str, torch.Tensor], str]:
+    """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
+    p = check_checkpoint_file(path)
     obj = _load_file(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
 

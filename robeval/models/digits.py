@@ -12,8 +12,7 @@ from torch import nn
 from ..errors import UserError
 from ..zoo import zoo_path
 from .checkpoint import load_state_dict_strict, read_checkpoint
-from .deit import ELLIPTICAL_OPTIONS
-from .elliptical import EllipticalAttention, make_elliptical
+from .elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
 from .registry import register_model
 
 DIGITS_ARCH = dict(img_size=8, patch_size=2, in_chans=1, num_classes=10, embed_dim=48, depth=3, num_heads=3, mlp_ratio=2.0)
@@ -55,7 +54,8 @@ def build_digits_deit(pretrained: bool = False) -> nn.Module:
 
 @register_model("digits-deit-elliptical", family="deit-elliptical",
                 weights="embedded: robeval/zoo/digits-deit-elliptical.safetensors", options=ELLIPTICAL_OPTIONS,
+                adaptive=ADAPTIVE_OPTIONS,
                 description="DeiT-Elliptical for 8x8 digits (patch 2, dim 48, depth 3, 3 heads)")
-def build_digits_elliptical(pretrained: bool = False, token_reduction: str = "mean", grad_through_m: bool = False) -> nn.Module:
-    net = digits_vit(elliptical=True, token_reduction=token_reduction, grad_through_m=grad_through_m)
+def build_digits_elliptical(pretrained: bool = False, **options) -> nn.Module:
+    net = digits_vit(elliptical=True, **options)
     return _load_embedded(net, "digits-deit-elliptical") if pretrained else net

@@ -26,6 +26,9 @@ import torch.nn.functional as F
 from timm.layers import Attention
 
 TOKEN_REDUCTIONS = ("mean", "median")
+# The model options of every elliptical model (one place: builders, registry and defaults read it).
+ELLIPTICAL_OPTIONS = {"token_reduction": "mean", "grad_through_m": False}
+ADAPTIVE_OPTIONS = {"grad_through_m": True}  # what an adaptive attack changes (--adaptive)
 
 
 class ValueCarry:
@@ -64,8 +67,8 @@ class EllipticalAttention(Attention):
 
     layer_index: int = 0
     depth: int = 1
-    token_reduction: str = "mean"
-    grad_through_m: bool = False
+    token_reduction: str = ELLIPTICAL_OPTIONS["token_reduction"]
+    grad_through_m: bool = ELLIPTICAL_OPTIONS["grad_through_m"]
     carry: Optional[ValueCarry] = None
 
     def forward(self, x: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, is_causal: bool = False) -> torch.Tensor:
@@ -93,10 +96,12 @@ class EllipticalAttention(Attention):
             return elliptical_scale(v.detach(), v_prev.detach(), self.token_reduction)
 
 
-def make_elliptical(model: torch.nn.Module, token_reduction: str = "mean", grad_through_m: bool = False) -> torch.nn.Module:
-    """Wire the ``EllipticalAttention`` layers of a timm ViT built with ``attn_layer=EllipticalAttention``."""
-    if token_reduction not in TOKEN_REDUCTIONS:
-        raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
+def make_elliptical(model: torch.nn.Module, **options) -> torch.nn.Module:
+    """Wire the ``EllipticalAttention`` layers of a timm ViT built with ``attn_layer=EllipticalAttention``;
+    ``options`` are :data:`ELLIPTICAL_OPTIONS` (defaults from there)."""
+    options = {**ELLIPTICAL_OPTIONS, **options}
+    if options["token_reduction"] not in TOKEN_REDUCTIONS:
+        raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {options['token_reduction']!r}")
     carry = ValueCarry()
     blocks = list(model.blocks)
     for index, block in enumerate(blocks):
@@ -104,7 +109,7 @@ def make_elliptical(model: torch.nn.Module, token_reduction: str = "mean", grad_
         if not isinstance(attn, EllipticalAttention):
             raise TypeError("make_elliptical needs a model built with attn_layer=EllipticalAttention")
         attn.layer_index, attn.depth, attn.carry = index, len(blocks), carry
-    set_elliptical_options(model, token_reduction=token_reduction, grad_through_m=grad_through_m)
+    set_elliptical_options(model, **options)
     return model
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError
-from .deit import _hub_offline, _timm_pretrained, hub_reachable
+from .hub import hub_architecture, hub_offline, hub_reachable, timm_pretrained
 from .registry import ModelSpec, register_prefix
 
 # RobustBench's ImageNet preprocessing ("Res256Crop224": resize 256, centre crop 224, bilinear).  Its
@@ -25,17 +25,6 @@ ROBUSTBENCH_CFG = dict(
 )
 
 
-def _hub_architecture(name: str) -> nn.Module:
-    """A randomly initialised ``hf-hub:`` model (timm still reads its config from the hub or cache)."""
-    online = hub_reachable()
-    try:
-        with _hub_offline(not online):
-            return timm.create_model(name, pretrained=False)
-    except Exception as exc:
-        reason = "offline and not in the local cache" if not online else (str(exc).splitlines()[0][:120] or type(exc).__name__)
-        raise UserError(f"could not get the configuration of {name!r} ({reason})") from None
-
-
 @register_prefix("hf-hub")
 def _resolve_hf_hub(repo: str) -> ModelSpec:
     if repo.count("/") != 1 or not all(repo.split("/")):
@@ -43,7 +32,7 @@ def _resolve_hf_hub(repo: str) -> ModelSpec:
     name = f"hf-hub:{repo}"
 
     def build(pretrained: bool = False) -> nn.Module:
-        return _timm_pretrained(name) if pretrained else _hub_architecture(name)
+        return timm_pretrained(name) if pretrained else hub_architecture(name)
 
     return ModelSpec(name, "hf-hub", build, weights=f"hf hub: {repo}", description=f"timm model from the Hugging Face hub ({repo})")
 
@@ -64,7 +53,7 @@ def _robustbench_network(model_name: str, pretrained: bool) -> nn.Module:
     timm_name = f"{model_name.lower().replace('-', '_')}_imagenet_linf"  # RobustBench's own timm naming
     try:
         if pretrained:
-            with _hub_offline(not hub_reachable()):  # some entries are timm models on the hub
+            with hub_offline(not hub_reachable()):  # some entries are timm models on the hub
                 net = rb_utils.load_model(model_name=model_name, model_dir=str(Path(torch.hub.get_dir()) / "robustbench"),
                                           dataset="imagenet", threat_model="Linf")
         elif timm.is_model(timm_name):

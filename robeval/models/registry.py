@@ -8,6 +8,7 @@ Adding a model = writing one builder and decorating it; nothing else changes.
 from __future__ import annotations
 
 import fnmatch
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,6 +28,12 @@ class ModelSpec:
     has_default_weights: bool = True
     options: dict[str, Any] = field(default_factory=dict)  # option name -> default value
     description: str = ""
+    adaptive: dict[str, Any] | None = None  # options that let attacks see through a data-dependent weight
+
+    @property
+    def is_adaptive(self) -> bool:
+        """Whether ``--adaptive`` evaluates this model a second time with ``adaptive`` options."""
+        return bool(self.adaptive)
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -40,17 +47,33 @@ def register_model(
     weights: str,
     has_default_weights: bool = True,
     options: dict[str, Any] | None = None,
+    adaptive: dict[str, Any] | None = None,
     description: str = "",
 ) -> Callable[[Builder], Builder]:
-    """Decorator registering ``builder`` under ``name``."""
+    """Decorator registering ``builder`` under ``name``.
+
+    ``options`` (name -> default) are the keywords the builder accepts; when not given they are read
+    from the builder's signature.  ``adaptive`` names the options with which attacks see through a
+    data-dependent attention weight (``--adaptive`` evaluates the model again with them)."""
 
     def decorate(builder: Builder) -> Builder:
         if name in _REGISTRY:
             raise ValueError(f"model {name!r} registered twice")
-        _REGISTRY[name] = ModelSpec(name, family, builder, weights, has_default_weights, dict(options or {}), description)
+        opts = dict(options) if options is not None else signature_options(builder)
+        unknown = sorted(set(adaptive or {}) - set(opts))
+        if unknown:
+            raise ValueError(f"model {name!r}: adaptive option {unknown[0]!r} is not one of its options")
+        _REGISTRY[name] = ModelSpec(name, family, builder, weights, has_default_weights, opts, description,
+                                    dict(adaptive) if adaptive else None)
         return builder
 
     return decorate
+
+
+def signature_options(builder: Builder) -> dict[str, Any]:
+    """The keyword parameters of ``builder`` other than ``pretrained``, with their defaults."""
+    params = inspect.signature(builder).parameters.values()
+    return {p.name: p.default for p in params if p.name != "pretrained" and p.default is not inspect.Parameter.empty}
 
 
 def register_prefix(prefix: str) -> Callable[[Callable[[str], ModelSpec]], Callable[[str], ModelSpec]]:

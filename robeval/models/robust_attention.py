@@ -161,17 +161,15 @@ def set_robust_options(model: nn.Module, iterations: Optional[int] = None, huber
     return count
 
 
-@register_model("deit-tiny-rkde", family="deit-rkde", weights="none public: --checkpoint", has_default_weights=False,
-                options=RKDE_OPTIONS, description="deit_tiny_patch16_224 with robust-KDE (Huber) attention (Han et al. 2023)")
-def build_deit_tiny_rkde(pretrained: bool = False, iterations: int = 1, huber_threshold: float = 0.2) -> nn.Module:
-    net = timm.create_model("deit_tiny_patch16_224", pretrained=False, attn_layer=RKDEAttention)
-    set_robust_options(net, iterations=iterations, huber_threshold=huber_threshold)
-    return net
+def _register_deit_tiny(kind: str, layer: type[nn.Module], options: dict, what: str) -> None:
+    @register_model(f"deit-tiny-{kind}", family=f"deit-{kind}", weights="none public: --checkpoint",
+                    has_default_weights=False, options=options,
+                    description=f"deit_tiny_patch16_224 with {what} attention (Han et al. 2023)")
+    def build(pretrained: bool = False, **chosen) -> nn.Module:
+        net = timm.create_model("deit_tiny_patch16_224", pretrained=False, attn_layer=layer)
+        set_robust_options(net, **chosen)
+        return net
 
 
-@register_model("deit-tiny-mom", family="deit-mom", weights="none public: --checkpoint", has_default_weights=False,
-                options=MOM_OPTIONS, description="deit_tiny_patch16_224 with median-of-means attention (Han et al. 2023)")
-def build_deit_tiny_mom(pretrained: bool = False, groups: int = 3) -> nn.Module:
-    net = timm.create_model("deit_tiny_patch16_224", pretrained=False, attn_layer=MoMAttention)
-    set_robust_options(net, groups=groups)
-    return net
+_register_deit_tiny("rkde", RKDEAttention, RKDE_OPTIONS, "robust-KDE (Huber)")
+_register_deit_tiny("mom", MoMAttention, MOM_OPTIONS, "median-of-means")

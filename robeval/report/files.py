@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..robustbench_ext.metrics import SUMMARY_COLUMNS
-from .tables import markdown
+from .paper import render
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -35,12 +34,22 @@ def prepare_out_dir(out: Path) -> Path:
     return out
 
 
+def skipped_note(run: dict[str, Any], shown: int = 5) -> str | None:
+    """The line under a table that names the image files a run could not read."""
+    skipped = run.get("skipped_files", [])
+    if not skipped:
+        return None
+    names = ", ".join(skipped[:shown]) + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
+    filled = " (the --n-examples subset was filled from other readable images)" if run.get("data", {}).get("passed_over") else ""
+    return f"Skipped {len(skipped)} unreadable image file(s): {names}{filled} (listed in run.json)"
+
+
 def write_run_files(result: Any, out: Path) -> dict[str, Path]:
     out = prepare_out_dir(Path(out))
     summary = result.summary
-    ordered = SUMMARY_COLUMNS + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
     paths = {"csv": out / "results.csv", "md": out / "results.md", "json": out / "run.json"}
-    atomic_write(paths["csv"], summary[ordered].to_csv(index=False))
-    atomic_write(paths["md"], markdown(summary))
+    atomic_write(paths["csv"], render(summary, "csv"))
+    note = skipped_note(result.run)
+    atomic_write(paths["md"], render(summary, "md") + (f"\n{note}\n" if note else ""))
     atomic_write(paths["json"], json.dumps(result.run, indent=2, default=str) + "\n")
     return paths

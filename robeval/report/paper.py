@@ -11,12 +11,23 @@ from typing import Callable
 
 import pandas as pd
 
+from ..attacks import list_attacks
 from .tables import caption
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {}
-ATTACK_TITLES = {"clean": "Clean", "fgsm": "FGSM", "pgd": "PGD", "spsa": "SPSA", "apgd-ce": "APGD-CE",
-                 "apgd-t": "APGD-T", "fab-t": "FAB-T", "square": "Square", "any": "Any (worst case)"}
-COLUMN_ORDER = list(ATTACK_TITLES)
+ROW_TITLES = {"clean": "Clean", "any": "Any (worst case)"}  # the two columns that are no attack
+
+
+def attack_title(attack: str) -> str:
+    """How tables and plots name a column: the attack's registered title."""
+    if attack in ROW_TITLES:
+        return ROW_TITLES[attack]
+    spec = next((s for s in list_attacks() if s.name == attack), None)
+    return spec.title if spec is not None and spec.title else attack
+
+
+def column_order() -> list[str]:
+    return ["clean", *(s.name for s in list_attacks()), "any"]
 
 
 def table_format(name: str):
@@ -29,7 +40,8 @@ def table_format(name: str):
 
 def ordered_attacks(summary: pd.DataFrame) -> list[str]:
     present = list(dict.fromkeys(summary["attack"]))
-    return [a for a in COLUMN_ORDER if a in present] + [a for a in present if a not in COLUMN_ORDER]
+    order = column_order()
+    return [a for a in order if a in present] + [a for a in present if a not in order]
 
 
 def grid(summary: pd.DataFrame, eps: str) -> tuple[list[str], list[str], dict[tuple[str, str, str], float], dict[tuple[str, str], float]]:
@@ -50,17 +62,23 @@ def _cell(values, best, key, bold: Callable[[str], str], many: bool) -> str:
     return bold(text) if many and values[key] == best[(key[1], key[2])] else text
 
 
+def rows_of(summary: pd.DataFrame, eps: str, bold: Callable[[str], str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The attacks of one eps block and, per model, its Top-1/Top-5 cells (best per column in ``bold``)."""
+    models, attacks, values, best = grid(summary, eps)
+    many = len(models) > 1
+    return attacks, [(m, [_cell(values, best, (m, a, k), bold, many) for a in attacks for k in ("top1", "top5")])
+                     for m in models]
+
+
 @table_format("md")
 def to_markdown(summary: pd.DataFrame) -> str:
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
-        models, attacks, values, best = grid(summary, eps)
-        many = len(models) > 1
-        head = "| Model | " + " | ".join(f"{ATTACK_TITLES.get(a, a)} Top-1 | {ATTACK_TITLES.get(a, a)} Top-5" for a in attacks) + " |"
+        attacks, rows = rows_of(summary, eps, lambda t: f"**{t}**")
+        head = "| Model | " + " | ".join(f"{attack_title(a)} Top-1 | {attack_title(a)} Top-5" for a in attacks) + " |"
         rule = "|---|" + "---:|" * (2 * len(attacks))
-        rows = ["| " + m + " | " + " | ".join(_cell(values, best, (m, a, k), lambda t: f"**{t}**", many)
-                                            for a in attacks for k in ("top1", "top5")) + " |" for m in models]
-        blocks.append("\n".join([f"Table: {caption(summary, eps)}", "", head, rule, *rows]))
+        lines = [f"| {m} | " + " | ".join(cells) + " |" for m, cells in rows]
+        blocks.append("\n".join([f"Table: {caption(summary, eps)}", "", head, rule, *lines]))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -75,13 +93,11 @@ def latex_escape(text: str) -> str:
 def to_latex(summary: pd.DataFrame) -> str:
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
-        models, attacks, values, best = grid(summary, eps)
-        many = len(models) > 1
+        attacks, cells = rows_of(summary, eps, lambda t: rf"\textbf{{{t}}}")
         cols = "l" + "|cc" * len(attacks)
-        groups = " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(ATTACK_TITLES.get(a, a))}}}" for a in attacks)
+        groups = " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(attack_title(a))}}}" for a in attacks)
         sub = " & ".join("Top-1 & Top-5" for _ in attacks)
-        rows = [latex_escape(m) + " & " + " & ".join(_cell(values, best, (m, a, k), lambda t: rf"\textbf{{{t}}}", many)
-                                                     for a in attacks for k in ("top1", "top5")) + r" \\" for m in models]
+        rows = [latex_escape(m) + " & " + " & ".join(row) + r" \\" for m, row in cells]
         blocks.append("\n".join([
             r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption(summary, eps))}}}",
             rf"\begin{{tabular}}{{{cols}}}", r"\hline", rf"Model & {groups} \\", rf" & {sub} \\", r"\hline",

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..eps import eps_label  # noqa: E402
-from .paper import ATTACK_TITLES, ordered_attacks  # noqa: E402
+from .paper import attack_title, ordered_attacks  # noqa: E402
 
 DPI = 100
 
@@ -35,7 +35,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> l
         for model in dict.fromkeys(summary["model"]):
             sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
             ax.plot(sel["eps_value"], sel[metric], marker="o", label=model)
-        ax.set_title(ATTACK_TITLES.get(attack, attack))
+        ax.set_title(attack_title(attack))
         ax.set_xticks(eps_values)
         ax.set_xticklabels([eps_label(v) for v in eps_values], rotation=45, ha="right")
         ax.set_xlabel("eps")
@@ -65,7 +65,7 @@ def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
                     if len(sel[(sel["model"] == model) & (sel["attack"] == a)]) else 0.0 for a in attacks]
             ax.bar([j + i * width for j in range(len(attacks))], vals, width, label=model)
         ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
-        ax.set_xticklabels([ATTACK_TITLES.get(a, a) for a in attacks], rotation=30, ha="right")
+        ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
         ax.set_ylabel("top-1 accuracy (%)")
         ax.set_ylim(0, 100)
         ax.set_title(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}")

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import UserError
-from ..robustbench_ext.metrics import summarize
+from ..robustbench_ext.run_info import run_summary
 from ..store import Store
 
 
@@ -35,13 +35,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     records = store.records(run_id)
     if records.empty:
         raise UserError(f"run {run_id} has no stored records yet")
-    eps_order = [e for e in config["eps"] if e in set(records["eps"])]
-    order = [m for base in config["models"] for m in (base, base + "+adaptive")]
-    summary = summarize(records, config["attacks"], info.get("models", {}), config["norm"], eps_order, order)
-    summary["protocol"] = config["protocol"]
-    summary["data"] = info.get("data", {}).get("data", config["data"])
-    summary["seed"] = config["seed"]
-    summary["run_id"] = run_id
+    summary = run_summary(records, {**info, "run_id": run_id}, config)
     return StoredRun(run_id, info, config, records, summary)
 
 

@@ -6,23 +6,34 @@ import pandas as pd
 
 from ..eps import eps_label
 
+RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
+
 
 def attack_columns(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["attack"]))
 
 
 def caption(summary: pd.DataFrame, eps: str) -> str:
+    """The caption of one eps block, on one line (files, LaTeX)."""
+    return "; ".join(caption_parts(summary, eps))
+
+
+def caption_parts(summary: pd.DataFrame, eps: str) -> list[str]:
+    """The caption's phrases: what is measured, the threat model, the data, the protocol."""
     sel = summary[summary["eps"] == eps]
     n = int(sel["n"].max()) if len(sel) else 0
     value = float(sel["eps_value"].iloc[0]) if len(sel) else 0.0
     protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
     data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
     norm = sel["norm"].iloc[0] if len(sel) else "Linf"
-    text = (f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g}); "
-            f"data: {data}, n = {n}; protocol: {protocol}")
+    parts = [f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})",
+             f"data: {data}, n = {n}", f"protocol: {protocol}"]
     if protocol == "nielsen2024":
-        text += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
-    return text
+        parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
+    if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
+        models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
+        parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
+    return parts
 
 
 def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
@@ -39,10 +50,3 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
     table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
     table.index.name = "model"
     return table
-
-
-def markdown(summary: pd.DataFrame) -> str:
-    blocks = []
-    for eps in dict.fromkeys(summary["eps"]):
-        blocks.append(f"**{caption(summary, eps)}**\n\n{pivot(summary, eps).to_markdown()}\n")
-    return "\n".join(blocks)

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from .tables import caption, pivot
+from .tables import caption_parts, pivot
 
 
 class ImagesPerSecond(ProgressColumn):
+    """Images per second of the attack's own work (the seconds its units took), not of the wall clock:
+    the units of all attacks interleave batch by batch, so a wall-clock rate would mix them."""
+
     def render(self, task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f} img/s" if speed else "-- img/s", style="cyan")
+        busy, images = task.fields.get("busy", 0.0), task.fields.get("timed", 0)
+        return Text(f"{images / busy:,.1f} img/s" if busy > 0 and images else "", style="cyan")
 
 
 class RichReporter:
@@ -30,12 +33,18 @@ class RichReporter:
                                  TimeRemainingColumn(), console=self.console, transient=False)
         self.progress.start()
         width = max(len(f"{m} eps={e} {a}") for m, e, a in tasks) if tasks else 10
-        self.tasks = {(m, e, a): self.progress.add_task(f"{m} eps={e} {a}".ljust(width), total=examples)
+        self.tasks = {(m, e, a): self.progress.add_task(f"{m} eps={e} {a}".ljust(width), total=examples, busy=0.0, timed=0)
                       for m, e, a in tasks}
 
-    def advance(self, model, eps, attack, images) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.tasks[(model, eps, attack)], images)
+    def advance(self, model, eps, attack, images, seconds: float | None = None) -> None:
+        """``images`` more done; ``seconds`` the time they took (None: done before, e.g. when resuming)."""
+        if self.progress is None:
+            return
+        task_id = self.tasks[(model, eps, attack)]
+        if seconds is not None:
+            fields = self.progress.tasks[task_id].fields
+            self.progress.update(task_id, busy=fields.get("busy", 0.0) + seconds, timed=fields.get("timed", 0) + images)
+        self.progress.advance(task_id, images)
 
     def note(self, text: str) -> None:
         self.console.print(text)
@@ -46,16 +55,18 @@ class RichReporter:
             self.progress = None
 
 
-def results_tables(summary: pd.DataFrame) -> list[Table]:
-    """One table per eps with attacks as rows and models as columns (narrow enough for a terminal)."""
+def results_tables(summary: pd.DataFrame) -> list[Group]:
+    """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
+    under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
     tables = []
     for eps in dict.fromkeys(summary["eps"]):
         grid = pivot(summary, eps).T  # attacks x models
-        table = Table(title=caption(summary, eps), title_justify="left")
+        table = Table()
         table.add_column("attack", style="bold")
         for model in grid.columns:
             table.add_column(f"{model}\ntop-1 / top-5", justify="right")
         for attack, row in grid.iterrows():
             table.add_row(str(attack), *[str(v) for v in row.tolist()])
-        tables.append(table)
+        lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in caption_parts(summary, eps)]
+        tables.append(Group(*lines, table))
     return tables

@@ -4,23 +4,18 @@ out-of-memory halving and the check that the returned batch respects the threat 
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import torch
 from torch import nn
+
+from ..attacks.base import derive_seed
 
 BOUND_TOLERANCE = 1e-6
 
 
 class AttackBoundsError(RuntimeError):
     """An attack returned a point outside the threat model: a bug in that attack."""
-
-
-def derive_seed(*parts: Any) -> int:
-    """A 31-bit seed from the run seed and the unit's identity (attack, eps, batch index)."""
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def verify_adversarial(attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: float, norm: str,
@@ -93,11 +88,12 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.cuda.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
 
 
-def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: Any = None) -> torch.Tensor:
+def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: Any = None,
+                        examples: list[int] | None = None) -> torch.Tensor:
     """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively);
-    ``state.oom_splits`` (when given) counts the splits."""
+    ``state.oom_splits`` (when given) counts the splits; ``examples`` are the rows' data-set indices."""
     try:
-        return attack(x, y, seed=seed)
+        return attack(x, y, seed=seed, examples=examples)
     except Exception as exc:
         if not is_out_of_memory(exc) or len(y) <= 1:
             raise
@@ -106,5 +102,6 @@ def attack_with_halving(attack, x: torch.Tensor, y: torch.Tensor, seed: int, sta
     if state is not None:
         state.oom_splits += 1
     half = len(y) // 2
-    return torch.cat([attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state),
-                      attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state)])
+    lo, hi = (None, None) if examples is None else (examples[:half], examples[half:])
+    return torch.cat([attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state, lo),
+                      attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state, hi)])

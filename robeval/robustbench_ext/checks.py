@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-WHITE_BOX = ("pgd", "apgd-ce", "apgd-t")
-BLACK_BOX = ("square", "spsa")
+from ..attacks import list_attacks
+
 ADAPTIVE_SUFFIX = "+adaptive"
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 MASKING_GAP = 1.0  # percentage points
@@ -67,6 +67,11 @@ def flags_from_model_checks(model: str, checks: dict[str, Any]) -> list[Flag]:
     return flags
 
 
+def attacks_of_kind(names: set[str], kind: str) -> list[str]:
+    """The registered attacks among ``names`` whose spec is of ``kind`` (white-box / black-box)."""
+    return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
+
+
 def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
     flags: list[Flag] = []
     s = summary.set_index(["model", "eps", "attack"])["top1"]
@@ -74,10 +79,10 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
         sel = summary[summary["model"] == model]
         for eps in dict.fromkeys(sel["eps"]):
             have = set(sel[sel["eps"] == eps]["attack"])
-            white = [a for a in WHITE_BOX if a in have]
+            white = attacks_of_kind(have, "white-box")
             if white:
                 best_white = min(s[(model, eps, a)] for a in white)
-                for attack in (a for a in BLACK_BOX if a in have):
+                for attack in attacks_of_kind(have, "black-box"):
                     if s[(model, eps, attack)] < best_white - MASKING_GAP:
                         flags.append(Flag("gradient-masking", model, f"at eps {eps}, black-box {attack} top-1 "
                                           f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "

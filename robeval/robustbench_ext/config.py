@@ -7,7 +7,7 @@ stored run.  Device, worker count and DataLoader processes are not part of it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -27,8 +27,18 @@ FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # --amp choices
 
 
+def _runtime(default: Any = None, factory: Any = None) -> Any:
+    """A field that changes how a run runs, not its records: not part of the run's identity."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"identity": False})
+    return field(default=default, metadata={"identity": False})
+
+
 @dataclass
 class EvalConfig:
+    """Everything a run evaluates.  Every field is part of the run's identity (``--resume`` compares
+    them) unless it is declared with :func:`_runtime`."""
+
     models: list[str]
     eps: list[Eps]
     attacks: list[str]
@@ -41,14 +51,17 @@ class EvalConfig:
     set_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     batch_size: int | None = None
-    device: str = "auto"
-    workers: int = 0
+    device: str = _runtime("auto")
+    workers: int = _runtime(0)
     strict_data: bool = False
-    trust_checkpoint: bool = False
+    trust_checkpoint: bool = _runtime(False)
     adaptive: bool = False
     subset: list[str] | None = None  # a fixed list of images (relative paths), e.g. RobustBench's 5000
     amp: str = "off"  # off | bf16 | fp16: autocast of the model's forward passes
     channels_last: bool = False
+    class_map: str | None = None  # FILE: folder name -> model class index (see labels.py)
+    weights: str = "default"  # default | random (untrained networks: smoke tests, profiling)
+    threads: int | None = _runtime(None)  # CPU threads of this process (None: the measured default)
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -77,16 +90,19 @@ class EvalConfig:
 
 
 def semantic_config(config: EvalConfig) -> dict[str, Any]:
-    """What determines the records (compared on --resume); device and worker count do not."""
-    return {
-        "models": list(config.models), "eps": [e.text for e in config.eps], "attacks": list(config.attacks),
-        "data": config.data, "n_examples": config.n_examples, "norm": config.norm, "protocol": config.protocol,
-        "checkpoints": dict(sorted(config.checkpoints.items())), "checkpoint_key": config.checkpoint_key,
-        "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
-        "seed": config.seed, "batch_size": config.resolved_batch_size(),
-        "strict_data": config.strict_data, "adaptive": config.adaptive, "amp": config.amp, "subset": config.subset,
-        "channels_last": config.channels_last,
-    }
+    """What determines the records (compared on --resume): every identity field, with eps as text,
+    checkpoints sorted, the batch size resolved and the attack settings as they will be used."""
+    out: dict[str, Any] = {}
+    for f in fields(config):
+        if not f.metadata.get("identity", True):
+            continue
+        out[f.name] = getattr(config, f.name)
+    out["eps"] = [e.text for e in config.eps]
+    out["checkpoints"] = dict(sorted(config.checkpoints.items()))
+    out["batch_size"] = config.resolved_batch_size()
+    out["attack_settings"] = {a: config.attack_settings(a) for a in config.attacks}
+    del out["set_options"]  # folded into attack_settings
+    return out
 
 
 def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
@@ -126,12 +142,24 @@ class ModelJob:
 
 
 def model_jobs(config: EvalConfig) -> list[ModelJob]:
-    """The models to evaluate; with ``adaptive``, elliptical models again with gradients through M
-    under the white-box attacks (named ``<model>+adaptive``)."""
-    jobs = [ModelJob(m, m, {}, list(config.attacks)) for m in config.models]
-    if config.adaptive:
-        white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
-        for m in config.models:
-            if get_spec(m).family == "deit-elliptical" and white:
-                jobs.append(ModelJob(m + ADAPTIVE_SUFFIX, m, {"grad_through_m": True}, white))
+    """The models to evaluate, with the protocol's model options where a model has them (the token
+    median of ``nielsen2024``); with ``adaptive``, every model whose spec is adaptive again with its
+    adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
+    protocol = get_protocol(config.protocol)
+    jobs = []
+    for m in config.models:
+        spec = get_spec(m)
+        options = {k: v for k, v in protocol.model_options.items() if k in spec.options}
+        jobs.append(ModelJob(m, m, options, list(config.attacks)))
+    white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
+    if config.adaptive and white:
+        for job in list(jobs):
+            spec = get_spec(job.model)
+            if spec.is_adaptive:
+                jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, {**job.options, **spec.adaptive}, white))
     return jobs
+
+
+def model_order(models: list[str]) -> list[str]:
+    """Table order: each model, then its adaptive evaluation."""
+    return [name for base in models for name in (base, base + ADAPTIVE_SUFFIX)]

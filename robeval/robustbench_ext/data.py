@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ..errors import UserError
 from ..models.wrapper import ModelMeta
+from .labels import LabelSpace, folder_label_space
 
 DIGITS = "digits"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -46,8 +47,21 @@ def digits_split(split: str) -> tuple[np.ndarray, np.ndarray]:
     return images[mask], labels[mask]
 
 
-def balanced_subset(labels: Sequence[int], n: int | None) -> list[int]:
-    """First ``n`` indices of a class round-robin (class-balanced, deterministic), in ascending order."""
+def balanced_order(labels: Sequence[int]) -> list[int]:
+    """All indices in class round-robin order (the first of every class, then the second, ...)."""
+    by_class: dict[int, list[int]] = {}
+    for index, label in enumerate(labels):
+        by_class.setdefault(int(label), []).append(index)
+    queues = [by_class[c] for c in sorted(by_class)]
+    longest = max((len(q) for q in queues), default=0)
+    return [queue[rank] for rank in range(longest) for queue in queues if rank < len(queue)]
+
+
+def balanced_subset(labels: Sequence[int], n: int | None, usable: Callable[[int], bool] | None = None) -> list[int]:
+    """First ``n`` indices of a class round-robin (class-balanced, deterministic), in ascending order.
+
+    ``usable(index)`` (an image that decodes) lets the subset pass over broken files and fill up
+    from the next images of the round-robin, so ``n`` images are evaluated while ``n`` usable exist."""
     total = len(labels)
     if n is None:
         return list(range(total))
@@ -55,17 +69,12 @@ def balanced_subset(labels: Sequence[int], n: int | None) -> list[int]:
         raise UserError(f"--n-examples must be positive, got {n}")
     if n > total:
         raise UserError(f"--n-examples {n} is more than the {total} images available")
-    by_class: dict[int, list[int]] = {}
-    for index, label in enumerate(labels):
-        by_class.setdefault(int(label), []).append(index)
-    queues = [by_class[c] for c in sorted(by_class)]
     chosen: list[int] = []
-    rank = 0
-    while len(chosen) < n:
-        for queue in queues:
-            if rank < len(queue) and len(chosen) < n:
-                chosen.append(queue[rank])
-        rank += 1
+    for index in balanced_order(labels):
+        if len(chosen) == n:
+            break
+        if usable is None or usable(index):
+            chosen.append(index)
     return sorted(chosen)
 
 
@@ -87,14 +96,30 @@ class EvalData:
     name: str  # "digits" or the folder path
     dataset: Dataset
     indices: list[int]  # example indices (into ``dataset``) evaluated, ascending
-    num_classes: int
-    skipped: list[str] = field(default_factory=list)
+    label_space: LabelSpace
+    passed_over: list[str] = field(default_factory=list)  # unreadable files a subset was filled past
+    input_size: tuple[int, ...] | None = None  # fixed image shape (digits); None: resized to each model
+
+    @property
+    def num_classes(self) -> int | None:
+        return self.label_space.num_classes
 
     @property
     def identity(self) -> str:
         """Names the example set: data name plus a hash of the chosen indices."""
         digest = hashlib.sha256(",".join(map(str, self.indices)).encode()).hexdigest()[:16]
         return f"{self.name}#{len(self.indices)}#{digest}"
+
+    def for_model(self, meta: ModelMeta) -> "EvalData":
+        """The same examples, read with ``meta``'s eval transform (image folders resize to each model)."""
+        if not isinstance(self.dataset, TolerantImageFolder):
+            return self
+        return replace(self, dataset=self.dataset.with_transform(eval_transform(meta), tuple(meta.input_size)))
+
+    def info(self) -> dict[str, Any]:
+        """What run.json says of the data."""
+        return {"data": self.name, "identity": self.identity, "n": len(self.indices), "num_classes": self.num_classes,
+                "labels": self.label_space.description, "passed_over": list(self.passed_over)}
 
     def num_batches(self, batch_size: int) -> int:
         return (len(self.indices) + batch_size - 1) // batch_size
@@ -120,21 +145,9 @@ class EvalData:
 
 def load_digits_data(n_examples: int | None) -> EvalData:
     images, labels = digits_split("test")
-    return EvalData(DIGITS, _TensorDataset(images, labels), balanced_subset(labels.tolist(), n_examples), 10)
-
-
-def imagenet_class_index(class_names: list[str]) -> dict[str, int] | None:
-    """Map ImageNet-1k wnid folder names to the standard 1000-class index, when they all are wnids."""
-    try:
-        from timm.data import ImageNetInfo
-
-        wnids = ImageNetInfo("imagenet-1k").label_names()
-    except Exception:  # older timm: fall back to sorted order
-        return None
-    position = {w: i for i, w in enumerate(wnids)}
-    if class_names and all(c in position for c in class_names):
-        return {c: position[c] for c in class_names}
-    return None
+    space = LabelSpace({str(c): c for c in range(10)}, 10, "digits (10 classes)")
+    return EvalData(DIGITS, _TensorDataset(images, labels), balanced_subset(labels.tolist(), n_examples), space,
+                    input_size=tuple(images.shape[1:]))
 
 
 def eval_transform(meta: ModelMeta):
@@ -183,13 +196,30 @@ class TolerantImageFolder:
         except Exception:  # PIL raises OSError, SyntaxError, ValueError, ... on broken files
             return torch.zeros(self.input_size), UNREADABLE
 
+    def with_transform(self, transform, input_size: tuple[int, int, int]) -> "TolerantImageFolder":
+        """A shallow copy reading the same files through another transform."""
+        import copy
+
+        other = copy.copy(self)
+        other.folder = copy.copy(self.folder)
+        other.folder.transform, other.input_size = transform, input_size
+        return other
+
     def path_of(self, i: int) -> str:
         return self.samples[i][0]
 
+    def decodes(self, i: int) -> bool:
+        """Whether image ``i`` decodes (a whole decode: a truncated JPEG fails only there)."""
+        try:
+            self.folder.loader(self.samples[i][0])
+            return True
+        except Exception:  # PIL raises OSError, SyntaxError, ValueError, ... on broken files
+            return False
+
 
 def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None,
-                     subset: list[str] | None = None) -> EvalData:
-    """An ImageNet-style folder ``PATH/<class>/*.JPEG`` (classes sorted, or wnid -> ImageNet index)."""
+                     subset: list[str] | None = None, class_map: str | None = None) -> EvalData:
+    """An ImageNet-style folder ``PATH/<class>/*.JPEG``; see :mod:`.labels` for how folders become classes."""
     root = Path(path)
     if not root.exists():
         raise UserError(f"data folder not found: {root}")
@@ -202,25 +232,32 @@ def load_folder_data(path: str | Path, meta: ModelMeta, n_examples: int | None,
         dataset = TolerantImageFolder(str(root), eval_transform(meta), tuple(meta.input_size))
     except (FileNotFoundError, RuntimeError) as exc:
         raise UserError(f"data folder {root} has no images ({str(exc).splitlines()[0][:120]})") from None
-    mapping = imagenet_class_index(dataset.classes)
-    if mapping is not None:
-        dataset.samples = dataset.folder.samples = [(p, mapping[dataset.classes[t]]) for p, t in dataset.samples]
-        dataset.targets = [t for _, t in dataset.samples]
-        num_classes = 1000
-    else:
-        num_classes = len(dataset.classes)
+    space = folder_label_space(dataset.classes, class_map)
+    dataset.samples = dataset.folder.samples = [(p, space.mapping[dataset.classes[t]]) for p, t in dataset.samples]
+    dataset.targets = [t for _, t in dataset.samples]
+    passed_over: list[str] = []
     if subset is not None:
         from .subsets import select
 
         indices = select(dataset.samples, root, subset, n_examples)
     else:
-        indices = balanced_subset(dataset.targets, n_examples)
-    return EvalData(str(root.resolve()), dataset, indices, num_classes)
+        def usable(i: int) -> bool:
+            if dataset.decodes(i):
+                return True
+            passed_over.append(dataset.path_of(i))
+            return False
+
+        indices = balanced_subset(dataset.targets, n_examples, usable if n_examples is not None else None)
+        if n_examples is not None and len(indices) < n_examples:
+            raise UserError(f"--n-examples {n_examples}: only {len(indices)} images of {root} can be read "
+                            f"({len(passed_over)} unreadable)")
+    return EvalData(str(root.resolve()), dataset, indices, space, passed_over)
 
 
-def load_data(data: str, meta: ModelMeta, n_examples: int | None, subset: list[str] | None = None) -> EvalData:
+def load_data(data: str, meta: ModelMeta, n_examples: int | None, subset: list[str] | None = None,
+              class_map: str | None = None) -> EvalData:
     if data == DIGITS:
-        if subset is not None:
-            raise UserError("--subset / --subset-file select images of an image folder, not of the digits data")
+        if subset is not None or class_map is not None:
+            raise UserError("--subset / --subset-file / --class-map apply to an image folder, not to the digits data")
         return load_digits_data(n_examples)
-    return load_folder_data(data, meta, n_examples, subset)
+    return load_folder_data(data, meta, n_examples, subset, class_map)

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-RECORD_COLUMNS = [
-    "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",
-    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes",
-]
-SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]
+from ..defaults import RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (re-exported)
 
 
 def topk_hits(logits: torch.Tensor, y: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,7 +30,7 @@ class Protocol:
     predicted_labels: frozenset[str] = frozenset()  # attacks that use clean predictions as labels
     unclipped: frozenset[str] = frozenset()  # attacks with no input box
     attack_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
-    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> options
+    model_options: dict[str, Any] = field(default_factory=dict)  # set on every model that has the option
     valid_threat_model: bool = True
 
     def label_source(self, attack: str) -> str:
@@ -54,8 +54,7 @@ def register_protocol(protocol: Protocol) -> Protocol:
 register_protocol(Protocol(
     name="standard",
     description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
-    space="pixel",
-    attack_settings={"pgd": {"steps": 20, "rel_stepsize": 0.25, "random_start": True}},
+    space="pixel",  # every attack with its registered defaults
 ))
 
 register_protocol(Protocol(
@@ -70,7 +69,7 @@ register_protocol(Protocol(
         "pgd": {"steps": 20, "rel_stepsize": 0.15, "random_start": True},
         "spsa": {"iterations": 40, "samples": 128, "lr": 0.01, "delta": 0.01, "random_start": True},
     },
-    model_options={"deit-elliptical": {"token_reduction": "median"}},
+    model_options={"token_reduction": "median"},
     valid_threat_model=False,
 ))
 

@@ -1,0 +1,18 @@
+"""Defaults and record layouts that the CLI needs before anything heavy (torch, timm) is imported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
+DEFAULT_EPS = "8/255"
+DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
+DEFAULT_STORE = Path("results") / "robeval.sqlite"
+
+# One row per example per (model, eps, attack): what every table is computed from.
+RECORD_COLUMNS = [
+    "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",
+    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes",
+]
+# The leading columns of results.csv and of `robeval table -f csv` (the rest follow in summary order).
+SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]

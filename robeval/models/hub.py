@@ -1,0 +1,68 @@
+"""Weights and configurations from the Hugging Face hub (timm's pretrained models, ``hf-hub:`` names).
+
+One place for the offline case: a machine without the hub uses timm's local cache only (no network
+retries) and an absent entry becomes a one-line :class:`~robeval.errors.UserError`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from contextlib import contextmanager
+from typing import Any, Callable
+
+import timm
+from torch import nn
+
+from ..errors import UserError
+
+HUB_HOST = ("huggingface.co", 443)
+
+
+def hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face hub answers at all (so an offline machine fails fast, without retries)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    try:
+        with socket.create_connection(HUB_HOST, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def hub_offline(offline: bool):
+    """Make huggingface_hub use its local cache only (no retries against an unreachable network)."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - timm depends on it
+        yield
+        return
+    saved = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = saved or offline
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
+
+
+def from_hub(make: Callable[[], Any], what: str, advice: str) -> Any:
+    """``make()`` with the hub if it answers, else from the local cache; failures become one line."""
+    online = hub_reachable()
+    try:
+        with hub_offline(not online):
+            return make()
+    except Exception as exc:  # network, hub or cache errors all mean: not available here
+        reason = "offline and not in the local cache" if not online else (str(exc).splitlines()[0][:120] or type(exc).__name__)
+        raise UserError(f"could not get {what} ({reason}){advice}") from None
+
+
+def timm_pretrained(arch: str, **kwargs) -> nn.Module:
+    """timm weights from the hub (or its local cache); otherwise a one-line error naming --checkpoint."""
+    return from_hub(lambda: timm.create_model(arch, pretrained=True, **kwargs), f"pretrained weights for timm model {arch!r}",
+                    "; pass --checkpoint PATH with a local .pth/.safetensors file")
+
+
+def hub_architecture(name: str) -> nn.Module:
+    """A randomly initialised ``hf-hub:`` model (timm still reads its config from the hub or cache)."""
+    return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")

@@ -1,0 +1,206 @@
+"""One model's share of a run: load it, attack every pending batch, hand each finished unit on.
+
+A unit is (model, eps, attack, batch).  For each batch the clean pass runs once (under inference
+mode) and is shared by every eps and attack; each attack's batch is verified against the threat
+model before it is counted.  ``ModelEvaluation`` holds what the steps share, so each step is one
+short method.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from ..attacks import create
+from ..errors import UserError
+from ..models import load_model
+from ..threads import FixedThreads, ThreadGovernor
+from .attack_calls import AttackBoundsError, Autocast, PassCounter, attack_with_halving, derive_seed, verify_adversarial
+from .checks import model_checks
+from .config import AMP_DTYPES, EvalConfig, ModelJob
+from .data import EvalData
+from .metrics import RECORD_COLUMNS, perturbation_norms, topk_hits
+
+MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
+
+Unit = tuple[str, str, str, int]  # (model, eps, attack, batch)
+Deliver = Callable[[Unit, float, dict[str, list], int], None]
+
+
+class ModelFailure(Exception):
+    """A model that cannot be evaluated (NaN/inf logits): it stops, the other models go on."""
+
+
+def new_columns() -> dict[str, list]:
+    return {c: [] for c in RECORD_COLUMNS}
+
+
+def add_records(columns: dict[str, list], **values: Any) -> None:
+    """Append one batch of records; scalars are repeated for every example."""
+    n = len(values["example"])
+    for column in RECORD_COLUMNS:
+        value = values[column]
+        columns[column].extend(value if isinstance(value, list) else [value] * n)
+
+
+@dataclass
+class BatchOutcome:
+    """What one worker learns while evaluating a model, shared with rank 0 in distributed runs."""
+
+    skipped: list[str] = field(default_factory=list)
+    checks: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    oom_splits: int = 0
+    error: tuple[str, str] | None = None
+
+    def time(self, key: str, seconds: float) -> None:
+        self.timings[key] = self.timings.get(key, 0.0) + seconds
+
+
+class ModelEvaluation:
+    """Evaluate ``job`` on ``data``: the loaded model, its attacks and the units still to do."""
+
+    def __init__(self, job: ModelJob, config: EvalConfig, protocol, data: EvalData, done: set[Unit],
+                 need_checks: bool) -> None:
+        self.job, self.config, self.protocol = job, config, protocol
+        self.device = config.resolved_device()
+        self.batch_size = config.resolved_batch_size()
+        self.model = self._load()
+        self.data = data.for_model(self.model.meta)
+        self.units = ["clean", *job.attacks]
+        self.todo = {b: [(e, a) for e in config.eps for a in self.units if (job.name, e.text, a, b) not in done]
+                     for b in range(self.data.num_batches(self.batch_size))}
+        self.target = self._target()
+        self.counted = PassCounter(self.target)
+        self.attacks = {(e.text, a): create(a, self.counted, e.value, norm=config.norm, seed=config.seed,
+                                            clip=protocol.box(a), **config.attack_settings(a))
+                        for e in config.eps for a in job.attacks}
+        self.outcome = BatchOutcome()
+        self.need_checks = need_checks
+        governed = config.threads is None and self.device.type == "cpu"
+        self.threads = ThreadGovernor() if governed else FixedThreads()
+        if self.device.type == "cuda":
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """One untimed pass: CUDA loads kernels and creates handles on the first one (~1 s), which
+        would otherwise count as the first model's clean time (benchmarks/RESULTS.md, GPU)."""
+        x = torch.zeros(2, *self.model.meta.input_size, device=self.device)
+        with torch.inference_mode():
+            self.target(x if self.protocol.space == "pixel" else self.model.normalize(x))
+        torch.cuda.synchronize(self.device)
+
+    def _load(self):
+        cfg = self.config
+        torch.manual_seed(cfg.seed)  # --weights random: the same seed builds the same network
+        model = load_model(self.job.model, checkpoint=cfg.checkpoints.get(self.job.model), checkpoint_key=cfg.checkpoint_key,
+                           trust_checkpoint=cfg.trust_checkpoint, device=self.device,
+                           pretrained=cfg.weights != "random", **self.job.options)
+        if cfg.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        return model
+
+    def _target(self) -> nn.Module:
+        """What attacks see: the [0,1] model, or the bare network in normalized space; autocast on top."""
+        target: nn.Module = self.model if self.protocol.space == "pixel" else self.model.net
+        if self.config.amp != "off":
+            target = Autocast(target, AMP_DTYPES[self.config.amp], self.device.type)
+        return target
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta = asdict(self.model.meta)
+        meta["name"] = self.job.name
+        return meta
+
+    def pending(self) -> list[int]:
+        return [b for b in self.todo if self.todo[b]]
+
+    def finished_images(self, eps: str, attack: str, done: set[Unit]) -> int:
+        return sum(len(self.data.batch_indices(self.batch_size, b)) for b in self.todo
+                   if (self.job.name, eps, attack, b) in done)
+
+    def run(self, batches: list[int], deliver: Deliver, stop_on_error: bool = True) -> BatchOutcome:
+        """Evaluate ``batches``; each finished unit goes to ``deliver`` at once.  In a distributed run
+        (``stop_on_error=False``) an error is kept in the outcome for the other workers to see."""
+        loader = self.data.batches(self.batch_size, workers=self.config.workers,
+                                   pin_memory=self.device.type == "cuda", only=batches)
+        for b, idx, x, y in loader:
+            try:
+                self.batch(b, idx, x, y, deliver)
+            except (ModelFailure, UserError, AttackBoundsError) as exc:
+                if stop_on_error:
+                    raise
+                self.outcome.error = (type(exc).__name__, str(exc))
+                break
+        return self.outcome
+
+    def _readable(self, idx, x, y):
+        """Drop examples whose image file could not be decoded (or stop, with --strict-data)."""
+        readable = y >= 0
+        if readable.all():
+            return idx, x, y
+        names = [self.data.dataset.path_of(int(i)) for i in idx[~readable]]
+        if self.config.strict_data:
+            raise UserError(f"unreadable image file {names[0]} (--strict-data)")
+        self.outcome.skipped.extend(names)
+        return idx[readable], x[readable], y[readable]
+
+    def batch(self, b: int, idx: torch.Tensor, x: torch.Tensor, y: torch.Tensor, deliver: Deliver) -> None:
+        """The clean pass and every pending (eps, attack) unit of batch ``b``."""
+        idx, x, y = self._readable(idx, x, y)
+        if len(y) == 0:
+            return
+        x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+        if self.config.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
+        xa = x if self.protocol.space == "pixel" else self.model.normalize(x)
+        tick = time.perf_counter()
+        with torch.inference_mode():
+            clean_logits = self.target(xa)
+        if not torch.isfinite(clean_logits).all():  # (also waits for the GPU, so the time below is real)
+            raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
+        clean_seconds = time.perf_counter() - tick  # the shared clean pass: timed with the clean unit
+        if self.need_checks:
+            self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
+            self.need_checks = False
+        clean1, clean5 = topk_hits(clean_logits, y)
+        base = dict(model=self.job.name, batch=b, example=idx.tolist(), label=y.tolist(), clean_top1=clean1.tolist(),
+                    clean_top5=clean5.tolist())
+        for eps, attack in self.todo[b]:
+            self.threads.look()  # share the cores with other processes between units
+            tick = time.perf_counter()
+            columns = new_columns()
+            if attack == "clean":
+                add_records(columns, **base, attack="clean", eps=eps.text, eps_value=eps.value, adv_top1=clean1.tolist(),
+                            adv_top5=clean5.tolist(), adv_pred=clean_logits.argmax(1).tolist(), linf=0.0, l2=0.0,
+                            forward_passes=1.0, backward_passes=0.0)
+            else:
+                self._attack_unit(columns, base, b, xa, y, clean_logits, eps, attack)
+            seconds = time.perf_counter() - tick
+            if attack == "clean":
+                seconds, clean_seconds = seconds + clean_seconds, 0.0
+            self.outcome.time(f"{self.job.name}|{eps.text}|{attack}", seconds)
+            deliver((self.job.name, eps.text, attack, b), seconds, columns, len(y))
+
+    def _attack_unit(self, columns, base, b, xa, y, clean_logits, eps, attack) -> None:
+        labels = clean_logits.argmax(1) if self.protocol.label_source(attack) == "predicted" else y
+        self.counted.reset()
+        seed = derive_seed(self.config.seed, attack, eps.text, b)
+        x_adv = attack_with_halving(self.attacks[(eps.text, attack)], xa, labels, seed, self.outcome, base["example"])
+        verify_adversarial(attack, x_adv, xa, eps.value, self.config.norm, self.protocol.box(attack))
+        n = len(y)
+        fwd, bwd = self.counted.forward_images / n, self.counted.backward_images / n
+        with torch.inference_mode():
+            adv_logits = self.target(x_adv)
+        if not torch.isfinite(adv_logits).all():
+            raise ModelFailure(f"NaN or inf logits under {attack} (batch {b})")
+        adv1, adv5 = topk_hits(adv_logits, y)
+        linf, l2 = perturbation_norms(x_adv, xa)
+        add_records(columns, **base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
+                    adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
+                    l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)

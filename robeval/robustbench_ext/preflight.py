@@ -1,0 +1,41 @@
+"""Checks made before a run is created, so that a user's mistake costs no work and leaves no run.
+
+Every model is built on the meta device (no memory, no weights) for its input size and classes;
+every checkpoint file is looked at (exists, is a checkpoint); the data is opened once, the subset
+chosen, and its labels checked against each model's classes.  What is learnt (the data) is handed
+to the run, which reuses it for every model.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import UserError
+from ..models import build_network, get_spec, model_meta
+from ..models.checkpoint import check_checkpoint_file
+from .config import EvalConfig, model_jobs
+from .data import EvalData, load_data
+from .labels import check_classes
+
+
+def preflight(config: EvalConfig) -> EvalData:
+    """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
+    metas = []
+    for job in model_jobs(config):
+        spec = get_spec(job.model)
+        checkpoint = config.checkpoints.get(job.model)
+        if checkpoint is not None:
+            check_checkpoint_file(checkpoint)
+        elif not spec.has_default_weights and config.weights != "random":
+            raise UserError(f"{spec.name} has no public weights; pass --checkpoint {spec.name}=PATH "
+                            f"(or --weights random for a smoke test)")
+        with torch.device("meta"):
+            net = build_network(job.model, **job.options)
+        metas.append(model_meta(net, spec, job.options))
+    data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+    for meta in metas:
+        if data.input_size is not None and tuple(meta.input_size) != data.input_size:
+            raise UserError(f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "
+                            f"gives {data.input_size}")
+        check_classes(data.label_space, config.data, meta.name, meta.num_classes)
+    return data

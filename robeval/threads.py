@@ -1,0 +1,121 @@
+"""How many CPU threads a run uses: every core while the machine is free, fewer while other
+processes want cores too.
+
+PyTorch's CPU kernels run on an OpenMP pool with one thread per core whose idle threads spin while
+waiting for the next parallel region.  On a machine that another job shares, a spinning thread
+waits for a core the other process holds: two robeval runs started together on 2 cores took 4.4x
+(issue 12) to 22x (benchmarks/threads.py, torch's defaults) the time of one run alone.  One thread
+per process never collides but leaves a free machine's second core idle; a passive wait policy
+pays a wake-up on every small kernel.  So by default a run starts with every core and a
+:class:`ThreadGovernor` looks between units of work at how many threads of *other* processes are
+runnable (``/proc/loadavg`` minus this process's own runnable threads) and uses only the cores left
+over: at once when another process shows up, and back to every core once it has been gone for two
+looks.  ``--threads N`` fixes the count instead.  ``benchmarks/threads.py`` measures the policies
+side by side (benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+LOOK_EVERY_SECONDS = 0.25  # how often the governor reads the load between units of work
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def configure_process(threads: int | None) -> dict[str, str]:
+    """With an explicit ``--threads N``, put it into the environment before torch (and its OpenMP and
+    MKL runtimes) load; returns what was set.  A user's own ``OMP_NUM_THREADS`` wins over nothing."""
+    if threads is None:
+        return {}
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    return {"OMP_NUM_THREADS": str(threads)}
+
+
+def runnable_elsewhere() -> int | None:
+    """Runnable threads of other processes right now (None where /proc does not tell)."""
+    try:
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+        own = 0
+        for task in os.listdir("/proc/self/task"):
+            stat = Path(f"/proc/self/task/{task}/stat").read_text()
+            own += stat.rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - own)
+
+
+class ThreadGovernor:
+    """Keeps this process's thread count at the cores other processes leave free (see the module)."""
+
+    def __init__(self, most: int | None = None) -> None:
+        import torch
+
+        self.most = most or cores()
+        self.torch = torch
+        self.current = torch.get_num_threads()
+        self.last_look = 0.0
+        self.free_looks = 0
+        self.changes = 0
+
+    def look(self) -> None:
+        """Call between units of work: cheap, and it reads the load at most every LOOK_EVERY_SECONDS."""
+        now = time.monotonic()
+        if now - self.last_look < LOOK_EVERY_SECONDS:
+            return
+        self.last_look = now
+        others = runnable_elsewhere()
+        if others is None:
+            return
+        want = max(1, min(self.most, self.most - others))
+        if want < self.current:
+            self._set(want)
+            self.free_looks = 0
+        elif want > self.current:
+            self.free_looks += 1
+            if self.free_looks >= 2:  # the other process is gone, not between two of its kernels
+                self._set(want)
+                self.free_looks = 0
+
+    def _set(self, threads: int) -> None:
+        self.torch.set_num_threads(threads)
+        self.current = threads
+        self.changes += 1
+
+
+class FixedThreads:
+    """``--threads N`` or a GPU run: nothing to govern."""
+
+    changes = 0
+
+    def look(self) -> None:
+        pass
+
+
+def set_threads(threads: int) -> None:
+    """Use ``threads`` CPU threads in this process (after torch is loaded)."""
+    import torch
+
+    from .errors import UserError
+
+    if threads < 1:
+        raise UserError(f"--threads must be at least 1, got {threads}")
+    torch.set_num_threads(threads)
+
+
+def threads_from_argv(argv: list[str]) -> int | None:
+    """The value of ``--threads N`` / ``--threads=N`` in a command line, if any and well-formed."""
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--threads" and i + 1 < len(argv) else None
+        if arg.startswith("--threads="):
+            value = arg.split("=", 1)[1]
+        if value is not None:
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None

@@ -1,0 +1,126 @@
+"""The registries drive everything: each registered model and attack is tested by being registered,
+and a new one (registered here, at test time) runs through run, table and check untouched."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+import robeval
+from robeval.api import evaluate_full
+from robeval.attacks import create, list_attacks, register_attack
+from robeval.attacks.base import Attack
+from robeval.attacks.registry import ATTACK_KINDS, _ATTACKS
+from robeval.catalog import catalog
+from robeval.models import build_network, get_spec, list_models, register_model
+from robeval.models.checkpoint import load_state_dict_strict
+from robeval.models.digits import DIGITS_CFG
+from robeval.models.registry import _REGISTRY
+from robeval.report.paper import attack_title, render
+from robeval.robustbench_ext.config import model_jobs
+from robeval.robustbench_ext.data import digits_split
+from robeval.report.runs import resolve_runs
+from robeval.store import Store
+
+from .conftest import FAST_SETTINGS
+
+MODELS = [s.name for s in list_models()]
+ATTACKS = [s.name for s in list_attacks()]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_registered_model_builds_runs_and_round_trips_its_weights(name):
+    spec = get_spec(name)
+    torch.manual_seed(0)
+    model = robeval.load_model(name, pretrained=False, **spec.options)  # every option, at its default
+    assert model.meta.weights == "random" and model.meta.family == spec.family and spec.description
+    x = torch.rand(1, *model.meta.input_size)
+    with torch.no_grad():
+        out = model(x)
+    assert out.shape == (1, model.meta.num_classes) and torch.isfinite(out).all()
+    fresh = build_network(name)
+    load_state_dict_strict(fresh, model.net.state_dict(), name, "round trip")  # strict: same keys, same shapes
+    if spec.is_adaptive:
+        config = robeval.api.make_config(models=name, attacks="pgd", adaptive=True)
+        assert [j.name for j in model_jobs(config)] == [name, name + "+adaptive"]
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(name):
+    spec = next(s for s in list_attacks() if s.name == name)
+    assert spec.title and spec.kind in ATTACK_KINDS and spec.description and spec.implementation
+    assert attack_title(name) == spec.title
+    model = robeval.load_model("digits-deit")
+    x, y = (torch.from_numpy(a[:16]) for a in digits_split("test"))
+    eps = 8 / 255
+    x_adv = create(name, model, eps=eps, **FAST_SETTINGS.get(name, {}))(x, y)
+    assert (x_adv - x).abs().max() <= eps + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
+    assert name in {a["name"] for a in catalog()["attacks"]}
+
+
+def test_registered_models_are_listed():
+    listed = {m["name"]: m for m in catalog()["models"]}
+    assert set(MODELS) <= set(listed)
+    assert listed["deit-small-elliptical"]["adaptive"] == {"grad_through_m": True}
+
+
+def test_records_do_not_depend_on_the_batch_size():
+    """Per-example seeds: the random starts of PGD, SPSA and APGD come from the example, not the batch."""
+    attacks = "fgsm,pgd,spsa,apgd-ce,apgd-t"
+    settings = {"spsa": {"iterations": 3, "samples": 16}, "apgd-ce": {"n_iter": 8}, "apgd-t": {"n_iter": 8, "n_target_classes": 2}}
+    runs = [evaluate_full(models="digits-deit", eps="8/255", n_examples=40, attacks=attacks, settings=settings,
+                          batch_size=b).records for b in (7, 32)]
+    columns = ["model", "attack", "eps", "example", "adv_top1", "adv_top5", "adv_pred"]
+    a, b = (r[columns].sort_values(["attack", "example"]).reset_index(drop=True) for r in runs)
+    pd.testing.assert_frame_equal(a, b)
+    assert (runs[0]["linf"] - runs[1].set_index(runs[0].index)["linf"]).abs().max() < 1e-5
+
+
+class _ShiftDown(Attack):
+    """A toy attack: every pixel eps darker."""
+
+    name = "toy-shift"
+
+    def perturb(self, x, y):
+        return self.project(x - self.eps * self.strength, x)
+
+
+@pytest.fixture()
+def toy_registrations():
+    register_attack("toy-shift", title="Toy shift", norms=("Linf",), kind="white-box", implementation="tests",
+                    defaults={"strength": 1.0}, description="every pixel eps darker")(_ShiftDown)
+
+    @register_model("toy-digits", family="toy", weights="random", has_default_weights=False,
+                    description="a linear classifier on 8x8 digits")
+    def build(pretrained: bool = False, scale: float = 1.0):
+        net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+        net.pretrained_cfg = dict(DIGITS_CFG)
+        return net
+
+    yield
+    _ATTACKS.pop("toy-shift")
+    _REGISTRY.pop("toy-digits")
+
+
+def test_a_new_attack_and_model_need_only_their_registration(tmp_path, toy_registrations, capsys):
+    from robeval.cli import main
+
+    store = tmp_path / "s.sqlite"
+    res = evaluate_full(models=["toy-digits", "digits-deit"], attacks="toy-shift,pgd", eps="8/255", n_examples=20,
+                        weights="random", settings={"toy-shift": {"strength": 0.5}}, store=str(store), out=tmp_path / "o")
+    s = res.summary
+    assert set(s["attack"]) == {"clean", "toy-shift", "pgd", "any"} and set(s["model"]) == {"toy-digits", "digits-deit"}
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["attack_settings"]["toy-shift"] == {"strength": 0.5}
+    table = render(resolve_runs(Store(store), [])[0].summary, "md")
+    assert "Toy shift Top-1" in table and "| toy-digits |" in table
+    for command in (["table", "--store", str(store)], ["check", "--store", str(store)]):
+        try:
+            main(command)
+        except SystemExit as done:
+            assert done.code in (0, None)
+    out = capsys.readouterr().out
+    assert "Toy shift Top-1" in out and "Soundness checks" in out
+    assert get_spec("toy-digits").options == {"scale": 1.0}  # read from the builder's signature
