@@ -11,11 +11,15 @@ from PIL import Image
 
 
 def make_folder(root: Path, images: int, classes: int = 10) -> None:
-    """``images`` JPEGs of 224-240 px (shifted crops of one random picture) in ``classes`` folders."""
+    """``images`` JPEGs of 224-240 px (shifted crops of one random picture) in ``classes`` folders
+    named by the first ImageNet wnids, so that 1000-class models take their labels."""
+    from timm.data import ImageNetInfo
+
+    wnids = ImageNetInfo("imagenet-1k").label_names()[:classes]
     rng = np.random.default_rng(0)
     base = rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)
     for i in range(images):
-        folder = root / f"class_{i % classes:02d}"
+        folder = root / wnids[i % classes]
         folder.mkdir(parents=True, exist_ok=True)
         shift = int(rng.integers(0, 32))
         crop = np.roll(base, shift, axis=1)[:224 + shift % 16, :224 + shift % 16]
