@@ -53,14 +53,16 @@ def runnable_elsewhere() -> int | None:
 
 
 class ThreadGovernor:
-    """Keeps this process's thread count at the cores other processes leave free (see the module)."""
+    """Keeps this process's thread count at the cores other processes leave free (see the module),
+    never above what the process had when the run began (torch's default: one per core; a library
+    user's own ``torch.set_num_threads`` is the ceiling)."""
 
     def __init__(self, most: int | None = None) -> None:
         import torch
 
-        self.most = most or cores()
         self.torch = torch
         self.current = torch.get_num_threads()
+        self.most = most or self.current
         self.last_look = 0.0
         self.free_looks = 0
         self.changes = 0

@@ -104,6 +104,40 @@ def test_apgd_ce_equals_autoattack_code(model, batch):
     assert 0 < ref_ok.float().mean() < (model(x).argmax(1) == y).float().mean()
 
 
+def test_apgd_ce_with_per_example_starts_equals_autoattack_from_the_same_start(model, batch):
+    """The engine's path: starts drawn per example, handed to AutoAttack's own code as its x_init."""
+    x, y = batch
+    attack = create("apgd-ce", model, eps=4 / 255, seed=3, n_iter=25)
+    examples = list(range(100, 100 + len(y)))
+    ours = attack(x, y, examples=examples)
+    attack.examples = examples  # the start the call above drew, drawn again for the reference
+    start = attack.apgd_start(x, torch.arange(len(y)), "restart", 0)
+    attack.examples = None
+    reference = APGDAttack(model, n_iter=25, eps=4 / 255, seed=3, norm="Linf", device=x.device)
+    reference.init_hyperparam(x)
+    _, acc, _, _ = reference.attack_single_run(x.clone(), y.clone(), start)
+    with torch.no_grad():
+        clean_ok = model(x).argmax(1) == y
+        ours_ok = model(ours).argmax(1) == y
+    assert torch.equal(ours_ok[clean_ok], acc.bool()[clean_ok])
+    assert (start - x).abs().amax() <= 4 / 255 + 1e-7
+
+
+@pytest.mark.parametrize("name", ["fgsm", "pgd"])
+def test_fgsm_and_pgd_equal_torchattacks(model, batch, name):
+    import torchattacks
+
+    x, y = batch
+    eps = 8 / 255
+    if name == "fgsm":
+        ours = create("fgsm", model, eps=eps)(x, y)
+        reference = torchattacks.FGSM(model, eps=eps)(x, y)
+    else:
+        ours = create("pgd", model, eps=eps, steps=10, rel_stepsize=0.25, random_start=False)(x, y)
+        reference = torchattacks.PGD(model, eps=eps, alpha=eps / 4, steps=10, random_start=False)(x, y)
+    assert (ours - reference).abs().max() < 1e-6
+
+
 def test_apgd_t_and_fab_t_use_nine_targets(model, batch, monkeypatch):
     x, y = batch
     targets, ranks = [], []
