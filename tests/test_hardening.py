@@ -121,9 +121,9 @@ def test_empty_class_folders_are_a_user_error(tmp_path):
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, signum, code):
     store = tmp_path / "s.sqlite"
+    # SPSA at its defaults keeps each batch busy for about a second: the signal lands mid-run
     args = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
-            "--set", "spsa.iterations=10", "--set", "spsa.samples=64", "--quiet", "--store", str(store),
-            "--out", str(tmp_path / "o")]
+            "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
     proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while units_done(store) < 5 and proc.poll() is None and time.time() < deadline:
@@ -133,7 +133,7 @@ def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, si
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     kept = units_done(store)
-    assert kept >= 5 and Store(store).runs()["status"].iloc[0] == "interrupted"
+    assert 5 <= kept < 24 and Store(store).runs()["status"].iloc[0] == "interrupted"
     command = re.search(r"resume with: (robeval .*)", err).group(1)
     resumed = run_cli(*shlex.split(command)[1:])
     assert resumed.returncode == 0, resumed.stderr
