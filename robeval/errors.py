@@ -8,7 +8,10 @@ and may raise with a traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class UserError(Exception):
@@ -19,3 +22,11 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> str:
     """A ``did you mean`` hint listing the closest valid names (empty when none are close)."""
     matches = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)
     return f" (did you mean {', '.join(matches)}?)" if matches else ""
+
+
+def lookup(registry: Mapping[str, T], name: str, what: str, listed_by: str | None = None) -> T:
+    """``registry[name]``, or the one-line error every registry gives for an unknown name."""
+    if name in registry:
+        return registry[name]
+    where = f"`{listed_by}` lists them" if listed_by else f"valid: {', '.join(registry)}"
+    raise UserError(f"unknown {what} {name!r}{closest(name, registry)}; {where}")

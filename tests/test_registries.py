@@ -61,6 +61,19 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     assert name in {a["name"] for a in catalog()["attacks"]}
 
 
+EMBEDDED = [s.name for s in list_models() if s.weights.startswith("embedded:")]
+
+
+@pytest.mark.parametrize("name", EMBEDDED)
+def test_every_embedded_demo_is_shipped_small_and_accurate(name):
+    model = robeval.load_model(name)
+    assert model.meta.checkpoint.endswith(f"{name}.safetensors") and len(model.meta.checkpoint_sha256) == 64
+    x, y = (torch.from_numpy(a) for a in digits_split("test"))
+    with torch.inference_mode():
+        acc = (model(x).argmax(1) == y).float().mean().item()
+    assert acc >= 0.95, f"{name}: {acc:.4f}"
+
+
 def test_registered_models_are_listed():
     listed = {m["name"]: m for m in catalog()["models"]}
     assert set(MODELS) <= set(listed)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from torch import nn
 
-from ..errors import UserError, closest
+from ..errors import UserError, closest, lookup
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,7 @@ def list_attacks() -> list[AttackSpec]:
 
 
 def get_attack_spec(name: str) -> AttackSpec:
-    if name not in _ATTACKS:
-        raise UserError(f"unknown attack {name!r}{closest(name, _ATTACKS)}; valid: {', '.join(_ATTACKS)}")
-    return _ATTACKS[name]
+    return lookup(_ATTACKS, name, "attack")
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:

@@ -4,7 +4,7 @@ One module per group of commands; importing them registers the commands on ``app
 ``robeval --help`` lists them.
 """
 
-from . import run, info, results  # noqa: F401  (registers the commands)
+from . import run, info, results, reproduce  # noqa: F401  (registers the commands)
 from .app import app, main
 from .run import drop_option, resume_command
 

@@ -17,7 +17,7 @@ from .app import app, console
 from .diagnostics import print_diagnostics
 
 
-def _split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
+def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     """``PATH`` (for a single model) or ``MODEL=PATH``, repeatable."""
     out: dict[str, str] = {}
     for item in items:
@@ -136,7 +136,7 @@ def run(
         result = evaluate_full(
             reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
             eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
-            checkpoints=_split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
+            checkpoints=split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
             strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
             channels_last=channels_last, ctx=ctx, subset=subset,

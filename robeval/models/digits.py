@@ -35,7 +35,7 @@ def digits_vit(elliptical: bool = False, drop_path_rate: float = 0.0, **options)
     return net
 
 
-def _load_embedded(net: nn.Module, name: str) -> nn.Module:
+def load_embedded(net: nn.Module, name: str) -> nn.Module:
     path = zoo_path(name)
     if not path.exists():
         raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_zoo.py")
@@ -49,7 +49,7 @@ def _load_embedded(net: nn.Module, name: str) -> nn.Module:
                 description="DeiT for 8x8 digits (patch 2, dim 48, depth 3, 3 heads)")
 def build_digits_deit(pretrained: bool = False) -> nn.Module:
     net = digits_vit()
-    return _load_embedded(net, "digits-deit") if pretrained else net
+    return load_embedded(net, "digits-deit") if pretrained else net
 
 
 @register_model("digits-deit-elliptical", family="deit-elliptical",
@@ -58,4 +58,4 @@ def build_digits_deit(pretrained: bool = False) -> nn.Module:
                 description="DeiT-Elliptical for 8x8 digits (patch 2, dim 48, depth 3, 3 heads)")
 def build_digits_elliptical(pretrained: bool = False, **options) -> nn.Module:
     net = digits_vit(elliptical=True, **options)
-    return _load_embedded(net, "digits-deit-elliptical") if pretrained else net
+    return load_embedded(net, "digits-deit-elliptical") if pretrained else net

@@ -14,7 +14,7 @@ from torch import nn
 
 from ..errors import UserError
 from ..zoo import zoo_path
-from .digits import DIGITS_ARCH, DIGITS_CFG, _load_embedded
+from .digits import DIGITS_ARCH, DIGITS_CFG, load_embedded
 from .registry import register_model
 from .robust_attention import MOM_OPTIONS, RKDE_OPTIONS, MoMAttention, RKDEAttention, set_robust_options
 from .variants import VARIANTS, make_super
@@ -46,7 +46,7 @@ def _register(kind: str) -> None:
             return net
         if not zoo_path(name).exists():
             raise UserError(f"embedded checkpoint {name}.safetensors is missing; run scripts/train_demo_variants.py")
-        return _load_embedded(net, name)
+        return load_embedded(net, name)
 
 
 for _kind in DIGITS_VARIANTS:

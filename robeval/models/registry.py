@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from torch import nn
 
-from ..errors import UserError, closest
+from ..errors import UserError, lookup
 
 Builder = Callable[..., nn.Module]
 
@@ -92,13 +92,10 @@ def list_models() -> list[ModelSpec]:
 
 def get_spec(name: str) -> ModelSpec:
     """The spec for ``name``; a :class:`UserError` with close suggestions when unknown."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
     prefix, sep, rest = name.partition(":")
     if sep and prefix in _PREFIX_RESOLVERS:
         return _PREFIX_RESOLVERS[prefix](rest)
-    hint = closest(name, _REGISTRY)
-    raise UserError(f"unknown model {name!r}{hint}; `robeval models` lists them")
+    return lookup(_REGISTRY, name, "model", "robeval models")
 
 
 def expand_model_patterns(patterns: list[str]) -> list[str]:

@@ -48,8 +48,10 @@ def imagenet_wnids() -> list[str] | None:
 def read_class_map(path: str | Path) -> dict[str, int]:
     """``FOLDER INDEX`` lines, ``FOLDER,INDEX`` lines, or a JSON object; one-line errors otherwise."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UserError(f"class map file not found: {p}")
+    if not p.is_file():
+        raise UserError(f"class map {p} is not a file")
     text = p.read_text(errors="replace")
     try:
         if text.lstrip().startswith("{"):
@@ -94,8 +96,10 @@ def check_classes(space: LabelSpace, data: str, model: str, model_classes: int) 
     """A one-line error, before any work, when the data's labels do not index the model's classes."""
     if space.fits(model_classes):
         return
-    what = f"{space.num_classes} classes" if space.num_classes is not None else \
-        f"class indices up to {max(space.mapping.values())}"
+    if space.num_classes is None:
+        raise UserError(f"{space.description} names class {max(space.mapping.values())} but model {model} has "
+                        f"{model_classes} classes (0..{model_classes - 1})")
+    what = f"{space.num_classes} classes"
     raise UserError(f"data {data} has labels of {what} ({space.description}) but model {model} has "
                     f"{model_classes} classes; pass --class-map FILE (lines FOLDER INDEX) to say which model "
                     f"class each folder is")

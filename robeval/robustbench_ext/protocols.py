@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UserError, closest
+from ..errors import lookup
 
 PIXEL_BOX = (0.0, 1.0)
 
@@ -75,6 +75,4 @@ register_protocol(Protocol(
 
 
 def get_protocol(name: str) -> Protocol:
-    if name not in PROTOCOLS:
-        raise UserError(f"unknown protocol {name!r}{closest(name, PROTOCOLS)}; valid: {', '.join(PROTOCOLS)}")
-    return PROTOCOLS[name]
+    return lookup(PROTOCOLS, name, "protocol")

@@ -1,0 +1,46 @@
+"""Distilled DeiT (Touvron et al. 2021, the "Distill" row of the Elliptical paper's robustness table).
+
+A DeiT with a second, distillation token and head; at evaluation the two heads' logits are averaged
+(timm's ``VisionTransformerDistilled`` in eval mode), so attacks see one set of logits.  The digits
+version was trained with hard distillation from ``digits-deit`` (scripts/train_demo_distilled.py).
+"""
+
+from __future__ import annotations
+
+import timm
+from timm.models.deit import VisionTransformerDistilled
+from torch import nn
+
+from .digits import DIGITS_ARCH, DIGITS_CFG, load_embedded
+from .hub import timm_pretrained
+from .registry import register_model
+
+DISTILLED_SIZES = ("tiny", "small", "base")
+
+
+def _register(size: str) -> None:
+    arch = f"deit_{size}_distilled_patch16_224"
+
+    @register_model(f"deit-{size}-distilled", family="deit-distilled", weights=f"timm hub: {arch} (ImageNet-1k)",
+                    description=f"timm {arch}: class and distillation heads averaged")
+    def build(pretrained: bool = False) -> nn.Module:
+        return timm_pretrained(arch) if pretrained else timm.create_model(arch, pretrained=False)
+
+
+for _size in DISTILLED_SIZES:
+    _register(_size)
+
+
+def digits_distilled_vit(drop_path_rate: float = 0.0) -> nn.Module:
+    """An untrained distilled digits ViT (the digits DeiT plus a distillation token and head)."""
+    net = VisionTransformerDistilled(**DIGITS_ARCH, drop_path_rate=drop_path_rate)
+    net.pretrained_cfg = dict(DIGITS_CFG)
+    return net
+
+
+@register_model("digits-deit-distilled", family="deit-distilled",
+                weights="embedded: robeval/zoo/digits-deit-distilled.safetensors",
+                description="distilled DeiT for 8x8 digits (teacher: digits-deit; heads averaged)")
+def build_digits_distilled(pretrained: bool = False) -> nn.Module:
+    net = digits_distilled_vit()
+    return load_embedded(net, "digits-deit-distilled") if pretrained else net

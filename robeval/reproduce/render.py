@@ -1,0 +1,85 @@
+"""A paper table in its own layout, as Markdown, CSV and LaTeX, from a run's summary or a profile."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..report.paper import attack_title, latex_escape
+from .tables import PaperTable
+
+
+def caption(table: PaperTable, digits: bool, eps: str, protocol: str, data: str, n: int | None) -> str:
+    parts = [table.title, f"source: {table.source}"]
+    if table.kind == "attacks":
+        parts.append(f"{table.norm} eps = {eps}; data: {data}" + (f", n = {n}" if n else "") + f"; protocol: {protocol}")
+        if protocol == "nielsen2024":
+            parts.append("the paper's protocol: eps in normalized units, not a pixel-space threat model "
+                         "(--protocol standard gives the valid threat model)")
+    if digits:
+        parts.append("embedded digits demo: each row is the digits version of the paper's model"
+                     + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else ""))
+    return "; ".join(parts)
+
+
+def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows = Clean and the attacks, columns = (model label, Top-1 / Top-5); the paper's attack layout."""
+    s = summary.set_index(["model", "attack"])
+    columns = pd.MultiIndex.from_tuples([(labels[m], k) for m in labels for k in ("Top-1", "Top-5")])
+    rows = ["clean", *table.attacks]
+    grid = pd.DataFrame(index=[attack_title(a) for a in rows], columns=columns, dtype=object)
+    for attack in rows:
+        for model, label in labels.items():
+            if (model, attack) in s.index:
+                grid.loc[attack_title(attack), (label, "Top-1")] = f"{s.loc[(model, attack), 'top1']:.2f}"
+                grid.loc[attack_title(attack), (label, "Top-5")] = f"{s.loc[(model, attack), 'top5']:.2f}"
+    return grid.fillna("")
+
+
+def efficiency_grid(profile: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows = models, columns = the efficiency measures, with the change against the first row."""
+    def with_change(col: str, value_digits: int, r) -> str:
+        value, change = r[col], r[f"{col}_change_%"]
+        if value is None or pd.isna(value):
+            return "n/a"
+        text = f"{value:,.{value_digits}f}"
+        return text if change is None or pd.isna(change) or r.name == profile.index[0] else f"{text} ({change:+.1f}%)"
+
+    out = pd.DataFrame(index=[labels[m] for m in profile["model"]])
+    for col, title, digits in (("forward_img_s", "Speed (img/s)", 1), ("forward_backward_img_s", "Fwd+bwd (img/s)", 1),
+                               ("pass_memory_MB", "Memory of a pass (MB)", 1), ("gflops_per_image", "GFLOPs/sample", 3),
+                               ("params_M", "Params (M)", 2)):
+        out[title] = [with_change(col, digits, r) for _, r in profile.iterrows()]
+    return out
+
+
+def to_markdown(grid: pd.DataFrame, text: str) -> str:
+    if isinstance(grid.columns, pd.MultiIndex):
+        head = "| | " + " | ".join(f"{a} {b}" for a, b in grid.columns) + " |"
+    else:
+        head = "| | " + " | ".join(grid.columns) + " |"
+    rule = "|---|" + "---:|" * len(grid.columns)
+    rows = [f"| {index} | " + " | ".join(str(v) for v in row) + " |" for index, row in grid.iterrows()]
+    return "\n".join([f"Table: {text}", "", head, rule, *rows]) + "\n"
+
+
+def to_csv(grid: pd.DataFrame) -> str:
+    flat = grid.copy()
+    if isinstance(flat.columns, pd.MultiIndex):
+        flat.columns = [f"{a} {b}" for a, b in flat.columns]
+    return flat.to_csv(index_label="")
+
+
+def to_latex(grid: pd.DataFrame, text: str) -> str:
+    if isinstance(grid.columns, pd.MultiIndex):
+        groups = list(dict.fromkeys(a for a, _ in grid.columns))
+        head = [" & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(g)}}}" for g in groups) + r" \\",
+                " & " + " & ".join("Top-1 & Top-5" for _ in groups) + r" \\"]
+        cols = "l" + "|cc" * len(groups)
+    else:
+        head = [" & " + " & ".join(latex_escape(c) for c in grid.columns) + r" \\"]
+        cols = "l" + "r" * len(grid.columns)
+    rows = [latex_escape(str(index)) + " & " + " & ".join(latex_escape(str(v)) for v in row) + r" \\"
+            for index, row in grid.iterrows()]
+    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(text)}}}",
+                      rf"\begin{{tabular}}{{{cols}}}", r"\hline", *head, r"\hline", *rows, r"\hline",
+                      r"\end{tabular}", r"\end{table}"]) + "\n"
