@@ -47,6 +47,15 @@ def test_standard_protocol_on_request_and_unknown_tables(tmp_path):
         get_table("elliptical-table")
 
 
+def test_checkpoints_by_row_label(tmp_path):
+    from robeval.zoo import zoo_path
+
+    path = str(zoo_path("digits-deit-elliptical"))
+    rep = reproduce("elliptical-tiny-attacks", data="digits", checkpoints={"DeiT-Elliptical": path}, n_examples=4,
+                    store=str(tmp_path / "s.sqlite"), out=tmp_path / "o")
+    assert rep.result.run["models"]["digits-deit-elliptical"]["checkpoint"] == path
+
+
 def test_reproduce_cli_lists_and_runs(tmp_path):
     listing = run_cli("reproduce", "--list")
     assert listing.returncode == 0 and all(name in listing.stdout for name in TABLES)
