@@ -9,7 +9,7 @@ from robeval.errors import UserError
 from robeval.reproduce import get_table, list_tables, reproduce
 from robeval.store import Store
 
-from .conftest import run_cli
+from .conftest import FAST_SETTINGS, run_cli
 
 TABLES = [t.name for t in list_tables()]
 
@@ -17,7 +17,7 @@ TABLES = [t.name for t in list_tables()]
 @pytest.mark.parametrize("name", TABLES)
 def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path):
     table = get_table(name)
-    options = dict(repeats=2) if table.kind == "efficiency" else dict(n_examples=4, store=str(tmp_path / "s.sqlite"))
+    options = dict(repeats=2) if table.kind == "efficiency" else dict(n_examples=4, store=str(tmp_path / "s.sqlite"), settings=FAST_SETTINGS)
     rep = reproduce(name, data="digits", out=tmp_path / "o", **options)
     assert set(rep.files) == {"md", "csv", "tex"} and all(p.exists() for p in rep.files.values())
     labels = [r.label for r in table.rows]
@@ -39,21 +39,16 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path):
     assert r"\begin{tabular}" in rep.files["tex"].read_text()
 
 
-def test_standard_protocol_on_request_and_unknown_tables(tmp_path):
-    rep = reproduce("elliptical-tiny-attacks", data="digits", protocol="standard", n_examples=4,
-                    store=str(tmp_path / "s.sqlite"), out=tmp_path / "o")
-    assert "protocol: standard" in rep.text and "not a pixel-space threat model" not in rep.text
-    with pytest.raises(UserError, match="unknown paper table 'elliptical-table'.*did you mean"):
-        get_table("elliptical-table")
-
-
-def test_checkpoints_by_row_label(tmp_path):
+def test_standard_protocol_checkpoints_by_row_label_and_unknown_tables(tmp_path):
     from robeval.zoo import zoo_path
 
     path = str(zoo_path("digits-deit-elliptical"))
-    rep = reproduce("elliptical-tiny-attacks", data="digits", checkpoints={"DeiT-Elliptical": path}, n_examples=4,
-                    store=str(tmp_path / "s.sqlite"), out=tmp_path / "o")
+    rep = reproduce("elliptical-tiny-attacks", data="digits", protocol="standard", checkpoints={"DeiT-Elliptical": path},
+                    n_examples=4, settings=FAST_SETTINGS, store=str(tmp_path / "s.sqlite"), out=tmp_path / "o")
+    assert "protocol: standard" in rep.text and "not a pixel-space threat model" not in rep.text
     assert rep.result.run["models"]["digits-deit-elliptical"]["checkpoint"] == path
+    with pytest.raises(UserError, match="unknown paper table 'elliptical-table'.*did you mean"):
+        get_table("elliptical-table")
 
 
 def test_reproduce_cli_lists_and_runs(tmp_path):
