@@ -124,7 +124,10 @@ def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, si
     # SPSA at its defaults keeps each batch busy for about a second: the signal lands mid-run
     args = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
             "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
-    proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell that starts jobs in the background (as CI may) leaves SIGINT ignored in its children:
+    # restore the default so the child gets Ctrl-C as a terminal would deliver it
+    proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
     while units_done(store) < 5 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
