@@ -9,6 +9,8 @@ DEFAULT_EPS = "8/255"
 DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
 DEFAULT_STORE = Path("results") / "robeval.sqlite"
 
+RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
+
 # One row per example per (model, eps, attack): what every table is computed from.
 RECORD_COLUMNS = [
     "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",

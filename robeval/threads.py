@@ -65,7 +65,6 @@ class ThreadGovernor:
         self.most = most or self.current
         self.last_look = 0.0
         self.free_looks = 0
-        self.changes = 0
 
     def look(self) -> None:
         """Call between units of work: cheap, and it reads the load at most every LOOK_EVERY_SECONDS."""
@@ -89,13 +88,10 @@ class ThreadGovernor:
     def _set(self, threads: int) -> None:
         self.torch.set_num_threads(threads)
         self.current = threads
-        self.changes += 1
 
 
 class FixedThreads:
     """``--threads N`` or a GPU run: nothing to govern."""
-
-    changes = 0
 
     def look(self) -> None:
         pass

@@ -29,7 +29,7 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path):
         assert [c for c in rep.grid.columns] == [(label, k) for label in labels for k in ("Top-1", "Top-5")]
         values = rep.grid.map(float)
         assert ((values >= 0) & (values <= 100)).all().all()
-        assert f"protocol: {table.protocol}" in md and "(--protocol standard gives the valid threat model)" in md
+        assert f"protocol: {table.protocol}" in md and "--protocol standard gives the valid threat model" in md
         runs = Store(tmp_path / "s.sqlite").runs()
         assert list(runs["status"]) == ["finished"]  # stored like any run
         csv = pd.read_csv(rep.files["csv"], index_col=0)

@@ -46,6 +46,7 @@ class Attack:
     """Base class: subclasses set ``name`` and implement :meth:`perturb`."""
 
     name: str = "attack"
+    examples: list[int] | None = None  # the data-set index of each row, during a call that names them
 
     def __init__(self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0,
                  clip: Box = (0.0, 1.0), **settings: Any) -> None:
@@ -70,8 +71,6 @@ class Attack:
         finally:
             self.examples = None
         return x_adv.detach()
-
-    examples: list[int] | None = None
 
     def example_generators(self, device: torch.device, *salt: Any, rows: Sequence[int] | None = None) -> list | None:
         """One generator per example (of ``rows``, positions in the batch), seeded by (run seed, attack,

@@ -101,7 +101,7 @@ def run(
     strict_data: bool = typer.Option(False, "--strict-data", help="Unreadable image files are an error (default: skipped and listed)."),
     class_map: Optional[Path] = typer.Option(None, help="FILE of 'FOLDER INDEX' lines (or JSON): the model class of each image folder, when the folders are no ImageNet wnids or a subset of the model's classes."),
     weights: str = typer.Option("default", help="default (checkpoint, timm hub or embedded zoo) or random (untrained: smoke tests; marked in every table)."),
-    threads: Optional[int] = typer.Option(None, help="CPU threads (default: every core, idle threads sleep soon; see README)."),
+    threads: Optional[int] = typer.Option(None, help="CPU threads (default: every core, fewer while other processes want cores; see README)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
     nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),

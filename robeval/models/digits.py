@@ -38,7 +38,7 @@ def digits_vit(elliptical: bool = False, drop_path_rate: float = 0.0, **options)
 def load_embedded(net: nn.Module, name: str) -> nn.Module:
     path = zoo_path(name)
     if not path.exists():
-        raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_zoo.py")
+        raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_models.py {name}")
     state, sha = read_checkpoint(path)
     load_state_dict_strict(net, state, name, f"embedded checkpoint {path.name}")
     net.embedded_checkpoint = (str(path), sha)

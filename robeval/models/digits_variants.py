@@ -12,8 +12,6 @@ from __future__ import annotations
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from ..errors import UserError
-from ..zoo import zoo_path
 from .digits import DIGITS_ARCH, DIGITS_CFG, load_embedded
 from .registry import register_model
 from .robust_attention import MOM_OPTIONS, RKDE_OPTIONS, MoMAttention, RKDEAttention, set_robust_options
@@ -42,11 +40,7 @@ def _register(kind: str) -> None:
                     options=_OPTIONS.get(kind), description=f"digits DeiT with {kind} attention (patch 2, dim 48, depth 3, 3 heads)")
     def build(pretrained: bool = False, **options) -> nn.Module:
         net = digits_variant_vit(kind, **options)
-        if not pretrained:
-            return net
-        if not zoo_path(name).exists():
-            raise UserError(f"embedded checkpoint {name}.safetensors is missing; run scripts/train_demo_variants.py")
-        return load_embedded(net, name)
+        return load_embedded(net, name) if pretrained else net
 
 
 for _kind in DIGITS_VARIANTS:

@@ -6,7 +6,8 @@ import pandas as pd
 
 from ..eps import eps_label
 
-RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
+from ..defaults import RANDOM_WEIGHTS
+from ..robustbench_ext.protocols import get_protocol
 
 
 def attack_columns(summary: pd.DataFrame) -> list[str]:
@@ -28,7 +29,7 @@ def caption_parts(summary: pd.DataFrame, eps: str) -> list[str]:
     norm = sel["norm"].iloc[0] if len(sel) else "Linf"
     parts = [f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})",
              f"data: {data}, n = {n}", f"protocol: {protocol}"]
-    if protocol == "nielsen2024":
+    if not get_protocol(protocol).valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))

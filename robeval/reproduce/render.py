@@ -5,16 +5,19 @@ from __future__ import annotations
 import pandas as pd
 
 from ..report.paper import attack_title, latex_escape
+from ..report.tables import caption_parts
+from ..robustbench_ext.protocols import get_protocol
 from .tables import PaperTable
 
 
-def caption(table: PaperTable, digits: bool, eps: str, protocol: str, data: str, n: int | None) -> str:
+def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "") -> str:
+    """The table's title and source, then (attack tables) the run's own caption phrases — threat
+    model, data, protocol, random weights — as every robeval table states them."""
     parts = [table.title, f"source: {table.source}"]
-    if table.kind == "attacks":
-        parts.append(f"{table.norm} eps = {eps}; data: {data}" + (f", n = {n}" if n else "") + f"; protocol: {protocol}")
-        if protocol == "nielsen2024":
-            parts.append("the paper's protocol: eps in normalized units, not a pixel-space threat model "
-                         "(--protocol standard gives the valid threat model)")
+    if summary is not None:
+        parts += caption_parts(summary, eps)
+        if not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
+            parts.append("--protocol standard gives the valid threat model")
     if digits:
         parts.append("embedded digits demo: each row is the digits version of the paper's model"
                      + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else ""))

@@ -48,17 +48,14 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
             raise UserError(f"{name} is an efficiency table (robeval profile): it takes --batch-size, --device and "
                             f"--repeats, not {', '.join(sorted(unknown | ({'--checkpoint'} if checkpoints else set())))}")
         grid = render.efficiency_grid(profile(models, **run_options), labels)
-        text = render.caption(table, digits, "", "", data, None)
+        text = render.caption(table, digits)
         return _write(table, text, grid, out, None)
     from ..api import evaluate_full
 
     chosen_eps = eps or (table.digits_eps if digits else table.eps)
     result = evaluate_full(models=models, data=data, eps=chosen_eps, attacks=",".join(table.attacks), norm=table.norm,
                            protocol=protocol or table.protocol, checkpoints=checkpoints, out=out, **run_options)
-    n = int(result.summary["n"].max()) if len(result.summary) else None
-    text = render.caption(table, digits, chosen_eps, protocol or table.protocol, result.run["data"].get("data", data), n)
-    if run_options.get("weights") == "random":
-        text += "; RANDOM WEIGHTS (untrained, a smoke test)"
+    text = render.caption(table, digits, result.summary, chosen_eps)
     return _write(table, text, render.attack_grid(table, result.summary, labels), out, result)
 
 

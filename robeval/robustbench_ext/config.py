@@ -27,10 +27,8 @@ FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # --amp choices
 
 
-def _runtime(default: Any = None, factory: Any = None) -> Any:
+def _runtime(default: Any) -> Any:
     """A field that changes how a run runs, not its records: not part of the run's identity."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"identity": False})
     return field(default=default, metadata={"identity": False})
 
 

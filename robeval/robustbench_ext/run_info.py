@@ -21,7 +21,7 @@ from .config import EvalConfig, model_order
 from .metrics import RECORD_COLUMNS, summarize
 from .protocols import get_protocol
 
-from ..report.tables import RANDOM_WEIGHTS
+from ..defaults import RANDOM_WEIGHTS
 
 
 def versions() -> dict[str, str]:
