@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from robeval.models.digits_variants import DIGITS_VARIANTS, digits_variant_vit
+from robeval.models.deit_attention import digits_variant_vit
+from robeval.models.attention_kinds import ATTENTION_KINDS as DIGITS_VARIANTS
 
 _spec = importlib.util.spec_from_file_location("train_demo_zoo", Path(__file__).with_name("train_demo_zoo.py"))
 zoo = importlib.util.module_from_spec(_spec)
@@ -35,7 +36,7 @@ def train(kind: str, epochs: int, seed: int, lr: float = LR) -> tuple[torch.nn.M
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=",".join(DIGITS_VARIANTS), help="comma-separated kinds to train")
+    parser.add_argument("--only", default="optimised,efficient,super,rkde,mom", help="comma-separated kinds to train")
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=LR)

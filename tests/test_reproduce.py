@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from robeval.errors import UserError
+from robeval.report.paper import attack_title
 from robeval.reproduce import get_table, list_tables, reproduce
 from robeval.store import Store
 
@@ -23,19 +24,29 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path):
     labels = [r.label for r in table.rows]
     md = rep.files["md"].read_text()
     assert table.title in md and table.source in md and "digits" in md
+    titles = ["Clean", *(attack_title(a) for a in table.attacks)]
+    if table.layout == "attacks-as-rows":  # rows = Clean and the attacks; columns = each row label's Top-1 / Top-5
+        assert list(rep.grid.index) == titles
+        assert list(rep.grid.columns) == [(label, k) for label in labels for k in ("Top-1", "Top-5")]
+    elif table.layout == "models-as-rows":  # rows = the models; columns = Clean and each attack's Top-1 / Top-5
+        assert list(rep.grid.index) == labels
+        assert list(rep.grid.columns) == [(t, k) for t in titles for k in ("Top-1", "Top-5")]
+    else:
+        assert list(rep.grid.index) == labels and "Params (M)" in rep.grid.columns
     if table.kind == "attacks":
-        # rows = Clean and the paper's attacks; columns = each row label's Top-1 / Top-5
-        assert list(rep.grid.index) == ["Clean", "FGSM", "PGD", "SPSA", "APGD-CE", "APGD-T", "FAB-T", "Square"]
-        assert [c for c in rep.grid.columns] == [(label, k) for label in labels for k in ("Top-1", "Top-5")]
         values = rep.grid.map(float)
         assert ((values >= 0) & (values <= 100)).all().all()
         assert f"protocol: {table.protocol}" in md and "--protocol standard gives the valid threat model" in md
+    if table.kind != "efficiency":
         runs = Store(tmp_path / "s.sqlite").runs()
         assert list(runs["status"]) == ["finished"]  # stored like any run
         csv = pd.read_csv(rep.files["csv"], index_col=0)
         assert list(csv.index) == list(rep.grid.index)
-    else:
-        assert list(rep.grid.index) == labels and "Params (M)" in rep.grid.columns
+    if table.kind == "accuracy":  # accuracy per parameter: 1 for the reference row, from the run's top-1 and the counts
+        top1, params = rep.grid["Top-1 (%)"].map(float), rep.grid["Params (M)"].map(float)
+        ratio = (top1 / top1.iloc[0]) / (params / params.iloc[0])
+        assert rep.grid["Accuracy/param"].map(float).tolist() == pytest.approx(ratio.tolist(), abs=2e-3)
+        assert rep.grid["Accuracy/param"].iloc[0] == "1.000" and "Top-1 / top-5 clean accuracy" in md
     assert r"\begin{tabular}" in rep.files["tex"].read_text()
 
 

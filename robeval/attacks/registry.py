@@ -58,12 +58,15 @@ def get_attack_spec(name: str) -> AttackSpec:
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
-    """``"all"``/None -> every attack in registry order; else a comma list validated by name."""
+    """``"all"``/None -> every attack in registry order; ``"none"`` -> no attack (clean accuracy
+    only); else a comma list validated by name."""
     if text is None:
         return list(_ATTACKS)
     items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
     if not items or items == ["all"]:
         return list(_ATTACKS)
+    if items == ["none"]:
+        return []
     out: list[str] = []
     for item in items:
         get_attack_spec(item)

@@ -20,7 +20,8 @@ def _list_tables() -> None:
     for col in ("name", "kind", "rows", "attacks, eps, protocol", "what it is"):
         table.add_column(col)
     for t in list_tables():
-        setting = f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}" if t.kind == "attacks" else "robeval profile"
+        setting = {"attacks": f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
+                   "accuracy": f"clean accuracy; {t.protocol}"}.get(t.kind, "robeval profile")
         table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), setting, t.title)
     console.print(table)
 

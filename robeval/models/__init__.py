@@ -9,7 +9,7 @@ import torch
 
 from ..errors import UserError
 from . import deit, digits  # noqa: F401  (registers the models)
-from . import digits_variants, distilled, external, robust_attention, rvt, variants  # noqa: F401
+from . import deit_attention, distilled, external, rvt, swin  # noqa: F401
 from .checkpoint import load_state_dict_strict, read_checkpoint, sha256_of
 from .elliptical import EllipticalAttention, set_elliptical_options
 from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model

@@ -45,16 +45,22 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import timm
 import torch
 import torch.nn.functional as F
 from timm.layers import Attention
 from torch import nn
 
-from .registry import register_model
+from .attention_kinds import AttentionKind, register_kind
 
 RKDE_OPTIONS = {"iterations": 1, "huber_threshold": 0.2}
 MOM_OPTIONS = {"groups": 3}
+
+
+def gaussian_gram(z: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    """``exp(-||z_i - z_j||^2 / bandwidth)`` for points ``z`` ``[..., N, F]``: ``[..., N, N]``."""
+    sq = (z * z).sum(-1)
+    dist2 = (sq.unsqueeze(-1) + sq.unsqueeze(-2) - 2 * z @ z.transpose(-2, -1)).clamp_min(0)
+    return torch.exp(-dist2 / bandwidth)
 
 
 def huber_rkde_weights(z: torch.Tensor, threshold: float, iterations: int, bandwidth: float) -> torch.Tensor:
@@ -63,9 +69,7 @@ def huber_rkde_weights(z: torch.Tensor, threshold: float, iterations: int, bandw
     Gaussian kernel ``exp(-||z_i - z_j||^2 / bandwidth)``; Huber ``psi(r)/r = min(1, a/r)``.
     """
     n = z.shape[-2]
-    sq = (z * z).sum(-1)
-    dist2 = (sq.unsqueeze(-1) + sq.unsqueeze(-2) - 2 * z @ z.transpose(-2, -1)).clamp_min(0)
-    gram = torch.exp(-dist2 / bandwidth)
+    gram = gaussian_gram(z, bandwidth)
     w = torch.full(z.shape[:-1], 1.0 / n, dtype=z.dtype, device=z.device)
     tiny = torch.finfo(z.dtype).tiny
     for _ in range(iterations):
@@ -161,15 +165,7 @@ def set_robust_options(model: nn.Module, iterations: Optional[int] = None, huber
     return count
 
 
-def _register_deit_tiny(kind: str, layer: type[nn.Module], options: dict, what: str) -> None:
-    @register_model(f"deit-tiny-{kind}", family=f"deit-{kind}", weights="none public: --checkpoint",
-                    has_default_weights=False, options=options,
-                    description=f"deit_tiny_patch16_224 with {what} attention (Han et al. 2023)")
-    def build(pretrained: bool = False, **chosen) -> nn.Module:
-        net = timm.create_model("deit_tiny_patch16_224", pretrained=False, attn_layer=layer)
-        set_robust_options(net, **chosen)
-        return net
-
-
-_register_deit_tiny("rkde", RKDEAttention, RKDE_OPTIONS, "robust-KDE (Huber)")
-_register_deit_tiny("mom", MoMAttention, MOM_OPTIONS, "median-of-means")
+HAN = "Han et al. 2023"
+register_kind(AttentionKind("rkde", RKDEAttention, "robust-KDE (Huber)", HAN, options=RKDE_OPTIONS,
+                            configure=set_robust_options))
+register_kind(AttentionKind("mom", MoMAttention, "median-of-means", HAN, options=MOM_OPTIONS, configure=set_robust_options))

@@ -14,8 +14,8 @@ layer keeps timm's call shape and fused ``scaled_dot_product_attention`` applies
 
 ``W_A`` (Super) mixes tokens: an ``l x l`` matrix over the sequence, one per layer, shared by all
 heads.  ``l`` is fixed by the model (197 for DeiT at 224/16, 17 for the digits models), which an
-attention layer does not know when timm builds it; :func:`make_super` sets it afterwards from the
-patch embedding (as :func:`~robeval.models.elliptical.make_elliptical` wires its layers).  ``W_A``
+attention layer does not know when timm builds it; :func:`~robeval.models.attention_kinds.fit_sequence_length`
+sets it afterwards from the patch embedding (as :func:`~robeval.models.elliptical.make_elliptical` wires its layers).  ``W_A``
 starts as the identity, so an untrained Super layer equals an Efficient one; the paper gives no
 initialisation.
 
@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .registry import register_model
+from .attention_kinds import AttentionKind, fit_sequence_length, register_kind
 
 VARIANT_SIZES = ("tiny", "small")
 
@@ -90,10 +89,16 @@ class _SliceAttention(nn.Module):
         B, N, _ = t.shape
         return t.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def _values(self, x: torch.Tensor) -> torch.Tensor:
+    def _values(self, x: torch.Tensor, regions: Optional[torch.Tensor] = None) -> torch.Tensor:
         return x
 
     def forward(self, x: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, is_causal: bool = False) -> torch.Tensor:
+        return self._attend(x, attn_mask, is_causal)
+
+    def _attend(self, x: torch.Tensor, attn_mask: Optional[torch.Tensor], is_causal: bool = False,
+                regions: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Attention of ``x`` ``[B, N, C]``; ``regions`` ``[W, N, N]`` (1 where two tokens may mix) is for
+        windowed models, whose batch axis is images x ``W`` windows (:mod:`robeval.models.swin`)."""
         B, N, C = x.shape
         if self.with_key_projection:
             q, k = self.qk(x).chunk(2, dim=-1)
@@ -101,7 +106,7 @@ class _SliceAttention(nn.Module):
         else:
             q, k = self._heads(self.q(x)), self._heads(x)
         q, k = self.q_norm(q), self.k_norm(k)
-        v = self._heads(self._values(x))
+        v = self._heads(self._values(x, regions))
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, dropout_p=self.attn_drop.p if self.training else 0.0, is_causal=is_causal,
         )
@@ -140,12 +145,16 @@ class SuperAttention(_SliceAttention):
         device = self.proj.weight.device
         self.w_a = nn.Parameter(torch.eye(seq_len, device=device, dtype=self.proj.weight.dtype))
 
-    def _values(self, x: torch.Tensor) -> torch.Tensor:
+    def _values(self, x: torch.Tensor, regions: Optional[torch.Tensor] = None) -> torch.Tensor:
         if self.w_a is None:
             raise RuntimeError("SuperAttention needs its sequence length: call make_super(model) after building")
-        if x.shape[1] != self.w_a.shape[0]:
-            raise ValueError(f"super attention is built for {self.w_a.shape[0]} tokens, got {x.shape[1]}")
-        return torch.matmul(self.w_a, x)  # W_A mixes tokens; the same W_A serves every head
+        B, N, C = x.shape
+        if N != self.w_a.shape[0]:
+            raise ValueError(f"super attention is built for {self.w_a.shape[0]} tokens, got {N}")
+        if regions is None:
+            return torch.matmul(self.w_a, x)  # W_A mixes tokens; the same W_A serves every head
+        windows = regions.shape[0]  # the same W_A in every window, cut where the regions separate tokens
+        return torch.matmul(self.w_a * regions, x.reshape(-1, windows, N, C)).reshape(B, N, C)
 
 
 VARIANTS: dict[str, type[_SliceAttention]] = {
@@ -153,28 +162,12 @@ VARIANTS: dict[str, type[_SliceAttention]] = {
 }
 
 
-def sequence_length(model: nn.Module) -> int:
-    """Tokens entering the blocks of a timm ViT: patches plus class/register/distillation tokens."""
-    return int(model.patch_embed.num_patches) + int(getattr(model, "num_prefix_tokens", 0))
-
-
 def make_super(model: nn.Module, seq_len: Optional[int] = None) -> nn.Module:
     """Give every :class:`SuperAttention` layer of ``model`` its ``W_A`` (length from the model)."""
-    length = sequence_length(model) if seq_len is None else seq_len
-    count = 0
-    for module in model.modules():
-        if isinstance(module, SuperAttention):
-            module.set_seq_len(length)
-            count += 1
-    if not count:
+    if not any(isinstance(m, SuperAttention) for m in model.modules()):
         raise TypeError("make_super needs a model built with attn_layer=SuperAttention")
+    fit_sequence_length(model, seq_len)
     return model
-
-
-def build_variant(kind: str, arch: str, **kwargs) -> nn.Module:
-    """timm ``arch`` (random weights) with attention variant ``kind`` in every block."""
-    net = timm.create_model(arch, pretrained=False, attn_layer=VARIANTS[kind], **kwargs)
-    return make_super(net) if kind == "super" else net
 
 
 def state_from_deit(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
@@ -199,20 +192,6 @@ def state_from_deit(state: dict[str, torch.Tensor], model: nn.Module) -> dict[st
     return out
 
 
-def _register_variant(size: str, kind: str) -> None:
-    arch = f"deit_{size}_patch16_224"
-
-    @register_model(
-        f"deit-{size}-{kind}",
-        family=f"deit-{kind}",
-        weights="none public: --checkpoint",
-        has_default_weights=False,
-        description=f"{arch} with {kind} attention (Hosseini & Hosseini 2024)",
-    )
-    def build(pretrained: bool = False) -> nn.Module:
-        return build_variant(kind, arch)
-
-
-for _size in VARIANT_SIZES:
-    for _kind in VARIANTS:
-        _register_variant(_size, _kind)
+HOSSEINI = "Hosseini & Hosseini 2024"
+for _kind, _layer in VARIANTS.items():
+    register_kind(AttentionKind(_kind, _layer, _kind, HOSSEINI, sizes=VARIANT_SIZES))

@@ -27,8 +27,10 @@ def caption_parts(summary: pd.DataFrame, eps: str) -> list[str]:
     protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
     data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
     norm = sel["norm"].iloc[0] if len(sel) else "Linf"
-    parts = [f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})",
-             f"data: {data}, n = {n}", f"protocol: {protocol}"]
+    attacked = len(sel) and set(sel["attack"]) - {"clean"}
+    measured = (f"Top-1 / top-5 accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})"
+                if attacked else "Top-1 / top-5 clean accuracy (%)")
+    parts = [measured, f"data: {data}, n = {n}", f"protocol: {protocol}"]
     if not get_protocol(protocol).valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():

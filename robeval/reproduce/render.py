@@ -18,24 +18,60 @@ def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None
         parts += caption_parts(summary, eps)
         if not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
             parts.append("--protocol standard gives the valid threat model")
+    parts += list(table.notes)
     if digits:
         parts.append("embedded digits demo: each row is the digits version of the paper's model"
                      + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else ""))
     return "; ".join(parts)
 
 
+TOPK = ("Top-1", "Top-5")
+
+
+def _cells(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> dict[tuple[str, str, str], str]:
+    """(row label, attack title, Top-k) -> the formatted accuracy, for Clean and the table's attacks."""
+    s = summary.set_index(["model", "attack"])
+    cells = {}
+    for model, label in labels.items():
+        for attack in ("clean", *table.attacks):
+            if (model, attack) in s.index:
+                for k, col in zip(TOPK, ("top1", "top5")):
+                    cells[(label, attack_title(attack), k)] = f"{s.loc[(model, attack), col]:.2f}"
+    return cells
+
+
 def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows = Clean and the attacks, columns = (model label, Top-1 / Top-5); the paper's attack layout."""
-    s = summary.set_index(["model", "attack"])
-    columns = pd.MultiIndex.from_tuples([(labels[m], k) for m in labels for k in ("Top-1", "Top-5")])
-    rows = ["clean", *table.attacks]
-    grid = pd.DataFrame(index=[attack_title(a) for a in rows], columns=columns, dtype=object)
-    for attack in rows:
-        for model, label in labels.items():
-            if (model, attack) in s.index:
-                grid.loc[attack_title(attack), (label, "Top-1")] = f"{s.loc[(model, attack), 'top1']:.2f}"
-                grid.loc[attack_title(attack), (label, "Top-5")] = f"{s.loc[(model, attack), 'top5']:.2f}"
-    return grid.fillna("")
+    cells = _cells(table, summary, labels)
+    columns = pd.MultiIndex.from_tuples([(label, k) for label in labels.values() for k in TOPK])
+    rows = [attack_title(a) for a in ("clean", *table.attacks)]
+    return pd.DataFrame([[cells.get((label, a, k), "") for label, k in columns] for a in rows], index=rows, columns=columns)
+
+
+def model_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows = models (the paper's labels), columns = (Clean and each attack, Top-1 / Top-5)."""
+    cells = _cells(table, summary, labels)
+    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in ("clean", *table.attacks) for k in TOPK])
+    rows = list(labels.values())
+    return pd.DataFrame([[cells.get((label, a, k), "") for a, k in columns] for label in rows], index=rows, columns=columns)
+
+
+def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows = models; clean Top-1, parameters, and accuracy per parameter against the first row:
+    ``(top-1 / top-1 of the first) / (parameters / parameters of the first)``."""
+    from ..models import count_parameters
+
+    clean = summary[summary["attack"] == "clean"].set_index("model")
+    top1 = [float(clean.loc[m, "top1"]) for m in labels]
+    params = [count_parameters(m) for m in labels]
+    out = pd.DataFrame(index=list(labels.values()))
+    out["Top-1 (%)"] = [f"{a:.2f}" for a in top1]
+    out["Params (M)"] = [f"{p / 1e6:.2f}" for p in params]
+    out["Accuracy/param"] = [f"{(a / top1[0]) / (p / params[0]):.3f}" if top1[0] else "n/a" for a, p in zip(top1, params)]
+    return out
+
+
+LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accuracy-per-parameter": accuracy_grid}
 
 
 def efficiency_grid(profile: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:

@@ -53,10 +53,11 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
     from ..api import evaluate_full
 
     chosen_eps = eps or (table.digits_eps if digits else table.eps)
-    result = evaluate_full(models=models, data=data, eps=chosen_eps, attacks=",".join(table.attacks), norm=table.norm,
-                           protocol=protocol or table.protocol, checkpoints=checkpoints, out=out, **run_options)
+    result = evaluate_full(models=models, data=data, eps=chosen_eps, attacks=",".join(table.attacks) or "none",
+                           norm=table.norm, protocol=protocol or table.protocol, checkpoints=checkpoints, out=out,
+                           **run_options)
     text = render.caption(table, digits, result.summary, chosen_eps)
-    return _write(table, text, render.attack_grid(table, result.summary, labels), out, result)
+    return _write(table, text, render.LAYOUTS[table.layout](table, result.summary, labels), out, result)
 
 
 def _write(table: PaperTable, text: str, grid, out: str | Path | None, result) -> Reproduction:

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from ..errors import lookup
 
 SEVEN_ATTACKS = ("fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square")
+TABLE_KINDS = {  # what a table measures -> the layouts it can be printed in (robeval.reproduce.render)
+    "attacks": ("attacks-as-rows", "models-as-rows"),
+    "accuracy": ("accuracy-per-parameter",),
+    "efficiency": ("efficiency",),
+}
 
 
 @dataclass(frozen=True)
@@ -29,14 +34,14 @@ class PaperTable:
     name: str
     title: str
     source: str
-    kind: str  # "attacks" (a run: top-1/top-5 per attack) or "efficiency" (robeval profile)
+    kind: str  # "attacks" (a run: top-1/top-5 per attack), "accuracy" (a clean run) or "efficiency" (robeval profile)
     rows: tuple[Row, ...]
     attacks: tuple[str, ...] = ()
     eps: str = "1/255"
     digits_eps: str = "8/255"  # the demo's budget: at the paper's eps the 8x8 digits barely move
     norm: str = "Linf"
     protocol: str = "nielsen2024"  # the protocol the paper's numbers come from
-    layout: str = "attacks-as-rows"  # or "models-as-rows"
+    layout: str = "attacks-as-rows"  # a layout of robeval.reproduce.render.LAYOUTS
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def models(self, digits: bool) -> list[str]:
@@ -53,8 +58,10 @@ _TABLES: dict[str, PaperTable] = {}
 def register_table(table: PaperTable) -> PaperTable:
     if table.name in _TABLES:
         raise ValueError(f"paper table {table.name!r} registered twice")
-    if table.kind not in ("attacks", "efficiency"):
-        raise ValueError(f"paper table {table.name!r}: kind must be attacks or efficiency")
+    if table.kind not in TABLE_KINDS:
+        raise ValueError(f"paper table {table.name!r}: kind must be one of {', '.join(TABLE_KINDS)}")
+    if table.layout not in TABLE_KINDS[table.kind]:
+        raise ValueError(f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(TABLE_KINDS[table.kind])}")
     _TABLES[table.name] = table
     return table
 
@@ -88,5 +95,46 @@ register_table(PaperTable(
     source=f"{ELLIPTICAL}, efficiency comparison",
     kind="efficiency",
     rows=_deit_vs_elliptical("tiny"),
-    layout="models-as-rows",
+    layout="efficiency",
+))
+
+
+def _tiny(label: str, kind: str) -> Row:
+    """A row of a DeiT-tiny attention baseline (``deit-tiny-<kind>`` / ``digits-deit-<kind>``)."""
+    return Row(label, f"deit-tiny-{kind}", f"digits-deit-{kind}")
+
+
+ROBUST_BASELINES = (
+    Row("DeiT", "deit-tiny", "digits-deit"), Row("Distill", "deit-tiny-distilled", "digits-deit-distilled"),
+    _tiny("FourierFormer", "fourier"), _tiny("RVT", "rvt"), _tiny("DeiT-KDE", "kde"), _tiny("DeiT-RKDE", "rkde"),
+    _tiny("DeiT-SPKDE", "spkde"), _tiny("DeiT-MoM", "mom"), _tiny("DeiT-Elliptical", "elliptical"),
+)
+BASELINES_NOTE = ("RVT is the authors' RVT-style DeiT-tiny (deit-tiny-rvt: normalised keys, learned attention mask), "
+                  "as their robustness zoo builds it; Mao et al.'s own RVT is rvt-tiny")
+
+register_table(PaperTable(
+    name="elliptical-robust-baselines",
+    title="DeiT-tiny and the robust baselines under FGSM, PGD and SPSA, eps 1/255",
+    source=f"{ELLIPTICAL}, robustness table against robust baselines (after Han et al. 2023)",
+    kind="attacks", rows=ROBUST_BASELINES, attacks=("fgsm", "pgd", "spsa"), eps="1/255", layout="models-as-rows",
+    notes=(BASELINES_NOTE,),
+))
+
+register_table(PaperTable(
+    name="elliptical-efficiency-baselines",
+    title="Efficiency of DeiT-Elliptical against the robust baselines (changes against DeiT-Elliptical)",
+    source=f"{ELLIPTICAL}, efficiency comparison with the robust baselines",
+    kind="efficiency", rows=(ROBUST_BASELINES[-1], *ROBUST_BASELINES[:-1]), layout="efficiency",
+    notes=(BASELINES_NOTE,),
+))
+
+register_table(PaperTable(
+    name="swin-s-attention",
+    title="Swin-S with standard, Optimised, Efficient and Super attention: top-1, parameters, accuracy per parameter",
+    source='Hosseini & Hosseini, "You Need to Pay Better Attention", arXiv 2403.01643, Swin-S table',
+    kind="accuracy",
+    rows=(Row("Standard", "swin-small", "digits-swin"),
+          *(Row(k.capitalize(), f"swin-small-{k}", f"digits-swin-{k}") for k in ("optimised", "efficient", "super"))),
+    protocol="standard", layout="accuracy-per-parameter",
+    notes=("accuracy per parameter = (top-1 / the standard model's) / (parameters / the standard model's)",),
 ))
