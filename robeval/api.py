@@ -23,7 +23,7 @@ def make_config(
     models: str | Iterable[str] | None = None,
     data: str = "digits",
     eps: str | Iterable[str] | float = DEFAULT_EPS,
-    attacks: str | Iterable[str] | None = "all",
+    attacks: str | Iterable[str] | None = None,
     norm: str = "Linf",
     n_examples: int | None = None,
     checkpoints: dict[str, str] | None = None,
@@ -47,6 +47,15 @@ def make_config(
         raise UserError(f"--workers must not be negative, got {workers}")
     if fields.get("weights", "default") not in ("default", "random"):
         raise UserError(f"invalid --weights {fields['weights']!r}: choose default or random")
+    shift = fields.get("shift")
+    if attacks is None:  # a shift run evaluates the shift alone unless attacks are asked for too
+        attacks = "none" if shift else "all"
+    if shift is not None:
+        from .shifts import get_shift, parse_corruptions, parse_severities
+
+        if not get_shift(shift).classes:
+            fields["corruptions"] = parse_corruptions(fields.get("corruptions"))
+            fields["severities"] = parse_severities(fields.get("severities"))
     cfg = EvalConfig(models=expand_model_patterns(names), data=data, norm=norm, n_examples=n_examples,
                      eps=parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm),
                      attacks=parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks)),
@@ -117,6 +126,7 @@ def evaluate(**kwargs: Any) -> pd.DataFrame:
     through it), ``amp`` ("off", "bf16", "fp16": autocast), ``channels_last``, ``workers`` (DataLoader
     processes; None = automatic), ``class_map`` (a file naming the model class of each image folder),
     ``weights`` ("default" or "random": untrained networks, marked in every table), ``threads`` (CPU
-    threads of this process).
+    threads of this process), ``shift`` ("corruptions", "imagenet-c", "imagenet-a", "imagenet-r")
+    with ``corruptions`` / ``severities`` (lists or comma text; default the 15 at 1-5).
     """
     return evaluate_full(**kwargs).summary

@@ -85,7 +85,10 @@ def run(
     subset_file: Optional[Path] = typer.Option(None, help="A file listing images (paths relative to --data), one per line."),
     eps: str = typer.Option(DEFAULT_EPS, help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
     norm: str = typer.Option("Linf", help="Threat model norm: Linf or L2."),
-    attacks: str = typer.Option("all", help="Comma list of attacks, or 'all' (see `robeval attacks`)."),
+    attacks: Optional[str] = typer.Option(None, help="Comma list of attacks, 'all' or 'none' (see `robeval attacks`). Default: all; with --shift: none."),
+    shift: Optional[str] = typer.Option(None, help="Distribution shift: corruptions (generated), imagenet-c (a pre-generated tree), imagenet-a or imagenet-r."),
+    corruptions: Optional[str] = typer.Option(None, help="With --shift corruptions/imagenet-c: comma list, a family (noise, blur, weather, digital, extra), common (the 15, default) or all."),
+    severities: Optional[str] = typer.Option(None, help="With --shift corruptions/imagenet-c: comma list of severities 1-5 (default all five)."),
     protocol: str = typer.Option("standard", help="standard (pixel space) or nielsen2024 (paper reproduction only)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an attack setting: ATTACK.KEY=VALUE (repeatable)."),
     seed: int = typer.Option(0, help="Seed for every random choice; same seed, same per-example records."),
@@ -107,7 +110,7 @@ def run(
     nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
-    """Run the attack suite and write results.csv, results.md and run.json."""
+    """Run the attack suite (and/or a distribution shift) and write results.csv, results.md and run.json."""
     from ..api import DEFAULT_MODELS, evaluate_full
     from ..store import Store
     from ..attacks import parse_set_options
@@ -142,6 +145,7 @@ def run(
             channels_last=channels_last, ctx=ctx, subset=subset,
             subset_file=str(subset_file) if subset_file is not None else None,
             class_map=str(class_map) if class_map is not None else None, weights=weights, threads=threads,
+            shift=shift, corruptions=corruptions, severities=severities,
         )
     except KeyboardInterrupt as exc:
         raise typer.Exit(_report_interrupt(exc, store)) from None

@@ -13,6 +13,7 @@ from scipy.stats import binomtest
 
 from ..errors import UserError
 from ..robustbench_ext.metrics import any_attack_records
+from ..shifts.datasets import config_conditions
 from ..store import Store
 from .runs import StoredRun, load_run
 
@@ -75,7 +76,8 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     rows = []
     eps_order = [e for e in run_a.config["eps"] if e in set(ra["eps"])]
-    attack_order = list(dict.fromkeys(["clean", *run_a.config["attacks"], "any"]))
+    shifted = [c.name for c in config_conditions(run_a.config)]  # corruptions: paired exactly as attacks
+    attack_order = list(dict.fromkeys(["clean", *run_a.config["attacks"], "any", *shifted]))
     for eps in eps_order:
         for attack in attack_order:
             sel = joined[(joined["eps"] == eps) & (joined["attack"] == attack)]

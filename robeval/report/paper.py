@@ -72,6 +72,9 @@ def rows_of(summary: pd.DataFrame, eps: str, bold: Callable[[str], str]) -> tupl
 
 @table_format("md")
 def to_markdown(summary: pd.DataFrame) -> str:
+    from .shift_table import shift_markdown, split
+
+    full, (summary, shifted) = summary, split(summary)
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
         attacks, rows = rows_of(summary, eps, lambda t: f"**{t}**")
@@ -79,6 +82,8 @@ def to_markdown(summary: pd.DataFrame) -> str:
         rule = "|---|" + "---:|" * (2 * len(attacks))
         lines = [f"| {m} | " + " | ".join(cells) + " |" for m, cells in rows]
         blocks.append("\n".join([f"Table: {caption(summary, eps)}", "", head, rule, *lines]))
+    if shifted:
+        blocks.append(shift_markdown(full))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -91,6 +96,9 @@ def latex_escape(text: str) -> str:
 
 @table_format("latex")
 def to_latex(summary: pd.DataFrame) -> str:
+    from .shift_table import shift_latex, split
+
+    full, (summary, shifted) = summary, split(summary)
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
         attacks, cells = rows_of(summary, eps, lambda t: rf"\textbf{{{t}}}")
@@ -103,6 +111,8 @@ def to_latex(summary: pd.DataFrame) -> str:
             rf"\begin{{tabular}}{{{cols}}}", r"\hline", rf"Model & {groups} \\", rf" & {sub} \\", r"\hline",
             *rows, r"\hline", r"\end{tabular}", r"\end{table}",
         ]))
+    if shifted:
+        blocks.append(shift_latex(full))
     return "\n\n".join(blocks) + "\n"
 
 

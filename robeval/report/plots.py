@@ -77,6 +77,43 @@ def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
     return paths
 
 
+def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
+    """Top-1 against severity, one panel per corruption family, one line per (model, corruption);
+    the model's clean accuracy at severity 0."""
+    from ..shifts.catalog import FAMILIES, FAMILY_OF, parse_condition
+
+    rows = summary[summary["eps"] == summary["eps"].iloc[0]]
+    parsed = rows["attack"].map(parse_condition)
+    rows = rows[parsed.notna()].assign(corruption=parsed.dropna().map(lambda p: p[0]),
+                                       severity=parsed.dropna().map(lambda p: p[1]))
+    families = [f for f in FAMILIES if f in set(rows["corruption"].map(FAMILY_OF))]
+    fig, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4), squeeze=False, sharey=True)
+    for ax, family in zip(axes.flat, families):
+        for model in dict.fromkeys(rows["model"]):
+            clean = summary[(summary["model"] == model) & (summary["attack"] == "clean")]["top1"]
+            for corruption in [c for c in FAMILIES[family] if c in set(rows["corruption"])]:
+                sel = rows[(rows["model"] == model) & (rows["corruption"] == corruption)].sort_values("severity")
+                xs, ys = [0, *sel["severity"]] if len(clean) else list(sel["severity"]), [*clean.iloc[:1], *sel["top1"]]
+                ax.plot(xs, ys, marker="o", label=f"{model}: {corruption.replace('_', ' ')}")
+        ax.set_title(family)
+        ax.set_xlabel("severity (0 = clean)")
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    axes[0, 0].set_ylabel("top-1 (%)")
+    fig.suptitle("Top-1 accuracy against corruption severity")
+    fig.tight_layout()
+    return _save(fig, out, "accuracy_vs_severity")
+
+
 def make_plots(summary: pd.DataFrame, out: Path) -> list[Path]:
+    from .shift_table import is_condition, split
+
     out.mkdir(parents=True, exist_ok=True)
-    return accuracy_vs_eps(summary, out, "top1") + accuracy_vs_eps(summary, out, "top5") + bars_per_eps(summary, out)
+    attacks, _ = split(summary)
+    paths = []
+    if len(attacks):
+        paths += accuracy_vs_eps(attacks, out, "top1") + accuracy_vs_eps(attacks, out, "top5") + bars_per_eps(attacks, out)
+    if is_condition(summary).any():
+        paths += accuracy_vs_severity(summary, out)
+    return paths

@@ -58,6 +58,9 @@ class RichReporter:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
+    from .shift_table import corruption_grid, shift_caption, shift_grid, split
+
+    full, (summary, shifted) = summary, split(summary)
     tables = []
     for eps in dict.fromkeys(summary["eps"]):
         grid = pivot(summary, eps).T  # attacks x models
@@ -69,4 +72,20 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
             table.add_row(str(attack), *[str(v) for v in row.tolist()])
         lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in caption_parts(summary, eps)]
         tables.append(Group(*lines, table))
+    if shifted:
+        for grid, text in ((shift_grid(full), shift_caption(full)),
+                           (corruption_grid(full), "Top-1 accuracy (%) per corruption, averaged over the severities run")):
+            if grid is not None:
+                tables.append(_transposed(grid, text))
     return tables
+
+
+def _transposed(grid: pd.DataFrame, text: str) -> Group:
+    """A models-as-columns table of ``grid`` (rows = models) under its caption, one phrase per line."""
+    table = Table()
+    table.add_column("", style="bold")
+    for model in grid.index:
+        table.add_column(str(model), justify="right")
+    for column in grid.columns:
+        table.add_row(str(column), *[str(v) for v in grid[column].tolist()])
+    return Group(*[Text(part, style="bold", no_wrap=True, overflow="fold") for part in text.split("; ")], table)

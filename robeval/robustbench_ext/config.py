@@ -60,6 +60,9 @@ class EvalConfig:
     class_map: str | None = None  # FILE: folder name -> model class index (see labels.py)
     weights: str = "default"  # default | random (untrained networks: smoke tests, profiling)
     threads: int | None = _runtime(None)  # CPU threads of this process (None: the measured default)
+    shift: str | None = None  # corruptions | imagenet-c | imagenet-a | imagenet-r (robeval.shifts)
+    corruptions: list[str] | None = None  # with corruptions / imagenet-c: the corruptions evaluated
+    severities: list[int] | None = None  # ... and their severities (1-5)
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -124,9 +127,29 @@ def validate_config(config: EvalConfig) -> None:
         spec = get_attack_spec(attack)
         if config.norm not in spec.norms:
             raise UserError(f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})")
+    validate_shift(config)
     missing = sorted(set(config.checkpoints) - set(config.models))
     if missing:
         raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+
+
+def validate_shift(config: EvalConfig) -> None:
+    """A shift that can be run on this data with these attacks (one line otherwise)."""
+    from ..shifts import get_shift
+
+    if config.shift is None:
+        if config.corruptions or config.severities:
+            raise UserError("--corruptions / --severities choose conditions of --shift corruptions or --shift imagenet-c")
+        return
+    kind = get_shift(config.shift)
+    if kind.classes and (config.corruptions or config.severities):
+        raise UserError(f"--shift {config.shift} has no corruptions or severities to choose")
+    if (kind.tree or kind.classes) and config.data == "digits":
+        raise UserError(f"--shift {config.shift} reads a copy of that data set: pass --data PATH "
+                        "(the digits demo takes --shift corruptions)")
+    if kind.tree and config.attacks:
+        raise UserError("--shift imagenet-c holds no clean images to attack: run the attacks on the clean "
+                        "validation folder with --shift corruptions, or without --attacks here")
 
 
 @dataclass

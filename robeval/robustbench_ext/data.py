@@ -99,6 +99,7 @@ class EvalData:
     label_space: LabelSpace
     passed_over: list[str] = field(default_factory=list)  # unreadable files a subset was filled past
     input_size: tuple[int, ...] | None = None  # fixed image shape (digits); None: resized to each model
+    crop_pct: float | None = None  # read every model's images with this crop (1.0: pre-cropped data such as ImageNet-C)
 
     @property
     def num_classes(self) -> int | None:
@@ -114,6 +115,8 @@ class EvalData:
         """The same examples, read with ``meta``'s eval transform (image folders resize to each model)."""
         if not isinstance(self.dataset, TolerantImageFolder):
             return self
+        if self.crop_pct is not None:
+            meta = replace(meta, crop_pct=self.crop_pct)
         return replace(self, dataset=self.dataset.with_transform(eval_transform(meta), tuple(meta.input_size)))
 
     def info(self) -> dict[str, Any]:
@@ -134,13 +137,24 @@ class EvalData:
 
         Skipped batches are never read from disk.
         """
-        wanted = list(range(self.num_batches(batch_size))) if only is None else sorted(set(only))
-        if not wanted:
-            return
+        wanted = range(self.num_batches(batch_size)) if only is None else only
+        yield from self.batches_of(self.dataset, batch_size, wanted, workers, pin_memory)
+
+    def batches_of(self, dataset: Dataset, batch_size: int, only: Iterable[int], workers: int = 0,
+                   pin_memory: bool = False) -> Iterator[tuple]:
+        """Like :meth:`batches` over another dataset of the same examples (a shifted condition's),
+        yielding every field the dataset gives after the batch number and indices."""
+        wanted = sorted(set(only))
         plan = [self.batch_indices(batch_size, b) for b in wanted]
-        loader = DataLoader(self.dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin_memory)
-        for b, idx, (images, labels) in zip(wanted, plan, loader):
-            yield b, torch.tensor(idx, dtype=torch.long), images, labels
+        for b, idx, fields in zip(wanted, plan, self._loader(dataset, plan, workers, pin_memory)):
+            yield b, torch.tensor(idx, dtype=torch.long), *fields
+
+    @staticmethod
+    def _loader(dataset: Dataset, plan: list[list[int]], workers: int, pin_memory: bool) -> Iterable:
+        if not plan:
+            return []
+        return DataLoader(dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin_memory,
+                          persistent_workers=False)
 
 
 def load_digits_data(n_examples: int | None) -> EvalData:

@@ -147,7 +147,7 @@ def _evaluate_model(job, config: EvalConfig, data, opened: OpenRun, state: RunSt
     state.total_units += units_of_model
     if opened.store is not None and ctx.is_main:  # progress of `robeval runs`; every model sees the same examples
         opened.store.update_run(opened.run_id, total_units=units_of_model * total_jobs, data_identity=data.identity)
-    tasks = [(job.name, e.text, a) for e in config.eps for a in job.attacks]
+    tasks = [(job.name, e.text, a) for e in config.eps for a in evaluation.units if a != "clean"]
     reporter.start(tasks, len(evaluation.todo), len(data.indices))
     for model, eps, attack in tasks:
         finished = evaluation.finished_images(eps, attack, opened.done)

@@ -23,8 +23,8 @@ def perturbation_norms(x_adv: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tens
 def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFrame:
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all."""
     sub = records[records["attack"].isin(["clean", *attacks])]
-    if sub.empty:
-        return sub
+    if sub.empty or not attacks:
+        return sub.iloc[0:0]
     keys = ["model", "eps", "eps_value", "example"]
     agg = sub.groupby(keys, sort=False).agg(
         batch=("batch", "first"), label=("label", "first"), clean_top1=("clean_top1", "first"),
@@ -38,8 +38,9 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFram
 
 
 def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, dict], norm: str,
-              eps_order: list[str], model_order: list[str] | None = None) -> pd.DataFrame:
-    """One row per model x attack x eps (clean first, attacks in order, then ``any``).
+              eps_order: list[str], model_order: list[str] | None = None, shifted: list[str] | None = None) -> pd.DataFrame:
+    """One row per model x attack x eps (clean first, attacks in order, then ``any``, then the
+    ``shifted`` conditions, which ``any`` does not include: a corruption is no attack).
 
     Models come in ``model_order`` (then any others in record order); one group-by computes every row.
     """
@@ -51,7 +52,7 @@ def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, 
         mean_linf=("linf", "mean"), mean_l2=("l2", "mean"), forward_passes_per_example=("forward_passes", "mean"),
         backward_passes_per_example=("backward_passes", "mean"),
     ).to_dict("index")
-    order = ["clean", *attacks] + (["any"] if attacks else [])
+    order = ["clean", *attacks] + (["any"] if attacks else []) + list(shifted or [])
     present = list(dict.fromkeys(records["model"]))
     ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
     rows = []

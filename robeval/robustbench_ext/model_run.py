@@ -24,6 +24,9 @@ from .checks import model_checks
 from .config import AMP_DTYPES, EvalConfig, ModelJob
 from .data import EvalData
 from .metrics import RECORD_COLUMNS, perturbation_norms, topk_hits
+from .shift_run import run_conditions
+from ..shifts.catalog import get_shift
+from ..shifts.datasets import RestrictedLogits, config_conditions
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
@@ -71,7 +74,11 @@ class ModelEvaluation:
         self.batch_size = config.resolved_batch_size()
         self.model = self._load()
         self.data = data.for_model(self.model.meta)
-        self.units = ["clean", *job.attacks]
+        self.conditions = config_conditions(config)  # shifted (corruption, severity) conditions, if any
+        self.condition_names = {c.name for c in self.conditions}
+        has_clean = config.shift is None or not get_shift(config.shift).tree  # an ImageNet-C tree has no clean images
+        self.units = [*(["clean"] if has_clean else []), *job.attacks, *(c.name for c in self.conditions)]
+        self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5 hit
         self.todo = {b: [(e, a) for e in config.eps for a in self.units if (job.name, e.text, a, b) not in done]
                      for b in range(self.data.num_batches(self.batch_size))}
         self.target = self._target()
@@ -107,6 +114,8 @@ class ModelEvaluation:
     def _target(self) -> nn.Module:
         """What attacks see: the [0,1] model, or the bare network in normalized space; autocast on top."""
         target: nn.Module = self.model if self.protocol.space == "pixel" else self.model.net
+        if self.config.shift is not None and get_shift(self.config.shift).classes:
+            target = RestrictedLogits(target, get_shift(self.config.shift).classes)
         if self.config.amp != "off":
             target = Autocast(target, AMP_DTYPES[self.config.amp], self.device.type)
         return target
@@ -127,16 +136,18 @@ class ModelEvaluation:
     def run(self, batches: list[int], deliver: Deliver, stop_on_error: bool = True) -> BatchOutcome:
         """Evaluate ``batches``; each finished unit goes to ``deliver`` at once.  In a distributed run
         (``stop_on_error=False``) an error is kept in the outcome for the other workers to see."""
+        direct = [b for b in batches if any(a not in self.condition_names for _, a in self.todo[b])]
         loader = self.data.batches(self.batch_size, workers=self.config.workers,
-                                   pin_memory=self.device.type == "cuda", only=batches)
-        for b, idx, x, y in loader:
-            try:
+                                   pin_memory=self.device.type == "cuda", only=direct)
+        try:
+            for b, idx, x, y in loader:
                 self.batch(b, idx, x, y, deliver)
-            except (ModelFailure, UserError, AttackBoundsError) as exc:
-                if stop_on_error:
-                    raise
-                self.outcome.error = (type(exc).__name__, str(exc))
-                break
+            if self.conditions:
+                run_conditions(self, batches, deliver)
+        except (ModelFailure, UserError, AttackBoundsError) as exc:
+            if stop_on_error:
+                raise
+            self.outcome.error = (type(exc).__name__, str(exc))
         return self.outcome
 
     def _readable(self, idx, x, y):
@@ -169,9 +180,12 @@ class ModelEvaluation:
             self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
             self.need_checks = False
         clean1, clean5 = topk_hits(clean_logits, y)
+        self.clean_hits[b] = dict(zip(idx.tolist(), zip(clean1.tolist(), clean5.tolist())))
         base = dict(model=self.job.name, batch=b, example=idx.tolist(), label=y.tolist(), clean_top1=clean1.tolist(),
                     clean_top5=clean5.tolist())
         for eps, attack in self.todo[b]:
+            if attack in self.condition_names:
+                continue  # shifted conditions: run_conditions
             self.threads.look()  # share the cores with other processes between units
             tick = time.perf_counter()
             columns = new_columns()

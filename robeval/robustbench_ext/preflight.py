@@ -32,7 +32,12 @@ def preflight(config: EvalConfig) -> EvalData:
         with torch.device("meta"):
             net = build_network(job.model, **job.options)
         metas.append(model_meta(net, spec, job.options))
-    data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+    if config.shift is not None:
+        from ..shifts.loading import load_shift_data
+
+        data = load_shift_data(config, metas[0])
+    else:
+        data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
     for meta in metas:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "

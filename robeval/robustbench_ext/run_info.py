@@ -15,6 +15,8 @@ import torch
 
 from .. import __version__
 from ..attacks import get_attack_spec
+from ..shifts.catalog import get_shift
+from ..shifts.datasets import config_conditions
 from ..profiling import cpu_peak_bytes
 from .checks import all_flags, as_dicts
 from .config import EvalConfig, model_order
@@ -86,6 +88,7 @@ def describe_run(config: EvalConfig, run_id: str | None, state: RunState, worker
         "attack_settings": {a: config.attack_settings(a) for a in config.attacks},
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
         "randomness": {a: get_attack_spec(a).randomness for a in config.attacks},
+        "shift": shift_info(config),
         "models": state.models_meta,
         "data": state.data_info,
         "skipped_files": sorted(state.skipped | set(state.data_info.get("passed_over", []))),
@@ -103,6 +106,24 @@ def describe_run(config: EvalConfig, run_id: str | None, state: RunState, worker
     }
 
 
+def shift_info(config: EvalConfig) -> dict[str, Any] | None:
+    """What run.json says of the shift: kind, conditions, and how corrupted images are made."""
+    if config.shift is None:
+        return None
+    kind = get_shift(config.shift)
+    info: dict[str, Any] = {"kind": kind.name, "description": kind.description}
+    if kind.generated or kind.tree:
+        info.update(corruptions=config.corruptions, severities=config.severities)
+    if kind.generated:
+        from importlib.metadata import version
+
+        info["implementation"] = (f"imagecorruptions-imaug {version('imagecorruptions-imaug')}; "
+                                  "one seed per (corruption, severity, example)")
+    if kind.classes:
+        info["classes"] = f"{kind.classes}: 200 ImageNet-1k classes, the other logits masked"
+    return info
+
+
 def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, Any] | None = None) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
     every table, for a run that just finished and for one read back from the store alike."""
@@ -110,7 +131,9 @@ def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, An
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     eps_order = [e for e in eps_order if e in set(records["eps"])]
     models_meta = run.get("models", {})
-    summary = summarize(records, config["attacks"], models_meta, config["norm"], eps_order, model_order(config["models"]))
+    shifted = [c.name for c in config_conditions(config)]
+    summary = summarize(records, config["attacks"], models_meta, config["norm"], eps_order, model_order(config["models"]),
+                        shifted)
     if summary.empty:
         return summary
     summary["checkpoint"] = [RANDOM_WEIGHTS if models_meta.get(m, {}).get("weights") == "random" else c
@@ -123,4 +146,5 @@ def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, An
     summary["settings"] = [json.dumps(settings.get(a, {}), sort_keys=True) for a in summary["attack"]]
     summary["versions"] = f"robeval {v['robeval']}; torch {v['torch']}; timm {v['timm']}" if v else ""
     summary["run_id"] = run.get("run_id")
+    summary["shift"] = config.get("shift") or ""
     return summary
