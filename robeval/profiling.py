@@ -151,8 +151,10 @@ def cpu_pass_memory(name: str, batch_size: int) -> float | None:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 5) -> pd.DataFrame:
-    """One row per model plus the percentage change of every metric against the first model."""
+def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 5,
+            memory: bool = True) -> pd.DataFrame:
+    """One row per model plus the percentage change of every metric against the first model.
+    ``memory=False`` skips the memory of a pass (on a CPU a fresh process per model: seconds each)."""
     dev = torch.device(device)
     benches = [_Bench(m, batch_size, dev) for m in models]
     for bench in benches:
@@ -163,14 +165,17 @@ def profile(models: list[str], batch_size: int = 8, device: str = "cpu", repeats
                 bench.time_once(kind)
     rows = []
     for bench in benches:
-        memory = gpu_pass_memory(bench) if dev.type == "cuda" else cpu_pass_memory(bench.name, batch_size)
+        if not memory:
+            pass_memory = None
+        else:
+            pass_memory = gpu_pass_memory(bench) if dev.type == "cuda" else cpu_pass_memory(bench.name, batch_size)
         rows.append({
             "model": bench.name, "family": get_spec(bench.name).family, "params_M": count_parameters(bench.name) / 1e6,
             "gflops_per_image": flops_per_image(bench.net, bench.size, dev) / 1e9,
             "forward_img_s": statistics.median(bench.times["forward"]), "forward_spread_%": spread(bench.times["forward"]),
             "forward_backward_img_s": statistics.median(bench.times["forward_backward"]),
             "forward_backward_spread_%": spread(bench.times["forward_backward"]),
-            "pass_memory_MB": None if memory is None else memory / 2 ** 20,
+            "pass_memory_MB": None if pass_memory is None else pass_memory / 2 ** 20,
             "batch_size": batch_size, "device": str(dev), "repeats": repeats,
         })
     return with_changes(pd.DataFrame(rows))

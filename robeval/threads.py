@@ -8,7 +8,7 @@ waits for a core the other process holds: two robeval runs started together on 2
 per process never collides but leaves a free machine's second core idle; a passive wait policy
 pays a wake-up on every small kernel.  So by default a run starts with every core and a
 :class:`ThreadGovernor` looks between units of work at how many threads of *other* processes are
-runnable (``/proc/loadavg`` minus this process's own runnable threads) and uses only the cores left
+runnable (``/proc/loadavg`` minus this process's own and its worker processes' runnable threads) and uses only the cores left
 over: at once when another process shows up, and back to every core once it has been gone for two
 looks.  ``--threads N`` fixes the count instead.  ``benchmarks/threads.py`` measures the policies
 side by side (benchmarks/RESULTS.md).
@@ -39,14 +39,38 @@ def configure_process(threads: int | None) -> dict[str, str]:
     return {"OMP_NUM_THREADS": str(threads)}
 
 
+def _runnable_threads(pid: str) -> int:
+    count = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+        count += stat.rsplit(")", 1)[1].split()[0] == "R"
+    return count
+
+
+def _children(pid: str) -> list[str]:
+    found: list[str] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            found += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:  # a thread that just ended, or a kernel without the file
+            continue
+    return found
+
+
 def runnable_elsewhere() -> int | None:
-    """Runnable threads of other processes right now (None where /proc does not tell)."""
+    """Runnable threads of other processes right now (None where /proc does not tell).
+
+    This process's child processes (its DataLoader workers decoding or corrupting images) count as
+    its own work, not as another job: counting them made a corruption run hand a core to its own
+    worker and take 1.49x the time of the clean passes instead of 1.10x (benchmarks/corruptions.py)."""
     try:
         running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
-        own = 0
-        for task in os.listdir("/proc/self/task"):
-            stat = Path(f"/proc/self/task/{task}/stat").read_text()
-            own += stat.rsplit(")", 1)[1].split()[0] == "R"
+        own = _runnable_threads("self")
+        for child in _children("self"):
+            try:
+                own += _runnable_threads(child)
+            except OSError:  # the worker ended meanwhile
+                continue
     except (OSError, ValueError, IndexError):
         return None
     return max(0, running - own)
@@ -89,11 +113,20 @@ class ThreadGovernor:
         self.torch.set_num_threads(threads)
         self.current = threads
 
+    def restore(self) -> None:
+        """Back to the count the run began with: the next model (or the next run in this process)
+        starts from there, not from what a busy moment left."""
+        if self.current != self.most:
+            self._set(self.most)
+
 
 class FixedThreads:
     """``--threads N`` or a GPU run: nothing to govern."""
 
     def look(self) -> None:
+        pass
+
+    def restore(self) -> None:
         pass
 
 

@@ -156,3 +156,41 @@ def test_digits_demo_cli_table_compare_and_plot(tmp_path):
     plot = run_cli("plot", "--store", store, "--out", str(tmp_path / "p"))
     assert plot.returncode == 0, plot.stderr
     assert (tmp_path / "p" / "accuracy_vs_severity.png").exists()
+
+
+def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch, tmp_path):
+    import robeval.shifts.datasets as datasets
+
+    real = datasets.corrupt_tensor
+
+    def flaky(image, corruption, severity, seed):
+        if corruption == "fog" and float(image.sum()) == first_sum:
+            raise ValueError("boom")
+        return real(image, corruption, severity, seed)
+
+    images, _ = digits_split("test")
+    first_sum = float(torch.from_numpy(images[0]).sum())  # the first test digit (example 0 of the subset)
+    monkeypatch.setattr(datasets, "corrupt_tensor", flaky)
+    res = evaluate_full(models="digits-deit", shift="corruptions", corruptions="fog,contrast", severities="1",
+                        n_examples=20, out=tmp_path / "o")
+    n = res.summary.set_index("attack")["n"]
+    assert n["fog@1"] < n["contrast@1"] == 20  # the failing image is left out of fog only
+    assert any("example 0 (fog@1: corruption failed)" in name for name in res.run["skipped_files"])
+    assert "fog@1: corruption failed" in (tmp_path / "o" / "results.md").read_text()
+
+
+def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
+    from robeval.report.runs import combine, resolve_runs
+    from robeval.store import Store
+
+    write_images(tmp_path / "a", list(class_set("imagenet-a"))[:2])
+    write_images(tmp_path / "val", list(class_set("imagenet-a"))[:2], seed=3)
+    store = str(tmp_path / "s.sqlite")
+    common = dict(models="deit-tiny", weights="random", batch_size=4, store=store)
+    a = evaluate_full(data=str(tmp_path / "a"), shift="imagenet-a", **common).run["run_id"]
+    c = evaluate_full(data=str(tmp_path / "val"), shift="corruptions", corruptions="fog", severities="1", **common).run["run_id"]
+    table = render(combine(resolve_runs(Store(store), [c, a])), "md")
+    shift_block = table[table.index("Distribution shift"):].split("Table:")[0]
+    header = next(line for line in shift_block.splitlines() if line.startswith("| Model"))
+    assert "Clean Top-1" in header and "ImageNet-A Top-1" in header and "Mean corruption error" in header
+    assert shift_block.count("| deit-tiny |") == 1  # one row per model across the runs

@@ -56,27 +56,36 @@ def _example_sets(run: StoredRun) -> dict[str, frozenset]:
 
 
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, eps, norms or example sets."""
+    """One summary over several runs; refuses to mix protocols, eps, norms or example sets.
+
+    Runs of different shifts (ImageNet-C, -A, -R, clean) are different data by design: they combine
+    into one shift table, each run giving its own columns, so only protocol, norm and eps must agree."""
     first = runs[0]
     for other in runs[1:]:
         checks = [("protocol", first.protocol, other.protocol), ("norm", first.config["norm"], other.config["norm"]),
-                  ("eps", sorted(first.config["eps"]), sorted(other.config["eps"])),
-                  ("data", first.data, other.data)]
+                  ("eps", sorted(first.config["eps"]), sorted(other.config["eps"]))]
+        same_shift = _shift(first) == _shift(other)
+        if same_shift:
+            checks.append(("data", first.data, other.data))
         for what, a, b in checks:
             if a != b:
                 raise UserError(f"runs {first.run_id} and {other.run_id} differ in {what} ({a} vs {b}); "
                                 "a table never mixes them")
-        if _example_sets(first) != _example_sets(other):
+        if same_shift and _example_sets(first) != _example_sets(other):
             raise UserError(f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
                             "a table compares models on the same images only")
     parts = []
-    seen: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()  # (model, shift): a model twice under one shift is told apart by run
     for run in runs:
         part = run.summary.copy()
         for model in dict.fromkeys(part["model"]):
-            if model in seen:
+            if (model, _shift(run)) in seen:
                 part.loc[part["model"] == model, "model"] = f"{model} ({run.run_id})"
             else:
-                seen[model] = run.run_id
+                seen.add((model, _shift(run)))
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
+
+
+def _shift(run: StoredRun) -> str:
+    return run.config.get("shift") or ""

@@ -72,7 +72,8 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
 def shift_grid(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows = models; the shift columns, then the attack columns (top-1)."""
     rows = {m: _shift_cells(summary[summary["model"] == m]) for m in dict.fromkeys(summary["model"])}
-    columns = list(dict.fromkeys(c for cells in rows.values() for c in cells))
+    columns = [c for c in dict.fromkeys(c for cells in rows.values() for c in cells)
+               if any(cells.get(c, "n/a") != "n/a" for cells in rows.values())]  # no column of n/a only
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns).fillna("")
 
 
@@ -95,7 +96,7 @@ def shift_caption(summary: pd.DataFrame) -> str:
     notes = {m.note for m in (model_metrics(summary[summary["model"] == x]) for x in dict.fromkeys(summary["model"]))
              if m is not None and m.note}
     parts += sorted(notes)
-    parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019; relative mCE against the clean error")
+    parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")
     return "; ".join(parts)
 
 

@@ -66,7 +66,7 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
     params = [count_parameters(m) for m in labels]
     out = pd.DataFrame(index=list(labels.values()))
     out["Top-1 (%)"] = [f"{a:.2f}" for a in top1]
-    out["Params (M)"] = [f"{p / 1e6:.2f}" for p in params]
+    out["Params (M)"] = [f"{p / 1e6:.2f}" if p >= 1e6 else f"{p / 1e6:.4f}" for p in params]
     out["Accuracy/param"] = [f"{(a / top1[0]) / (p / params[0]):.3f}" if top1[0] else "n/a" for a, p in zip(top1, params)]
     return out
 

@@ -33,7 +33,7 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
     ``checkpoints`` may name models by the paper's row label too (``DeiT-Elliptical=ckpt.pth``);
     ``run_options`` go to :func:`robeval.evaluate_full` (``n_examples``, ``store``, ``resume``, ...)
     for attack tables and to :func:`robeval.profiling.profile` (``batch_size``, ``device``,
-    ``repeats``) for efficiency tables."""
+    ``repeats``, ``memory``) for efficiency tables."""
     table = get_table(name)
     digits = data == "digits"
     labels = table.labels(digits)
@@ -43,7 +43,7 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
     if table.kind == "efficiency":
         from ..profiling import profile
 
-        unknown = set(run_options) - {"batch_size", "device", "repeats"}
+        unknown = set(run_options) - {"batch_size", "device", "repeats", "memory"}
         if unknown or checkpoints:
             raise UserError(f"{name} is an efficiency table (robeval profile): it takes --batch-size, --device and "
                             f"--repeats, not {', '.join(sorted(unknown | ({'--checkpoint'} if checkpoints else set())))}")

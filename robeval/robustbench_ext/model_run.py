@@ -148,6 +148,8 @@ class ModelEvaluation:
             if stop_on_error:
                 raise
             self.outcome.error = (type(exc).__name__, str(exc))
+        finally:
+            self.threads.restore()
         return self.outcome
 
     def _readable(self, idx, x, y):
