@@ -49,7 +49,9 @@ def make_config(
         raise UserError(f"invalid --weights {fields['weights']!r}: choose default or random")
     shift = fields.get("shift")
     if attacks is None:  # a shift run evaluates the shift alone unless attacks are asked for too
-        attacks = "none" if shift else "all"
+        from .robustbench_ext.protocols import get_protocol
+
+        attacks = "none" if shift else (",".join(get_protocol(fields.get("protocol", "standard")).attacks) or "all")
     if shift is not None:
         from .shifts import get_shift, parse_corruptions, parse_severities
 

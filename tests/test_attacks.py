@@ -10,7 +10,7 @@ from pyautoattack.fab_pt import FABAttack_PT
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.attacks import create, list_attacks
+from robeval.attacks import create, list_attacks, parse_attack_list
 from robeval.attacks.spsa import SPSA
 from robeval.errors import UserError
 from robeval.robustbench_ext.engine import AttackBoundsError, verify_adversarial
@@ -18,7 +18,7 @@ from robeval.robustbench_ext.data import digits_split
 
 from .conftest import FAST_SETTINGS
 
-ALL = [s.name for s in list_attacks()]
+ALL = parse_attack_list("all")  # the seven-attack suite (apgd-dlr and fab come with protocol aa-plus)
 WHITE_BOX = ["fgsm", "pgd", "apgd-ce", "apgd-t", "fab-t"]
 
 

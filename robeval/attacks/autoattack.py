@@ -1,4 +1,5 @@
-"""APGD-CE, APGD-T, FAB-T and Square through the AutoAttack code (package ``pyautoattack``).
+"""APGD-CE, APGD-T, FAB-T and Square through the AutoAttack code (package ``pyautoattack``), and
+APGD-DLR and untargeted FAB for AutoAttack's "plus" version (protocol ``aa-plus``).
 
 AutoAttack's ``perturb`` methods attack only the points that are still correctly classified and
 return the *clean* image for every point they do not fool, so top-5 under attack would be measured
@@ -27,7 +28,7 @@ from pyautoattack.square import SquareAttack
 from .base import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, Attack, margin
 from .registry import register_attack
 
-APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75)
+APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
 
 
 def _keep_lowest_margin(model, y: torch.Tensor, best: torch.Tensor, best_margin: torch.Tensor,
@@ -86,7 +87,7 @@ class APGDCE(_AutoAttackRunner):
 
     def _make(self, x):
         atk = APGDAttack(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts, eps=self.eps,
-                         seed=self.seed, loss=self.loss, rho=self.rho, device=x.device)
+                         seed=self.seed, loss=self.loss, rho=self.rho, eot_iter=self.eot_iter, device=x.device)
         atk.init_hyperparam(x)
         return atk
 
@@ -108,6 +109,14 @@ class APGDCE(_AutoAttackRunner):
         _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
 
 
+@register_attack("apgd-dlr", title="APGD-DLR", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box",
+                 implementation="AutoAttack APGDAttack, loss dlr (pyautoattack)", defaults=APGD_DEFAULTS, in_suite=False,
+                 description="AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus")
+class APGDDLR(APGDCE):
+    name = "apgd-dlr"
+    loss = "dlr"
+
+
 @register_attack("apgd-t", title="APGD-T", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
                  defaults=dict(APGD_DEFAULTS, n_target_classes=9),
                  description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)")
@@ -116,7 +125,7 @@ class APGDT(_AutoAttackRunner):
 
     def _make(self, x):
         atk = APGDAttack_targeted(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts,
-                                  eps=self.eps, seed=self.seed, rho=self.rho,
+                                  eps=self.eps, seed=self.seed, rho=self.rho, eot_iter=self.eot_iter,
                                   n_target_classes=self.n_target_classes, device=x.device)
         atk.init_hyperparam(x)
         return atk
@@ -144,25 +153,30 @@ class APGDT(_AutoAttackRunner):
         _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
 
 
-@register_attack("fab-t", title="FAB-T", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
-                 defaults=dict(n_iter=100, n_restarts=1, n_target_classes=9, alpha_max=0.1, eta=1.05, beta=0.9),
-                 description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps")
-class FABT(_AutoAttackRunner):
-    name = "fab-t"
+FAB_DEFAULTS = dict(n_iter=100, n_restarts=1, alpha_max=0.1, eta=1.05, beta=0.9)
+
+
+class _FAB(_AutoAttackRunner):
+    """AutoAttack's FAB loops: per target (targeted) and per restart, only still-robust points; a
+    point counts when it fools the model within eps (as in AutoAttack)."""
+
+    targeted = False
+    n_target_classes = 1
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
         atk = FABAttack_PT(self.model, norm=self.norm, n_restarts=self.n_restarts, n_iter=self.n_iter, eps=self.eps,
-                           alpha_max=self.alpha_max, eta=self.eta, beta=self.beta, seed=self.seed, targeted=True,
-                           n_target_classes=self.n_target_classes, device=x.device)
+                           alpha_max=self.alpha_max, eta=self.eta, beta=self.beta, seed=self.seed,
+                           targeted=self.targeted, n_target_classes=self.n_target_classes, device=x.device)
         robust = idx
+        targets = range(2, self.n_target_classes + 2) if self.targeted else [None]
         with torch.no_grad():
-            for target_rank in range(2, self.n_target_classes + 2):  # AutoAttack's target loop
+            for target_rank in targets:  # AutoAttack's target loop
                 atk.target_class = target_rank
                 for counter in range(self.n_restarts):
                     if robust.numel() == 0:
                         return
                     x_r, y_r = x[robust].clone(), y[robust].clone()
-                    adv = atk.attack_single_run(x_r, y_r, use_rand_start=counter > 0, is_targeted=True)
+                    adv = atk.attack_single_run(x_r, y_r, use_rand_start=counter > 0, is_targeted=self.targeted)
                     dist = (adv - x_r).flatten(1)
                     dist = dist.abs().amax(1) if self.norm == "Linf" else dist.norm(dim=1)
                     fooled = (self.model(adv).argmax(1) != y_r) & (dist <= self.eps)
@@ -170,6 +184,21 @@ class FABT(_AutoAttackRunner):
                         best[robust[fooled]] = adv[fooled]
                         best_margin[robust[fooled]] = margin(self.model(adv[fooled]), y_r[fooled])
                     robust = robust[~fooled]
+
+
+@register_attack("fab-t", title="FAB-T", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
+                 defaults=dict(FAB_DEFAULTS, n_target_classes=9),
+                 description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps")
+class FABT(_FAB):
+    name = "fab-t"
+    targeted = True
+
+
+@register_attack("fab", title="FAB", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box",
+                 implementation="AutoAttack FABAttack_PT, untargeted (pyautoattack)", defaults=FAB_DEFAULTS, in_suite=False,
+                 description="AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus")
+class FAB(_FAB):
+    name = "fab"
 
 
 @register_attack("square", title="Square", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="black-box", implementation="AutoAttack SquareAttack (pyautoattack)",

@@ -1,4 +1,5 @@
 """FGSM and PGD, written here (a few lines each) so that they honour the protocol's box and labels.
+``eot_iter`` averages the gradient over that many passes (EOT) for models random at inference.
 
 torchattacks' versions always clamp to [0,1], which the ``nielsen2024`` protocol (unclamped attacks
 on normalized tensors, as in the paper's cleverhans calls) cannot use.
@@ -12,37 +13,44 @@ from .base import PER_EXAMPLE, Attack, ce_loss
 from .registry import register_attack
 
 
-def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    x_adv = x_adv.clone().requires_grad_(True)
-    loss = ce_loss(model(x_adv), y)
-    (grad,) = torch.autograd.grad(loss, x_adv)
-    return grad
+def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> torch.Tensor:
+    """The CE gradient at ``x_adv``; with ``eot_iter`` > 1 the mean over that many passes
+    (expectation over transformation, for models that are random at inference)."""
+    total = torch.zeros_like(x_adv)
+    for _ in range(max(1, eot_iter)):
+        x = x_adv.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(ce_loss(model(x), y), x)
+        total += grad
+    return total / max(1, eot_iter)
 
 
 @register_attack("fgsm", title="FGSM", norms=("Linf", "L2"), kind="white-box", implementation="robeval (one gradient step)",
+                 defaults=dict(eot_iter=1),
                  description="one step of size eps along the sign (Linf) or direction (L2) of the CE gradient")
 class FGSM(Attack):
     name = "fgsm"
+    eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        grad = _loss_grad(self.model, x, y)
+        grad = _loss_grad(self.model, x, y, self.eot_iter)
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
 @register_attack("pgd", title="PGD", norms=("Linf", "L2"), kind="white-box", implementation="robeval (projected gradient descent)",
                  randomness=PER_EXAMPLE,
-                 defaults=dict(steps=20, rel_stepsize=0.25, random_start=True),
+                 defaults=dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1),
                  description="CE-loss PGD, step = rel_stepsize * eps, uniform random start")
 class PGD(Attack):
     name = "pgd"
     steps: int
     rel_stepsize: float
     random_start: bool
+    eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         step = self.rel_stepsize * self.eps
         x_adv = self.random_init(x) if self.random_start else x.clone()
         for _ in range(self.steps):
-            grad = _loss_grad(self.model, x_adv, y)
+            grad = _loss_grad(self.model, x_adv, y, self.eot_iter)
             x_adv = self.project(x_adv + self.steepest_step(grad, step), x)
         return x_adv

@@ -25,15 +25,16 @@ class AttackSpec:
     description: str = ""
     title: str = ""  # how tables name it (FGSM, APGD-CE, ...)
     randomness: str = "none"  # where its random draws come from (run.json says it)
+    in_suite: bool = True  # part of the seven-attack suite that "all" (and the default run) means
 
 
 _ATTACKS: dict[str, AttackSpec] = {}
-ATTACK_KINDS = ("white-box", "black-box")
+ATTACK_KINDS = ("white-box", "black-box", "transfer")
 
 
 def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str, title: str,
                     defaults: dict[str, Any] | None = None, description: str = "",
-                    randomness: str = "none") -> Callable[[type], type]:
+                    randomness: str = "none", in_suite: bool = True) -> Callable[[type], type]:
     """Register an attack class under ``name``: every fact about it lives here (tables, checks,
     protocols, ``robeval attacks`` and the tests read it)."""
     if kind not in ATTACK_KINDS:
@@ -43,7 +44,7 @@ def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementat
         if name in _ATTACKS:
             raise ValueError(f"attack {name!r} registered twice")
         _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description,
-                                    title, randomness)
+                                    title, randomness, in_suite)
         return cls
 
     return decorate
@@ -58,13 +59,15 @@ def get_attack_spec(name: str) -> AttackSpec:
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
-    """``"all"``/None -> every attack in registry order; ``"none"`` -> no attack (clean accuracy
-    only); else a comma list validated by name."""
+    """``"all"``/None -> the suite (every attack registered ``in_suite``, in registry order);
+    ``"none"`` -> no attack (clean accuracy only); else a comma list validated by name (attacks
+    outside the suite, such as ``apgd-dlr`` or ``fab``, are named or come with their protocol)."""
+    suite = [name for name, spec in _ATTACKS.items() if spec.in_suite]
     if text is None:
-        return list(_ATTACKS)
+        return suite
     items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
     if not items or items == ["all"]:
-        return list(_ATTACKS)
+        return suite
     if items == ["none"]:
         return []
     out: list[str] = []

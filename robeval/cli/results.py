@@ -35,14 +35,21 @@ def stored_runs(store: Path, run_ids: list[str]) -> list:
 def check_cmd(
     run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write the evaluation checklist (Markdown) to FILE."),
 ) -> None:
-    """Run the soundness checks on a stored run and print the flags."""
+    """Run the soundness checks on a stored run and print the flags (--report: the checklist document)."""
     from ..robustbench_ext.checks import all_flags, as_dicts
 
     run = stored_runs(store, [run_id] if run_id else [])[0]
     flags = all_flags(run.summary, run.info.get("model_checks", {}))
     console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
     print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
+    if report is not None:
+        from ..report.checklist import checklist
+        from ..report.files import atomic_write
+
+        atomic_write(report, checklist(run.summary, run.info.get("model_checks", {}), run.run_id, run.protocol))
+        console.print(f"Wrote the checklist to {report}", markup=False)
 
 
 @app.command("runs")

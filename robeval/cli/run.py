@@ -86,10 +86,11 @@ def run(
     eps: str = typer.Option(DEFAULT_EPS, help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255."),
     norm: str = typer.Option("Linf", help="Threat model norm: Linf or L2."),
     attacks: Optional[str] = typer.Option(None, help="Comma list of attacks, 'all' or 'none' (see `robeval attacks`). Default: all; with --shift: none."),
+    source_model: Optional[str] = typer.Option(None, "--source-model", help="NAME[=CHECKPOINT]: the model transfer attacks (transfer-pgd, transfer-apgd-ce) craft their images on."),
     shift: Optional[str] = typer.Option(None, help="Distribution shift: corruptions (generated), imagenet-c (a pre-generated tree), imagenet-a or imagenet-r."),
     corruptions: Optional[str] = typer.Option(None, help="With --shift corruptions/imagenet-c: comma list, a family (noise, blur, weather, digital, extra), common (the 15, default) or all."),
     severities: Optional[str] = typer.Option(None, help="With --shift corruptions/imagenet-c: comma list of severities 1-5 (default all five)."),
-    protocol: str = typer.Option("standard", help="standard (pixel space) or nielsen2024 (paper reproduction only)."),
+    protocol: str = typer.Option("standard", help="standard (pixel space), aa-plus (AutoAttack's plus version: its six attacks unless --attacks) or nielsen2024 (paper reproduction only)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an attack setting: ATTACK.KEY=VALUE (repeatable)."),
     seed: int = typer.Option(0, help="Seed for every random choice; same seed, same per-example records."),
     batch_size: Optional[int] = typer.Option(None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."),
@@ -145,7 +146,7 @@ def run(
             channels_last=channels_last, ctx=ctx, subset=subset,
             subset_file=str(subset_file) if subset_file is not None else None,
             class_map=str(class_map) if class_map is not None else None, weights=weights, threads=threads,
-            shift=shift, corruptions=corruptions, severities=severities,
+            shift=shift, corruptions=corruptions, severities=severities, source_model=source_model,
         )
     except KeyboardInterrupt as exc:
         raise typer.Exit(_report_interrupt(exc, store)) from None

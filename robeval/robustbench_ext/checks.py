@@ -55,7 +55,8 @@ def flags_from_model_checks(model: str, checks: dict[str, Any]) -> list[Flag]:
     if checks["relative_logit_change_between_passes"] > 1e-5:
         flags.append(Flag("randomness", model, f"logits differ between two identical passes (relative change "
                           f"{checks['relative_logit_change_between_passes']:.2g})",
-                          "the model is randomized; gradient attacks need EOT (average gradients over several passes)"))
+                          "the model is randomized; gradient attacks need EOT: --set apgd-ce.eot_iter=20 (likewise "
+                          "pgd, fgsm, apgd-t, apgd-dlr), as AutoAttack's rand version does"))
     if checks["outputs_are_probabilities"] or checks["outputs_are_log_probabilities"]:
         kind = "probabilities" if checks["outputs_are_probabilities"] else "log-probabilities"
         flags.append(Flag("softmax-output", model, f"outputs look like {kind}, not logits",
@@ -68,7 +69,7 @@ def flags_from_model_checks(model: str, checks: dict[str, Any]) -> list[Flag]:
 
 
 def attacks_of_kind(names: set[str], kind: str) -> list[str]:
-    """The registered attacks among ``names`` whose spec is of ``kind`` (white-box / black-box)."""
+    """The registered attacks among ``names`` whose spec is of ``kind`` (white-box / black-box / transfer)."""
     return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
 
 
@@ -88,6 +89,12 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                                           f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
                                           f"({best_white:.2f})", "gradients likely masked; report the black-box number "
                                           "and try adaptive attacks (--adaptive for elliptical models)"))
+                for attack in attacks_of_kind(have, "transfer"):
+                    if s[(model, eps, attack)] < best_white - MASKING_GAP:
+                        flags.append(Flag("transfer-beats-white-box", model, f"at eps {eps}, {attack} from another "
+                                          f"model gives top-1 {s[(model, eps, attack)]:.2f}, below every white-box "
+                                          f"attack on the model itself ({best_white:.2f})", "its own gradients "
+                                          "mislead white-box attacks (gradient masking); report the transfer number"))
         attacks = [a for a in dict.fromkeys(sel["attack"]) if a != "clean"]
         for attack in attacks:
             rows = sel[sel["attack"] == attack].sort_values("eps_value")

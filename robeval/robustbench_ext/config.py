@@ -63,6 +63,7 @@ class EvalConfig:
     shift: str | None = None  # corruptions | imagenet-c | imagenet-a | imagenet-r (robeval.shifts)
     corruptions: list[str] | None = None  # with corruptions / imagenet-c: the corruptions evaluated
     severities: list[int] | None = None  # ... and their severities (1-5)
+    source_model: str | None = None  # NAME[=CHECKPOINT]: the model transfer attacks craft on
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -128,9 +129,24 @@ def validate_config(config: EvalConfig) -> None:
         if config.norm not in spec.norms:
             raise UserError(f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})")
     validate_shift(config)
+    validate_transfer(config)
     missing = sorted(set(config.checkpoints) - set(config.models))
     if missing:
         raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+
+
+def validate_transfer(config: EvalConfig) -> None:
+    """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
+    transfer = [a for a in config.attacks if get_attack_spec(a).kind == "transfer"]
+    if transfer and not config.source_model:
+        raise UserError(f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on")
+    if config.source_model and not transfer:
+        raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
+    if transfer:
+        get_spec(config.source_model.partition("=")[0])
+        if get_protocol(config.protocol).space != "pixel":
+            raise UserError(f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
+                            "two models normalise their inputs differently")
 
 
 def validate_shift(config: EvalConfig) -> None:

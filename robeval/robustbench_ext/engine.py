@@ -16,6 +16,7 @@ from typing import Any, Protocol as TypingProtocol
 
 import pandas as pd
 
+from ..attacks.transfer import release_sources
 from ..errors import UserError
 from ..store import worker_store_path
 from .attack_calls import AttackBoundsError, PassCounter, verify_adversarial
@@ -124,6 +125,8 @@ def run_evaluation(config: EvalConfig, reporter: Reporter | None = None, store: 
         reporter.stop()
         _mark_stopped(opened, ctx, exc)
         raise
+    finally:
+        release_sources()  # transfer attacks' source model and crafted images
     if not ctx.is_main:  # rank 0 reads the records back and writes the summary
         return EvalResult(pd.DataFrame(columns=RECORD_COLUMNS), pd.DataFrame(), {"run_id": opened.run_id, "rank": ctx.rank})
     return _finish(config, jobs, opened, state, ctx)

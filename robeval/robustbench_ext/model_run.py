@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..attacks import create
+from ..attacks.transfer import TransferAttack, source_model
 from ..errors import UserError
 from ..models import load_model
 from ..threads import FixedThreads, ThreadGovernor
@@ -86,6 +87,11 @@ class ModelEvaluation:
         self.attacks = {(e.text, a): create(a, self.counted, e.value, norm=config.norm, seed=config.seed,
                                             clip=protocol.box(a), **config.attack_settings(a))
                         for e in config.eps for a in job.attacks}
+        if config.source_model:  # transfer attacks craft on the run's source model (loaded once per run)
+            source = source_model(config.source_model, self.device, config.trust_checkpoint)
+            for attack in self.attacks.values():
+                if isinstance(attack, TransferAttack):
+                    attack.source = source
         self.outcome = BatchOutcome()
         self.need_checks = need_checks
         governed = config.threads is None and self.device.type == "cpu"

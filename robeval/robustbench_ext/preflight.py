@@ -38,9 +38,30 @@ def preflight(config: EvalConfig) -> EvalData:
         data = load_shift_data(config, metas[0])
     else:
         data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+    if config.source_model:
+        metas.append(_source_meta(config))
     for meta in metas:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "
                             f"gives {data.input_size}")
         check_classes(data.label_space, config.data, meta.name, meta.num_classes)
     return data
+
+
+def _source_meta(config: EvalConfig):
+    """The transfer source, checked like a model: its checkpoint, and inputs of the targets' size."""
+    name, _, checkpoint = config.source_model.partition("=")
+    spec = get_spec(name)
+    if checkpoint:
+        check_checkpoint_file(checkpoint)
+    elif not spec.has_default_weights and config.weights != "random":
+        raise UserError(f"--source-model {name} has no public weights; pass --source-model {name}=PATH")
+    with torch.device("meta"):
+        meta = model_meta(build_network(name), spec, {})
+    for job in model_jobs(config):
+        with torch.device("meta"):
+            target = model_meta(build_network(job.model, **job.options), get_spec(job.model), job.options)
+        if tuple(target.input_size) != tuple(meta.input_size):
+            raise UserError(f"--source-model {name} takes input {tuple(meta.input_size)} but {job.model} takes "
+                            f"{tuple(target.input_size)}: transfer needs the same images")
+    return meta

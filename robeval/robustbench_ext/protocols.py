@@ -10,6 +10,8 @@
   **for reproducing the paper's numbers only and is not a valid pixel-space threat model**: 1/255 in
   normalized units is about 0.23/255 in pixels, and the [0,1] clamp of normalized values moves
   pixels far outside the eps ball.
+* ``aa-plus`` — AutoAttack's "plus" version in the standard threat model: more restarts, the DLR loss,
+  untargeted FAB; run when ``--protocol aa-plus`` is given without ``--attacks``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Protocol:
     attack_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_options: dict[str, Any] = field(default_factory=dict)  # set on every model that has the option
     valid_threat_model: bool = True
+    attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
 
     def label_source(self, attack: str) -> str:
         return "predicted" if attack in self.predicted_labels else "true"
@@ -71,6 +74,20 @@ register_protocol(Protocol(
     },
     model_options={"token_reduction": "median"},
     valid_threat_model=False,
+))
+
+
+register_protocol(Protocol(
+    name="aa-plus",
+    description=("AutoAttack's plus version on [0,1] pixels (Croce & Hein 2020): APGD-CE and APGD-DLR with 5 "
+                 "restarts, untargeted FAB with 5 restarts, Square with 5000 queries, APGD-T and FAB-T with 9 "
+                 "target classes; every attack on every example, so top-5 is measured under attack"),
+    space="pixel",
+    attack_settings={
+        "apgd-ce": {"n_restarts": 5}, "apgd-dlr": {"n_restarts": 5}, "fab": {"n_restarts": 5},
+        "square": {"n_queries": 5000}, "apgd-t": {"n_target_classes": 9}, "fab-t": {"n_target_classes": 9},
+    },
+    attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
 ))
 
 

@@ -1,0 +1,191 @@
+"""``robeval check RUN --report FILE``: the evaluation checklist of a stored run as a document.
+
+For each model every indicator gets a status (ok / RAISED / not run / n/a) and its evidence from the
+run, then a verdict line.  The indicators follow Carlini et al. 2019, "On Evaluating Adversarial
+Robustness" (their checklist) and Pintor et al. 2022, "Indicators of
+Attack Failure" (their six indicators); each names the items it covers.  Indicators are a registry:
+one function per indicator, reading the run's summary and its model checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from ..attacks import get_attack_spec
+from ..models import get_spec
+from ..robustbench_ext.checks import ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, attacks_of_kind, flags_from_model_checks
+
+LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
+NEAR_ZERO = 1.0  # % top-1
+
+
+@dataclass
+class Finding:
+    status: str  # "ok", "RAISED", "not run", "n/a"
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Indicator:
+    name: str
+    covers: str
+    judge: Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]
+
+
+INDICATORS: list[Indicator] = []
+
+
+def indicator(name: str, covers: str):
+    def decorate(fn: Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]) -> Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]:
+        INDICATORS.append(Indicator(name, covers, fn))
+        return fn
+    return decorate
+
+
+def _model_flag(check: str, model: str, checks: dict) -> Finding:
+    if model not in checks:
+        return Finding("not run", "the model checks ran in another process of this run or were not stored")
+    flags = [f for f in flags_from_model_checks(model, checks[model]) if f.check == check]
+    return Finding("RAISED", f"{flags[0].message} — {flags[0].advice}") if flags else Finding("ok", _evidence(check, checks[model]))
+
+
+def _evidence(check: str, values: dict) -> str:
+    return {"randomness": f"relative logit change between two passes {values['relative_logit_change_between_passes']:.2g}",
+            "softmax-output": "outputs are logits (neither probabilities nor log-probabilities)",
+            "zero-gradients": f"{100 * values['share_zero_or_nan_gradients']:.1f}% of checked examples have zero or NaN "
+                              "input gradients"}[check]
+
+
+@indicator("Randomness at inference", "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions")
+def randomness(model, rows, checks, summary):
+    return _model_flag("randomness", model, checks)
+
+
+@indicator("Outputs are logits", "Carlini et al. checklist (losses on logits, not softmax outputs)")
+def softmax(model, rows, checks, summary):
+    return _model_flag("softmax-output", model, checks)
+
+
+@indicator("Input gradients exist", "Pintor et al.: Unavailable Gradients; Carlini et al. checklist (gradient masking)")
+def gradients(model, rows, checks, summary):
+    return _model_flag("zero-gradients", model, checks)
+
+
+def _kind_vs_white(rows: pd.DataFrame, kind: str) -> Finding:
+    lines, raised = [], False
+    for eps in dict.fromkeys(rows["eps"]):
+        sel = rows[rows["eps"] == eps].set_index("attack")["top1"]
+        white = attacks_of_kind(set(sel.index), "white-box")
+        others = attacks_of_kind(set(sel.index), kind)
+        if not white or not others:
+            continue
+        best = min(sel[a] for a in white)
+        for attack in others:
+            raised |= sel[attack] < best - MASKING_GAP
+            lines.append(f"eps {eps}: {attack} {sel[attack]:.2f} vs best white-box {best:.2f}")
+    if not lines:
+        return Finding("not run", f"no {kind} attack next to a white-box one in this run")
+    return Finding("RAISED" if raised else "ok", "; ".join(lines))
+
+
+@indicator("Black-box attacks do not beat white-box ones", "Carlini et al. checklist (try gradient-free attacks)")
+def black_box(model, rows, checks, summary):
+    return _kind_vs_white(rows, "black-box")
+
+
+@indicator("Transfer attacks do not beat white-box ones", "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure")
+def transfer(model, rows, checks, summary):
+    found = _kind_vs_white(rows, "transfer")
+    if found.status == "not run":
+        found.evidence += " (robeval run ... --attacks pgd,transfer-pgd --source-model deit-tiny)"
+    return found
+
+
+@indicator("Iterative attacks beat one step", "Carlini et al. checklist (iterative attacks should outperform single-step ones)")
+def iterative(model, rows, checks, summary):
+    lines, raised = [], False
+    for eps in dict.fromkeys(rows["eps"]):
+        sel = rows[rows["eps"] == eps].set_index("attack")["top1"]
+        if "fgsm" in sel and "pgd" in sel:
+            raised |= sel["pgd"] > sel["fgsm"] + MASKING_GAP
+            lines.append(f"eps {eps}: PGD {sel['pgd']:.2f}, FGSM {sel['fgsm']:.2f}")
+    return Finding("RAISED" if raised else "ok", "; ".join(lines)) if lines else Finding("not run", "no FGSM and PGD pair")
+
+
+@indicator("Accuracy falls as eps grows", "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack")
+def monotone(model, rows, checks, summary):
+    if rows["eps"].nunique() < 2:
+        return Finding("not run", "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
+    rising = []
+    for attack in dict.fromkeys(rows[~rows["attack"].isin(["clean"])]["attack"]):
+        values = rows[rows["attack"] == attack].sort_values("eps_value")["top1"].tolist()
+        if any(b > a + 1e-9 for a, b in zip(values, values[1:])):
+            rising.append(attack)
+    return Finding("RAISED", f"top-1 rises with eps under {', '.join(rising)}") if rising else \
+        Finding("ok", f"non-increasing over {rows['eps'].nunique()} eps values for every attack")
+
+
+@indicator("Accuracy reaches 0 at a large eps", "Carlini et al. checklist (an unbounded attack must succeed always)")
+def reaches_zero(model, rows, checks, summary):
+    white = rows[rows["attack"].map(lambda a: a not in ("clean", "any") and _kind(a) == "white-box")]
+    large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
+    if large.empty:
+        return Finding("not run", "no white-box attack at eps >= 64/255 in this run (robeval run ... --attacks pgd "
+                                  "--eps 16/255,64/255)")
+    best = large["top1"].min()
+    return Finding("ok" if best <= NEAR_ZERO else "RAISED", f"lowest white-box top-1 at eps >= 64/255: {best:.2f}%")
+
+
+@indicator("Restarts do not change the result", "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)")
+def restarts(model, rows, checks, summary):
+    if "protocol" in rows and (rows["protocol"] == "aa-plus").any():
+        return Finding("ok", "evaluated under aa-plus (APGD-CE, APGD-DLR and FAB with 5 restarts each)")
+    return Finding("not run", "one restart per attack; rerun with --protocol aa-plus and `robeval compare` the two")
+
+
+@indicator("Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)")
+def adaptive(model, rows, checks, summary):
+    try:
+        takes_adaptive = get_spec(model).is_adaptive
+    except Exception:  # a renamed model of a combined table
+        takes_adaptive = True
+    if not takes_adaptive:
+        return Finding("n/a", "no data-dependent attention weight to differentiate through")
+    gaps = adaptive_gaps(summary)
+    mine = gaps[gaps["model"] == model] if not gaps.empty else gaps
+    if mine.empty:
+        return Finding("not run", "no +adaptive evaluation of this model (--adaptive, for models that take it)")
+    worst = mine["gap"].max()
+    return Finding("RAISED" if worst > MASKING_GAP else "ok", f"largest top-1 drop with gradients through it: {worst:+.2f}")
+
+
+def _kind(attack: str) -> str | None:
+    try:
+        return get_attack_spec(attack).kind
+    except Exception:  # a shifted condition, or an attack no longer registered
+        return None
+
+
+def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str) -> str:
+    """The checklist document (Markdown) of one run."""
+    lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "",
+             "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
+             "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
+             "the evidence; the command that gives it is named).", ""]
+    for model in [m for m in dict.fromkeys(summary["model"]) if not m.endswith(ADAPTIVE_SUFFIX)]:
+        rows = summary[summary["model"] == model]
+        findings = []
+        for ind in INDICATORS:
+            found = ind.judge(model, rows, checks, summary)
+            findings.append((ind, found))
+        lines += [f"## {model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
+        lines += [f"| {ind.name} | {ind.covers} | {f.status} | {f.evidence} |" for ind, f in findings]
+        raised = [ind.name for ind, f in findings if f.status == "RAISED"]
+        missing = sum(f.status == "not run" for _, f in findings)
+        verdict = (f"RAISED: {'; '.join(raised)}" if raised else
+                   f"no indicator of a failed attack among the {len(findings) - missing} checked")
+        lines += ["", f"**Verdict for {model}: {verdict}" + (f" ({missing} not run)" if missing else "") + ".**", ""]
+    return "\n".join(lines)
