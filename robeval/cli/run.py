@@ -107,39 +107,22 @@ def run(
     weights: str = typer.Option("default", help="default (checkpoint, timm hub or embedded zoo) or random (untrained: smoke tests; marked in every table)."),
     threads: Optional[int] = typer.Option(None, help="CPU threads (default: every core, fewer while other processes want cores; see README)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of checkpoints (runs code from the file!)."),
-    adaptive: bool = typer.Option(False, "--adaptive", help="Also attack elliptical models with gradients through M (white-box attacks)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Also attack models with a data-dependent attention weight (elliptical, SPKDE) with gradients through it (white-box attacks)."),
     nproc: int = typer.Option(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run the attack suite (and/or a distribution shift) and write results.csv, results.md and run.json."""
     from ..api import DEFAULT_MODELS, evaluate_full
-    from ..store import Store
     from ..attacks import parse_set_options
     from ..models import expand_model_patterns
-    from ..report.files import prepare_out_dir
-    from ..report.terminal import RichReporter
-    from ..robustbench_ext.distributed import init_from_env, launched_by_torchrun, shutdown
-    from ..robustbench_ext.engine import NullReporter
+    from ..robustbench_ext.distributed import shutdown
 
-    if nproc < 1:
-        raise UserError(f"--nproc must be at least 1, got {nproc}")
-    if nproc > 1 and not launched_by_torchrun():
-        raise typer.Exit(launch_local_workers(nproc, sys.argv[1:]))
     models = expand_model_patterns(list(model) if model else DEFAULT_MODELS)
-    ctx = init_from_env(device)
-    if not ctx.is_main:
-        quiet = True
-    if out is not None and ctx.is_main:
-        prepare_out_dir(out)
-    db = Store(store) if ctx.is_main else store  # workers open their own file next to the store
-    if trust_checkpoint:
-        Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
-                                   "code on this machine", markup=False)
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    ctx, db, reporter = _start(nproc, device, out, store, trust_checkpoint, quiet)
     try:
         result = evaluate_full(
-            reporter=NullReporter() if quiet else RichReporter(), store=db, resume=resume, models=models, data=data,
-            eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
+            reporter=reporter, store=db, resume=resume,
+            models=models, data=data, eps=eps, attacks=attacks, protocol=protocol, norm=norm, n_examples=n_examples,
             checkpoints=split_checkpoints(list(checkpoint or []), models), checkpoint_key=checkpoint_key,
             settings=parse_set_options(list(set_ or [])), seed=seed, batch_size=batch_size, device=device, workers=workers,
             strict_data=strict_data, trust_checkpoint=trust_checkpoint, adaptive=adaptive, amp=amp,
@@ -153,6 +136,30 @@ def run(
     shutdown(ctx)
     if ctx.is_main:
         _report(result, out, store, demo=data == "digits" and n_examples is None)
+
+
+def _start(nproc: int, device: str, out: Optional[Path], store: Path, trust_checkpoint: bool, quiet: bool):
+    """Workers launched (--nproc), this process's place among them, its output folder, store and
+    progress reporter, the --trust-checkpoint warning and SIGTERM handling: what comes before the run."""
+    from ..report.files import prepare_out_dir
+    from ..report.terminal import RichReporter
+    from ..robustbench_ext.distributed import init_from_env, launched_by_torchrun
+    from ..robustbench_ext.engine import NullReporter
+    from ..store import Store
+
+    if nproc < 1:
+        raise UserError(f"--nproc must be at least 1, got {nproc}")
+    if nproc > 1 and not launched_by_torchrun():
+        raise typer.Exit(launch_local_workers(nproc, sys.argv[1:]))
+    ctx = init_from_env(device)
+    if out is not None and ctx.is_main:
+        prepare_out_dir(out)
+    db = Store(store) if ctx.is_main else store  # workers open their own file next to the store
+    if trust_checkpoint:
+        Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
+                                   "code on this machine", markup=False)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    return ctx, db, NullReporter() if quiet or not ctx.is_main else RichReporter()
 
 
 def _report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:

@@ -107,12 +107,20 @@ def markdown_grid(grid: pd.DataFrame, caption: str) -> str:
     return "\n".join([f"Table: {caption}", "", head, rule, *lines])
 
 
-def shift_markdown(summary: pd.DataFrame) -> str:
-    blocks = [markdown_grid(shift_grid(summary), shift_caption(summary))]
+DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
+
+
+def shift_blocks(summary: pd.DataFrame, render_grid) -> str:
+    """The shift table and the per-corruption detail, each rendered by ``render_grid(grid, caption)``."""
+    blocks = [render_grid(shift_grid(summary), shift_caption(summary))]
     detail = corruption_grid(summary)
     if detail is not None:
-        blocks.append(markdown_grid(detail, "Top-1 accuracy (%) per corruption, averaged over the severities run"))
+        blocks.append(render_grid(detail, DETAIL_CAPTION))
     return "\n\n".join(blocks)
+
+
+def shift_markdown(summary: pd.DataFrame) -> str:
+    return shift_blocks(summary, markdown_grid)
 
 
 def latex_grid(grid: pd.DataFrame, caption: str) -> str:
@@ -126,11 +134,7 @@ def latex_grid(grid: pd.DataFrame, caption: str) -> str:
 
 
 def shift_latex(summary: pd.DataFrame) -> str:
-    blocks = [latex_grid(shift_grid(summary), shift_caption(summary))]
-    detail = corruption_grid(summary)
-    if detail is not None:
-        blocks.append(latex_grid(detail, "Top-1 accuracy (%) per corruption, averaged over the severities run"))
-    return "\n\n".join(blocks)
+    return shift_blocks(summary, latex_grid)
 
 
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:

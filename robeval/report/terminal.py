@@ -58,7 +58,7 @@ class RichReporter:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    from .shift_table import corruption_grid, shift_caption, shift_grid, split
+    from .shift_table import DETAIL_CAPTION, corruption_grid, shift_caption, shift_grid, split
 
     full, (summary, shifted) = summary, split(summary)
     tables = []
@@ -74,7 +74,7 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
         tables.append(Group(*lines, table))
     if shifted:
         for grid, text in ((shift_grid(full), shift_caption(full)),
-                           (corruption_grid(full), "Top-1 accuracy (%) per corruption, averaged over the severities run")):
+                           (corruption_grid(full), DETAIL_CAPTION)):
             if grid is not None:
                 tables.append(_transposed(grid, text))
     return tables

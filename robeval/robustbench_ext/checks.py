@@ -73,6 +73,15 @@ def attacks_of_kind(names: set[str], kind: str) -> list[str]:
     return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
 
 
+# Attack kinds that must not beat the white-box attacks on a model: flag name, wording, advice.
+BEATS_WHITE_BOX = {
+    "black-box": ("gradient-masking", "black-box", "gradients likely masked; report the black-box number and try "
+                  "adaptive attacks (--adaptive for elliptical models)"),
+    "transfer": ("transfer-beats-white-box", "transferred from another model,", "the model's own gradients mislead "
+                 "white-box attacks (gradient masking); report the transfer number"),
+}
+
+
 def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
     flags: list[Flag] = []
     s = summary.set_index(["model", "eps", "attack"])["top1"]
@@ -83,18 +92,12 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
             white = attacks_of_kind(have, "white-box")
             if white:
                 best_white = min(s[(model, eps, a)] for a in white)
-                for attack in attacks_of_kind(have, "black-box"):
-                    if s[(model, eps, attack)] < best_white - MASKING_GAP:
-                        flags.append(Flag("gradient-masking", model, f"at eps {eps}, black-box {attack} top-1 "
-                                          f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
-                                          f"({best_white:.2f})", "gradients likely masked; report the black-box number "
-                                          "and try adaptive attacks (--adaptive for elliptical models)"))
-                for attack in attacks_of_kind(have, "transfer"):
-                    if s[(model, eps, attack)] < best_white - MASKING_GAP:
-                        flags.append(Flag("transfer-beats-white-box", model, f"at eps {eps}, {attack} from another "
-                                          f"model gives top-1 {s[(model, eps, attack)]:.2f}, below every white-box "
-                                          f"attack on the model itself ({best_white:.2f})", "its own gradients "
-                                          "mislead white-box attacks (gradient masking); report the transfer number"))
+                for kind, (check, what, advice) in BEATS_WHITE_BOX.items():
+                    for attack in attacks_of_kind(have, kind):
+                        if s[(model, eps, attack)] < best_white - MASKING_GAP:
+                            flags.append(Flag(check, model, f"at eps {eps}, {what} {attack} top-1 "
+                                              f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
+                                              f"({best_white:.2f})", advice))
         attacks = [a for a in dict.fromkeys(sel["attack"]) if a != "clean"]
         for attack in attacks:
             rows = sel[sel["attack"] == attack].sort_values("eps_value")
