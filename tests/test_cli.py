@@ -49,7 +49,7 @@ def test_run_json(small_run):
     run = json.loads((out / "run.json").read_text())
     assert run["seed"] == 0 and run["versions"]["torch"] and run["versions"]["timm"] and run["versions"]["robeval"]
     assert run["attack_settings"]["square"]["n_queries"] == 50
-    assert run["attack_settings"]["pgd"] == {"steps": 20, "rel_stepsize": 0.25, "random_start": True}
+    assert run["attack_settings"]["pgd"] == {"steps": 20, "rel_stepsize": 0.25, "random_start": True, "eot_iter": 1}
     assert len(run["models"]["digits-deit"]["checkpoint_sha256"]) == 64
     assert run["protocol"]["name"] == "standard" and run["data"]["n"] == 20
     assert any(k.startswith("digits-deit|4/255|pgd") for k in run["timings_seconds"])

@@ -14,6 +14,7 @@ from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks, register_attack
 from robeval.attacks.base import Attack
 from robeval.attacks.registry import ATTACK_KINDS, _ATTACKS
+from robeval.attacks.transfer import release_sources, source_model
 from robeval.catalog import catalog
 from robeval.models import build_network, get_spec, list_models, register_model
 from robeval.models.checkpoint import load_state_dict_strict
@@ -56,7 +57,13 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     model = robeval.load_model("digits-deit")
     x, y = (torch.from_numpy(a[:16]) for a in digits_split("test"))
     eps = 8 / 255
-    x_adv = create(name, model, eps=eps, **FAST_SETTINGS.get(name, {}))(x, y)
+    attack = create(name, model, eps=eps, **FAST_SETTINGS.get(name, {}))
+    if spec.kind == "transfer":  # crafted on a source model (here the target itself), evaluated on the target
+        attack.source = source_model("digits-deit", torch.device("cpu"))
+    try:
+        x_adv = attack(x, y)
+    finally:
+        release_sources()
     assert (x_adv - x).abs().max() <= eps + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
     assert name in {a["name"] for a in catalog()["attacks"]}
 
