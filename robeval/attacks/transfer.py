@@ -39,7 +39,7 @@ class SourceModel:
                                    sorted(attack.settings.items()), tuple(x.shape))).encode()).hexdigest()[:24]
         path = self.folder / f"{key}.pt"
         if path.exists():
-            return torch.load(path, map_location=x.device)
+            return torch.load(path, map_location=x.device, weights_only=True)  # a tensor we wrote; never unpickle code
         crafter = create(base, self.model, attack.eps, norm=attack.norm, seed=attack.seed, clip=attack.clip,
                          **attack.settings)
         x_adv = crafter(x, y, examples=attack.examples)
@@ -54,14 +54,19 @@ class SourceModel:
 _SOURCES: dict[Any, SourceModel] = {}
 
 
-def source_model(spec: str, device: torch.device, trust_checkpoint: bool = False) -> SourceModel:
-    """The loaded source for ``NAME[=CHECKPOINT]`` on ``device`` (one per process and spec)."""
-    key = (spec, str(device))
+def source_model(spec: str, device: torch.device, trust_checkpoint: bool = False, pretrained: bool = True,
+                 seed: int = 0) -> SourceModel:
+    """The loaded source for ``NAME[=CHECKPOINT]`` on ``device`` (one per process and spec); with
+    ``pretrained=False`` (``--weights random``) a network seeded by ``seed``, the same in every run."""
+    key = (spec, str(device), pretrained)
     if key not in _SOURCES:
         from ..models import load_model
 
         name, _, checkpoint = spec.partition("=")
-        model = load_model(name, checkpoint=checkpoint or None, trust_checkpoint=trust_checkpoint, device=device)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = load_model(name, checkpoint=checkpoint or None, trust_checkpoint=trust_checkpoint, device=device,
+                               pretrained=pretrained)
         _SOURCES[key] = SourceModel(model, spec)
     return _SOURCES[key]
 

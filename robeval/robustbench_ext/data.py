@@ -153,8 +153,7 @@ class EvalData:
     def _loader(dataset: Dataset, plan: list[list[int]], workers: int, pin_memory: bool) -> Iterable:
         if not plan:
             return []
-        return DataLoader(dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin_memory,
-                          persistent_workers=False)
+        return DataLoader(dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin_memory)
 
 
 def load_digits_data(n_examples: int | None) -> EvalData:

@@ -88,7 +88,8 @@ class ModelEvaluation:
                                             clip=protocol.box(a), **config.attack_settings(a))
                         for e in config.eps for a in job.attacks}
         if config.source_model:  # transfer attacks craft on the run's source model (loaded once per run)
-            source = source_model(config.source_model, self.device, config.trust_checkpoint)
+            source = source_model(config.source_model, self.device, config.trust_checkpoint,
+                                  pretrained=config.weights != "random", seed=config.seed)
             for attack in self.attacks.values():
                 if isinstance(attack, TransferAttack):
                     attack.source = source
@@ -169,20 +170,30 @@ class ModelEvaluation:
         self.outcome.skipped.extend(names)
         return idx[readable], x[readable], y[readable]
 
+    def inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Images as the target takes them: on the device, in the memory format, normalized if the
+        protocol attacks the normalized tensor."""
+        x = x.to(self.device, non_blocking=True)
+        if self.config.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x if self.protocol.space == "pixel" else self.model.normalize(x)
+
+    def logits(self, xa: torch.Tensor, what: str) -> torch.Tensor:
+        """The target's logits on ``xa`` (no gradients); a :class:`ModelFailure` if any is NaN or inf."""
+        with torch.inference_mode():
+            out = self.target(xa)
+        if not torch.isfinite(out).all():
+            raise ModelFailure(f"NaN or inf logits on {what}; check the checkpoint")
+        return out
+
     def batch(self, b: int, idx: torch.Tensor, x: torch.Tensor, y: torch.Tensor, deliver: Deliver) -> None:
         """The clean pass and every pending (eps, attack) unit of batch ``b``."""
         idx, x, y = self._readable(idx, x, y)
         if len(y) == 0:
             return
-        x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-        if self.config.channels_last and x.dim() == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
-        xa = x if self.protocol.space == "pixel" else self.model.normalize(x)
+        xa, y = self.inputs(x), y.to(self.device, non_blocking=True)
         tick = time.perf_counter()
-        with torch.inference_mode():
-            clean_logits = self.target(xa)
-        if not torch.isfinite(clean_logits).all():  # (also waits for the GPU, so the time below is real)
-            raise ModelFailure(f"NaN or inf logits on clean images (batch {b}); check the checkpoint")
+        clean_logits = self.logits(xa, f"clean images (batch {b})")  # (waits for the GPU: the time below is real)
         clean_seconds = time.perf_counter() - tick  # the shared clean pass: timed with the clean unit
         if self.need_checks:
             self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])

@@ -20,18 +20,8 @@ from .labels import check_classes
 
 def preflight(config: EvalConfig) -> EvalData:
     """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
-    metas = []
-    for job in model_jobs(config):
-        spec = get_spec(job.model)
-        checkpoint = config.checkpoints.get(job.model)
-        if checkpoint is not None:
-            check_checkpoint_file(checkpoint)
-        elif not spec.has_default_weights and config.weights != "random":
-            raise UserError(f"{spec.name} has no public weights; pass --checkpoint {spec.name}=PATH "
-                            f"(or --weights random for a smoke test)")
-        with torch.device("meta"):
-            net = build_network(job.model, **job.options)
-        metas.append(model_meta(net, spec, job.options))
+    metas = [_checked_meta(job.model, job.options, config.checkpoints.get(job.model), config,
+                           f"--checkpoint {job.model}=PATH") for job in model_jobs(config)]
     if config.shift is not None:
         from ..shifts.loading import load_shift_data
 
@@ -39,7 +29,7 @@ def preflight(config: EvalConfig) -> EvalData:
     else:
         data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
     if config.source_model:
-        metas.append(_source_meta(config))
+        metas.append(_source_meta(config, metas))
     for meta in metas:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "
@@ -48,20 +38,25 @@ def preflight(config: EvalConfig) -> EvalData:
     return data
 
 
-def _source_meta(config: EvalConfig):
-    """The transfer source, checked like a model: its checkpoint, and inputs of the targets' size."""
-    name, _, checkpoint = config.source_model.partition("=")
+def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):
+    """A model's checkpoint file looked at (or its default weights' existence), and what it is (built
+    on the meta device: no memory, no weights)."""
     spec = get_spec(name)
-    if checkpoint:
+    if checkpoint is not None:
         check_checkpoint_file(checkpoint)
     elif not spec.has_default_weights and config.weights != "random":
-        raise UserError(f"--source-model {name} has no public weights; pass --source-model {name}=PATH")
+        raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
     with torch.device("meta"):
-        meta = model_meta(build_network(name), spec, {})
-    for job in model_jobs(config):
-        with torch.device("meta"):
-            target = model_meta(build_network(job.model, **job.options), get_spec(job.model), job.options)
+        net = build_network(name, **options)
+    return model_meta(net, spec, options)
+
+
+def _source_meta(config: EvalConfig, targets: list):
+    """The transfer source, checked like a model, taking inputs of the targets' size."""
+    name, _, checkpoint = config.source_model.partition("=")
+    meta = _checked_meta(name, {}, checkpoint or None, config, f"--source-model {name}=PATH")
+    for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):
-            raise UserError(f"--source-model {name} takes input {tuple(meta.input_size)} but {job.model} takes "
+            raise UserError(f"--source-model {name} takes input {tuple(meta.input_size)} but {target.name} takes "
                             f"{tuple(target.input_size)}: transfer needs the same images")
     return meta

@@ -38,11 +38,12 @@ def run_conditions(ev: "ModelEvaluation", batches: list[int], deliver: "Deliver"
     workers = ev.config.workers if tree else max(1, ev.config.workers)
     if not tree and any(c.corruption == "glass_blur" for c in ev.conditions):
         warm_up_glass_blur()  # compiled once here, inherited by the forked workers
-    loader = DataLoader(ConcatDataset([condition_dataset(ev.data, c, ev.config) for c in ev.conditions]),
-                        batch_sampler=sampler, num_workers=workers, pin_memory=ev.device.type == "cuda")
+    datasets = [condition_dataset(ev.data, c, ev.config) for c in ev.conditions]
+    loader = DataLoader(ConcatDataset(datasets), batch_sampler=sampler, num_workers=workers,
+                        pin_memory=ev.device.type == "cuda")
     for (condition, b), (x, y, norms) in zip(plan, loader):
         ev.threads.look()
-        condition_unit(ev, condition, b, x, y, norms, deliver, tree)
+        condition_unit(ev, condition, datasets[position[condition.name]], b, x, y, norms, deliver, tree)
 
 
 def warm_up_glass_blur() -> None:
@@ -56,44 +57,32 @@ def fill_clean_hits(ev: "ModelEvaluation", batches: list[int]) -> None:
     missing = [b for b in batches if b not in ev.clean_hits]
     for b, idx, x, y in ev.data.batches(ev.batch_size, workers=ev.config.workers, only=missing):
         keep = y >= 0
-        hit1, hit5 = topk_hits(forward(ev, x[keep]), y[keep].to(ev.device))
+        hit1, hit5 = topk_hits(ev.logits(ev.inputs(x[keep]), f"clean images (batch {b})"), y[keep].to(ev.device))
         ev.clean_hits[b] = dict(zip(idx[keep].tolist(), zip(hit1.tolist(), hit5.tolist())))
 
 
-def forward(ev: "ModelEvaluation", x: torch.Tensor) -> torch.Tensor:
-    x = x.to(ev.device, non_blocking=True)
-    if ev.config.channels_last and x.dim() == 4:
-        x = x.contiguous(memory_format=torch.channels_last)
-    with torch.inference_mode():
-        logits = ev.target(x if ev.protocol.space == "pixel" else ev.model.normalize(x))
-    if not torch.isfinite(logits).all():
-        from .model_run import ModelFailure
-
-        raise ModelFailure("NaN or inf logits on shifted images; check the checkpoint")
-    return logits
-
-
-def skip_failed(ev: "ModelEvaluation", condition: Condition, idx: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def skip_failed(ev: "ModelEvaluation", condition: Condition, dataset, idx: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Name the examples of this unit that could not be read or corrupted; the mask of the others."""
     keep = y >= 0
+    named = dataset if hasattr(dataset, "path_of") else ev.data.dataset
     for i, label in zip(idx[~keep].tolist(), y[~keep].tolist()):
-        name = ev.data.dataset.path_of(i) if hasattr(ev.data.dataset, "path_of") else f"{ev.data.name} example {i}"
+        name = named.path_of(i) if hasattr(named, "path_of") else f"{ev.data.name} example {i}"
         why = "corruption failed" if label == CORRUPTION_FAILED else "unreadable"
         ev.outcome.skipped.append(f"{name} ({condition.name}: {why})")
     return keep
 
 
-def condition_unit(ev: "ModelEvaluation", condition: Condition, b: int, x, y, norms, deliver: "Deliver",
+def condition_unit(ev: "ModelEvaluation", condition: Condition, dataset, b: int, x, y, norms, deliver: "Deliver",
                    tree: bool) -> None:
     from .model_run import add_records, new_columns
 
     idx = torch.tensor(ev.data.batch_indices(ev.batch_size, b), dtype=torch.long)
-    keep = skip_failed(ev, condition, idx, y)
+    keep = skip_failed(ev, condition, dataset, idx, y)
     idx, x, y, norms = idx[keep], x[keep], y[keep], norms[keep]
     if len(y) == 0:
         return
     tick = time.perf_counter()
-    logits = forward(ev, x)
+    logits = ev.logits(ev.inputs(x), f"{condition.name} (batch {b})")
     hit1, hit5 = (h.tolist() for h in topk_hits(logits, y.to(ev.device)))
     clean = ev.clean_hits.get(b, {})
     clean1 = hit1 if tree else [clean[i][0] for i in idx.tolist()]

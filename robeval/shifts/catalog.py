@@ -35,7 +35,6 @@ ALEXNET_ERRORS = dict(zip(COMMON, (
     0.866816, 0.826572, 0.819324, 0.564592, 0.853204, 0.646056, 0.717840, 0.606500,
 )))
 ALEXNET_CLEAN_ERROR = 0.435  # AlexNet's clean top-1 error in the benchmark's table (relative mCE)
-ALEXNET_SOURCE = "Hendrycks & Dietterich, ICLR 2019 (AlexNet errors averaged over severities 1-5)"
 
 
 @dataclass(frozen=True)
@@ -110,11 +109,3 @@ def parse_condition(name: str) -> tuple[str, int] | None:
     if sep and corruption in FAMILY_OF and severity.isdigit():
         return corruption, int(severity)
     return None
-
-
-def condition_title(name: str) -> str | None:
-    parsed = parse_condition(name)
-    if parsed is None:
-        return None
-    corruption, severity = parsed
-    return f"{corruption.replace('_', ' ').capitalize()} s{severity}"
