@@ -115,6 +115,27 @@ def latest_matching_run(db: Any, config: EvalConfig) -> str:
                     f"{config_difference(stored, current)}); repeat its options or pass --resume RUN_ID")
 
 
+LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
+
+
+def large_eps_run(store: Any, stored_config: dict[str, Any], reporter: Reporter | None = None) -> EvalResult | None:
+    """PGD at 16/255 and 64/255 on the models, data and examples of a stored run (its configuration as
+    the store keeps it), written to ``store`` as a run of its own; None when the run already has them.
+    Shifts, transfer sources, adaptive copies and attack settings of the stored run are not carried over."""
+    from dataclasses import fields
+
+    attack, wanted = LARGE_EPS_CHECK
+    have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
+    missing = [e for e in wanted if e not in have]
+    if not missing:
+        return None
+    dropped = {"eps", "attacks", "shift", "corruptions", "severities", "source_model", "adaptive", "set_options"}
+    kept = {f.name: stored_config[f.name] for f in fields(EvalConfig)
+            if f.metadata.get("identity", True) and f.name not in dropped and f.name in stored_config}
+    config = EvalConfig(eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack], **kept)
+    return run_evaluation(config, reporter, store=store)
+
+
 def evaluate(**kwargs: Any) -> pd.DataFrame:
     """Evaluate models under the attack suite; returns the results table (one row per model x attack x eps).
 

@@ -14,7 +14,10 @@ RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model 
 # One row per example per (model, eps, attack): what every table is computed from.
 RECORD_COLUMNS = [
     "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",
-    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes",
+    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes", "min_norm",
 ]
+# Columns a record may leave out, with the value it then gets (min_norm: only minimum-norm attacks
+# fill it, with the example's smallest fooling perturbation; NaN elsewhere).
+RECORD_DEFAULTS = {"min_norm": float("nan")}
 # The leading columns of results.csv and of `robeval table -f csv` (the rest follow in summary order).
 SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]

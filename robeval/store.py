@@ -24,13 +24,14 @@ import pandas as pd
 from .errors import UserError
 from .defaults import DEFAULT_STORE, RECORD_COLUMNS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _RECORD_TYPES = {
     "model": "TEXT", "attack": "TEXT", "eps": "TEXT", "eps_value": "REAL", "batch": "INTEGER", "example": "INTEGER",
     "label": "INTEGER", "clean_top1": "INTEGER", "clean_top5": "INTEGER", "adv_top1": "INTEGER", "adv_top5": "INTEGER",
     "adv_pred": "INTEGER", "linf": "REAL", "l2": "REAL", "forward_passes": "REAL", "backward_passes": "REAL",
 }
+V1_COLUMNS = list(_RECORD_TYPES)  # the records of schema 1; later columns come by migration
 BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
 
 _SCHEMA_V1 = f"""
@@ -53,13 +54,16 @@ CREATE TABLE units (
 );
 CREATE TABLE records (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {_RECORD_TYPES[c]} NOT NULL" for c in RECORD_COLUMNS)},
+    {", ".join(f"{c} {_RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
     PRIMARY KEY (run_id, model, eps, attack, example)
 );
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
 """
 
-MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1}
+MIGRATIONS: dict[int, str] = {
+    0: _SCHEMA_V1,
+    1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
+}
 
 
 def now() -> str:
@@ -201,6 +205,7 @@ class Store:
                                "ORDER BY model, eps, attack, example", self.conn, params=(run_id,))
         for col in BOOL_COLUMNS:
             df[col] = df[col].astype(bool)
+        df["min_norm"] = pd.to_numeric(df["min_norm"], errors="coerce").astype(float)
         return df
 
 

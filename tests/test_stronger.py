@@ -135,5 +135,5 @@ def test_check_report_lists_every_indicator_with_a_verdict(tmp_path):
     for model in ("digits-deit", "digits-deit-elliptical"):
         section = text.split(f"## {model}\n")[1].split("\n## ")[0]
         assert all(f"| {ind.name} |" in section for ind in INDICATORS) and f"**Verdict for {model}:" in section
-    assert "Accuracy reaches 0 at a large eps | Carlini" in text and "| ok | lowest white-box top-1 at eps >= 64/255: 0.00%" in text
+    assert "Accuracy reaches 0 at a large eps | Carlini" in text and "| ok | lowest fixed-eps white-box top-1 at eps >= 64/255: 0.00%" in text
     assert "n/a | no data-dependent attention weight" in text.split("## digits-deit-elliptical")[0]

@@ -63,11 +63,16 @@ class Attack:
                  examples: Sequence[int] | None = None) -> torch.Tensor:
         """``examples`` (each row's index in the data set) makes the random draws of attacks whose
         spec says ``PER_EXAMPLE`` depend on the example alone, not on the batch it sits in."""
+        return self.seeded(self.perturb, x, y, seed, examples)
+
+    def seeded(self, method, x: torch.Tensor, y: torch.Tensor, seed: int | None = None,
+               examples: Sequence[int] | None = None) -> torch.Tensor:
+        """``method(x, y)`` inside the attack's forked, seeded RNG, with the rows' example indices set."""
         x, y = x.detach(), y.detach()
         self.examples = None if examples is None else [int(e) for e in examples]
         try:
             with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
-                x_adv = self.perturb(x, y)
+                x_adv = method(x, y)
         finally:
             self.examples = None
         return x_adv.detach()

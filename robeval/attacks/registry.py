@@ -26,6 +26,7 @@ class AttackSpec:
     title: str = ""  # how tables name it (FGSM, APGD-CE, ...)
     randomness: str = "none"  # where its random draws come from (run.json says it)
     in_suite: bool = True  # part of the seven-attack suite that "all" (and the default run) means
+    minimum_norm: bool = False  # finds each example's smallest fooling perturbation (one run serves every eps)
 
 
 _ATTACKS: dict[str, AttackSpec] = {}
@@ -34,7 +35,8 @@ ATTACK_KINDS = ("white-box", "black-box", "transfer")
 
 def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str, title: str,
                     defaults: dict[str, Any] | None = None, description: str = "",
-                    randomness: str = "none", in_suite: bool = True) -> Callable[[type], type]:
+                    randomness: str = "none", in_suite: bool = True,
+                    minimum_norm: bool = False) -> Callable[[type], type]:
     """Register an attack class under ``name``: every fact about it lives here (tables, checks,
     protocols, ``robeval attacks`` and the tests read it)."""
     if kind not in ATTACK_KINDS:
@@ -44,7 +46,7 @@ def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementat
         if name in _ATTACKS:
             raise ValueError(f"attack {name!r} registered twice")
         _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description,
-                                    title, randomness, in_suite)
+                                    title, randomness, in_suite, minimum_norm)
         return cls
 
     return decorate

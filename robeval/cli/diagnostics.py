@@ -29,4 +29,4 @@ def print_diagnostics(run: dict, summary) -> None:
             console.print(f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}", markup=False, soft_wrap=True)
     else:
         console.print("Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
-                      "white-box, transfer vs white-box, eps monotonicity" + (", adaptive gap" if not gaps.empty else "") + ")", markup=False)
+                      "white-box, transfer vs white-box, eps monotonicity, minimum-norm vs fixed-eps" + (", adaptive gap" if not gaps.empty else "") + ")", markup=False)

@@ -36,20 +36,45 @@ def check_cmd(
     run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write the evaluation checklist (Markdown) to FILE."),
+    run_missing: bool = typer.Option(False, "--run-missing", help="With --report: first run PGD at 16/255 and 64/255 on "
+                                     "the same models and examples where the run lacks them (a run of its own)."),
 ) -> None:
     """Run the soundness checks on a stored run and print the flags (--report: the checklist document)."""
     from ..robustbench_ext.checks import all_flags, as_dicts
 
+    if run_missing and report is None:
+        raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
     run = stored_runs(store, [run_id] if run_id else [])[0]
     flags = all_flags(run.summary, run.info.get("model_checks", {}))
     console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
     print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
     if report is not None:
-        from ..report.checklist import checklist
-        from ..report.files import atomic_write
+        write_checklist(store, run, report, run_missing)
 
-        atomic_write(report, checklist(run.summary, run.info.get("model_checks", {}), run.run_id, run.protocol))
-        console.print(f"Wrote the checklist to {report}", markup=False)
+
+def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
+    """The checklist of ``run`` to ``report``; with ``run_missing`` after the large-eps PGD run it lacks."""
+    import pandas as pd
+
+    from ..report.checklist import checklist
+    from ..report.files import atomic_write
+    from ..report.runs import minimal_norms
+
+    summary, note = run.summary, ""
+    if run_missing:
+        from ..api import large_eps_run
+        from ..report.terminal import RichReporter
+        from ..store import Store
+
+        extra = large_eps_run(Store(store), run.config, RichReporter())
+        if extra is not None:
+            summary = pd.concat([summary, extra.summary], ignore_index=True)
+            eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
+            note = f"\nLarge-eps evidence from run {extra.run['run_id']} (PGD at {eps}, same models and examples).\n"
+            console.print(f"Ran PGD at large eps as run {extra.run['run_id']} in {store}", markup=False)
+    text = checklist(summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]))
+    atomic_write(report, text + note)
+    console.print(f"Wrote the checklist to {report}", markup=False)
 
 
 @app.command("runs")
@@ -127,11 +152,12 @@ def plot_cmd(
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     out: Path = typer.Option(Path("results") / "plots", help="Folder for the PNG and SVG files."),
 ) -> None:
-    """Plot robust accuracy against eps (panel per attack) and a bar chart per eps."""
+    """Plot robust accuracy against eps (panel per attack), a bar chart per eps, the minimum-norm curve
+    (with --attacks fmn or fab-mn) and accuracy against corruption severity (with --shift)."""
     from ..report.files import prepare_out_dir
     from ..report.plots import make_plots
-    from ..report.runs import combine
+    from ..report.runs import combine, minimal_norms
 
-    summary = combine(stored_runs(store, list(run_ids or [])))
-    paths = make_plots(summary, prepare_out_dir(out))
+    runs = stored_runs(store, list(run_ids or []))
+    paths = make_plots(combine(runs), prepare_out_dir(out), minimal_norms(runs))
     console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))

@@ -16,7 +16,9 @@ import pandas as pd
 
 from ..attacks import get_attack_spec
 from ..models import get_spec
-from ..robustbench_ext.checks import ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, attacks_of_kind, flags_from_model_checks
+from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, attacks_of_kind, flags_from_model_checks,
+                                      minimum_norm_comparison)
+from .minimum_norm import curve
 
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
 NEAR_ZERO = 1.0  # % top-1
@@ -28,18 +30,31 @@ class Finding:
     evidence: str
 
 
+@dataclass
+class Evidence:
+    """What the indicators read: the run's summary, its model checks and, per example, the minimal
+    norms its minimum-norm attacks found (columns model, attack, min_norm; may be empty)."""
+
+    summary: pd.DataFrame
+    checks: dict
+    norms: pd.DataFrame
+
+
+Judge = Callable[[str, pd.DataFrame, Evidence], Finding]
+
+
 @dataclass(frozen=True)
 class Indicator:
     name: str
     covers: str
-    judge: Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]
+    judge: Judge
 
 
 INDICATORS: list[Indicator] = []
 
 
 def indicator(name: str, covers: str):
-    def decorate(fn: Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]) -> Callable[[str, pd.DataFrame, dict, pd.DataFrame], Finding]:
+    def decorate(fn: Judge) -> Judge:
         INDICATORS.append(Indicator(name, covers, fn))
         return fn
     return decorate
@@ -60,18 +75,18 @@ def _evidence(check: str, values: dict) -> str:
 
 
 @indicator("Randomness at inference", "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions")
-def randomness(model, rows, checks, summary):
-    return _model_flag("randomness", model, checks)
+def randomness(model, rows, ev):
+    return _model_flag("randomness", model, ev.checks)
 
 
 @indicator("Outputs are logits", "Carlini et al. checklist (losses on logits, not softmax outputs)")
-def softmax(model, rows, checks, summary):
-    return _model_flag("softmax-output", model, checks)
+def softmax(model, rows, ev):
+    return _model_flag("softmax-output", model, ev.checks)
 
 
 @indicator("Input gradients exist", "Pintor et al.: Unavailable Gradients; Carlini et al. checklist (gradient masking)")
-def gradients(model, rows, checks, summary):
-    return _model_flag("zero-gradients", model, checks)
+def gradients(model, rows, ev):
+    return _model_flag("zero-gradients", model, ev.checks)
 
 
 def _kind_vs_white(rows: pd.DataFrame, kind: str) -> Finding:
@@ -92,12 +107,12 @@ def _kind_vs_white(rows: pd.DataFrame, kind: str) -> Finding:
 
 
 @indicator("Black-box attacks do not beat white-box ones", "Carlini et al. checklist (try gradient-free attacks)")
-def black_box(model, rows, checks, summary):
+def black_box(model, rows, ev):
     return _kind_vs_white(rows, "black-box")
 
 
 @indicator("Transfer attacks do not beat white-box ones", "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure")
-def transfer(model, rows, checks, summary):
+def transfer(model, rows, ev):
     found = _kind_vs_white(rows, "transfer")
     if found.status == "not run":
         found.evidence += " (robeval run ... --attacks pgd,transfer-pgd --source-model deit-tiny)"
@@ -105,7 +120,7 @@ def transfer(model, rows, checks, summary):
 
 
 @indicator("Iterative attacks beat one step", "Carlini et al. checklist (iterative attacks should outperform single-step ones)")
-def iterative(model, rows, checks, summary):
+def iterative(model, rows, ev):
     lines, raised = [], False
     for eps in dict.fromkeys(rows["eps"]):
         sel = rows[rows["eps"] == eps].set_index("attack")["top1"]
@@ -116,7 +131,7 @@ def iterative(model, rows, checks, summary):
 
 
 @indicator("Accuracy falls as eps grows", "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack")
-def monotone(model, rows, checks, summary):
+def monotone(model, rows, ev):
     if rows["eps"].nunique() < 2:
         return Finding("not run", "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
     rising = []
@@ -129,32 +144,52 @@ def monotone(model, rows, checks, summary):
 
 
 @indicator("Accuracy reaches 0 at a large eps", "Carlini et al. checklist (an unbounded attack must succeed always)")
-def reaches_zero(model, rows, checks, summary):
+def reaches_zero(model, rows, ev):
     white = rows[rows["attack"].map(lambda a: a not in ("clean", "any") and _kind(a) == "white-box")]
     large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
-    if large.empty:
-        return Finding("not run", "no white-box attack at eps >= 64/255 in this run (robeval run ... --attacks pgd "
-                                  "--eps 16/255,64/255)")
-    best = large["top1"].min()
-    return Finding("ok" if best <= NEAR_ZERO else "RAISED", f"lowest white-box top-1 at eps >= 64/255: {best:.2f}%")
+    lines = [f"lowest fixed-eps white-box top-1 at eps >= 64/255: {large['top1'].min():.2f}%"] if len(large) else []
+    best = large["top1"].min() if len(large) else None
+    for attack, found in ev.norms[ev.norms["model"] == model].groupby("attack", sort=False):
+        at_large = float(curve(found["min_norm"], [LARGE_EPS])[0])
+        lines.append(f"{attack} curve at 64/255: {at_large:.2f}%")
+        best = at_large if best is None else min(best, at_large)
+    if best is None:
+        return Finding("not run", "no white-box attack at eps >= 64/255 and no minimum-norm curve in this run "
+                                  "(robeval check --report FILE --run-missing makes a PGD run at 16/255 and 64/255; "
+                                  "or robeval run ... --attacks fmn)")
+    return Finding("ok" if best <= NEAR_ZERO else "RAISED", "; ".join(lines))
+
+
+@indicator("Minimum-norm curve meets the fixed-eps attacks", "Pintor et al.: Non-converging Attack and Incomplete "
+           "Optimization; Carlini et al. checklist (minimum-distortion attacks, accuracy against distortion)")
+def minimum_norm(model, rows, ev):
+    lines, raised = [], False
+    for eps in dict.fromkeys(rows["eps"]):
+        for search, value, fixed, best, noise in minimum_norm_comparison(rows[rows["eps"] == eps]):
+            raised |= abs(value - best) > noise
+            lines.append(f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})")
+    if not lines:
+        return Finding("not run", "no minimum-norm attack beside a fixed-eps white-box one (robeval run ... "
+                                  "--attacks pgd,apgd-ce,fmn)")
+    return Finding("RAISED" if raised else "ok", "; ".join(lines))
 
 
 @indicator("Restarts do not change the result", "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)")
-def restarts(model, rows, checks, summary):
+def restarts(model, rows, ev):
     if "protocol" in rows and (rows["protocol"] == "aa-plus").any():
         return Finding("ok", "evaluated under aa-plus (APGD-CE, APGD-DLR and FAB with 5 restarts each)")
     return Finding("not run", "one restart per attack; rerun with --protocol aa-plus and `robeval compare` the two")
 
 
 @indicator("Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)")
-def adaptive(model, rows, checks, summary):
+def adaptive(model, rows, ev):
     try:
         takes_adaptive = get_spec(model).is_adaptive
     except Exception:  # a renamed model of a combined table
         takes_adaptive = True
     if not takes_adaptive:
         return Finding("n/a", "no data-dependent attention weight to differentiate through")
-    gaps = adaptive_gaps(summary)
+    gaps = adaptive_gaps(ev.summary)
     mine = gaps[gaps["model"] == model] if not gaps.empty else gaps
     if mine.empty:
         return Finding("not run", "no +adaptive evaluation of this model (--adaptive, for models that take it)")
@@ -169,8 +204,10 @@ def _kind(attack: str) -> str | None:
         return None
 
 
-def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str) -> str:
-    """The checklist document (Markdown) of one run."""
+def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, norms: pd.DataFrame | None = None) -> str:
+    """The checklist document (Markdown) of one run; ``norms``: its per-example minimal norms
+    (report.runs.minimal_norms), for the indicators that read the minimum-norm curve."""
+    ev = Evidence(summary, checks, norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]))
     lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "",
              "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
              "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
@@ -179,7 +216,7 @@ def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str) -
         rows = summary[summary["model"] == model]
         findings = []
         for ind in INDICATORS:
-            found = ind.judge(model, rows, checks, summary)
+            found = ind.judge(model, rows, ev)
             findings.append((ind, found))
         lines += [f"## {model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
         lines += [f"| {ind.name} | {ind.covers} | {f.status} | {f.evidence} |" for ind, f in findings]

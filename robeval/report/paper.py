@@ -7,6 +7,7 @@ Several eps values give one block per eps.
 from __future__ import annotations
 
 import json
+import math
 from typing import Callable
 
 import pandas as pd
@@ -72,7 +73,8 @@ def rows_of(summary: pd.DataFrame, eps: str, bold: Callable[[str], str]) -> tupl
 
 @table_format("md")
 def to_markdown(summary: pd.DataFrame) -> str:
-    from .shift_table import shift_markdown, split
+    from .minimum_norm import minimum_norm_block
+    from .shift_table import markdown_grid, shift_markdown, split
 
     full, (summary, shifted) = summary, split(summary)
     blocks = []
@@ -82,6 +84,7 @@ def to_markdown(summary: pd.DataFrame) -> str:
         rule = "|---|" + "---:|" * (2 * len(attacks))
         lines = [f"| {m} | " + " | ".join(cells) + " |" for m, cells in rows]
         blocks.append("\n".join([f"Table: {caption(summary, eps)}", "", head, rule, *lines]))
+    blocks += [b for b in [minimum_norm_block(summary, markdown_grid)] if b]
     if shifted:
         blocks.append(shift_markdown(full))
     return "\n\n".join(blocks) + "\n"
@@ -96,7 +99,8 @@ def latex_escape(text: str) -> str:
 
 @table_format("latex")
 def to_latex(summary: pd.DataFrame) -> str:
-    from .shift_table import shift_latex, split
+    from .minimum_norm import minimum_norm_block
+    from .shift_table import latex_grid, shift_latex, split
 
     full, (summary, shifted) = summary, split(summary)
     blocks = []
@@ -111,6 +115,7 @@ def to_latex(summary: pd.DataFrame) -> str:
             rf"\begin{{tabular}}{{{cols}}}", r"\hline", rf"Model & {groups} \\", rf" & {sub} \\", r"\hline",
             *rows, r"\hline", r"\end{tabular}", r"\end{table}",
         ]))
+    blocks += [b for b in [minimum_norm_block(summary, latex_grid)] if b]
     if shifted:
         blocks.append(shift_latex(full))
     return "\n\n".join(blocks) + "\n"
@@ -126,7 +131,15 @@ def to_csv(summary: pd.DataFrame) -> str:
 
 @table_format("json")
 def to_json(summary: pd.DataFrame) -> str:
-    return json.dumps(summary.to_dict(orient="records"), indent=2, default=str) + "\n"
+    """Standard JSON: a missing number (NaN) is null, an unbounded one (a minimum-norm attack that
+    found nothing) the string "inf"."""
+    def plain(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None if math.isnan(value) else str(value)
+        return value
+
+    rows = [{k: plain(v) for k, v in row.items()} for row in summary.to_dict(orient="records")]
+    return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
 
 
 def render(summary: pd.DataFrame, fmt: str) -> str:

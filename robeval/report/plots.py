@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..eps import eps_label  # noqa: E402
@@ -106,7 +107,40 @@ def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
     return _save(fig, out, "accuracy_vs_severity")
 
 
-def make_plots(summary: pd.DataFrame, out: Path) -> list[Path]:
+def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -> list[Path]:
+    """Robust top-1 against eps from each minimum-norm search (one line per model and attack), with
+    the run's fixed-eps white-box attacks as points at their eps (same colour per model)."""
+    from ..robustbench_ext.checks import attacks_of_kind
+    from .minimum_norm import curve
+
+    norm = summary["norm"].iloc[0]
+    finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
+    top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
+    grid = np.linspace(0.0, top, 200)
+    scale = 255.0 if norm == "Linf" else 1.0
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    models, searches = list(dict.fromkeys(norms["model"])), list(dict.fromkeys(norms["attack"]))
+    for (model, attack), rows in norms.groupby(["model", "attack"], sort=False):
+        color = f"C{models.index(model) % 10}"
+        ax.plot(grid * scale, curve(rows["min_norm"], grid), color=color, ls=["-", "--", ":"][searches.index(attack) % 3],
+                label=f"{model}: {attack_title(attack)} (minimum norm)")
+        fixed = summary[(summary["model"] == model) & summary["attack"].isin(
+            [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])])]
+        for r in fixed.itertuples():
+            ax.plot(r.eps_value * scale, r.top1, marker="o", ls="", color=color, alpha=0.7)
+    ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
+    ax.set_ylabel("robust top-1 (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, out, "robust_top1_vs_min_norm")
+
+
+def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:
+    """Every figure the runs support; ``norms`` (per-example minimal norms, report.runs.minimal_norms)
+    adds the minimum-norm curve."""
     from .shift_table import is_condition, split
 
     out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +148,8 @@ def make_plots(summary: pd.DataFrame, out: Path) -> list[Path]:
     paths = []
     if len(attacks):
         paths += accuracy_vs_eps(attacks, out, "top1") + accuracy_vs_eps(attacks, out, "top5") + bars_per_eps(attacks, out)
+    if norms is not None and len(norms):
+        paths += minimum_norm_curves(attacks, norms, out)
     if is_condition(summary).any():
         paths += accuracy_vs_severity(summary, out)
     return paths

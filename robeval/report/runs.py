@@ -74,16 +74,36 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
         if same_shift and _example_sets(first) != _example_sets(other):
             raise UserError(f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
                             "a table compares models on the same images only")
-    parts = []
-    seen: set[tuple[str, str]] = set()  # (model, shift): a model twice under one shift is told apart by run
+    return pd.concat([_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))],
+                     ignore_index=True)
+
+
+def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
+    """Per run, each model's name in a combined table: a model twice under one shift is told apart
+    by its run id."""
+    seen: set[tuple[str, str]] = set()
+    out = []
     for run in runs:
-        part = run.summary.copy()
-        for model in dict.fromkeys(part["model"]):
-            if (model, _shift(run)) in seen:
-                part.loc[part["model"] == model, "model"] = f"{model} ({run.run_id})"
-            else:
-                seen.add((model, _shift(run)))
-        parts.append(part)
+        labels = {}
+        for model in dict.fromkeys(run.summary["model"]):
+            labels[model] = f"{model} ({run.run_id})" if (model, _shift(run)) in seen else model
+            seen.add((model, _shift(run)))
+        out.append(labels)
+    return out
+
+
+def _labelled(frame: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    return frame.assign(model=frame["model"].map(lambda m: labels.get(m, m)))
+
+
+def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
+    """Per model, minimum-norm attack and example: the smallest fooling perturbation found (from the
+    run's first eps: the search does not depend on eps), with the models named as :func:`combine` names them."""
+    parts = []
+    for run, labels in zip(runs, _model_labels(runs)):
+        rec = run.records[run.records["min_norm"].notna()]
+        rec = rec[rec["eps"] == rec["eps"].iloc[0]] if len(rec) else rec
+        parts.append(_labelled(rec[["model", "attack", "example", "min_norm"]], labels))
     return pd.concat(parts, ignore_index=True)
 
 

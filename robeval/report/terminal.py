@@ -58,6 +58,7 @@ class RichReporter:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
+    from .minimum_norm import minimum_norm_block
     from .shift_table import DETAIL_CAPTION, corruption_grid, shift_caption, shift_grid, split
 
     full, (summary, shifted) = summary, split(summary)
@@ -72,6 +73,9 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
             table.add_row(str(attack), *[str(v) for v in row.tolist()])
         lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in caption_parts(summary, eps)]
         tables.append(Group(*lines, table))
+    block = minimum_norm_block(summary, _transposed)
+    if block is not None:
+        tables.append(block)
     if shifted:
         for grid, text in ((shift_grid(full), shift_caption(full)),
                            (corruption_grid(full), DETAIL_CAPTION)):

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attacks import list_attacks
+from ..attacks import get_attack_spec, list_attacks
 
 ADAPTIVE_SUFFIX = "+adaptive"
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
@@ -98,6 +98,7 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                             flags.append(Flag(check, model, f"at eps {eps}, {what} {attack} top-1 "
                                               f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
                                               f"({best_white:.2f})", advice))
+            flags += minimum_norm_flags(sel[sel["eps"] == eps], model, eps)
         attacks = [a for a in dict.fromkeys(sel["attack"]) if a != "clean"]
         for attack in attacks:
             rows = sel[sel["attack"] == attack].sort_values("eps_value")
@@ -117,6 +118,43 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                                           f"gives top-1 {value:.2f}, {gap:.2f} points below the default "
                                           f"({s[(base, eps, attack)]:.2f})", "the detached M masks gradients; report the "
                                           "adaptive numbers"))
+    return flags
+
+
+def noise_points(top1: float, n: int) -> float:
+    """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
+    p = min(max(top1 / 100.0, 0.0), 1.0)
+    return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
+
+
+def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, float, float]]:
+    """At one eps of one model: (minimum-norm attack, its top-1, best fixed-eps white-box attack, its
+    top-1, the noise allowed between them) for each minimum-norm attack beside a fixed-eps one."""
+    top1, n = rows.set_index("attack")["top1"], int(rows["n"].max())
+    white = attacks_of_kind(set(top1.index), "white-box")
+    searches = [a for a in white if get_attack_spec(a).minimum_norm]
+    fixed = [a for a in white if a not in searches]
+    if not fixed:
+        return []
+    best = min(fixed, key=lambda a: top1[a])
+    return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
+
+
+def minimum_norm_flags(rows: pd.DataFrame, model: str, eps: str) -> list[Flag]:
+    """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
+    the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
+    flags = []
+    for search, value, fixed, best, noise in minimum_norm_comparison(rows):
+        if value > best + noise:
+            flags.append(Flag("minimum-norm-weaker", model, f"at eps {eps}, {search} top-1 {value:.2f} lies above "
+                              f"{fixed} ({best:.2f}) by more than the noise ({noise:.2f})",
+                              f"the minimum-norm search did not converge; raise its budget (--set {search}.steps=200 "
+                              f"or n_iter) before reading the curve"))
+        elif value < best - noise:
+            flags.append(Flag("fixed-eps-missed", model, f"at eps {eps}, {search} finds fooling points within eps for "
+                              f"{best - value:.2f} points more examples than {fixed} ({value:.2f} vs {best:.2f})",
+                              "the fixed-eps attacks failed to converge; raise their iterations or restarts and "
+                              "report the lower number (the Any column includes the minimum-norm attack)"))
     return flags
 
 

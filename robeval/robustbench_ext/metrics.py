@@ -34,6 +34,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str]) -> pd.DataFram
     ).reset_index()
     agg["attack"] = "any"
     agg["adv_pred"] = -1
+    agg["min_norm"] = float("nan")  # a worst case over attacks is no minimum-norm search
     return agg[RECORD_COLUMNS]
 
 
@@ -50,7 +51,7 @@ def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, 
     groups = full.groupby(["model", "eps", "attack"], sort=False).agg(
         n=("adv_top1", "size"), top1=("adv_top1", "mean"), top5=("adv_top5", "mean"), eps_value=("eps_value", "first"),
         mean_linf=("linf", "mean"), mean_l2=("l2", "mean"), forward_passes_per_example=("forward_passes", "mean"),
-        backward_passes_per_example=("backward_passes", "mean"),
+        backward_passes_per_example=("backward_passes", "mean"), median_min_norm=("min_norm", "median"),
     ).to_dict("index")
     order = ["clean", *attacks] + (["any"] if attacks else []) + list(shifted or [])
     present = list(dict.fromkeys(records["model"]))
@@ -71,5 +72,6 @@ def summarize(records: pd.DataFrame, attacks: list[str], models_meta: dict[str, 
                     "mean_linf": float(g["mean_linf"]), "mean_l2": float(g["mean_l2"]),
                     "forward_passes_per_example": float(g["forward_passes_per_example"]),
                     "backward_passes_per_example": float(g["backward_passes_per_example"]),
+                    "median_min_norm": float(g["median_min_norm"]),  # minimum-norm attacks only (NaN elsewhere)
                 })
     return pd.DataFrame(rows)

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..attacks import create
+from ..attacks.minimum_norm import MinimumNormAttack, minimal_norms, within_eps
 from ..attacks.transfer import TransferAttack, source_model
 from ..errors import UserError
 from ..models import load_model
@@ -24,6 +25,7 @@ from .attack_calls import AttackBoundsError, Autocast, PassCounter, attack_with_
 from .checks import model_checks
 from .config import AMP_DTYPES, EvalConfig, ModelJob
 from .data import EvalData
+from ..defaults import RECORD_DEFAULTS
 from .metrics import RECORD_COLUMNS, perturbation_norms, topk_hits
 from .shift_run import run_conditions
 from ..shifts.catalog import get_shift
@@ -47,7 +49,7 @@ def add_records(columns: dict[str, list], **values: Any) -> None:
     """Append one batch of records; scalars are repeated for every example."""
     n = len(values["example"])
     for column in RECORD_COLUMNS:
-        value = values[column]
+        value = values[column] if column in values else RECORD_DEFAULTS[column]
         columns[column].extend(value if isinstance(value, list) else [value] * n)
 
 
@@ -93,6 +95,7 @@ class ModelEvaluation:
             for attack in self.attacks.values():
                 if isinstance(attack, TransferAttack):
                     attack.source = source
+        self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
         self.outcome = BatchOutcome()
         self.need_checks = need_checks
         governed = config.threads is None and self.device.type == "cpu"
@@ -222,18 +225,41 @@ class ModelEvaluation:
 
     def _attack_unit(self, columns, base, b, xa, y, clean_logits, eps, attack) -> None:
         labels = clean_logits.argmax(1) if self.protocol.label_source(attack) == "predicted" else y
-        self.counted.reset()
-        seed = derive_seed(self.config.seed, attack, eps.text, b)
-        x_adv = attack_with_halving(self.attacks[(eps.text, attack)], xa, labels, seed, self.outcome, base["example"])
+        attacker = self.attacks[(eps.text, attack)]
+        if isinstance(attacker, MinimumNormAttack):
+            found = self._minimum_norm(b, attack, attacker, xa, labels, clean_logits, base["example"])
+            x_adv, min_norm = within_eps(xa, found.points, found.norms, eps.value), found.norms.tolist()
+            fwd, bwd = found.passes
+        else:
+            self.counted.reset()
+            seed = derive_seed(self.config.seed, attack, eps.text, b)
+            x_adv = attack_with_halving(attacker, xa, labels, seed, self.outcome, base["example"])
+            fwd, bwd, min_norm = self.counted.forward_images / len(y), self.counted.backward_images / len(y), float("nan")
         verify_adversarial(attack, x_adv, xa, eps.value, self.config.norm, self.protocol.box(attack))
-        n = len(y)
-        fwd, bwd = self.counted.forward_images / n, self.counted.backward_images / n
-        with torch.inference_mode():
-            adv_logits = self.target(x_adv)
-        if not torch.isfinite(adv_logits).all():
-            raise ModelFailure(f"NaN or inf logits under {attack} (batch {b})")
+        adv_logits = self.logits(x_adv, f"{attack} images (batch {b})")
         adv1, adv5 = topk_hits(adv_logits, y)
         linf, l2 = perturbation_norms(x_adv, xa)
         add_records(columns, **base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
                     adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
-                    l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd)
+                    l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd, min_norm=min_norm)
+
+    def _minimum_norm(self, b, attack, attacker, xa, labels, clean_logits, examples) -> "MinimumNormFound":
+        """A minimum-norm attack's search on batch ``b``: run once (seeded without eps), kept while the
+        batch's other eps read it; its passes are reported under every eps it serves."""
+        if (b, attack) not in self.found:
+            self.found = {key: v for key, v in self.found.items() if key[0] == b}  # only this batch's searches
+            self.counted.reset()
+            seed = derive_seed(self.config.seed, attack, b)
+            points = attack_with_halving(attacker.find_points, xa, labels, seed, self.outcome, examples)
+            passes = (self.counted.forward_images / len(labels), self.counted.backward_images / len(labels))
+            min_pred = self.logits(points, f"{attack} images (batch {b})").argmax(1)
+            norms = minimal_norms(xa, points, clean_logits.argmax(1), min_pred, labels, self.config.norm)
+            self.found[(b, attack)] = MinimumNormFound(points, norms, passes)
+        return self.found[(b, attack)]
+
+
+@dataclass
+class MinimumNormFound:
+    points: torch.Tensor  # the smallest fooling point per example (clean image where none was found)
+    norms: torch.Tensor  # its size (0: misclassified clean, inf: none found)
+    passes: tuple[float, float]  # forward / backward passes per example of the search
