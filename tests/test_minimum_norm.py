@@ -154,3 +154,11 @@ def test_check_run_missing_makes_the_large_eps_run(tmp_path):
     assert "(PGD at 16/255, 64/255, same models and examples)" in text
     alone = run_cli("check", "--store", store, "--run-missing")
     assert alone.returncode != 0 and "name the report file too" in alone.stderr
+
+
+def test_minimum_norm_attacks_refuse_a_normalized_space_protocol():
+    from .conftest import run_cli
+
+    proc = run_cli("run", "-m", "digits-deit", "--attacks", "fmn", "--protocol", "nielsen2024", "-n", "4", "--quiet")
+    assert proc.returncode == 2 and "fmn measures perturbations in the [0,1] pixel box" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -145,11 +145,12 @@ def minimum_norm_flags(rows: pd.DataFrame, model: str, eps: str) -> list[Flag]:
     the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
     flags = []
     for search, value, fixed, best, noise in minimum_norm_comparison(rows):
+        budget = next(k for k in ("steps", "n_iter") if k in get_attack_spec(search).defaults)
         if value > best + noise:
             flags.append(Flag("minimum-norm-weaker", model, f"at eps {eps}, {search} top-1 {value:.2f} lies above "
                               f"{fixed} ({best:.2f}) by more than the noise ({noise:.2f})",
-                              f"the minimum-norm search did not converge; raise its budget (--set {search}.steps=200 "
-                              f"or n_iter) before reading the curve"))
+                              f"the minimum-norm search did not converge; raise its budget (--set {search}.{budget}=200) "
+                              "before reading the curve (in L2, fab-mn copes with saturated pixels better than fmn)"))
         elif value < best - noise:
             flags.append(Flag("fixed-eps-missed", model, f"at eps {eps}, {search} finds fooling points within eps for "
                               f"{best - value:.2f} points more examples than {fixed} ({value:.2f} vs {best:.2f})",

@@ -128,6 +128,9 @@ def validate_config(config: EvalConfig) -> None:
         spec = get_attack_spec(attack)
         if config.norm not in spec.norms:
             raise UserError(f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})")
+        if spec.minimum_norm and get_protocol(config.protocol).space != "pixel":
+            raise UserError(f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
+                            "normalized tensors: use --protocol standard or aa-plus")
     validate_shift(config)
     validate_transfer(config)
     missing = sorted(set(config.checkpoints) - set(config.models))
