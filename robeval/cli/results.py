@@ -58,13 +58,13 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
 
     from ..report.checklist import checklist
     from ..report.files import atomic_write
-    from ..report.runs import minimal_norms
+    from ..report.runs import minimal_norms, restart_companion
+    from ..store import Store
 
     summary, note = run.summary, ""
     if run_missing:
         from ..api import large_eps_run
         from ..report.terminal import RichReporter
-        from ..store import Store
 
         extra = large_eps_run(Store(store), run.config, RichReporter())
         if extra is not None:
@@ -72,7 +72,8 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
             eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
             note = f"\nLarge-eps evidence from run {extra.run['run_id']} (PGD at {eps}, same models and examples).\n"
             console.print(f"Ran PGD at large eps as run {extra.run['run_id']} in {store}", markup=False)
-    text = checklist(summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]))
+    text = checklist(summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]),
+                     restart_companion(Store(store), run))
     atomic_write(report, text + note)
     console.print(f"Wrote the checklist to {report}", markup=False)
 

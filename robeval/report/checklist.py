@@ -17,8 +17,9 @@ import pandas as pd
 from ..attacks import get_attack_spec
 from ..models import get_spec
 from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, attacks_of_kind, flags_from_model_checks,
-                                      minimum_norm_comparison)
+                                      minimum_norm_comparison, noise_points)
 from .minimum_norm import curve
+from .runs import restarted_attacks
 
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
 NEAR_ZERO = 1.0  # % top-1
@@ -32,12 +33,13 @@ class Finding:
 
 @dataclass
 class Evidence:
-    """What the indicators read: the run's summary, its model checks and, per example, the minimal
-    norms its minimum-norm attacks found (columns model, attack, min_norm; may be empty)."""
+    """What the indicators read: the run's summary, its model checks, per example the minimal norms
+    its minimum-norm attacks found (columns model, attack, min_norm; may be empty), and a companion run."""
 
     summary: pd.DataFrame
     checks: dict
     norms: pd.DataFrame
+    companion: pd.DataFrame  # the summary of a run of the other restart protocol on the same examples (may be empty)
 
 
 Judge = Callable[[str, pd.DataFrame, Evidence], Finding]
@@ -176,9 +178,26 @@ def minimum_norm(model, rows, ev):
 
 @indicator("Restarts do not change the result", "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)")
 def restarts(model, rows, ev):
-    if "protocol" in rows and (rows["protocol"] == "aa-plus").any():
-        return Finding("ok", "evaluated under aa-plus (APGD-CE, APGD-DLR and FAB with 5 restarts each)")
-    return Finding("not run", "one restart per attack; rerun with --protocol aa-plus and `robeval compare` the two")
+    """Compares this run with a finished run of the other restart protocol (standard: one restart;
+    aa-plus: five) on the same models, data, examples and eps, found in the same store."""
+    other = ev.companion[ev.companion["model"] == model] if len(ev.companion) else ev.companion
+    lines, raised = [], False
+    for r in other.itertuples():
+        mine = rows[(rows["eps"] == r.eps) & (rows["attack"] == r.attack)]
+        if r.attack not in restarted_attacks() or mine.empty:
+            continue
+        this_run, that_run = float(mine["top1"].iloc[0]), float(r.top1)
+        one, five = (this_run, that_run) if mine["protocol"].iloc[0] == "standard" else (that_run, this_run)
+        noise = noise_points(one, int(r.n))
+        raised |= five < one - noise
+        lines.append(f"eps {r.eps}: {r.attack} {one:.2f} with 1 restart, {five:.2f} with 5 (noise {noise:.2f})")
+    if lines:
+        return Finding("RAISED" if raised else "ok", "; ".join(lines) + f" (run {other['run_id'].iloc[0]})")
+    plus = "protocol" in rows and (rows["protocol"] == "aa-plus").any()
+    return Finding("not run", ("the reported numbers include 5 restarts; a run with --protocol standard of the same "
+                               "models and examples in this store shows whether they changed the result") if plus else
+                   "one restart per attack; a run with --protocol aa-plus of the same models and examples in this "
+                   "store shows whether more restarts change the result")
 
 
 @indicator("Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)")
@@ -204,10 +223,13 @@ def _kind(attack: str) -> str | None:
         return None
 
 
-def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, norms: pd.DataFrame | None = None) -> str:
+def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, norms: pd.DataFrame | None = None,
+              companion: pd.DataFrame | None = None) -> str:
     """The checklist document (Markdown) of one run; ``norms``: its per-example minimal norms
-    (report.runs.minimal_norms), for the indicators that read the minimum-norm curve."""
-    ev = Evidence(summary, checks, norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]))
+    (report.runs.minimal_norms), for the indicators that read the minimum-norm curve; ``companion``:
+    the summary of a run of the other restart protocol on the same examples (report.runs.restart_companion)."""
+    ev = Evidence(summary, checks, norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]),
+                  companion if companion is not None else pd.DataFrame())
     lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "",
              "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
              "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "

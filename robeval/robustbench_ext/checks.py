@@ -130,12 +130,13 @@ def noise_points(top1: float, n: int) -> float:
 def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, float, float]]:
     """At one eps of one model: (minimum-norm attack, its top-1, best fixed-eps white-box attack, its
     top-1, the noise allowed between them) for each minimum-norm attack beside a fixed-eps one."""
-    top1, n = rows.set_index("attack")["top1"], int(rows["n"].max())
+    top1 = rows.set_index("attack")["top1"]
     white = attacks_of_kind(set(top1.index), "white-box")
     searches = [a for a in white if get_attack_spec(a).minimum_norm]
     fixed = [a for a in white if a not in searches]
-    if not fixed:
+    if not fixed or not searches:
         return []
+    n = int(rows["n"].max())
     best = min(fixed, key=lambda a: top1[a])
     return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
 
