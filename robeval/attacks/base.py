@@ -135,6 +135,12 @@ class Attack:
         return size * grad / norms
 
 
+def perturbation_size(x_adv: torch.Tensor, x: torch.Tensor, norm: str) -> torch.Tensor:
+    """Per example ``||x_adv - x||`` in ``norm`` (Linf or L2), in float64."""
+    delta = (x_adv - x).flatten(1).double()
+    return delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
+
+
 def margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``z_y - max_{j != y} z_j`` per example: positive while ``y`` is still the top-1 class."""
     true = logits.gather(1, y[:, None]).squeeze(1)

@@ -61,19 +61,19 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
     from ..report.runs import minimal_norms, restart_companion
     from ..store import Store
 
-    summary, note = run.summary, ""
+    db, summary, note = Store(store), run.summary, ""
     if run_missing:
         from ..api import large_eps_run
         from ..report.terminal import RichReporter
 
-        extra = large_eps_run(Store(store), run.config, RichReporter())
+        extra = large_eps_run(db, run.config, RichReporter())
         if extra is not None:
             summary = pd.concat([summary, extra.summary], ignore_index=True)
             eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
             note = f"\nLarge-eps evidence from run {extra.run['run_id']} (PGD at {eps}, same models and examples).\n"
             console.print(f"Ran PGD at large eps as run {extra.run['run_id']} in {store}", markup=False)
     text = checklist(summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]),
-                     restart_companion(Store(store), run))
+                     restart_companion(db, run))
     atomic_write(report, text + note)
     console.print(f"Wrote the checklist to {report}", markup=False)
 

@@ -16,10 +16,10 @@ import pandas as pd
 
 from ..attacks import get_attack_spec
 from ..models import get_spec
-from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, attacks_of_kind, flags_from_model_checks,
-                                      minimum_norm_comparison, noise_points)
+from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, flags_from_model_checks, kind_vs_white,
+                                      minimum_norm_comparison, noise_points, rising_with_eps)
 from .minimum_norm import curve
-from .runs import restarted_attacks
+from ..robustbench_ext.protocols import restarted_attacks
 
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
 NEAR_ZERO = 1.0  # % top-1
@@ -94,15 +94,9 @@ def gradients(model, rows, ev):
 def _kind_vs_white(rows: pd.DataFrame, kind: str) -> Finding:
     lines, raised = [], False
     for eps in dict.fromkeys(rows["eps"]):
-        sel = rows[rows["eps"] == eps].set_index("attack")["top1"]
-        white = attacks_of_kind(set(sel.index), "white-box")
-        others = attacks_of_kind(set(sel.index), kind)
-        if not white or not others:
-            continue
-        best = min(sel[a] for a in white)
-        for attack in others:
-            raised |= sel[attack] < best - MASKING_GAP
-            lines.append(f"eps {eps}: {attack} {sel[attack]:.2f} vs best white-box {best:.2f}")
+        for attack, value, best in kind_vs_white(rows[rows["eps"] == eps], kind):
+            raised |= value < best - MASKING_GAP
+            lines.append(f"eps {eps}: {attack} {value:.2f} vs best white-box {best:.2f}")
     if not lines:
         return Finding("not run", f"no {kind} attack next to a white-box one in this run")
     return Finding("RAISED" if raised else "ok", "; ".join(lines))
@@ -136,11 +130,7 @@ def iterative(model, rows, ev):
 def monotone(model, rows, ev):
     if rows["eps"].nunique() < 2:
         return Finding("not run", "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
-    rising = []
-    for attack in dict.fromkeys(rows[~rows["attack"].isin(["clean"])]["attack"]):
-        values = rows[rows["attack"] == attack].sort_values("eps_value")["top1"].tolist()
-        if any(b > a + 1e-9 for a, b in zip(values, values[1:])):
-            rising.append(attack)
+    rising = list(dict.fromkeys(attack for attack, *_ in rising_with_eps(rows)))
     return Finding("RAISED", f"top-1 rises with eps under {', '.join(rising)}") if rising else \
         Finding("ok", f"non-increasing over {rows['eps'].nunique()} eps values for every attack")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,30 +112,24 @@ def _shift(run: StoredRun) -> str:
     return run.config.get("shift") or ""
 
 
-RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAttack's plus version (five)
 SAME_EXAMPLES = ("data", "n_examples", "subset", "seed", "norm", "class_map", "shift")
 
 
 def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
-    """The summary of the newest finished run of the other restart protocol on the same data,
-    examples and norm (empty when there is none): what "restarts change the result" compares."""
+    """The summary of the newest finished run of the other restart protocol (standard vs aa-plus) on
+    the same data, examples and norm, sharing a restarted attack and a model (empty when there is
+    none): what "restarts change the result" compares."""
+    from ..robustbench_ext.protocols import RESTART_PROTOCOLS, restarted_attacks
+
     if run.protocol not in RESTART_PROTOCOLS:
         return pd.DataFrame()
     runs = store.runs()
     for row in runs[runs["status"] == "finished"].iloc[::-1].itertuples():
-        config = store.run(row.id)["config"]
-        if config["protocol"] == run.protocol or config["protocol"] not in RESTART_PROTOCOLS:
+        config = json.loads(row.config)
+        if config["protocol"] not in RESTART_PROTOCOLS or config["protocol"] == run.protocol:
             continue
-        shared = set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
-        if all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES) and shared and \
+        if all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES) and \
+                set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks()) and \
                 set(config["models"]) & set(run.config["models"]):
             return load_run(store, row.id).summary
     return pd.DataFrame()
-
-
-def restarted_attacks() -> list[str]:
-    """The attacks that aa-plus runs with more restarts than the standard protocol."""
-    from ..robustbench_ext.protocols import get_protocol
-
-    plus = get_protocol("aa-plus")
-    return [a for a in plus.attacks if "n_restarts" in plus.settings_for(a)]

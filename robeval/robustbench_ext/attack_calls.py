@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attacks.base import derive_seed
+from ..attacks.base import derive_seed, perturbation_size
 
 BOUND_TOLERANCE = 1e-6
 
@@ -34,9 +34,7 @@ def verify_adversarial(attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: f
         return
     x_adv, x = x_adv[changed], x[changed]
     anchor = x if box is None else x.clamp(*box)
-    delta = (x_adv - anchor).flatten(1).double()
-    size = delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
-    worst = float(size.max())
+    worst = float(perturbation_size(x_adv, anchor, norm).max())
     if worst > eps + BOUND_TOLERANCE:
         raise AttackBoundsError(f"attack {attack} left the {norm} ball: perturbation {worst:.8f} > eps {eps:.8f}")
     if box is not None:

@@ -82,42 +82,48 @@ BEATS_WHITE_BOX = {
 }
 
 
+def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, float, float]]:
+    """At one eps of one model: (attack, its top-1, the best white-box top-1) for each attack of
+    ``kind`` beside a white-box one."""
+    top1 = rows.set_index("attack")["top1"]
+    white = attacks_of_kind(set(top1.index), "white-box")
+    if not white:
+        return []
+    best = min(float(top1[a]) for a in white)
+    return [(a, float(top1[a]), best) for a in attacks_of_kind(set(top1.index), kind)]
+
+
+def rising_with_eps(rows: pd.DataFrame) -> list[tuple[str, str, float, str, float]]:
+    """One model's rows: (attack, eps, top-1, next eps, higher top-1) wherever top-1 rises with eps."""
+    out = []
+    for attack in [a for a in dict.fromkeys(rows["attack"]) if a != "clean"]:
+        sel = rows[rows["attack"] == attack].sort_values("eps_value")
+        pairs = list(zip(sel["eps"], sel["top1"]))
+        out += [(attack, e1, v1, e2, v2) for (e1, v1), (e2, v2) in zip(pairs, pairs[1:]) if v2 > v1 + 1e-9]
+    return out
+
+
 def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
     flags: list[Flag] = []
-    s = summary.set_index(["model", "eps", "attack"])["top1"]
     for model in dict.fromkeys(summary["model"]):
         sel = summary[summary["model"] == model]
         for eps in dict.fromkeys(sel["eps"]):
-            have = set(sel[sel["eps"] == eps]["attack"])
-            white = attacks_of_kind(have, "white-box")
-            if white:
-                best_white = min(s[(model, eps, a)] for a in white)
-                for kind, (check, what, advice) in BEATS_WHITE_BOX.items():
-                    for attack in attacks_of_kind(have, kind):
-                        if s[(model, eps, attack)] < best_white - MASKING_GAP:
-                            flags.append(Flag(check, model, f"at eps {eps}, {what} {attack} top-1 "
-                                              f"{s[(model, eps, attack)]:.2f} is below the best white-box attack "
-                                              f"({best_white:.2f})", advice))
-            flags += minimum_norm_flags(sel[sel["eps"] == eps], model, eps)
-        attacks = [a for a in dict.fromkeys(sel["attack"]) if a != "clean"]
-        for attack in attacks:
-            rows = sel[sel["attack"] == attack].sort_values("eps_value")
-            values = rows["top1"].tolist()
-            for (e1, v1), (e2, v2) in zip(zip(rows["eps"], values), zip(rows["eps"][1:], values[1:])):
-                if v2 > v1 + 1e-9:
-                    flags.append(Flag("eps-monotonicity", model, f"{attack} top-1 rises from {v1:.2f} at eps {e1} "
-                                      f"to {v2:.2f} at eps {e2}", "the attack is not converging; raise its iterations "
-                                      "or restarts (--set) — a larger budget can only help a correct attack"))
-        if model.endswith(ADAPTIVE_SUFFIX):
-            base = model[: -len(ADAPTIVE_SUFFIX)]
-            for (m, eps, attack), value in s.items():
-                if m == model and attack not in ("clean", "any") and (base, eps, attack) in s.index:
-                    gap = s[(base, eps, attack)] - value
-                    if gap > MASKING_GAP:
-                        flags.append(Flag("adaptive-gap", base, f"at eps {eps}, {attack} with gradients through M "
-                                          f"gives top-1 {value:.2f}, {gap:.2f} points below the default "
-                                          f"({s[(base, eps, attack)]:.2f})", "the detached M masks gradients; report the "
-                                          "adaptive numbers"))
+            at_eps = sel[sel["eps"] == eps]
+            for kind, (check, what, advice) in BEATS_WHITE_BOX.items():
+                for attack, value, best_white in kind_vs_white(at_eps, kind):
+                    if value < best_white - MASKING_GAP:
+                        flags.append(Flag(check, model, f"at eps {eps}, {what} {attack} top-1 {value:.2f} is below "
+                                          f"the best white-box attack ({best_white:.2f})", advice))
+            flags += minimum_norm_flags(at_eps, model, eps)
+        for attack, e1, v1, e2, v2 in rising_with_eps(sel):
+            flags.append(Flag("eps-monotonicity", model, f"{attack} top-1 rises from {v1:.2f} at eps {e1} "
+                              f"to {v2:.2f} at eps {e2}", "the attack is not converging; raise its iterations "
+                              "or restarts (--set) — a larger budget can only help a correct attack"))
+    gaps = adaptive_gaps(summary)
+    for r in (gaps[gaps["gap"] > MASKING_GAP] if len(gaps) else gaps).itertuples():
+        flags.append(Flag("adaptive-gap", r.model, f"at eps {r.eps}, {r.attack} with gradients through M gives top-1 "
+                          f"{r.top1_adaptive:.2f}, {r.gap:.2f} points below the default ({r.top1_default:.2f})",
+                          "the detached M masks gradients; report the adaptive numbers"))
     return flags
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..attacks import create
-from ..attacks.minimum_norm import MinimumNormAttack, minimal_norms, within_eps
+from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, minimal_norms
 from ..attacks.transfer import TransferAttack, source_model
 from ..errors import UserError
 from ..models import load_model
@@ -226,17 +226,21 @@ class ModelEvaluation:
     def _attack_unit(self, columns, base, b, xa, y, clean_logits, eps, attack) -> None:
         labels = clean_logits.argmax(1) if self.protocol.label_source(attack) == "predicted" else y
         attacker = self.attacks[(eps.text, attack)]
-        if isinstance(attacker, MinimumNormAttack):
+        if isinstance(attacker, MinimumNormAttack):  # read from the batch's one search: no pass of its own
             found = self._minimum_norm(b, attack, attacker, xa, labels, clean_logits, base["example"])
-            x_adv, min_norm = within_eps(xa, found.points, found.norms, eps.value), found.norms.tolist()
-            fwd, bwd = found.passes
+            kept = fooled_within(found.norms, eps.value)
+            x_adv = torch.where(kept.view(-1, *[1] * (xa.dim() - 1)), found.points, xa)
+            adv_logits = torch.where(kept[:, None], found.logits, clean_logits)
+            (fwd, bwd), min_norm = found.passes, found.norms.tolist()
         else:
             self.counted.reset()
             seed = derive_seed(self.config.seed, attack, eps.text, b)
             x_adv = attack_with_halving(attacker, xa, labels, seed, self.outcome, base["example"])
             fwd, bwd, min_norm = self.counted.forward_images / len(y), self.counted.backward_images / len(y), float("nan")
+            adv_logits = None
         verify_adversarial(attack, x_adv, xa, eps.value, self.config.norm, self.protocol.box(attack))
-        adv_logits = self.logits(x_adv, f"{attack} images (batch {b})")
+        if adv_logits is None:
+            adv_logits = self.logits(x_adv, f"{attack} images (batch {b})")
         adv1, adv5 = topk_hits(adv_logits, y)
         linf, l2 = perturbation_norms(x_adv, xa)
         add_records(columns, **base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
@@ -244,22 +248,23 @@ class ModelEvaluation:
                     l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd, min_norm=min_norm)
 
     def _minimum_norm(self, b, attack, attacker, xa, labels, clean_logits, examples) -> "MinimumNormFound":
-        """A minimum-norm attack's search on batch ``b``: run once (seeded without eps), kept while the
-        batch's other eps read it; its passes are reported under every eps it serves."""
+        """A minimum-norm attack's search on batch ``b``: run once (seeded without eps) and evaluated
+        once, kept while the batch's other eps read it; its passes are reported under every eps it serves."""
         if (b, attack) not in self.found:
             self.found = {key: v for key, v in self.found.items() if key[0] == b}  # only this batch's searches
             self.counted.reset()
             seed = derive_seed(self.config.seed, attack, b)
             points = attack_with_halving(attacker.find_points, xa, labels, seed, self.outcome, examples)
             passes = (self.counted.forward_images / len(labels), self.counted.backward_images / len(labels))
-            min_pred = self.logits(points, f"{attack} images (batch {b})").argmax(1)
-            norms = minimal_norms(xa, points, clean_logits.argmax(1), min_pred, labels, self.config.norm)
-            self.found[(b, attack)] = MinimumNormFound(points, norms, passes)
+            logits = self.logits(points, f"{attack} images (batch {b})")
+            norms = minimal_norms(xa, points, clean_logits.argmax(1), logits.argmax(1), labels, self.config.norm)
+            self.found[(b, attack)] = MinimumNormFound(points, logits, norms, passes)
         return self.found[(b, attack)]
 
 
 @dataclass
 class MinimumNormFound:
     points: torch.Tensor  # the smallest fooling point per example (clean image where none was found)
+    logits: torch.Tensor  # the target's logits on them (at each eps a row takes these or the clean ones)
     norms: torch.Tensor  # its size (0: misclassified clean, inf: none found)
     passes: tuple[float, float]  # forward / backward passes per example of the search

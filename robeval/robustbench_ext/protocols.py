@@ -93,3 +93,12 @@ register_protocol(Protocol(
 
 def get_protocol(name: str) -> Protocol:
     return lookup(PROTOCOLS, name, "protocol")
+
+
+RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAttack's plus version
+
+
+def restarted_attacks() -> list[str]:
+    """The attacks that aa-plus runs with more restarts than the standard protocol."""
+    plus = get_protocol("aa-plus")
+    return [a for a in plus.attacks if "n_restarts" in plus.settings_for(a)]
