@@ -11,10 +11,11 @@ import pandas as pd
 from .attacks import parse_attack_list
 from .eps import parse_eps_list
 from .errors import UserError
+from .seeds import check_seed
 from .models import expand_model_patterns
 from .robustbench_ext.subsets import resolve_subset
-from .robustbench_ext.config import config_difference, semantic_config
-from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, run_evaluation
+from .robustbench_ext.distributed import SINGLE
+from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, execute_run, prepare_run, run_evaluation
 
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
 
@@ -63,64 +64,49 @@ def make_config(
                      attacks=parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks)),
                      checkpoints=dict(checkpoints or {}), set_options={k: dict(v) for k, v in (settings or {}).items()},
                      workers=workers, subset=resolve_subset(subset, subset_file), **fields)
-    for attack in cfg.set_options:  # settings of attacks not run are validated, then ignored
+    check_seed(cfg.seed)
+    for attack in dict.fromkeys([*cfg.attacks, *cfg.set_options]):  # a settings dict may cover attacks not run
         cfg.attack_settings(attack)
     return cfg
 
 
 def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, store: str | Path | Any = None,
                   resume: str | None = None, ctx: Any = None, **kwargs: Any) -> EvalResult:
-    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``.
+    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``
+    (a folder; ``{run_id}`` in it stands for the new run's id, as in the CLI's ``results/{run_id}``).
 
     ``store``: a results-store path (or :class:`robeval.store.Store`) that receives every finished
-    unit; ``resume``: a run id in that store to continue ("latest" = the newest unfinished run with
-    the same configuration).
+    unit, opened only once everything else is checked; ``resume``: a run id in that store to continue
+    ("latest" = the newest unfinished run with the same configuration).
     """
-    from .store import Store
-
     config = make_config(**kwargs)
     if config.threads is not None:
         from .threads import set_threads
 
         set_threads(config.threads)
-    is_main = ctx is None or ctx.is_main
-    if store is not None and not is_main:  # each worker writes its own file; rank 0 merges them
-        from .store import worker_store_path
+    ctx = ctx or SINGLE
+    prepared = prepare_run(config, store, resume, ctx)
+    if out is not None and ctx.is_main:  # before any work: writable, and another run's files are never overwritten
+        from .report.files import check_out_dir, prepare_out_dir
 
-        store = Store(worker_store_path(store.path if isinstance(store, Store) else store, ctx.rank))
-    db = store if isinstance(store, Store) or store is None else Store(store)
-    if resume is not None and db is None and is_main:
-        raise UserError("resume needs a results store")
-    if resume == "latest" and is_main:
-        resume = latest_matching_run(db, config)
-    result = run_evaluation(config, reporter, store=db, resume=resume, ctx=ctx)
-    if out is not None and is_main:
+        template, _, _ = str(out).partition(RUN_ID_FIELD)
+        check_out_dir(Path(out), prepared.resume) if template == str(out) else prepare_out_dir(Path(template or "."))
+    result = execute_run(prepared, reporter, ctx)
+    if out is not None and ctx.is_main:
         from .report.files import write_run_files
 
-        write_run_files(result, Path(out))
+        result.files = write_run_files(result, Path(str(out).replace(RUN_ID_FIELD, str(result.run["run_id"]))))
     return result
 
 
-def latest_matching_run(db: Any, config: EvalConfig) -> str:
-    """The newest unfinished run in ``db`` with the same configuration as ``config`` (``--resume`` alone)."""
-    current = semantic_config(config)
-    unfinished = db.unfinished_runs()
-    for run_id, stored in unfinished:
-        if config_difference(stored, current) is None:
-            return run_id
-    if not unfinished:
-        raise UserError(f"--resume: no unfinished run in {db.path}")
-    newest, stored = unfinished[0]
-    raise UserError(f"--resume: no unfinished run in {db.path} has this configuration (the newest, {newest}, differs in "
-                    f"{config_difference(stored, current)}); repeat its options or pass --resume RUN_ID")
-
-
+RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
 LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
 
 
-def large_eps_run(store: Any, stored_config: dict[str, Any], reporter: Reporter | None = None) -> EvalResult | None:
-    """PGD at 16/255 and 64/255 on the models, data and examples of a stored run (its configuration as
-    the store keeps it), written to ``store`` as a run of its own; None when the run already has them.
+def large_eps_run(store: Any, run_id: str, stored_config: dict[str, Any], reporter: Reporter | None = None) -> EvalResult | None:
+    """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
+    configuration as the store keeps it), written to ``store`` as a run of its own that names it
+    (``evidence_for``: tables of ``run_id`` take it in); None when the run already has them.
     Shifts, transfer sources, adaptive copies and attack settings of the stored run are not carried over."""
     from dataclasses import fields
 
@@ -129,10 +115,12 @@ def large_eps_run(store: Any, stored_config: dict[str, Any], reporter: Reporter 
     missing = [e for e in wanted if e not in have]
     if not missing:
         return None
-    dropped = {"eps", "attacks", "shift", "corruptions", "severities", "source_model", "adaptive", "set_options"}
+    dropped = {"eps", "attacks", "shift", "corruptions", "severities", "source_model", "adaptive", "set_options",
+               "evidence_for"}
     kept = {f.name: stored_config[f.name] for f in fields(EvalConfig)
             if f.metadata.get("identity", True) and f.name not in dropped and f.name in stored_config}
-    config = EvalConfig(eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack], **kept)
+    config = EvalConfig(eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack],
+                        evidence_for=run_id, **kept)
     return run_evaluation(config, reporter, store=store)
 
 

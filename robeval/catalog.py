@@ -63,7 +63,8 @@ def _attack_rows() -> list[dict[str, Any]]:
     from .attacks import list_attacks
 
     return [{"name": s.name, "title": s.title, "kind": s.kind, "norms": list(s.norms), "defaults": s.defaults,
-             "implementation": s.implementation, "randomness": s.randomness, "description": s.description}
+             "implementation": s.implementation, "randomness": s.randomness, "description": s.description,
+             "in_suite": s.in_suite, "minimum_norm": s.minimum_norm}
             for s in list_attacks()]
 
 

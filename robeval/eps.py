@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .errors import UserError
 
 NORMS = ("Linf", "L2")
+SAME_BUDGET = 1e-9  # two budgets closer than this are one (8/255 and 0.0313725490196)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,10 @@ def parse_eps_list(texts: str | list[str] | tuple[str, ...] | float, norm: str =
     out: list[Eps] = []
     for part in parts:
         eps = parse_one(part, norm)
-        if eps.text not in {e.text for e in out}:
+        same = next((e for e in out if abs(e.value - eps.value) <= SAME_BUDGET), None)
+        if same is not None and same.text != eps.text:
+            raise UserError(f"--eps {same.text} and {eps.text} are the same budget ({eps.value:.10g}): give it once")
+        if same is None:
             out.append(eps)
     if not out:
         raise UserError("no eps given")

@@ -57,6 +57,14 @@ def _children(pid: str) -> list[str]:
     return found
 
 
+def worker_pids(pid: int) -> list[int]:
+    """The child processes of ``pid`` (the workers torchrun started), empty where /proc does not tell."""
+    try:
+        return [int(child) for child in _children(str(pid))]
+    except OSError:
+        return []
+
+
 def runnable_elsewhere() -> int | None:
     """Runnable threads of other processes right now (None where /proc does not tell).
 

@@ -64,3 +64,41 @@ def deit_tiny_ckpt(tmp_path_factory, deit_tiny_state) -> Path:
     path = tmp_path_factory.mktemp("ckpt") / "deit_tiny.pth"
     torch.save(deit_tiny_state, path)
     return path
+
+
+class Invoked:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.returncode, self.stdout, self.stderr = code, out, err
+
+
+@pytest.fixture()
+def cli(capsys, monkeypatch, tmp_path):
+    """Run ``robeval ARGS`` in this process (no torch import per call), from ``tmp_path``: exit code,
+    stdout and stderr as :func:`run_cli` gives them."""
+    import signal
+
+    from robeval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    sigterm = signal.getsignal(signal.SIGTERM)
+
+    def invoke(*args: str) -> Invoked:
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            signal.signal(signal.SIGTERM, sigterm)
+        out, err = capsys.readouterr()
+        return Invoked(code, out, err)
+
+    return invoke
+
+
+def one_line_error(result: Invoked, *words: str) -> bool:
+    """Exit code 2, one ``error:`` line naming ``words``, no traceback."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    return (result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
+            and all(w in lines[0] for w in words) and "Traceback" not in result.stderr)

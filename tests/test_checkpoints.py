@@ -141,3 +141,13 @@ def test_missing_file_and_no_weights():
 def test_unknown_model_suggests():
     with pytest.raises(UserError, match="did you mean deit-small"):
         robeval.load_model("deit-smal")
+
+
+def test_a_saved_load_model_state_dict_loads_back(tmp_path):
+    import robeval
+
+    model = robeval.load_model("digits-deit")
+    torch.save(model.state_dict(), tmp_path / "own.pth")  # keys of robeval's wrapper: net.*
+    again = robeval.load_model("digits-deit", checkpoint=tmp_path / "own.pth")
+    x = torch.rand(4, 1, 8, 8)
+    assert torch.equal(model(x), again(x))

@@ -76,7 +76,7 @@ def test_models_and_attacks_listings():
     (["run", "--set", "pgd.steps=many"], "pgd.steps must be a whole number"),
     (["run", "--norm", "L2", "--attacks", "spsa"], "does not support norm L2"),
     (["run", "--protocol", "nielsen"], "unknown protocol 'nielsen'"),
-    (["run", "-n", "0"], "must be positive"),
+    (["run", "-n", "0"], "must be at least 1"),
     (["run", "-n", "100000"], "more than the 449 images"),
 ])
 def test_user_errors_are_one_line_exit_2(args, message):

@@ -62,3 +62,30 @@ def test_two_workers_equal_one_worker_and_resume_after_a_worker_dies(tmp_path):
 def test_nproc_must_be_positive():
     proc = run_cli("run", "--nproc", "0", "--quiet")
     assert proc.returncode == 2 and "--nproc must be at least 1" in proc.stderr
+
+
+def test_more_workers_than_the_machine_holds_are_refused(cli):
+    from robeval.threads import cores
+
+    result = cli("run", "--nproc", str(cores() + 1), "--quiet")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and f"this machine has {cores()} CPU cores" in lines[0]
+
+
+def test_sigterm_stops_every_worker_and_names_the_resume_command(tmp_path):
+    path = tmp_path / "s.sqlite"
+    args = [*ARGS, "--nproc", "2", "--store", str(path), "--out", str(tmp_path / "o")]
+    proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 240
+    while units_done(path) < 4 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, "finished before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    assert "resume with: robeval run" in err and "--resume" in err
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout.split()
+    assert left == [], "workers outlived the command"
+    assert Store(path).runs()["status"].iloc[0] == "interrupted"

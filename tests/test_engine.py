@@ -28,12 +28,13 @@ def test_out_of_memory_halves_the_batch(monkeypatch):
     assert len(res.records[res.records.attack == "fgsm"]) == 30
 
 
-def test_other_errors_are_not_swallowed(monkeypatch):
+def test_other_errors_stop_the_model_and_are_named(monkeypatch):
     from robeval.attacks.gradient import FGSM
 
     monkeypatch.setattr(FGSM, "perturb", lambda self, x, y: (_ for _ in ()).throw(ValueError("boom")))
-    with pytest.raises(ValueError, match="boom"):
-        evaluate_full(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm")
+    res = evaluate_full(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm")
+    assert res.run["status"] == "failed"
+    assert "attack fgsm failed at eps 8/255, batch 0: ValueError: boom at test_engine.py" in res.run["failed_models"]["digits-deit"]
 
 
 def test_amp_and_channels_last_are_recorded_and_close():

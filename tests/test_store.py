@@ -85,7 +85,8 @@ def test_resume_with_changed_configuration_names_the_difference(tmp_path, refere
 
 
 def test_resume_alone_picks_the_newest_unfinished_run_with_these_options(tmp_path):
-    from robeval.api import latest_matching_run, make_config
+    from robeval.api import make_config
+    from robeval.robustbench_ext.engine import latest_matching_run
     from robeval.robustbench_ext.config import semantic_config
 
     store = Store(tmp_path / "s.sqlite")

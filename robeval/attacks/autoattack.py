@@ -85,6 +85,9 @@ class APGDCE(_AutoAttackRunner):
     name = "apgd-ce"
     loss = "ce"
 
+    def budget(self) -> float:
+        return (self.n_iter + 1) * self.n_restarts * self.eot_iter
+
     def _make(self, x):
         atk = APGDAttack(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts, eps=self.eps,
                          seed=self.seed, loss=self.loss, rho=self.rho, eot_iter=self.eot_iter, device=x.device)
@@ -122,6 +125,9 @@ class APGDDLR(APGDCE):
                  description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)")
 class APGDT(_AutoAttackRunner):
     name = "apgd-t"
+
+    def budget(self) -> float:
+        return (self.n_iter + 2) * self.n_restarts * self.eot_iter * self.n_target_classes
 
     def _make(self, x):
         atk = APGDAttack_targeted(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts,
@@ -162,6 +168,9 @@ class _FAB(_AutoAttackRunner):
 
     targeted = False
     n_target_classes = 1
+
+    def budget(self) -> float:
+        return 2 * (self.n_iter + 1) * self.n_restarts * self.n_target_classes
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
         atk = FABAttack_PT(self.model, norm=self.norm, n_restarts=self.n_restarts, n_iter=self.n_iter, eps=self.eps,
@@ -206,6 +215,9 @@ class FAB(_FAB):
                  description="score-based random search on the margin loss, 5000 queries, no rescaling schedule")
 class Square(_AutoAttackRunner):
     name = "square"
+
+    def budget(self) -> float:
+        return (self.n_queries + 1) * self.n_restarts
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
         atk = SquareAttack(self.model, norm=self.norm, n_queries=self.n_queries, eps=self.eps, p_init=self.p_init,

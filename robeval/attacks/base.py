@@ -9,7 +9,6 @@ into another.
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
 
@@ -17,18 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..seeds import derive_seed
+
 Box = Optional[tuple[float, float]]
 
 # Where an attack's random draws come from (AttackSpec.randomness; run.json reports it).
 PER_EXAMPLE = "per example: seeded by (run seed, attack, eps, example index); records do not depend on the batch size"
 PER_BATCH_IN_LIBRARY = ("per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
                         "records depend on the batch size")
-
-
-def derive_seed(*parts: Any) -> int:
-    """A 31-bit seed from the run seed and a unit's or example's identity (attack, eps, index, ...)."""
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 @contextmanager
@@ -101,6 +96,11 @@ class Attack:
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def budget(self) -> float | None:
+        """At most how many forward passes per example a call spends (progress inside a batch); None
+        for attacks quick enough to report only when they finish."""
+        return None
 
     # -- helpers shared by the attacks written here ------------------------------------------
     def clamp_box(self, x: torch.Tensor) -> torch.Tensor:

@@ -47,6 +47,9 @@ class PGD(Attack):
     random_start: bool
     eot_iter: int
 
+    def budget(self) -> float:
+        return self.steps * self.eot_iter
+
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         step = self.rel_stepsize * self.eps
         x_adv = self.random_init(x) if self.random_start else x.clone()

@@ -97,6 +97,9 @@ class FMN(MinimumNormAttack):
 
     name = "fmn"
 
+    def budget(self) -> float:
+        return self.steps + 2
+
     def minimal(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with warnings.catch_warnings():  # foolbox 3.3.4 imports a scipy namespace scipy has deprecated
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -116,6 +119,9 @@ class FMN(MinimumNormAttack):
                              "random within restart_radius)")
 class FABMinimumNorm(MinimumNormAttack):
     name = "fab-mn"
+
+    def budget(self) -> float:
+        return 2 * (self.n_iter + 1) * max(1, self.n_restarts)
 
     def minimal(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         from pyautoattack.fab_pt import FABAttack_PT

@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 from torch import nn
 
-from ..errors import UserError, closest, lookup
+from ..errors import UserError, lookup
+from ..settings import apply_settings, parse_attack_names, parse_set_items
 
 
 @dataclass(frozen=True)
@@ -62,82 +63,19 @@ def get_attack_spec(name: str) -> AttackSpec:
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
     """``"all"``/None -> the suite (every attack registered ``in_suite``, in registry order);
-    ``"none"`` -> no attack (clean accuracy only); else a comma list validated by name (attacks
-    outside the suite, such as ``apgd-dlr`` or ``fab``, are named or come with their protocol)."""
-    suite = [name for name, spec in _ATTACKS.items() if spec.in_suite]
-    if text is None:
-        return suite
-    items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
-    if not items or items == ["all"]:
-        return suite
-    if items == ["none"]:
-        return []
-    out: list[str] = []
-    for item in items:
-        get_attack_spec(item)
-        if item not in out:
-            out.append(item)
-    return out
-
-
-KIND_WORDS = {bool: "true or false", int: "a whole number", float: "a number"}
-
-
-def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
-    kind = type(default)
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-    elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        try:
-            return int(str(value).strip())
-        except ValueError:
-            pass
-    elif kind is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        try:
-            return float(str(value).strip())
-        except ValueError:
-            pass
-    else:
-        return str(value)
-    raise UserError(f"{attack}.{key} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}")
-
-
-def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults of ``name`` updated by ``overrides`` (validated keys, coerced types)."""
-    spec = get_attack_spec(name)
-    settings = dict(spec.defaults)
-    for key, value in (overrides or {}).items():
-        if key not in spec.defaults:
-            valid = ", ".join(spec.defaults) or "none"
-            raise UserError(f"attack {name} has no setting {key!r}{closest(key, spec.defaults)}; valid keys: {valid}")
-        settings[key] = _coerce(name, key, value, spec.defaults[key])
-        if isinstance(settings[key], (int, float)) and not isinstance(settings[key], bool) and settings[key] < 0:
-            raise UserError(f"{name}.{key} must not be negative, got {value!r}")
-    return settings
+    ``"none"`` -> no attack; else a comma list validated by name (:func:`robeval.settings.parse_attack_names`)."""
+    return parse_attack_names(text, {name: spec.in_suite for name, spec in _ATTACKS.items()})
 
 
 def parse_set_options(items: list[str] | None) -> dict[str, dict[str, str]]:
-    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (validated by name and key)."""
-    out: dict[str, dict[str, str]] = {}
-    for item in items or []:
-        target, eq, value = item.partition("=")
-        attack, dot, key = target.strip().partition(".")
-        if not eq or not dot or not attack or not key:
-            raise UserError(f"--set {item!r}: expected ATTACK.KEY=VALUE, e.g. pgd.steps=50")
-        get_attack_spec(attack)
-        resolve_settings(attack, {key: value})  # validates key and type now, before any work
-        out.setdefault(attack, {})[key] = value.strip()
-    return out
+    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (validated by name, key and value)."""
+    return parse_set_items(items, {name: spec.defaults for name, spec in _ATTACKS.items()})
+
+
+def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults of ``name`` updated by ``overrides`` (known keys, coerced types, values within their
+    limits: :mod:`robeval.settings`)."""
+    return apply_settings(name, get_attack_spec(name).defaults, overrides)
 
 
 def create(name: str, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0,

@@ -52,7 +52,7 @@ class SPSA(Attack):
     def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor, gens: list | None = None) -> torch.Tensor:
         """SPSA estimate of d margin / d x for each example of ``x`` (``gens``: one generator per example)."""
         b = x.shape[0]
-        pairs = max(1, self.samples // 2)
+        pairs = self.samples // 2  # an even count of at least 2 (robeval.settings)
         signs = self.directions(x, pairs, gens)
         grad = torch.zeros_like(x)
         per_chunk = max(1, self.max_batch // (2 * b))
@@ -66,6 +66,9 @@ class SPSA(Attack):
             grad += (df.view(k, b, *[1] * (x.dim() - 1)) * v).sum(0)
             done += k
         return grad / pairs
+
+    def budget(self) -> float:
+        return self.iterations * (self.samples + 1) + 1
 
     @torch.no_grad()
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

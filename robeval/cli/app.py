@@ -24,10 +24,9 @@ def _emit(text: str, out: Optional[Path]) -> None:
     if out is None:
         print(text, end="" if text.endswith("\n") else "\n")
         return
-    from ..report.files import atomic_write, prepare_out_dir
+    from ..report.files import atomic_write, check_out_file
 
-    prepare_out_dir(out.parent if str(out.parent) else Path("."))
-    atomic_write(out, text)
+    atomic_write(check_out_file(out), text)
     console.print(f"Wrote {out}")
 
 
@@ -73,3 +72,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception:
+        from .run import STOPPING, under_launcher
+
+        if STOPPING and under_launcher():  # a worker stopped by its launcher while waiting for another worker
+            sys.exit(0)
+        raise

@@ -39,6 +39,10 @@ def profile_cmd(
             raise UserError("--device cuda requested but no CUDA GPU is available")
     if format not in ("md", "csv"):
         raise UserError(f"unknown format {format!r}; choose md or csv")
+    if out is not None:
+        from ..report.files import check_out_file
+
+        check_out_file(out)  # before the minutes of profiling
     df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
     _emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import List, Optional
 
@@ -50,11 +51,11 @@ def reproduce_cmd(
         _list_tables()
         return
     from ..reproduce import get_table, reproduce
-    from ..store import Store
-    from .run import split_checkpoints
+    from .run import raise_terminated, report_interrupt, split_checkpoints
 
     table = get_table(name)
-    out = out or Path("results") / f"reproduce-{name}"
+    # an attack table is a run: by default each reproduction gets a folder of its own (runs never overwrite)
+    out = out or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.kind != "efficiency" else "")
     if table.kind == "efficiency":
         if checkpoint:
             raise UserError(f"{name} profiles the architectures (weights do not change speed, memory or FLOPs); "
@@ -66,10 +67,14 @@ def reproduce_cmd(
         from ..robustbench_ext.engine import NullReporter
 
         models = [r.digits if data == "digits" else r.imagenet for r in table.rows]
-        result = reproduce(name, data=data, out=out, checkpoints=split_checkpoints(list(checkpoint or []), models),
-                           protocol=protocol, eps=eps, n_examples=n_examples, store=Store(store), resume=resume,
-                           seed=seed, batch_size=batch_size, device=device, weights=weights,
-                           reporter=NullReporter() if quiet else RichReporter())
+        signal.signal(signal.SIGTERM, raise_terminated)
+        try:
+            result = reproduce(name, data=data, out=out, checkpoints=split_checkpoints(list(checkpoint or []), models),
+                               protocol=protocol, eps=eps, n_examples=n_examples, store=store, resume=resume,
+                               seed=seed, batch_size=batch_size, device=device, weights=weights,
+                               reporter=NullReporter() if quiet else RichReporter())
+        except KeyboardInterrupt as exc:  # as `robeval run`: what was kept, and the command that resumes it
+            raise typer.Exit(report_interrupt(exc, store)) from None
     console.print(result.files["md"].read_text(), markup=False, soft_wrap=True)
     console.print("Wrote " + ", ".join(str(p) for p in result.files.values())
                   + (f"; run {result.result.run['run_id']} stored in {store}" if result.result is not None else ""),

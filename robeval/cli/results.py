@@ -24,10 +24,16 @@ def stored_runs(store: Path, run_ids: list[str]) -> list:
     if not store.exists():
         raise UserError(f"results store not found: {store}")
     runs = resolve_runs(Store(store), run_ids)
+    err = Console(stderr=True)
     if not run_ids:
-        Console(stderr=True).print(f"Using the newest finished run {runs[0].run_id} in {store} "
-                                   f"(name run ids to choose others; `robeval runs` lists them)", markup=False,
-                                   soft_wrap=True)
+        extra = f" with {', '.join(r.run_id for r in runs[1:])} (made by check --run-missing for it)" if runs[1:] else ""
+        err.print(f"Using the newest finished run {runs[0].run_id}{extra} in {store} "
+                  f"(name run ids to choose others; `robeval runs` lists them)", markup=False, soft_wrap=True)
+    for run in runs:
+        if run.status != "finished":
+            err.print(f"warning: run {run.run_id} {'is still running' if run.status == 'running' else run.status}: what "
+                      "follows covers only the units it finished "
+                      f"(`robeval runs` shows its progress)", markup=False, soft_wrap=True)
     return runs
 
 
@@ -44,9 +50,13 @@ def check_cmd(
 
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
+    if report is not None:
+        from ..report.files import check_out_file
+
+        check_out_file(report)  # before --run-missing spends minutes
     run = stored_runs(store, [run_id] if run_id else [])[0]
     flags = all_flags(run.summary, run.info.get("model_checks", {}))
-    console.print(f"Run {run.run_id} ({run.protocol}):", markup=False)
+    console.print(f"Run {run.run_id} ({run.protocol}, {run.status}):", markup=False)
     print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
     if report is not None:
         write_checklist(store, run, report, run_missing)
@@ -66,7 +76,7 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
         from ..api import large_eps_run
         from ..report.terminal import RichReporter
 
-        extra = large_eps_run(db, run.config, RichReporter())
+        extra = large_eps_run(db, run.run_id, run.config, RichReporter())
         if extra is not None:
             summary = pd.concat([summary, extra.summary], ignore_index=True)
             eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
@@ -105,7 +115,7 @@ def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
         age = now - datetime.fromisoformat(r.created)
         minutes = int(age.total_seconds() // 60)
         age_text = f"{minutes // 1440}d" if minutes >= 1440 else f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
-        table.add_row(r.id, r.status, f"{r.done_units}/{r.total_units}", age_text, r.protocol, ", ".join(cfg["models"]),
+        table.add_row(r.id, Store.shown_status(r.status, r.holder), f"{r.done_units}/{r.total_units}", age_text, r.protocol, ", ".join(cfg["models"]),
                       ",".join(cfg["eps"]), ",".join(cfg["attacks"]))
     console.print(table)
 
@@ -118,8 +128,12 @@ def table_cmd(
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
+    from ..report.files import check_out_file
     from ..report.paper import render
     from ..report.runs import combine
+
+    if out is not None:
+        check_out_file(out)  # before the store is read
 
     _emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
 

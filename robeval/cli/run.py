@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -49,27 +50,52 @@ def drop_option(argv: list[str], name: str, takes_value: bool) -> list[str]:
     return kept
 
 
-def launch_local_workers(nproc: int, argv: list[str]) -> int:
-    """Start ``nproc`` local workers of the same command through torchrun; returns its exit code."""
-    import subprocess
+def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> int:
+    """``--nproc N``: the workers through torchrun (:mod:`.launch`); on Ctrl-C or SIGTERM every worker
+    is stopped, the run marked interrupted and its resume command printed.  Returns the exit code."""
+    from .launch import check_nproc, launch
 
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "robeval", *drop_option(argv, "--nproc", takes_value=True)]
-    return subprocess.call(cmd)
+    check_nproc(nproc, device)
+    code, run_id, signum = launch(nproc, argv)
+    if signum is None:
+        return code
+    if run_id is not None:
+        from ..store import Store
+
+        db = Store(store)
+        if db.run(run_id)["status"] == "running":  # rank 0 was killed before it could say so
+            db.release(run_id, status="interrupted")
+    stop = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    stop.run_id = run_id  # type: ignore[attr-defined]
+    return report_interrupt(stop, store)
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler's stop, ``kill``): handled as Ctrl-C, so the run is kept resumable."""
 
 
-def _raise_terminated(signum, frame) -> None:
+STOPPING: list[int] = []  # the signal that asked this process to stop, once one did
+
+
+def raise_terminated(signum, frame) -> None:
+    STOPPING.append(signum)
     raise Terminated()
+
+
+def under_launcher() -> bool:
+    """A worker that ``robeval run --nproc`` started: its launcher reports an interruption, not it."""
+    from ..robustbench_ext.distributed import LAUNCH_STATE, launched_by_torchrun
+
+    return launched_by_torchrun() and LAUNCH_STATE in os.environ
+
+
+RESUMABLE_COMMANDS = ("run", "reproduce")
 
 
 def resume_command(argv: list[str], run_id: str) -> str:
     """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
     kept = drop_option(argv, "--resume", takes_value=True)
-    if not kept or kept[0] != "run":
+    if not kept or kept[0] not in RESUMABLE_COMMANDS:
         kept.insert(0, "run")
     return shlex.join(["robeval", *kept, "--resume", run_id])
 
@@ -112,10 +138,14 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run the attack suite (and/or a distribution shift) and write results.csv, results.md and run.json."""
+    from .precheck import precheck_run
+
+    precheck_run(dict(locals()))  # before torch loads: a typo answers at once
     from ..api import DEFAULT_MODELS, evaluate_full
     from ..attacks import parse_set_options
     from ..models import expand_model_patterns
     from ..robustbench_ext.distributed import shutdown
+    from ..store import StoreFull
 
     models = expand_model_patterns(list(model) if model else DEFAULT_MODELS)
     ctx, db, reporter = _start(nproc, device, out, store, trust_checkpoint, quiet)
@@ -130,39 +160,40 @@ def run(
             subset_file=str(subset_file) if subset_file is not None else None,
             class_map=str(class_map) if class_map is not None else None, weights=weights, threads=threads,
             shift=shift, corruptions=corruptions, severities=severities, source_model=source_model,
+            out=out or Path("results") / "{run_id}",
         )
     except KeyboardInterrupt as exc:
-        raise typer.Exit(_report_interrupt(exc, store)) from None
+        raise typer.Exit(0 if under_launcher() else report_interrupt(exc, store)) from None
+    except StoreFull as exc:  # one line: what happened, that the run is kept, how to go on
+        run_id = getattr(exc, "run_id", None)
+        raise UserError(f"{exc}; run {run_id} is interrupted: free space, then resume with: "
+                        f"{resume_command(sys.argv[1:], run_id)}") from None
     shutdown(ctx)
     if ctx.is_main:
-        _report(result, out, store, demo=data == "digits" and n_examples is None)
+        _report(result, store, demo=data == "digits" and n_examples is None)
 
 
 def _start(nproc: int, device: str, out: Optional[Path], store: Path, trust_checkpoint: bool, quiet: bool):
     """Workers launched (--nproc), this process's place among them, its output folder, store and
     progress reporter, the --trust-checkpoint warning and SIGTERM handling: what comes before the run."""
-    from ..report.files import prepare_out_dir
     from ..report.terminal import RichReporter
     from ..robustbench_ext.distributed import init_from_env, launched_by_torchrun
     from ..robustbench_ext.engine import NullReporter
-    from ..store import Store
 
     if nproc < 1:
         raise UserError(f"--nproc must be at least 1, got {nproc}")
     if nproc > 1 and not launched_by_torchrun():
-        raise typer.Exit(launch_local_workers(nproc, sys.argv[1:]))
+        raise typer.Exit(run_local_workers(nproc, sys.argv[1:], device, store))
     ctx = init_from_env(device)
-    if out is not None and ctx.is_main:
-        prepare_out_dir(out)
-    db = Store(store) if ctx.is_main else store  # workers open their own file next to the store
+    db = store  # the API opens it (rank 0's, or a worker's own file next to it) once the options are checked
     if trust_checkpoint:
         Console(stderr=True).print("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run "
                                    "code on this machine", markup=False)
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGTERM, raise_terminated)
     return ctx, db, NullReporter() if quiet or not ctx.is_main else RichReporter()
 
 
-def _report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
+def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     """Say what was kept and how to resume; the exit code (130 Ctrl-C, 143 SIGTERM)."""
     run_id = getattr(exc, "run_id", None)
     what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
@@ -173,17 +204,21 @@ def _report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
-def _report(result, out: Optional[Path], store: Path, demo: bool) -> None:
-    """The files, the tables, the checks and where everything went."""
-    from ..report.files import prepare_out_dir, write_run_files
+def _report(result, store: Path, demo: bool) -> None:
+    """The tables, the checks and where everything went (the files are written by the API)."""
     from ..report.terminal import results_tables
 
-    paths = write_run_files(result, prepare_out_dir(out or Path("results") / result.run["run_id"]))
+    paths = result.files
     for table in results_tables(result.summary):
         console.print(table)
     print_diagnostics(result.run, result.summary)
     console.print(f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
                   f"{paths['json']} ({result.run['seconds']:.0f} s).")
+    if result.run["status"] != "finished":  # a model stopped: the files hold what the others gave
+        stopped = ", ".join(result.run.get("failed_models", {}))
+        Console(stderr=True).print(f"error: run {result.run['run_id']} is incomplete: stopped {stopped} (see above); "
+                                   "its tables say so", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
     if demo:
         console.print("Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
                       "robeval run --model deit-small --model deit-small-elliptical "

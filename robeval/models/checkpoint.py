@@ -22,6 +22,7 @@ from ..errors import UserError
 
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")
+WRAPPED_PREFIX = "net."  # robeval's NormalizedModel keeps the network as .net (mean/std are not saved)
 SAFE_GLOBALS = [argparse.Namespace]
 
 
@@ -155,6 +156,8 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
             while name.startswith(prefix):
                 name = name[len(prefix):]
         out[name] = tensor
+    if all(name.startswith(WRAPPED_PREFIX) for name in out):  # robeval's own load_model(...).state_dict()
+        out = {name[len(WRAPPED_PREFIX):]: tensor for name, tensor in out.items()}
     return out
 
 

@@ -7,6 +7,9 @@ one-line :class:`~robeval.errors.UserError` instead of network retries.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+import types
 from pathlib import Path
 
 import timm
@@ -37,14 +40,31 @@ def _resolve_hf_hub(repo: str) -> ModelSpec:
     return ModelSpec(name, "hf-hub", build, weights=f"hf hub: {repo}", description=f"timm model from the Hugging Face hub ({repo})")
 
 
+def _robustbench_package() -> None:
+    """Register ``robustbench`` as a bare package so its submodules import without its ``__init__``.
+
+    Why: robustbench 1.1.1's ``__init__`` imports its own evaluation code, which needs ``autoattack``
+    (installable only from git, not from the package index) and ``pkg_resources`` (gone from current
+    setuptools), so ``import robustbench`` fails on a fresh install.  robeval needs only its model zoo
+    and ``load_model`` (``robustbench.utils``), which import neither."""
+    if "robustbench" in sys.modules:
+        return
+    spec = importlib.util.find_spec("robustbench")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("robustbench: models need the optional robustbench package: pip install 'robeval[robustbench]' "
+                        "&& pip install --no-deps robustbench")
+    package = types.ModuleType("robustbench")
+    package.__path__, package.__spec__ = list(spec.submodule_search_locations), spec
+    sys.modules["robustbench"] = package
+
+
 def _robustbench_utils():
+    _robustbench_package()
     try:
         import robustbench.utils as rb_utils
     except ImportError as exc:
-        if (exc.name or "robustbench").split(".")[0] == "robustbench":
-            raise UserError("robustbench: models need the optional robustbench package; pip install robustbench") from None
-        raise UserError(f"the robustbench package is installed but does not import ({exc}); "
-                        f"its ImageNet models also need that dependency") from None
+        raise UserError(f"the robustbench package is installed but its model zoo does not import ({exc}); "
+                        "pip install 'robeval[robustbench]' installs what it needs (README: RobustBench)") from None
     return rb_utils
 
 

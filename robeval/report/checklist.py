@@ -19,6 +19,7 @@ from ..models import get_spec
 from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, flags_from_model_checks, kind_vs_white,
                                       minimum_norm_comparison, noise_points, rising_with_eps)
 from .minimum_norm import curve
+from .tables import incomplete_parts
 from ..robustbench_ext.protocols import restarted_attacks
 
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
@@ -224,6 +225,7 @@ def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, n
              "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
              "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
              "the evidence; the command that gives it is named).", ""]
+    lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
     for model in [m for m in dict.fromkeys(summary["model"]) if not m.endswith(ADAPTIVE_SUFFIX)]:
         rows = summary[summary["model"] == model]
         findings = []

@@ -14,24 +14,67 @@ from .paper import render
 
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def check_out_file(path: Path) -> Path:
+    """A file an output can be written to (checked before any work): not a folder, in a folder that
+    exists (made if missing) and is writable."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; give a file name to write to (e.g. {path / 'table.md'})")
+    prepare_out_dir(path.parent if str(path.parent) else Path("."))
+    return path
+
+
 def prepare_out_dir(out: Path) -> Path:
+    """``out`` made if missing, and shown writable by writing (and removing) a probe file in it: a
+    read-only file system or a pseudo file system passes ``os.access`` but refuses the write."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create output folder {out}: {exc.strerror}") from None
-    if not os.access(out, os.W_OK):
-        raise UserError(f"output folder {out} is not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".robeval-probe-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"output folder {out} is not writable: {exc.strerror}") from None
     return out
+
+
+RUN_FILES = ("results.csv", "results.md", "run.json")
+
+
+def check_out_dir(out: Path, run_id: str | None = None) -> Path:
+    """``out`` made and writable, and holding no other run's files: a run never overwrites the results
+    of another (``run_id``: the run that may write there again, a resumed one)."""
+    out = prepare_out_dir(out)
+    found = [name for name in RUN_FILES if (out / name).exists()]
+    if not found:
+        return out
+    try:
+        owner = json.loads((out / "run.json").read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        owner = None
+    if owner is not None and owner == run_id:
+        return out
+    whose = f"the files of run {owner}" if owner else f"{', '.join(found)} but no run.json of a robeval run"
+    hint = f" (or --resume {owner} to continue that run)" if owner else ""
+    raise UserError(f"output folder {out} holds {whose}; choose another --out{hint}")
 
 
 def skipped_note(run: dict[str, Any], shown: int = 5) -> str | None:

@@ -13,7 +13,7 @@ from typing import Callable
 import pandas as pd
 
 from ..attacks import list_attacks
-from .tables import caption
+from .tables import caption, latex_escape  # noqa: F401  (latex_escape: used by the other renderers)
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {}
 ROW_TITLES = {"clean": "Clean", "any": "Any (worst case)"}  # the two columns that are no attack
@@ -51,16 +51,24 @@ def grid(summary: pd.DataFrame, eps: str) -> tuple[list[str], list[str], dict[tu
     models = list(dict.fromkeys(sel["model"]))
     attacks = ordered_attacks(sel)
     values = {(r.model, r.attack, m): float(getattr(r, m)) for r in sel.itertuples() for m in ("top1", "top5")}
+    comparable = [a for a in attacks if a != "any" or worst_cases_comparable(sel)]
     best = {(a, m): max(values[(mod, a, m)] for mod in models if (mod, a, m) in values)
-            for a in attacks for m in ("top1", "top5") if any((mod, a, m) in values for mod in models)}
+            for a in comparable for m in ("top1", "top5") if any((mod, a, m) in values for mod in models)}
     return models, attacks, values, best
+
+
+def worst_cases_comparable(rows: pd.DataFrame) -> bool:
+    """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
+    worst = rows[rows["attack"] == "any"]
+    return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
 
 
 def _cell(values, best, key, bold: Callable[[str], str], many: bool) -> str:
     if key not in values:
         return ""
     text = f"{values[key]:.2f}"
-    return bold(text) if many and values[key] == best[(key[1], key[2])] else text
+    best_value = best.get((key[1], key[2]))
+    return bold(text) if many and best_value is not None and values[key] == best_value else text
 
 
 def rows_of(summary: pd.DataFrame, eps: str, bold: Callable[[str], str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -90,13 +98,6 @@ def to_markdown(summary: pd.DataFrame) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
-        text = text.replace(a, b)
-    return text
-
-
 @table_format("latex")
 def to_latex(summary: pd.DataFrame) -> str:
     from .minimum_norm import minimum_norm_block
@@ -111,7 +112,7 @@ def to_latex(summary: pd.DataFrame) -> str:
         sub = " & ".join("Top-1 & Top-5" for _ in attacks)
         rows = [latex_escape(m) + " & " + " & ".join(row) + r" \\" for m, row in cells]
         blocks.append("\n".join([
-            r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption(summary, eps))}}}",
+            r"\begin{table}[t]", r"\centering", rf"\caption{{{caption(summary, eps, latex=True)}}}",
             rf"\begin{{tabular}}{{{cols}}}", r"\hline", rf"Model & {groups} \\", rf" & {sub} \\", r"\hline",
             *rows, r"\hline", r"\end{tabular}", r"\end{table}",
         ]))

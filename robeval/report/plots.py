@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 
 from ..eps import eps_label  # noqa: E402
 from .paper import attack_title, ordered_attacks  # noqa: E402
+from .tables import is_incomplete  # noqa: E402
 
 DPI = 100
 
@@ -24,6 +25,11 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     fig.savefig(paths[1])
     plt.close(fig)
     return paths
+
+
+def marked(title: str, summary: pd.DataFrame) -> str:
+    """A figure's title, marked when the runs behind it did not finish or rows lack batches."""
+    return f"{title}\nINCOMPLETE: see robeval table" if is_incomplete(summary) else title
 
 
 def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> list[Path]:
@@ -48,7 +54,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> l
         ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
     axes.flat[0].legend(fontsize=8)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
-    fig.suptitle(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})")
+    fig.suptitle(marked(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})", summary))
     fig.tight_layout()
     return _save(fig, out, f"robust_{metric}_vs_eps")
 
@@ -69,7 +75,7 @@ def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
         ax.set_ylabel("top-1 accuracy (%)")
         ax.set_ylim(0, 100)
-        ax.set_title(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}")
+        ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
@@ -102,7 +108,7 @@ def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
     axes[0, 0].set_ylabel("top-1 (%)")
-    fig.suptitle("Top-1 accuracy against corruption severity")
+    fig.suptitle(marked("Top-1 accuracy against corruption severity", summary))
     fig.tight_layout()
     return _save(fig, out, "accuracy_vs_severity")
 
@@ -133,7 +139,8 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", fontsize=9)
+    ax.set_title(marked(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", summary),
+                 fontsize=9)
     fig.tight_layout()
     return _save(fig, out, "robust_top1_vs_min_norm")
 

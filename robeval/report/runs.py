@@ -20,6 +20,7 @@ class StoredRun:
     config: dict[str, Any]
     records: pd.DataFrame
     summary: pd.DataFrame
+    status: str = "finished"  # running | finished | interrupted | failed (the store's)
 
     @property
     def protocol(self) -> str:
@@ -36,35 +37,42 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     records = store.records(run_id)
     if records.empty:
         raise UserError(f"run {run_id} has no stored records yet")
-    summary = run_summary(records, {**info, "run_id": run_id}, config)
-    return StoredRun(run_id, info, config, records, summary)
+    summary = run_summary(records, {**info, "run_id": run_id, "status": row["status"]}, config, store.unit_counts(run_id))
+    return StoredRun(run_id, info, config, records, summary, row["status"])
 
 
 def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
-    """The named runs, or the newest finished run when none is named."""
+    """The named runs; when none is named, the newest finished run with the runs that complete its
+    evidence (``check --run-missing``), so a bare ``robeval table`` after that command shows both."""
     if not run_ids:
-        runs = store.runs()
-        finished = runs[runs["status"] == "finished"]
+        finished = store.runs()
+        finished = finished[finished["status"] == "finished"]
         if finished.empty:
             raise UserError(f"no finished run in {store.path}; run `robeval run` first or name a run id")
-        run_ids = [finished["id"].iloc[-1]]
+        parent = {row.id: json.loads(row.config).get("evidence_for") for row in finished.itertuples()}
+        newest = list(parent)[-1]
+        newest = parent[newest] or newest  # a run made for another's checklist stands for that run
+        run_ids = [newest, *[r for r, p in parent.items() if p == newest]]
     return [load_run(store, r) for r in run_ids]
 
 
-def _example_sets(run: StoredRun) -> dict[str, frozenset]:
+def _example_set(run: StoredRun) -> frozenset:
+    """The examples a run evaluated (its clean rows, or every record where the data has no clean images)."""
     rec = run.records
-    return {eps: frozenset(rec[(rec["eps"] == eps) & (rec["attack"] == "clean")]["example"]) for eps in set(rec["eps"])}
+    clean = rec[rec["attack"] == "clean"]
+    return frozenset((clean if len(clean) else rec)["example"])
 
 
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, eps, norms or example sets.
+    """One summary over several runs; refuses to mix protocols, norms or example sets.
 
-    Runs of different shifts (ImageNet-C, -A, -R, clean) are different data by design: they combine
-    into one shift table, each run giving its own columns, so only protocol, norm and eps must agree."""
+    Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
+    at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
+    are different data by design: they combine into one shift table, each run giving its own columns,
+    so only protocol and norm must agree."""
     first = runs[0]
     for other in runs[1:]:
-        checks = [("protocol", first.protocol, other.protocol), ("norm", first.config["norm"], other.config["norm"]),
-                  ("eps", sorted(first.config["eps"]), sorted(other.config["eps"]))]
+        checks = [("protocol", first.protocol, other.protocol), ("norm", first.config["norm"], other.config["norm"])]
         same_shift = _shift(first) == _shift(other)
         if same_shift:
             checks.append(("data", first.data, other.data))
@@ -72,23 +80,28 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
             if a != b:
                 raise UserError(f"runs {first.run_id} and {other.run_id} differ in {what} ({a} vs {b}); "
                                 "a table never mixes them")
-        if same_shift and _example_sets(first) != _example_sets(other):
+        if same_shift and _example_set(first) != _example_set(other):
             raise UserError(f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
                             "a table compares models on the same images only")
-    return pd.concat([_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))],
-                     ignore_index=True)
+    frame = pd.concat([_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))],
+                      ignore_index=True)
+    return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
 
 
 def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
-    """Per run, each model's name in a combined table: a model twice under one shift is told apart
-    by its run id."""
-    seen: set[tuple[str, str]] = set()
+    """Per run, each model's name in a combined table: the same model (name, weights, shift) at other
+    eps keeps its name; one evaluated twice at an eps, or with other weights, is told apart by its run id."""
+    seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, shift) -> (weights, eps seen)
     out = []
     for run in runs:
         labels = {}
-        for model in dict.fromkeys(run.summary["model"]):
-            labels[model] = f"{model} ({run.run_id})" if (model, _shift(run)) in seen else model
-            seen.add((model, _shift(run)))
+        for model, rows in run.summary.groupby("model", sort=False):
+            weights, eps = str(rows["checkpoint_sha256"].iloc[0]) + str(rows["checkpoint"].iloc[0]), set(rows["eps"])
+            known = seen.get((model, _shift(run)))
+            clash = known is not None and (known[0] != weights or known[1] & eps)
+            labels[model] = f"{model} ({run.run_id})" if clash else model
+            if not clash:
+                seen[(model, _shift(run))] = (weights, (known[1] if known else set()) | eps)
         out.append(labels)
     return out
 

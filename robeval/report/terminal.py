@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 from rich.console import Console, Group
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+from rich.table import Column
 from rich.table import Table
 from rich.text import Text
 
 from .tables import caption_parts, pivot
+
+
+def compact(value: float) -> str:
+    """``1234.5`` -> ``1.2k``: a rate that never widens its column."""
+    for limit, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return f"{value:.1f}"
 
 
 class ImagesPerSecond(ProgressColumn):
@@ -17,34 +28,80 @@ class ImagesPerSecond(ProgressColumn):
 
     def render(self, task) -> Text:
         busy, images = task.fields.get("busy", 0.0), task.fields.get("timed", 0)
-        return Text(f"{images / busy:,.1f} img/s" if busy > 0 and images else "", style="cyan")
+        return Text(f"{compact(images / busy)} img/s" if busy > 0 and images else "", style="cyan")
+
+
+def seconds_left(task) -> float | None:
+    """An attack's remaining time from its own seconds per image (known after its first unit)."""
+    busy, images = task.fields.get("busy", 0.0), task.fields.get("timed", 0)
+    return None if not images else max(0.0, task.total - task.completed) * busy / images
+
+
+class TimeLeft(ProgressColumn):
+    """ETA from the first finished unit on (rich's own needs two updates); the run's line is estimated
+    by the reporter."""
+
+    def render(self, task) -> Text:
+        left = task.fields.get("eta") if "eta" in task.fields else seconds_left(task)
+        if task.finished or left is None:
+            return Text("" if task.finished else "-:--:--", style="progress.remaining")
+        minutes, secs = divmod(int(left), 60)
+        return Text(f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}", style="progress.remaining")
 
 
 class RichReporter:
-    """One progress bar per model x eps x attack, advanced batch by batch."""
+    """One progress bar per model x eps x attack (one per model for its shifted conditions), advanced
+    unit by unit and inside long units, under a line for the whole run with its estimated time left."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.progress: Progress | None = None
-        self.tasks: dict[tuple[str, str, str], int] = {}
+        self.tasks: dict[tuple, int] = {}
+        self.base: dict[tuple, float] = {}  # images finished per bar (partial progress is added on top)
+        self.run_task: int | None = None
+        self.started, self.position = 0.0, (1, 1)
 
-    def start(self, tasks, batches, examples) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), ImagesPerSecond(),
-                                 TimeRemainingColumn(), console=self.console, transient=False)
+    def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
+        """``bars`` of ``model``, the ``position[0]``-th of the run's ``position[1]`` models."""
+        columns = (TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                   BarColumn(bar_width=24), MofNCompleteColumn(), ImagesPerSecond(), TimeLeft())
+        self.progress = Progress(*columns, console=self.console, transient=False, expand=True)
         self.progress.start()
-        width = max(len(f"{m} eps={e} {a}") for m, e, a in tasks) if tasks else 10
-        self.tasks = {(m, e, a): self.progress.add_task(f"{m} eps={e} {a}".ljust(width), total=examples, busy=0.0, timed=0)
-                      for m, e, a in tasks}
+        self.started, self.position = time.monotonic(), position
+        title = f"{model}: model {position[0]} of {position[1]}"
+        self.run_task = self.progress.add_task(title, total=sum(b.total for b in bars),
+                                               completed=sum(b.done for b in bars), eta=None)
+        self.tasks = {bar.key: self.progress.add_task(bar.label, total=bar.total, completed=bar.done, busy=0.0, timed=0)
+                      for bar in bars}
+        self.base = {bar.key: float(bar.done) for bar in bars}
 
-    def advance(self, model, eps, attack, images, seconds: float | None = None) -> None:
+    def advance(self, key, images, seconds: float | None = None) -> None:
         """``images`` more done; ``seconds`` the time they took (None: done before, e.g. when resuming)."""
-        if self.progress is None:
+        if self.progress is None or key not in self.tasks:
             return
-        task_id = self.tasks[(model, eps, attack)]
+        task_id = self.tasks[key]
         if seconds is not None:
             fields = self.progress.tasks[task_id].fields
             self.progress.update(task_id, busy=fields.get("busy", 0.0) + seconds, timed=fields.get("timed", 0) + images)
-        self.progress.advance(task_id, images)
+        self.base[key] += images
+        self.progress.update(task_id, completed=self.base[key])
+        self.progress.update(self.run_task, completed=sum(self.base.values()))
+        self._update_run()
+
+    def partial(self, key, images: float) -> None:
+        """Inside a unit: ``images``' worth of the unit in flight is done."""
+        if self.progress is not None and key in self.tasks:
+            self.progress.update(self.tasks[key], completed=self.base[key] + images)
+
+    def _update_run(self) -> None:
+        """The run's time left: this model's bars by their own rates, the models after it as long as this one."""
+        lefts = [seconds_left(task) for task in self.progress.tasks if task.id != self.run_task]
+        if any(left is None for left in lefts):
+            return
+        this_model = sum(lefts)
+        model, models = self.position
+        elapsed = time.monotonic() - self.started
+        self.progress.update(self.run_task, eta=this_model + (models - model) * (elapsed + this_model))
 
     def note(self, text: str) -> None:
         self.console.print(text)
@@ -53,6 +110,9 @@ class RichReporter:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+
+MODELS_AS_COLUMNS = 3  # more models than this: one row per model (a terminal cannot fit their names as columns)
 
 
 def results_tables(summary: pd.DataFrame) -> list[Group]:
@@ -64,13 +124,15 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
     full, (summary, shifted) = summary, split(summary)
     tables = []
     for eps in dict.fromkeys(summary["eps"]):
-        grid = pivot(summary, eps).T  # attacks x models
-        table = Table()
-        table.add_column("attack", style="bold")
-        for model in grid.columns:
-            table.add_column(f"{model}\ntop-1 / top-5", justify="right")
-        for attack, row in grid.iterrows():
-            table.add_row(str(attack), *[str(v) for v in row.tolist()])
+        grid = pivot(summary, eps)  # models x attacks; a few models become the columns, names uncut
+        by_attack = len(grid.index) <= MODELS_AS_COLUMNS
+        grid = grid.T if by_attack else grid
+        table = Table(caption="cells: top-1 / top-5" if not by_attack else None)
+        table.add_column("attack" if by_attack else "model", style="bold", no_wrap=True)
+        for column in grid.columns:
+            table.add_column(f"{column}\ntop-1 / top-5" if by_attack else str(column), justify="right")
+        for name, row in grid.iterrows():
+            table.add_row(str(name), *[str(v) for v in row.tolist()])
         lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in caption_parts(summary, eps)]
         tables.append(Group(*lines, table))
     block = minimum_norm_block(summary, _transposed)

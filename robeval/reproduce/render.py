@@ -10,19 +10,21 @@ from ..robustbench_ext.protocols import get_protocol
 from .tables import PaperTable
 
 
-def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "") -> str:
-    """The table's title and source, then (attack tables) the run's own caption phrases — threat
-    model, data, protocol, random weights — as every robeval table states them."""
+def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "",
+            latex: bool = False) -> str:
+    """The table's title and source, then (attack and accuracy tables) the run's own caption phrases
+    — threat model, data, protocol, random weights, what is incomplete — as every robeval table states
+    them; ``latex``: escaped, the budget in math."""
     parts = [table.title, f"source: {table.source}"]
-    if summary is not None:
-        parts += caption_parts(summary, eps)
-        if not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
-            parts.append("--protocol standard gives the valid threat model")
-    parts += list(table.notes)
+    notes = list(table.notes)
+    if summary is not None and not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
+        notes.insert(0, "--protocol standard gives the valid threat model")
     if digits:
-        parts.append("embedded digits demo: each row is the digits version of the paper's model"
+        notes.append("embedded digits demo: each row is the digits version of the paper's model"
                      + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else ""))
-    return "; ".join(parts)
+    escape = latex_escape if latex else str
+    run_parts = caption_parts(summary, eps, latex, top5=table.kind == "attacks") if summary is not None else []
+    return "; ".join([*map(escape, parts), *run_parts, *map(escape, notes)])
 
 
 TOPK = ("Top-1", "Top-5")
@@ -109,6 +111,7 @@ def to_csv(grid: pd.DataFrame) -> str:
 
 
 def to_latex(grid: pd.DataFrame, text: str) -> str:
+    """``text``: the caption, already LaTeX (:func:`caption` with ``latex=True``)."""
     if isinstance(grid.columns, pd.MultiIndex):
         groups = list(dict.fromkeys(a for a, _ in grid.columns))
         head = [" & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(g)}}}" for g in groups) + r" \\",
@@ -119,6 +122,6 @@ def to_latex(grid: pd.DataFrame, text: str) -> str:
         cols = "l" + "r" * len(grid.columns)
     rows = [latex_escape(str(index)) + " & " + " & ".join(latex_escape(str(v)) for v in row) + r" \\"
             for index, row in grid.iterrows()]
-    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(text)}}}",
+    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\caption{{{text}}}",
                       rf"\begin{{tabular}}{{{cols}}}", r"\hline", *head, r"\hline", *rows, r"\hline",
                       r"\end{tabular}", r"\end{table}"]) + "\n"

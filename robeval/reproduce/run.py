@@ -35,6 +35,8 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
     for attack tables and to :func:`robeval.profiling.profile` (``batch_size``, ``device``,
     ``repeats``, ``memory``) for efficiency tables."""
     table = get_table(name)
+    if out is not None:
+        prepare_out_dir(Path(str(out).partition("{run_id}")[0] or "."))  # writable, before any work
     digits = data == "digits"
     labels = table.labels(digits)
     models = table.models(digits)
@@ -48,24 +50,23 @@ def reproduce(name: str, data: str = "digits", out: str | Path | None = None, ch
             raise UserError(f"{name} is an efficiency table (robeval profile): it takes --batch-size, --device and "
                             f"--repeats, not {', '.join(sorted(unknown | ({'--checkpoint'} if checkpoints else set())))}")
         grid = render.efficiency_grid(profile(models, **run_options), labels)
-        text = render.caption(table, digits)
-        return _write(table, text, grid, out, None)
+        return _write(table, render.caption(table, digits), render.caption(table, digits, latex=True), grid, out, None)
     from ..api import evaluate_full
 
     chosen_eps = eps or (table.digits_eps if digits else table.eps)
     result = evaluate_full(models=models, data=data, eps=chosen_eps, attacks=",".join(table.attacks) or "none",
                            norm=table.norm, protocol=protocol or table.protocol, checkpoints=checkpoints, out=out,
                            **run_options)
-    text = render.caption(table, digits, result.summary, chosen_eps)
-    return _write(table, text, render.LAYOUTS[table.layout](table, result.summary, labels), out, result)
+    text, latex = (render.caption(table, digits, result.summary, chosen_eps, latex=flag) for flag in (False, True))
+    return _write(table, text, latex, render.LAYOUTS[table.layout](table, result.summary, labels), out, result)
 
 
-def _write(table: PaperTable, text: str, grid, out: str | Path | None, result) -> Reproduction:
+def _write(table: PaperTable, text: str, latex: str, grid, out: str | Path | None, result) -> Reproduction:
     files: dict[str, Path] = {}
     if out is not None:
-        folder = prepare_out_dir(Path(out))
+        folder = prepare_out_dir(Path(str(out).replace("{run_id}", str(result.run["run_id"]) if result else "")))
         for suffix, body in (("md", render.to_markdown(grid, text)), ("csv", render.to_csv(grid)),
-                             ("tex", render.to_latex(grid, text))):
+                             ("tex", render.to_latex(grid, latex))):
             files[suffix] = folder / f"table.{suffix}"
             atomic_write(files[suffix], body)
     return Reproduction(table, text, grid, files, result)

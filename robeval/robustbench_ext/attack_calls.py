@@ -4,7 +4,7 @@ out-of-memory halving and the check that the returned batch respects the threat 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -51,6 +51,7 @@ class PassCounter(nn.Module):
         self.net = net
         self.forward_images = 0
         self.backward_images = 0
+        self.listener: Callable[[int], None] | None = None  # told the images sent forward so far (progress)
 
     def reset(self) -> None:
         self.forward_images = self.backward_images = 0
@@ -64,6 +65,8 @@ class PassCounter(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.net(x)
         self.forward_images += x.shape[0]
+        if self.listener is not None:
+            self.listener(self.forward_images)
         if out.requires_grad:
             out.register_hook(self._count_backward(x.shape[0]))
         return out

@@ -64,6 +64,7 @@ class EvalConfig:
     corruptions: list[str] | None = None  # with corruptions / imagenet-c: the corruptions evaluated
     severities: list[int] | None = None  # ... and their severities (1-5)
     source_model: str | None = None  # NAME[=CHECKPOINT]: the model transfer attacks craft on
+    evidence_for: str | None = None  # the run whose checklist this run completes (check --run-missing)
 
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
@@ -198,6 +199,16 @@ def model_jobs(config: EvalConfig) -> list[ModelJob]:
             if spec.is_adaptive:
                 jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, {**job.options, **spec.adaptive}, white))
     return jobs
+
+
+def job_units(job: ModelJob, config: EvalConfig) -> list[str]:
+    """What one model's run evaluates on every batch at every eps: the clean images (unless the data
+    has none: an ImageNet-C tree), its attacks, then the shifted conditions."""
+    from ..shifts.catalog import get_shift
+    from ..shifts.datasets import config_conditions
+
+    has_clean = config.shift is None or not get_shift(config.shift).tree
+    return [*(["clean"] if has_clean else []), *job.attacks, *(c.name for c in config_conditions(config))]
 
 
 def model_order(models: list[str]) -> list[str]:

@@ -9,7 +9,9 @@ short method.
 from __future__ import annotations
 
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -23,10 +25,11 @@ from ..models import load_model
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_calls import AttackBoundsError, Autocast, PassCounter, attack_with_halving, derive_seed, verify_adversarial
 from .checks import model_checks
-from .config import AMP_DTYPES, EvalConfig, ModelJob
+from .config import AMP_DTYPES, EvalConfig, ModelJob, job_units
 from .data import EvalData
 from ..defaults import RECORD_DEFAULTS
 from .metrics import RECORD_COLUMNS, perturbation_norms, topk_hits
+from .progress import throttled
 from .shift_run import run_conditions
 from ..shifts.catalog import get_shift
 from ..shifts.datasets import RestrictedLogits, config_conditions
@@ -38,7 +41,17 @@ Deliver = Callable[[Unit, float, dict[str, list], int], None]
 
 
 class ModelFailure(Exception):
-    """A model that cannot be evaluated (NaN/inf logits): it stops, the other models go on."""
+    """A model that cannot be evaluated (NaN/inf logits, a failed attack): it stops, the other models go on."""
+
+
+def attack_failure(attack: str, eps: str, batch: int, exc: Exception) -> str:
+    """One line for an attack that raised: what, where in the run, and where in the code."""
+    text = (str(exc).strip().splitlines() or [""])[0][:200]
+    if isinstance(exc, AttackBoundsError):
+        return f"{text} (eps {eps}, batch {batch})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"attack {attack} failed at eps {eps}, batch {batch}: {type(exc).__name__}: {text}{where}"
 
 
 def new_columns() -> dict[str, list]:
@@ -79,8 +92,7 @@ class ModelEvaluation:
         self.data = data.for_model(self.model.meta)
         self.conditions = config_conditions(config)  # shifted (corruption, severity) conditions, if any
         self.condition_names = {c.name for c in self.conditions}
-        has_clean = config.shift is None or not get_shift(config.shift).tree  # an ImageNet-C tree has no clean images
-        self.units = [*(["clean"] if has_clean else []), *job.attacks, *(c.name for c in self.conditions)]
+        self.units = job_units(job, config)
         self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5 hit
         self.todo = {b: [(e, a) for e in config.eps for a in self.units if (job.name, e.text, a, b) not in done]
                      for b in range(self.data.num_batches(self.batch_size))}
@@ -97,6 +109,7 @@ class ModelEvaluation:
                     attack.source = source
         self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
         self.outcome = BatchOutcome()
+        self.progress: Callable[[Unit, float], None] | None = None
         self.need_checks = need_checks
         governed = config.threads is None and self.device.type == "cpu"
         self.threads = ThreadGovernor() if governed else FixedThreads()
@@ -143,9 +156,12 @@ class ModelEvaluation:
         return sum(len(self.data.batch_indices(self.batch_size, b)) for b in self.todo
                    if (self.job.name, eps, attack, b) in done)
 
-    def run(self, batches: list[int], deliver: Deliver, stop_on_error: bool = True) -> BatchOutcome:
-        """Evaluate ``batches``; each finished unit goes to ``deliver`` at once.  In a distributed run
+    def run(self, batches: list[int], deliver: Deliver, stop_on_error: bool = True,
+            progress: Callable[[Unit, float], None] | None = None) -> BatchOutcome:
+        """Evaluate ``batches``; each finished unit goes to ``deliver`` at once, and ``progress`` hears
+        how far a long attack has got inside its unit (images' worth).  In a distributed run
         (``stop_on_error=False``) an error is kept in the outcome for the other workers to see."""
+        self.progress = progress
         direct = [b for b in batches if any(a not in self.condition_names for _, a in self.todo[b])]
         loader = self.data.batches(self.batch_size, workers=self.config.workers,
                                    pin_memory=self.device.type == "cuda", only=direct)
@@ -216,7 +232,12 @@ class ModelEvaluation:
                             adv_top5=clean5.tolist(), adv_pred=clean_logits.argmax(1).tolist(), linf=0.0, l2=0.0,
                             forward_passes=1.0, backward_passes=0.0)
             else:
-                self._attack_unit(columns, base, b, xa, y, clean_logits, eps, attack)
+                try:
+                    self._attack_unit(columns, base, b, xa, y, clean_logits, eps, attack)
+                except (ModelFailure, UserError):
+                    raise
+                except Exception as exc:  # a failed attack stops this model; the run goes on with the others
+                    raise ModelFailure(attack_failure(attack, eps.text, b, exc)) from exc
             seconds = time.perf_counter() - tick
             if attack == "clean":
                 seconds, clean_seconds = seconds + clean_seconds, 0.0
@@ -235,7 +256,11 @@ class ModelEvaluation:
         else:
             self.counted.reset()
             seed = derive_seed(self.config.seed, attack, eps.text, b)
-            x_adv = attack_with_halving(attacker, xa, labels, seed, self.outcome, base["example"])
+            self._listen((self.job.name, eps.text, attack, b), attacker, len(y))
+            try:
+                x_adv = attack_with_halving(attacker, xa, labels, seed, self.outcome, base["example"])
+            finally:
+                self.counted.listener = None
             fwd, bwd, min_norm = self.counted.forward_images / len(y), self.counted.backward_images / len(y), float("nan")
             adv_logits = None
         verify_adversarial(attack, x_adv, xa, eps.value, self.config.norm, self.protocol.box(attack))
@@ -246,6 +271,14 @@ class ModelEvaluation:
         add_records(columns, **base, attack=attack, eps=eps.text, eps_value=eps.value, adv_top1=adv1.tolist(),
                     adv_top5=adv5.tolist(), adv_pred=adv_logits.argmax(1).tolist(), linf=linf.tolist(),
                     l2=l2.tolist(), forward_passes=fwd + 1.0, backward_passes=bwd, min_norm=min_norm)
+
+    def _listen(self, unit: Unit, attacker, n: int) -> None:
+        """Report progress inside the unit: forward passes spent against the attack's budget."""
+        budget = attacker.budget()
+        if self.progress is None or not budget:
+            return
+        report = self.progress
+        self.counted.listener = throttled(lambda passes: report(unit, n * min(1.0, passes / (budget * n))))
 
     def _minimum_norm(self, b, attack, attacker, xa, labels, clean_logits, examples) -> "MinimumNormFound":
         """A minimum-norm attack's search on batch ``b``: run once (seeded without eps) and evaluated

@@ -28,6 +28,7 @@ def preflight(config: EvalConfig) -> EvalData:
         data = load_shift_data(config, metas[0])
     else:
         data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+    check_settings_fit(config, metas)
     if config.source_model:
         metas.append(_source_meta(config, metas))
     for meta in metas:
@@ -60,3 +61,13 @@ def _source_meta(config: EvalConfig, targets: list):
             raise UserError(f"--source-model {name} takes input {tuple(meta.input_size)} but {target.name} takes "
                             f"{tuple(target.input_size)}: transfer needs the same images")
     return meta
+
+
+def check_settings_fit(config: EvalConfig, metas: list) -> None:
+    """Settings that depend on the model: targeted attacks need as many other classes as targets."""
+    for attack in config.attacks:
+        targets = config.attack_settings(attack).get("n_target_classes")
+        for meta in metas:
+            if targets is not None and targets > meta.num_classes - 1:
+                raise UserError(f"{attack}.n_target_classes={targets}: {meta.name} has {meta.num_classes} classes, so "
+                                f"at most {meta.num_classes - 1} can be targets (every class but the true one)")

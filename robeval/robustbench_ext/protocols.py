@@ -35,6 +35,7 @@ class Protocol:
     model_options: dict[str, Any] = field(default_factory=dict)  # set on every model that has the option
     valid_threat_model: bool = True
     attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
+    attack_notes: dict[str, str] = field(default_factory=dict)  # what a table must say of an attack's rows
 
     def label_source(self, attack: str) -> str:
         return "predicted" if attack in self.predicted_labels else "true"
@@ -74,6 +75,9 @@ register_protocol(Protocol(
     },
     model_options={"token_reduction": "median"},
     valid_threat_model=False,
+    attack_notes={"fab-t": ("FAB-T counts a point only within eps of the input, and AutoAttack's [0,1] clamp of "
+                            "normalized values moves its points farther than that: under this protocol it finds none, "
+                            "so FAB-T equals clean accuracy")},
 ))
 
 

@@ -14,13 +14,13 @@ import pandas as pd
 import torch
 
 from .. import __version__
-from ..attacks import get_attack_spec
+from ..attacks import get_attack_spec, list_attacks
 from ..shifts.catalog import get_shift
 from ..shifts.datasets import config_conditions
 from ..profiling import cpu_peak_bytes
 from .checks import all_flags, as_dicts
 from .config import EvalConfig, model_order
-from .metrics import RECORD_COLUMNS, summarize
+from .metrics import RECORD_COLUMNS, Coverage, summarize
 from .protocols import get_protocol
 
 from ..defaults import RANDOM_WEIGHTS
@@ -56,6 +56,9 @@ class RunState:
         self.oom_splits = int(previous.get("oom_batch_splits", 0))
         self.data_info: dict[str, Any] = {}
         self.total_units = 0
+        self.plan: dict[str, Any] = {}
+        self.status = "running"
+        self.done_units: dict[tuple[str, str, str], int] = {}  # batches delivered (records kept in memory)
 
     def absorb(self, model: str, outcomes: list) -> None:
         """Every worker's :class:`~.model_run.BatchOutcome` for ``model``."""
@@ -77,6 +80,8 @@ def describe_run(config: EvalConfig, run_id: str | None, state: RunState, worker
     device = config.resolved_device()
     return {
         "run_id": run_id,
+        "status": state.status,
+        "plan": state.plan,
         "created": datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - state.started, 3),
@@ -124,18 +129,25 @@ def shift_info(config: EvalConfig) -> dict[str, Any] | None:
     return info
 
 
-def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, Any] | None = None) -> pd.DataFrame:
+def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, Any] | None = None,
+                done_units: dict[tuple[str, str, str], int] | None = None) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
-    every table, for a run that just finished and for one read back from the store alike."""
+    every table, for a run that just finished and for one read back from the store alike.
+
+    ``done_units`` (batches stored per model, eps and attack) against the run's plan marks rows that
+    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish."""
     config = config or run["config"]
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     eps_order = [e for e in eps_order if e in set(records["eps"])]
     models_meta = run.get("models", {})
     shifted = [c.name for c in config_conditions(config)]
+    coverage = None if done_units is None else Coverage(done_units, run.get("plan", {}).get("batches"))
     summary = summarize(records, config["attacks"], models_meta, config["norm"], eps_order, model_order(config["models"]),
-                        shifted)
+                        shifted, coverage)
     if summary.empty:
         return summary
+    summary["run_status"] = run.get("status", "finished")
+    summary["not_run"] = not_run(summary, run.get("plan", {}).get("units", {}))
     summary["checkpoint"] = [RANDOM_WEIGHTS if models_meta.get(m, {}).get("weights") == "random" else c
                              for m, c in zip(summary["model"], summary["checkpoint"])]
     settings = run.get("attack_settings") or config.get("attack_settings", {})
@@ -147,4 +159,25 @@ def run_summary(records: pd.DataFrame, run: dict[str, Any], config: dict[str, An
     summary["versions"] = f"robeval {v['robeval']}; torch {v['torch']}; timm {v['timm']}" if v else ""
     summary["run_id"] = run.get("run_id")
     summary["shift"] = config.get("shift") or ""
+    transfer = {spec.name for spec in list_attacks() if spec.kind == "transfer"}
+    summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
     return summary
+
+
+def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:
+    """On each model's first row at each eps: the planned units with no row there (else empty)."""
+    have = summary.groupby(["model", "eps"], sort=False)["attack"].agg(set).to_dict()
+    out, seen = [], set()
+    for model, eps in zip(summary["model"], summary["eps"]):
+        first = (model, eps) not in seen
+        seen.add((model, eps))
+        missing = [u for u in planned.get(model, []) if u not in have[(model, eps)]] if first else []
+        out.append(",".join(missing))
+    return out
+
+
+def run_plan(jobs: list, config: EvalConfig, batches: int) -> dict[str, Any]:
+    """What the run sets out to do: every model's units at every eps, on ``batches`` batches each."""
+    from .config import job_units
+
+    return {"batches": batches, "units": {job.name: job_units(job, config) for job in jobs}}

@@ -7,29 +7,20 @@ are evaluated in the list's order.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from ..errors import UserError
 
 ROBUSTBENCH_5000 = "robustbench-5000"
-_ROBUSTBENCH_FILE = ("helper_files", "imagenet_test_image_ids.txt")
+# RobustBench's list of 5,000 ImageNet validation images (its helper_files/imagenet_test_image_ids.txt,
+# RobustBench/robustbench@78fcc9e): data, shipped here so the subset needs no robustbench package.
+ROBUSTBENCH_LIST = "imagenet_test_image_ids.txt"
 
 
 def robustbench_list_file() -> Path:
-    """The list shipped inside the optional ``robustbench`` package."""
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("robustbench")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError("--subset robustbench-5000 needs the optional robustbench package "
-                        "(pip install robustbench) or --subset-file FILE with the list")
-    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*_ROBUSTBENCH_FILE)
-    if not path.exists():
-        raise UserError(f"the installed robustbench package has no {path.name}; pass --subset-file FILE")
-    return path
+    """RobustBench's ImageNet list as shipped with robeval."""
+    return Path(str(resources.files(__package__).joinpath("data", ROBUSTBENCH_LIST)))
 
 
 def read_list(path: str | Path) -> list[str]:

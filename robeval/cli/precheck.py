@@ -1,0 +1,74 @@
+"""The checks ``robeval run`` makes before it loads torch (several seconds): a typo in an option
+answers at once.  They use the same rules as the library (eps, seeds, settings, protocols, shifts)
+and the models and attacks of the listing cache (:mod:`robeval.catalog`); the library checks again
+what needs torch (checkpoints, data, model classes)."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from ..catalog import catalog
+from ..eps import parse_eps_list
+from ..errors import UserError, lookup
+from ..seeds import check_seed
+from ..settings import check_set_targets, parse_attack_names, parse_set_items
+
+PREFIXES = ("timm:", "hf-hub:", "robustbench:")  # resolved by the model registry, not listed
+
+
+def positive(name: str, value: int | None, least: int = 1) -> None:
+    if value is not None and value < least:
+        raise UserError(f"{name} must be at least {least}, got {value}")
+
+
+def check_model_names(patterns: list[str], known: list[str]) -> None:
+    """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix)."""
+    listed = dict.fromkeys(known)
+    for pattern in patterns:
+        name = pattern.partition("=")[0]
+        if name.startswith(PREFIXES):
+            continue
+        if any(ch in name for ch in "*?["):
+            if not any(fnmatch.fnmatchcase(n, name) for n in known):
+                raise UserError(f"model pattern {name!r} matches no registered model")
+        else:
+            lookup(listed, name, "model", "robeval models")
+
+
+def run_attacks(attacks: str | None, protocol: str, shift: str | None, rows: list[dict[str, Any]]) -> list[str]:
+    """The attacks a run will evaluate (as the library decides them), from the listing."""
+    from ..robustbench_ext.protocols import get_protocol
+
+    default = get_protocol(protocol).attacks
+    if attacks is None:
+        attacks = "none" if shift else (",".join(default) or "all")
+    return parse_attack_names(attacks, {a["name"]: a["in_suite"] for a in rows})
+
+
+def precheck_run(opts: dict[str, Any]) -> None:
+    """Raise the one-line error of the first option that is wrong, without loading torch."""
+    for name in ("batch_size", "n_examples", "threads", "nproc"):
+        positive(f"--{name.replace('_', '-')}", opts.get(name))
+    positive("--workers", opts.get("workers"), least=0)
+    check_seed(opts["seed"])
+    parse_eps_list(opts["eps"], opts["norm"])
+    for option, value, choices in (("--weights", opts["weights"], ("default", "random")),
+                                   ("--amp", opts["amp"], ("off", "bf16", "fp16"))):
+        if value not in choices:
+            raise UserError(f"invalid {option} {value!r}: choose {' or '.join(choices)}")
+    if opts.get("shift") is not None:
+        from ..shifts import get_shift, parse_corruptions, parse_severities
+
+        if not get_shift(opts["shift"]).classes:
+            parse_corruptions(opts.get("corruptions"))
+            parse_severities(opts.get("severities"))
+    listing = catalog()
+    check_model_names(list(opts.get("model") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
+                      [m["name"] for m in listing["models"]])
+    attacks = run_attacks(opts.get("attacks"), opts["protocol"], opts.get("shift"), listing["attacks"])
+    settings = parse_set_items(list(opts.get("set_") or []), {a["name"]: a["defaults"] for a in listing["attacks"]})
+    check_set_targets(settings, attacks)
+    kinds = {a["name"]: a["kind"] for a in listing["attacks"]}
+    if opts.get("source_model") and not any(kinds[a] == "transfer" for a in attacks):
+        raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")

@@ -1,0 +1,167 @@
+"""What an attack setting may be: its type (from the attack's default) and the values that mean
+something (``pgd.steps=0`` is no attack; ``spsa.samples`` counts +/- evaluations, so it is even).
+
+Torch-free on purpose: the command line checks ``--set`` against these rules (with the attacks'
+defaults from the listing cache) before it loads torch, and the attack registry applies the same
+rules when an attack is built, so what a run stores is what ran.  A setting name means the same in
+every attack that has it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import UserError, closest, lookup
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The values a numeric setting may take: bounds (closed unless ``*_open``), whole even numbers."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    even: bool = False
+    why: str = ""  # what the setting counts, for the error message
+
+    def allows(self, value: float) -> bool:
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            return False
+        return not self.even or value % 2 == 0
+
+    def describe(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'above' if self.low_open else 'at least'} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'below' if self.high_open else 'at most'} {self.high:g}")
+        text = ("an even number " if self.even else "") + " and ".join(parts)
+        return text + (f" ({self.why})" if self.why else "")
+
+
+AT_LEAST_ONE = Limit(low=1)
+POSITIVE = Limit(low=0, low_open=True)
+FRACTION = Limit(low=0, high=1, low_open=True)  # (0, 1]
+
+SETTING_LIMITS: dict[str, Limit] = {
+    "steps": Limit(low=1, why="iterations; 0 would return the clean or the random start"),
+    "iterations": Limit(low=1, why="iterations"),
+    "n_iter": Limit(low=1, why="iterations"),
+    "eot_iter": Limit(low=1, why="gradient samples per step; 1 = no EOT"),
+    "n_restarts": Limit(low=1, why="runs per example"),
+    "rel_stepsize": POSITIVE,
+    "samples": Limit(low=2, even=True, why="evaluations per step: +/- pairs, 128 = 64 pairs"),
+    "lr": POSITIVE,
+    "delta": POSITIVE,
+    "max_batch": Limit(low=2, why="images per forward pass: at least one +/- pair"),
+    "rho": Limit(low=0, high=1, low_open=True, high_open=True),
+    "n_target_classes": Limit(low=1, why="target classes, at most the model's classes minus one"),
+    "alpha_max": FRACTION,
+    "eta": Limit(low=1, why="overshoot factor"),
+    "beta": FRACTION,
+    "n_queries": Limit(low=1, why="queries per example"),
+    "p_init": FRACTION,
+    "max_stepsize": POSITIVE,
+    "gamma": Limit(low=0, high=1, low_open=True, high_open=True),
+    "restart_radius": POSITIVE,
+}
+
+KIND_WORDS = {bool: "true or false", int: "a whole number", float: "a number"}
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
+    """``value`` as the type of ``default`` (a ``--set`` value arrives as text)."""
+    kind = type(default)
+    text = str(value).strip().lower()
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if text in TRUE_WORDS + FALSE_WORDS:
+            return text in TRUE_WORDS
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if text.lstrip("+-").isdigit():
+            return int(text)
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    else:
+        return str(value)
+    raise UserError(f"{attack}.{key} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}")
+
+
+def check_setting(attack: str, key: str, value: Any, defaults: Mapping[str, Any]) -> Any:
+    """The value ``attack.key`` runs with: a known key, the default's type, within its limit."""
+    if key not in defaults:
+        valid = ", ".join(defaults) or "none"
+        raise UserError(f"attack {attack} has no setting {key!r}{closest(key, defaults)}; valid keys: {valid}")
+    coerced = _coerce(attack, key, value, defaults[key])
+    limit = SETTING_LIMITS.get(key)
+    if limit is not None and not isinstance(coerced, bool) and not limit.allows(coerced):
+        raise UserError(f"{attack}.{key} must be {limit.describe()}, got {value!r}")
+    return coerced
+
+
+def apply_settings(attack: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``defaults`` updated by ``overrides``, each checked by :func:`check_setting`."""
+    settings = dict(defaults)
+    for key, value in (overrides or {}).items():
+        settings[key] = check_setting(attack, key, value, defaults)
+    return settings
+
+
+def split_set_option(item: str) -> tuple[str, str, str]:
+    """``"pgd.steps=50"`` -> ``("pgd", "steps", "50")``; one line for anything else."""
+    target, eq, value = item.partition("=")
+    attack, dot, key = target.strip().partition(".")
+    if not eq or not dot or not attack or not key:
+        raise UserError(f"--set {item!r}: expected ATTACK.KEY=VALUE, e.g. pgd.steps=50")
+    return attack, key.strip(), value.strip()
+
+
+def parse_attack_names(text: str | list[str] | None, known: Mapping[str, bool]) -> list[str]:
+    """The attacks of ``--attacks``: None or ``"all"`` -> the suite (the names ``known`` marks True, in
+    its order); ``"none"`` -> no attack; else a comma list of known names (no duplicates, in order)."""
+    suite = [name for name, in_suite in known.items() if in_suite]
+    if text is None:
+        return suite
+    items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
+    if not items:
+        raise UserError("--attacks names no attack: give a comma list (see `robeval attacks`), 'all' or 'none'")
+    if items in (["all"], ["none"]):
+        return suite if items == ["all"] else []
+    for item in items:
+        lookup(known, item, "attack")
+    return list(dict.fromkeys(items))
+
+
+def parse_set_items(items: list[str] | None, defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}``, each checked against ``defaults``
+    (attack -> its default settings) by :func:`check_setting`."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        attack, key, value = split_set_option(item)
+        check_setting(attack, key, value, lookup(defaults, attack, "attack"))
+        out.setdefault(attack, {})[key] = value
+    return out
+
+
+def check_set_targets(set_options: Mapping[str, Mapping[str, Any]], attacks: list[str]) -> None:
+    """Every ``--set`` names an attack of the run: a setting of an attack that does not run is a typo."""
+    for attack, values in set_options.items():
+        if attack not in attacks:
+            raise UserError(f"--set {attack}.{next(iter(values))}: {attack} is not among the attacks of this run "
+                            f"({', '.join(attacks) or 'none'})")

@@ -1,0 +1,141 @@
+"""Commands that fail say so in one line and change no file they did not create: output paths,
+another run's folder, a foreign database as the store, a full disk, two processes on one run."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from robeval.api import evaluate_full
+from robeval.store import Store
+
+from .conftest import one_line_error
+from .test_shifts import StopAfter
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with the SHA-256 of its bytes."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def place(tmp_path):
+    """A folder holding a robeval store with one finished run (and its files) and another program's database."""
+    store = tmp_path / "s.sqlite"
+    evaluate_full(n_examples=10, attacks="fgsm", store=str(store), out=tmp_path / "run")
+    gc.collect()  # the run's connection closes: the store's pages are all in the file itself
+    with sqlite3.connect(store) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn = sqlite3.connect(tmp_path / "other.db")
+    conn.execute("CREATE TABLE notes (id INTEGER, text TEXT)")
+    conn.execute("INSERT INTO notes VALUES (1, 'mine')")
+    conn.commit()
+    conn.close()
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "results.csv").write_text("model,top1\nmine,99\n")  # another program's results in the folder
+    return tmp_path
+
+
+FAILING = [
+    (["run", "-n", "10", "--attacks", "fgsm", "--store", "other.db"], ["another program"]),
+    (["runs", "--store", "other.db"], ["another program"]),
+    (["table", "--store", "other.db"], ["another program"]),
+    (["run", "-n", "10", "--store", "table.csv"], ["not a robeval results store"]),
+    (["run", "-n", "10", "--attacks", "fgsm", "--store", "s.sqlite", "--out", "run"], ["holds the files of run"]),
+    (["run", "-n", "10", "--attacks", "fgsm", "--store", "s.sqlite", "--out", "."], ["holds results.csv but no run.json"]),
+    (["table", "--store", "s.sqlite", "--out", "run"], ["is a folder"]),
+    (["check", "--store", "s.sqlite", "--report", "run"], ["is a folder"]),
+    (["table", "--store", "s.sqlite", "--out", "/proc/robeval-table.md"], ["output folder /proc is not writable"]),
+    (["run", "-n", "10", "--eps", "9/2x", "--store", "s.sqlite"], ["invalid eps"]),
+    (["run", "-n", "10", "--set", "pgd.steps=0", "--store", "s.sqlite"], ["pgd.steps"]),
+    (["reproduce", "elliptical-table-e", "-n", "4", "--store", "s.sqlite", "--out", "/proc/version/x"],
+     ["cannot create output folder /proc/version/x"]),
+]
+
+
+@pytest.mark.parametrize("args, words", FAILING, ids=[" ".join(a) for a, _ in FAILING])
+def test_a_failing_command_leaves_every_file_as_it_was(cli, place, args, words):
+    before = {k: v for k, v in digest(place).items() if not k.endswith(("-wal", "-shm"))}
+    result = cli(*args, "--quiet") if args[0] in ("run", "reproduce") else cli(*args)
+    assert one_line_error(result, *words), result.stderr
+    assert {k: v for k, v in digest(place).items() if not k.endswith(("-wal", "-shm"))} == before
+
+
+def test_a_missing_report_folder_is_made(cli, place):
+    result = cli("check", "--store", "s.sqlite", "--report", "new/folder/report.md")
+    assert result.returncode == 0 and (place / "new" / "folder" / "report.md").exists()
+
+
+def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
+    original = Store.__init__
+    reference = evaluate_full(n_examples=30, batch_size=10, attacks="fgsm,pgd")
+
+    def small_disk(self, path):
+        original(self, path)
+        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        self.conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLite's own 'database or disk is full'
+
+    monkeypatch.setattr(Store, "__init__", small_disk)
+    store = tmp_path / "s.sqlite"
+    args = ["run", "-n", "30", "--batch-size", "10", "--attacks", "fgsm,pgd", "--quiet", "--store", str(store)]
+    full = cli(*args)
+    assert one_line_error(full, f"cannot write to results store {store}", "is interrupted", "resume with: robeval run")
+    monkeypatch.setattr(Store, "__init__", original)
+    run_id = Store(store).runs()["id"].iloc[0]
+    assert Store(store).runs()["status"].iloc[0] in ("interrupted", "running")
+    resumed = cli(*args, "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    got = Store(store).records(run_id).drop(columns=["batch"])
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.records.drop(columns=["batch"]).reset_index(drop=True),
+                                  check_dtype=False)
+
+
+def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
+    store = tmp_path / "s.sqlite"
+    args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,spsa", "--quiet",
+            "--store", str(store), "--out", str(tmp_path / "o")]
+    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_full(store=str(store), reporter=StopAfter(1), **options)
+    run_id = Store(store).runs()["id"].iloc[0]
+    first = subprocess.Popen([sys.executable, "-m", "robeval", *args, "--resume", run_id], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and first.poll() is None:
+        holder = Store(store).conn.execute("SELECT holder FROM runs").fetchone()[0]
+        if holder and json.loads(holder)["pid"] == first.pid:
+            break
+        time.sleep(0.1)
+    second = cli(*args, "--resume", run_id)
+    assert one_line_error(second, f"run {run_id} is being evaluated by process {first.pid}"), second.stderr
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    reference = evaluate_full(**options).records
+    got = Store(store).records(run_id)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.reset_index(drop=True), check_dtype=False)
+
+
+def test_a_holder_that_is_gone_is_taken_over(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    options = dict(models="digits-deit", n_examples=20, batch_size=10, attacks="fgsm")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_full(store=store, reporter=StopAfter(1), **options)
+    run_id = store.runs()["id"].iloc[0]
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    fake = {"host": socket.gethostname(), "pid": dead.pid, "start": "1", "beat": "2026-01-01T00:00:00+00:00"}
+    store.update_run(run_id, holder=json.dumps(fake), status="running")  # as a SIGKILLed run leaves it
+    assert "process is gone" in Store.shown_status("running", json.dumps(fake))
+    res = evaluate_full(store=store, resume=run_id, **options)
+    assert res.run["status"] == "finished" and store.runs()["holder"].iloc[0] is None
