@@ -78,3 +78,37 @@ def test_robustbench_subset_needs_no_robustbench_package(monkeypatch):
     names = resolve_subset("robustbench-5000", None)
     assert len(names) == 5000 and len(set(names)) == 5000
     assert names[0] == "n09468604/ILSVRC2012_val_00015253.JPEG"  # RobustBench's own order: a prefix is its n_examples
+
+
+def test_robustbench_models_import_past_its_broken_init(tmp_path, monkeypatch):
+    import sys
+
+    from robeval.errors import UserError
+    from robeval.models import get_spec
+
+    for name in [m for m in sys.modules if m.split(".")[0] == "robustbench"]:
+        monkeypatch.delitem(sys.modules, name)
+    package = tmp_path / "robustbench"
+    package.mkdir()
+    (package / "__init__.py").write_text("import pkg_resources_gone  # as robustbench 1.1.1 on a current setuptools\n")
+    (package / "utils.py").write_text("def load_model(**kwargs):\n    raise RuntimeError('no weights here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = get_spec("robustbench:Salman2020Do_R50")  # the zoo imports: no one-line refusal
+    assert spec.family == "robustbench" and getattr(sys.modules["robustbench"], "__file__", None) is None
+    with pytest.raises(UserError, match="could not load RobustBench model"):
+        spec.builder(pretrained=True)
+
+
+def test_robustbench_models_without_the_package_say_how_to_install(monkeypatch):
+    import importlib.util
+    import sys
+
+    from robeval.errors import UserError
+    from robeval.models import get_spec
+
+    for name in [m for m in sys.modules if m.split(".")[0] == "robustbench"]:
+        monkeypatch.delitem(sys.modules, name)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "robustbench" else real(name, *a))
+    with pytest.raises(UserError, match=r"pip install 'robeval\[robustbench\]' && pip install --no-deps robustbench"):
+        get_spec("robustbench:Salman2020Do_R50")

@@ -139,3 +139,17 @@ def test_a_holder_that_is_gone_is_taken_over(tmp_path):
     assert "process is gone" in Store.shown_status("running", json.dumps(fake))
     res = evaluate_full(store=store, resume=run_id, **options)
     assert res.run["status"] == "finished" and store.runs()["holder"].iloc[0] is None
+
+
+def test_ctrl_c_during_reproduce_names_the_resume_command(cli, tmp_path, monkeypatch):
+    from robeval.report import terminal
+
+    class Interrupting(StopAfter):
+        def __init__(self) -> None:
+            super().__init__(1)
+
+    monkeypatch.setattr(terminal, "RichReporter", Interrupting)
+    result = cli("reproduce", "elliptical-robust-baselines", "-n", "4", "--store", str(tmp_path / "s.sqlite"))
+    assert result.returncode == 130 and "Traceback" not in result.stderr
+    assert "resume with: robeval reproduce elliptical-robust-baselines -n 4" in result.stderr and "--resume" in result.stderr
+    assert Store(tmp_path / "s.sqlite").runs()["status"].iloc[0] == "interrupted"

@@ -23,7 +23,7 @@ from robeval.report.paper import render
 from robeval.report.plots import make_plots
 from robeval.robustbench_ext.checks import flags_from_summary, noise_points
 from robeval.robustbench_ext.data import digits_split
-from robeval.store import MIGRATIONS, Store
+from robeval.store import SCHEMA_VERSION, MIGRATIONS, Store
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
 
@@ -135,7 +135,7 @@ def test_a_store_of_schema_1_gains_the_column_and_reads_old_records_as_missing(t
     conn.close()
     records = Store(path).records("r")
     assert len(records) == 1 and math.isnan(records["min_norm"].iloc[0])
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_check_run_missing_makes_the_large_eps_run(tmp_path):

@@ -79,3 +79,16 @@ def test_an_accuracy_table_caption_says_top_1_only(tmp_path):
     result = reproduce("swin-s-attention", n_examples=10, out=tmp_path / "o", store=str(tmp_path / "s.sqlite"))
     assert "Top-1 clean accuracy" in result.text and "top-5" not in result.text.lower()
     assert isinstance(result.grid, pd.DataFrame) and "Top-5" not in " ".join(result.grid.columns)
+
+
+def test_the_terminal_table_keeps_many_model_names_whole():
+    from rich.console import Console
+
+    from robeval.report.terminal import results_tables
+
+    summary = evaluate_full(models="digits-deit*", n_examples=10, attacks="fgsm", weights="random").summary
+    console = Console(width=100, record=True)
+    for table in results_tables(summary):
+        console.print(table)
+    text = console.export_text()
+    assert len(set(summary["model"])) > 3 and all(m in text for m in set(summary["model"]))

@@ -248,7 +248,7 @@ def test_digits_variant_loads_embedded_checkpoint_and_is_accurate(name, digits_t
 def test_robustbench_without_the_package_is_a_user_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "robustbench", None)  # `import robustbench` now raises ImportError
     monkeypatch.setitem(sys.modules, "robustbench.utils", None)
-    with pytest.raises(UserError, match="pip install robustbench"):
+    with pytest.raises(UserError, match=r"pip install 'robeval\[robustbench\]'"):
         robeval.load_model("robustbench:Salman2020Do_R18")
 
 

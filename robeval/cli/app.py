@@ -48,9 +48,17 @@ def _click_exceptions():
     return exceptions
 
 
+INVOKED: list[str] = []  # the arguments of this command (resume commands repeat them)
+
+
+def invoked_args() -> list[str]:
+    return list(INVOKED)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
-    args = _optional_resume_value(sys.argv[1:] if argv is None else argv)
+    INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
+    args = _optional_resume_value(INVOKED)
     configure_process(threads_from_argv(args))  # before anything imports torch
     exceptions = _click_exceptions()
     err = Console(stderr=True)

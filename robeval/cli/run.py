@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_EPS, DEFAULT_STORE
 from ..errors import UserError
-from .app import app, console
+from .app import app, console, invoked_args
 from .diagnostics import print_diagnostics
 
 
@@ -167,7 +167,7 @@ def run(
     except StoreFull as exc:  # one line: what happened, that the run is kept, how to go on
         run_id = getattr(exc, "run_id", None)
         raise UserError(f"{exc}; run {run_id} is interrupted: free space, then resume with: "
-                        f"{resume_command(sys.argv[1:], run_id)}") from None
+                        f"{resume_command(invoked_args(), run_id)}") from None
     shutdown(ctx)
     if ctx.is_main:
         _report(result, store, demo=data == "digits" and n_examples is None)
@@ -183,7 +183,7 @@ def _start(nproc: int, device: str, out: Optional[Path], store: Path, trust_chec
     if nproc < 1:
         raise UserError(f"--nproc must be at least 1, got {nproc}")
     if nproc > 1 and not launched_by_torchrun():
-        raise typer.Exit(run_local_workers(nproc, sys.argv[1:], device, store))
+        raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
     ctx = init_from_env(device)
     db = store  # the API opens it (rank 0's, or a worker's own file next to it) once the options are checked
     if trust_checkpoint:
@@ -200,7 +200,7 @@ def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     err = Console(stderr=True)
     err.print(f"{what}; finished batches are kept in {store}.", markup=False, soft_wrap=True)
     if run_id:
-        err.print(f"resume with: {resume_command(sys.argv[1:], run_id)}", markup=False, soft_wrap=True)
+        err.print(f"resume with: {resume_command(invoked_args(), run_id)}", markup=False, soft_wrap=True)
     return 143 if isinstance(exc, Terminated) else 130
 
 

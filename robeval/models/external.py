@@ -47,9 +47,9 @@ def _robustbench_package() -> None:
     (installable only from git, not from the package index) and ``pkg_resources`` (gone from current
     setuptools), so ``import robustbench`` fails on a fresh install.  robeval needs only its model zoo
     and ``load_model`` (``robustbench.utils``), which import neither."""
-    if "robustbench" in sys.modules:
+    if sys.modules.get("robustbench") is not None:
         return
-    spec = importlib.util.find_spec("robustbench")
+    spec = importlib.util.find_spec("robustbench") if "robustbench" not in sys.modules else None
     if spec is None or not spec.submodule_search_locations:
         raise UserError("robustbench: models need the optional robustbench package: pip install 'robeval[robustbench]' "
                         "&& pip install --no-deps robustbench")

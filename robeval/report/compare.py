@@ -58,9 +58,17 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
     return run, model
 
 
-def _with_any(run: StoredRun, model: str) -> pd.DataFrame:
+def finished_attacks(run: StoredRun, model: str) -> list[str]:
+    """The attacks of ``run`` that finished for ``model`` at every eps (the worst case is over those only)."""
+    rows = run.summary[run.summary["model"] == model]
+    attacks = [a for a in run.config["attacks"] if a in set(rows["attack"])]
+    partial = set(rows[rows["status"] != "complete"]["attack"]) if "status" in rows else set()
+    return [a for a in attacks if a not in partial and (rows["attack"] == a).sum() == rows["eps"].nunique()]
+
+
+def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
     records = run.records[run.records["model"] == model]
-    return pd.concat([records, any_attack_records(records, run.config["attacks"])], ignore_index=True)
+    return pd.concat([records, any_attack_records(records, attacks)], ignore_index=True)
 
 
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
@@ -68,8 +76,8 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     run_b, model_b = find_model(store, ref_b)
     if run_a.protocol != run_b.protocol:
         raise UserError(f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})")
-    ra = _with_any(run_a, model_a)
-    rb = _with_any(run_b, model_b)
+    both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
+    ra, rb = _with_any(run_a, model_a, both), _with_any(run_b, model_b, both)  # worst cases over the same attacks
     keys = ["eps", "attack", "example"]
     joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
     if joined.empty:
@@ -99,14 +107,16 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
                             f"{metric}_mcnemar_p": mcnemar_exact(a, b)})
             rows.append(row)
     out = pd.DataFrame(rows)
-    out.attrs.update(a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol)
+    out.attrs.update(a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol,
+                     any_over=", ".join(both))
     return out
 
 
 def to_markdown(result: pd.DataFrame) -> str:
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
     lines = [f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
-             "diff = B - A in points, 95% bootstrap CI, exact McNemar p", "",
+             "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
+             f"finished ({result.attrs.get('any_over') or 'none'})", "",
              "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|"]
     for r in result.itertuples():
