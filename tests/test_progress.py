@@ -58,3 +58,15 @@ def test_eta_after_the_first_unit_and_compact_rates():
     assert TimeLeft().render(task).plain == "0:00:18"  # 90 images at 0.2 s each
     assert TimeLeft().render(SimpleNamespace(finished=False, total=100, completed=0, fields={})).plain == "-:--:--"
     assert compact(12.34) == "12.3" and compact(123456.0) == "123.5k" and compact(2.5e6) == "2.5M"
+
+
+def test_a_worker_shows_its_own_share_of_the_batches():
+    from robeval.eps import Eps
+    from robeval.robustbench_ext.progress import model_bars
+
+    data = SimpleNamespace(batch_indices=lambda size, b: list(range(b * size, min(100, (b + 1) * size))))
+    ev = SimpleNamespace(config=SimpleNamespace(eps=[Eps("8/255", 8 / 255)], shift=None), units=["clean", "pgd"],
+                         job=SimpleNamespace(name="m"), condition_names=set(), conditions=[], data=data, batch_size=10)
+    share = [0, 2, 4, 6, 8]  # rank 0 of 2 over 10 pending batches
+    (bar,) = model_bars(ev, share, done={("m", "8/255", "pgd", 0)})
+    assert (bar.total, bar.done) == (50, 10)  # ends full at 50/50, not at 50/100
