@@ -1,0 +1,37 @@
+"""The same command gives the same records as before the layout changed (issue 22's move): a run on
+the digits demo stored in ``tests/data/reference_records.csv`` by the code before the move, compared
+row for row (hits and predictions exactly, norms and pass counts to float precision).
+
+Made by: evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=20,
+eps="4/255,8/255", attacks="fgsm,pgd,spsa,apgd-ce,apgd-t,fab-t,square,fmn", settings=FAST_SETTINGS,
+seed=3), 2 threads.  Regenerate it only for a change that is meant to change results, and say why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from robeval.api import evaluate_full
+
+from .conftest import FAST_SETTINGS
+
+REFERENCE = Path(__file__).parent / "data" / "reference_records.csv"
+EXACT = ["model", "attack", "eps", "batch", "example", "label", "clean_top1", "clean_top5", "adv_top1", "adv_top5",
+         "adv_pred"]
+CLOSE = ["eps_value", "linf", "l2", "forward_passes", "backward_passes", "min_norm"]
+
+
+def test_the_digits_run_gives_the_records_it_gave_before_the_move():
+    reference = pd.read_csv(REFERENCE, keep_default_na=False, na_values=[""])
+    records = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=20, eps="4/255,8/255",
+                            attacks="fgsm,pgd,spsa,apgd-ce,apgd-t,fab-t,square,fmn", settings=FAST_SETTINGS,
+                            seed=3).records.reset_index(drop=True)
+    assert list(records.columns) == list(reference.columns) and len(records) == len(reference)
+    for column in EXACT:
+        assert records[column].astype(str).tolist() == reference[column].astype(str).tolist(), column
+    for column in CLOSE:
+        np.testing.assert_allclose(records[column].astype(float), reference[column].astype(float), rtol=1e-6,
+                                   atol=1e-9, equal_nan=True, err_msg=column)
