@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved  # noqa: E402
 
 from robeval.models import build_network  # noqa: E402
-from robeval.models.elliptical import EllipticalAttention, elliptical_scale, make_elliptical  # noqa: E402
+from robeval.models.attention.elliptical import EllipticalAttention, elliptical_scale, make_elliptical  # noqa: E402
 
 
 class NaiveEllipticalAttention(EllipticalAttention):

@@ -54,7 +54,7 @@ def main() -> None:
     if args.batch_size is not None:
         base += ["--batch-size", str(args.batch_size)]
     _, torch_peak = peak_of([sys.executable, "-c", "import torch"])
-    _, runtime_peak = peak_of([sys.executable, "-c", "import robeval.cli, robeval.robustbench_ext.engine, torch, timm"])
+    _, runtime_peak = peak_of([sys.executable, "-c", "import robeval.cli, robeval.evaluation.engine, torch, timm"])
     small_t, small_peak = peak_of(base + ["--n-examples", str(args.images // 10), "--out", str(work / "small")])
     full_t, full_peak = peak_of(base + ["--n-examples", str(args.images), "--out", str(work / "full")])
     batch = args.batch_size or "default (16 on CPU)"

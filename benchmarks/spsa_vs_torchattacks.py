@@ -25,8 +25,9 @@ import torchattacks
 import robeval
 from robeval.attacks import create
 from robeval.eps import parse_one
-from robeval.robustbench_ext.data import balanced_subset, digits_split
-from robeval.robustbench_ext.engine import PassCounter
+from robeval.data.digits import digits_split
+from robeval.data.subsets import balanced_subset
+from robeval.evaluation.engine import PassCounter
 
 
 def robust_top1(model, x_adv, y) -> float:

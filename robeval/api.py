@@ -1,97 +1,94 @@
-"""``robeval.evaluate``: the library entry point behind ``robeval run``."""
+"""``robeval.evaluate``: the library entry point behind ``robeval run``, and the one place that builds
+what a run needs around the engine: the results store, the progress display, the distributed
+context; it resolves the plan once, runs it, summarises the records and writes the run files.
+
+Every keyword of :func:`evaluate` / :func:`evaluate_full` other than ``out``, ``store``, ``resume``,
+``progress``, ``reporter`` and ``ctx`` is a run option: a field of :class:`robeval.options.EvalConfig`,
+with its help text there (``models``, ``eps``, ``attacks``, ``settings``, ``protocol``, ...).
+"""
 
 from __future__ import annotations
 
-import os
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
-from .attacks import parse_attack_list
-from .eps import parse_eps_list
-from .errors import UserError
-from .seeds import check_seed
-from .models import expand_model_patterns
-from .robustbench_ext.subsets import resolve_subset
-from .robustbench_ext.distributed import SINGLE
-from .robustbench_ext.engine import EvalConfig, EvalResult, Reporter, execute_run, prepare_run, run_evaluation
-
+from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
+from .eps import parse_eps_list
+from .evaluation.config import make_config
+from .evaluation.distributed import SINGLE, DistContext, init_from_env
+from .evaluation.engine import EvalResult, execute_run, prepare_run
+from .evaluation.progress import NullReporter, Reporter
+from .models import load_model  # noqa: F401  (robeval.load_model)
+from .options import EvalConfig
+from .results.flags import all_flags, as_dicts
+from .results.store import Store, worker_store_path
+from .results.summary import run_summary
+
+RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
+LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
 
 
-def make_config(
-    models: str | Iterable[str] | None = None,
-    data: str = "digits",
-    eps: str | Iterable[str] | float = DEFAULT_EPS,
-    attacks: str | Iterable[str] | None = None,
-    norm: str = "Linf",
-    n_examples: int | None = None,
-    checkpoints: dict[str, str] | None = None,
-    settings: dict[str, dict[str, Any]] | None = None,
-    workers: int | None = None,
-    subset: str | None = None,
-    subset_file: str | None = None,
-    **fields: Any,
-) -> EvalConfig:
-    """An :class:`EvalConfig` from user-level values: the arguments here are parsed (names, eps,
-    attacks, settings, subsets) or defaulted by data kind; every other keyword is an
-    :class:`EvalConfig` field and passes through as it is (``seed``, ``protocol``, ``amp``, ...)."""
-    names = [models] if isinstance(models, str) else list(models or DEFAULT_MODELS)
-    if not names:
-        raise UserError("no --model given")
-    if n_examples is None and data == "digits":
-        n_examples = DEFAULT_N_EXAMPLES
-    if workers is None:  # image folders decode JPEGs: use worker processes; digits sit in memory
-        workers = 0 if data == "digits" else min(8, os.cpu_count() or 1)
-    if workers < 0:
-        raise UserError(f"--workers must not be negative, got {workers}")
-    if fields.get("weights", "default") not in ("default", "random"):
-        raise UserError(f"invalid --weights {fields['weights']!r}: choose default or random")
-    shift = fields.get("shift")
-    if attacks is None:  # a shift run evaluates the shift alone unless attacks are asked for too
-        from .robustbench_ext.protocols import get_protocol
-
-        attacks = "none" if shift else (",".join(get_protocol(fields.get("protocol", "standard")).attacks) or "all")
-    if shift is not None:
-        from .shifts import get_shift, parse_corruptions, parse_severities
-
-        if not get_shift(shift).classes:
-            fields["corruptions"] = parse_corruptions(fields.get("corruptions"))
-            fields["severities"] = parse_severities(fields.get("severities"))
-    cfg = EvalConfig(models=expand_model_patterns(names), data=data, norm=norm, n_examples=n_examples,
-                     eps=parse_eps_list(list(eps) if not isinstance(eps, (str, int, float)) else eps, norm),
-                     attacks=parse_attack_list(attacks if attacks is None or isinstance(attacks, str) else list(attacks)),
-                     checkpoints=dict(checkpoints or {}), set_options={k: dict(v) for k, v in (settings or {}).items()},
-                     workers=workers, subset=resolve_subset(subset, subset_file), **fields)
-    check_seed(cfg.seed)
-    for attack in dict.fromkeys([*cfg.attacks, *cfg.set_options]):  # a settings dict may cover attacks not run
-        cfg.attack_settings(attack)
-    return cfg
+def open_store(store: str | Path | Store | None, ctx: DistContext) -> Store | None:
+    """The store for a path (or a Store, or None); a worker of a distributed run gets its own file next
+    to it, which rank 0 merges."""
+    if store is None:
+        return None
+    path = store.path if isinstance(store, Store) else Path(store)
+    if not ctx.is_main:
+        return Store(worker_store_path(path, ctx.rank))
+    return store if isinstance(store, Store) else Store(path)
 
 
-def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = None, store: str | Path | Any = None,
-                  resume: str | None = None, ctx: Any = None, **kwargs: Any) -> EvalResult:
-    """Like :func:`evaluate` but returns records, summary and run information; writes files to ``out``
-    (a folder; ``{run_id}`` in it stands for the new run's id, as in the CLI's ``results/{run_id}``).
+def summarise(result: EvalResult) -> EvalResult:
+    """The summary every table reads, and the soundness flags, from the records the run stored."""
+    if not result.records.empty or result.run.get("models"):
+        result.summary = run_summary(result.records, result.run, done_units=result.done_units)
+        result.run["flags"] = as_dicts(all_flags(result.summary, result.run.get("model_checks", {})))
+    return result
 
-    ``store``: a results-store path (or :class:`robeval.store.Store`) that receives every finished
-    unit, opened only once everything else is checked; ``resume``: a run id in that store to continue
-    ("latest" = the newest unfinished run with the same configuration).
-    """
-    config = make_config(**kwargs)
+
+def _check_out(out: str | Path, resume: str | None) -> None:
+    """Before any work: ``out`` writable, and no other run's files there to overwrite."""
+    from .report.files import check_out_dir, prepare_out_dir
+
+    template, _, _ = str(out).partition(RUN_ID_FIELD)
+    if template == str(out):
+        check_out_dir(Path(out), resume)
+    else:
+        prepare_out_dir(Path(template or "."))
+
+
+def evaluate_full(
+    out: str | Path | None = None,
+    store: str | Path | Store | None = None,
+    resume: str | None = None,
+    progress: bool = False,
+    reporter: Reporter | None = None,
+    ctx: DistContext | None = None,
+    **options: Any,
+) -> EvalResult:
+    """Like :func:`evaluate` but returns records, summary and run information; writes results.csv,
+    results.md and run.json to ``out`` (a folder; ``{run_id}`` in it stands for the new run's id).
+
+    ``store``: a results-store path (or :class:`~robeval.results.store.Store`) that receives every
+    finished unit, opened only once everything else is checked; ``resume``: a run id in that store to
+    continue ("latest" = the newest unfinished run with the same configuration); ``progress``: show
+    progress bars (or pass your own ``reporter``); ``ctx``: the distributed context (default: joined
+    from torchrun's environment)."""
+    config = make_config(**options)
     if config.threads is not None:
         from .threads import set_threads
 
         set_threads(config.threads)
-    ctx = ctx or SINGLE
-    prepared = prepare_run(config, store, resume, ctx)
-    if out is not None and ctx.is_main:  # before any work: writable, and another run's files are never overwritten
-        from .report.files import check_out_dir, prepare_out_dir
-
-        template, _, _ = str(out).partition(RUN_ID_FIELD)
-        check_out_dir(Path(out), prepared.resume) if template == str(out) else prepare_out_dir(Path(template or "."))
-    result = execute_run(prepared, reporter, ctx)
+    ctx = ctx or init_from_env(config.device)
+    prepared = prepare_run(config, lambda: open_store(store, ctx), resume, ctx)  # the store opens after every check
+    if out is not None and ctx.is_main:
+        _check_out(out, prepared.resume)
+    result = summarise(execute_run(prepared, reporter or _reporter(progress, ctx), ctx))
     if out is not None and ctx.is_main:
         from .report.files import write_run_files
 
@@ -99,45 +96,59 @@ def evaluate_full(reporter: Reporter | None = None, out: str | Path | None = Non
     return result
 
 
-RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
-LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
+def _reporter(progress: bool, ctx: DistContext) -> Reporter:
+    if not progress or not ctx.is_main:
+        return NullReporter()
+    from .report.terminal import RichReporter
+
+    return RichReporter()
 
 
-def large_eps_run(store: Any, run_id: str, stored_config: dict[str, Any], reporter: Reporter | None = None) -> EvalResult | None:
+def large_eps_run(
+    store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False
+) -> EvalResult | None:
     """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
     configuration as the store keeps it), written to ``store`` as a run of its own that names it
     (``evidence_for``: tables of ``run_id`` take it in); None when the run already has them.
     Shifts, transfer sources, adaptive copies and attack settings of the stored run are not carried over."""
-    from dataclasses import fields
-
     attack, wanted = LARGE_EPS_CHECK
     have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
     missing = [e for e in wanted if e not in have]
     if not missing:
         return None
-    dropped = {"eps", "attacks", "shift", "corruptions", "severities", "source_model", "adaptive", "set_options",
-               "evidence_for"}
-    kept = {f.name: stored_config[f.name] for f in fields(EvalConfig)
-            if f.metadata.get("identity", True) and f.name not in dropped and f.name in stored_config}
-    config = EvalConfig(eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack],
-                        evidence_for=run_id, **kept)
-    return run_evaluation(config, reporter, store=store)
+    dropped = {
+        "eps",
+        "attacks",
+        "shift",
+        "corruptions",
+        "severities",
+        "source_model",
+        "adaptive",
+        "settings",
+        "evidence_for",
+    }
+    kept = {
+        f.name: stored_config[f.name]
+        for f in fields(EvalConfig)
+        if f.metadata["identity"] and f.name not in dropped and f.name in stored_config
+    }
+    config = EvalConfig(
+        eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack], evidence_for=run_id, **kept
+    )
+    prepared = prepare_run(config, store, None, SINGLE)
+    return summarise(execute_run(prepared, _reporter(progress, SINGLE)))
+
+
+def reproduce(name: str, **options: Any):
+    """``robeval reproduce NAME``: a paper table run (:func:`robeval.reproduce.run.reproduce`) with this
+    module's :func:`evaluate_full` for its attack tables."""
+    from .reproduce.run import reproduce as reproduce_table
+
+    return reproduce_table(name, evaluate=evaluate_full, **options)
 
 
 def evaluate(**kwargs: Any) -> pd.DataFrame:
-    """Evaluate models under the attack suite; returns the results table (one row per model x attack x eps).
-
-    Keywords: ``models``, ``data`` ("digits" or an ImageNet-style folder), ``eps`` ("3/255", "0.01",
-    "1/255,2/255" or a list), ``attacks`` ("all" or a comma list), ``protocol`` ("standard" or
-    "nielsen2024"), ``norm``, ``n_examples``, ``checkpoints`` ({model: path}), ``checkpoint_key``,
-    ``settings`` ({"pgd": {"steps": 50}}), ``seed``, ``batch_size``, ``device``, ``out`` (a folder for
-    results.csv / results.md / run.json), ``store`` / ``resume`` (results store), ``strict_data``
-    (unreadable image files are an error instead of skipped), ``trust_checkpoint`` (allow full
-    unpickling), ``adaptive`` (models with a data-dependent attention weight again with gradients
-    through it), ``amp`` ("off", "bf16", "fp16": autocast), ``channels_last``, ``workers`` (DataLoader
-    processes; None = automatic), ``class_map`` (a file naming the model class of each image folder),
-    ``weights`` ("default" or "random": untrained networks, marked in every table), ``threads`` (CPU
-    threads of this process), ``shift`` ("corruptions", "imagenet-c", "imagenet-a", "imagenet-r")
-    with ``corruptions`` / ``severities`` (lists or comma text; default the 15 at 1-5).
-    """
+    """Evaluate models under the attack suite; returns the results table (one row per model x attack x
+    eps).  The keywords are :func:`evaluate_full`'s: the run options (see the module docstring) and
+    ``out`` / ``store`` / ``resume``."""
     return evaluate_full(**kwargs).summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+DIGITS = "digits"  # the embedded demo data set
 DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
 DEFAULT_EPS = "8/255"
 DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
@@ -13,8 +14,23 @@ RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model 
 
 # One row per example per (model, eps, attack): what every table is computed from.
 RECORD_COLUMNS = [
-    "model", "attack", "eps", "eps_value", "batch", "example", "label", "clean_top1", "clean_top5",
-    "adv_top1", "adv_top5", "adv_pred", "linf", "l2", "forward_passes", "backward_passes", "min_norm",
+    "model",
+    "attack",
+    "eps",
+    "eps_value",
+    "batch",
+    "example",
+    "label",
+    "clean_top1",
+    "clean_top5",
+    "adv_top1",
+    "adv_top5",
+    "adv_pred",
+    "linf",
+    "l2",
+    "forward_passes",
+    "backward_passes",
+    "min_norm",
 ]
 # Columns a record may leave out, with the value it then gets (min_norm: only minimum-norm attacks
 # fill it, with the example's smallest fooling perturbation; NaN elsewhere).

@@ -30,3 +30,7 @@ def lookup(registry: Mapping[str, T], name: str, what: str, listed_by: str | Non
         return registry[name]
     where = f"`{listed_by}` lists them" if listed_by else f"valid: {', '.join(registry)}"
     raise UserError(f"unknown {what} {name!r}{closest(name, registry)}; {where}")
+
+
+class StoreFull(UserError):
+    """The results store could not take a unit (disk or database full): the run stops, resumable."""

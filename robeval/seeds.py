@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import UserError
 
-MAX_SEED = 2 ** 63 - 1  # torch.manual_seed and SQLite's INTEGER both hold a signed 64-bit value
+MAX_SEED = 2**63 - 1  # torch.manual_seed and SQLite's INTEGER both hold a signed 64-bit value
 
 
 def check_seed(seed: int) -> int:

@@ -10,8 +10,9 @@ every attack that has it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import UserError, closest, lookup
 
@@ -138,7 +139,9 @@ def parse_attack_names(text: str | list[str] | None, known: Mapping[str, bool]) 
     suite = [name for name, in_suite in known.items() if in_suite]
     if text is None:
         return suite
-    items = [t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()]
+    items = [
+        t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()
+    ]
     if not items:
         raise UserError("--attacks names no attack: give a comma list (see `robeval attacks`), 'all' or 'none'")
     if items in (["all"], ["none"]):
@@ -163,5 +166,7 @@ def check_set_targets(set_options: Mapping[str, Mapping[str, Any]], attacks: lis
     """Every ``--set`` names an attack of the run: a setting of an attack that does not run is a typo."""
     for attack, values in set_options.items():
         if attack not in attacks:
-            raise UserError(f"--set {attack}.{next(iter(values))}: {attack} is not among the attacks of this run "
-                            f"({', '.join(attacks) or 'none'})")
+            raise UserError(
+                f"--set {attack}.{next(iter(values))}: {attack} is not among the attacks of this run "
+                f"({', '.join(attacks) or 'none'})"
+            )

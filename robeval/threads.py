@@ -20,14 +20,9 @@ import os
 import time
 from pathlib import Path
 
+from .machine import child_pids
+
 LOOK_EVERY_SECONDS = 0.25  # how often the governor reads the load between units of work
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def configure_process(threads: int | None) -> dict[str, str]:
@@ -47,24 +42,6 @@ def _runnable_threads(pid: str) -> int:
     return count
 
 
-def _children(pid: str) -> list[str]:
-    found: list[str] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            found += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-        except OSError:  # a thread that just ended, or a kernel without the file
-            continue
-    return found
-
-
-def worker_pids(pid: int) -> list[int]:
-    """The child processes of ``pid`` (the workers torchrun started), empty where /proc does not tell."""
-    try:
-        return [int(child) for child in _children(str(pid))]
-    except OSError:
-        return []
-
-
 def runnable_elsewhere() -> int | None:
     """Runnable threads of other processes right now (None where /proc does not tell).
 
@@ -74,9 +51,9 @@ def runnable_elsewhere() -> int | None:
     try:
         running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
         own = _runnable_threads("self")
-        for child in _children("self"):
+        for child in child_pids("self"):
             try:
-                own += _runnable_threads(child)
+                own += _runnable_threads(str(child))
             except OSError:  # the worker ended meanwhile
                 continue
     except (OSError, ValueError, IndexError):

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from robeval.models.deit_attention import digits_variant_vit
-from robeval.models.attention_kinds import ATTENTION_KINDS as DIGITS_VARIANTS
+from robeval.models.attention.kinds import ATTENTION_KINDS as DIGITS_VARIANTS
 
 _spec = importlib.util.spec_from_file_location("train_demo_zoo", Path(__file__).with_name("train_demo_zoo.py"))
 zoo = importlib.util.module_from_spec(_spec)

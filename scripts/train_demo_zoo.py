@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from robeval.models.digits import DIGITS_ARCH, digits_vit
-from robeval.robustbench_ext.data import digits_split
+from robeval.data.digits import digits_split
 
 MEAN, STD = 0.5, 0.5
 

@@ -13,8 +13,8 @@ from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks, parse_attack_list
 from robeval.attacks.spsa import SPSA
 from robeval.errors import UserError
-from robeval.robustbench_ext.engine import AttackBoundsError, verify_adversarial
-from robeval.robustbench_ext.data import digits_split
+from robeval.evaluation.attack_calls import AttackBoundsError, verify_adversarial
+from robeval.data.digits import digits_split
 
 from .conftest import FAST_SETTINGS
 

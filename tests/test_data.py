@@ -7,7 +7,7 @@ import torch
 
 from robeval.errors import UserError
 from robeval.models.wrapper import ModelMeta
-from robeval.robustbench_ext.data import load_folder_data
+from robeval.data.folders import load_folder_data
 
 META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
                  std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)

@@ -10,7 +10,7 @@ import time
 
 import pandas as pd
 
-from robeval.store import Store
+from robeval.results.store import Store
 
 from .conftest import run_cli
 from .test_store import units_done

@@ -8,7 +8,7 @@ from timm.models.vision_transformer import VisionTransformer
 
 import robeval
 from robeval.models import build_network
-from robeval.models.elliptical import EllipticalAttention, elliptical_scale, make_elliptical, set_elliptical_options
+from robeval.models.attention.elliptical import EllipticalAttention, elliptical_scale, make_elliptical, set_elliptical_options
 
 ARCH = dict(img_size=32, patch_size=8, in_chans=3, num_classes=7, embed_dim=48, depth=4, num_heads=3)
 
@@ -67,7 +67,7 @@ def test_median_differs_from_mean():
 
 def test_m_of_ones_is_plain_deit(monkeypatch):
     plain, ell = small_pair()
-    monkeypatch.setattr("robeval.models.elliptical.elliptical_scale", lambda v, vp, r="mean": torch.ones(v.shape[0], v.shape[1], v.shape[3]))
+    monkeypatch.setattr("robeval.models.attention.elliptical.elliptical_scale", lambda v, vp, r="mean": torch.ones(v.shape[0], v.shape[1], v.shape[3]))
     x = torch.randn(3, 3, 32, 32)
     with torch.no_grad():
         assert torch.allclose(ell(x), plain(x), atol=1e-5)

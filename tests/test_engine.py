@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from robeval.api import evaluate_full
-from robeval.robustbench_ext import model_run
+from robeval.evaluation import model_run
 
 
 def test_out_of_memory_halves_the_batch(monkeypatch):
@@ -82,7 +82,7 @@ def test_run_records_peak_memory_and_times_the_clean_pass(monkeypatch):
 
 
 def test_digits_arrays_are_fresh_copies():
-    from robeval.robustbench_ext.data import digits_split
+    from robeval.data.digits import digits_split
 
     images, labels = digits_split("test")
     images[:] = 0

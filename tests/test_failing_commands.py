@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from robeval.api import evaluate_full
-from robeval.store import Store
+from robeval.results.store import Store
 
 from .conftest import one_line_error
 from .test_shifts import StopAfter

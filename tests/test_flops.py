@@ -7,8 +7,8 @@ import pytest
 import timm
 import torch
 
-from robeval.models.attention_kinds import ATTENTION_KINDS, fit_sequence_length
-from robeval.profiling import count_flops, flops_per_image
+from robeval.models.attention.kinds import ATTENTION_KINDS, fit_sequence_length
+from robeval.evaluation.profiling import count_flops, flops_per_image
 
 N, C, H = 17, 48, 3  # tokens, width, heads: small, and N != C so that no term can stand in for another
 
@@ -45,7 +45,7 @@ def test_every_attention_kind_counts_its_attention(name):
     holder.layer = layer
     fit_sequence_length(holder, N)
     if name == "elliptical":  # the second layer of a model scales its query: give it a previous layer's values
-        from robeval.models.elliptical import ValueCarry
+        from robeval.models.attention.elliptical import ValueCarry
 
         layer.layer_index, layer.depth, layer.carry = 1, 2, ValueCarry()
         layer.carry.v = torch.rand(1, H, N, C // H)

@@ -18,8 +18,9 @@ from PIL import Image
 
 import robeval
 from robeval.models import build_network
-from robeval.robustbench_ext.checks import flags_from_model_checks, flags_from_summary, model_checks
-from robeval.store import Store
+from robeval.evaluation.model_checks import model_checks
+from robeval.results.flags import flags_from_model_checks, flags_from_summary
+from robeval.results.store import Store
 
 from .conftest import run_cli
 from .test_store import units_done

@@ -14,9 +14,9 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import autoattack
 from robeval.report.paper import render
-from robeval.report.runs import combine, load_run
-from robeval.report.tables import is_incomplete
-from robeval.store import Store
+from robeval.results.runs import combine, load_run
+from robeval.report.captions import is_incomplete
+from robeval.results.store import Store
 
 from .test_shifts import StopAfter
 

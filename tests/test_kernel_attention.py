@@ -14,10 +14,10 @@ from scipy.optimize import minimize
 import robeval
 from robeval.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec
-from robeval.models.kernel_attention import (
+from robeval.models.attention.kernel import (
     FourierAttention, KDEAttention, MaskedKeyNormAttention, SPKDEAttention, project_to_simplex, spkde_weights,
 )
-from robeval.models.robust_attention import gaussian_gram
+from robeval.models.attention.robust import gaussian_gram
 
 DIM, HEADS, TOKENS = 24, 2, 9
 

@@ -21,9 +21,9 @@ from robeval.report.checklist import checklist
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
-from robeval.robustbench_ext.checks import flags_from_summary, noise_points
-from robeval.robustbench_ext.data import digits_split
-from robeval.store import SCHEMA_VERSION, MIGRATIONS, Store
+from robeval.results.flags import flags_from_summary, noise_points
+from robeval.data.digits import digits_split
+from robeval.results.store import SCHEMA_VERSION, MIGRATIONS, Store
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
 
@@ -70,7 +70,7 @@ def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
     assert "| Model | FMN median size | FMN Top-1 @ 2/255 |" in block and "/255 |" in block.split("| digits-deit |")[1]
     rows = json.loads(render(result.summary, "json"), parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
     assert all(r["median_min_norm"] is None for r in rows if r["attack"] != "fmn")
-    from robeval.report.runs import combine, minimal_norms as stored_norms, resolve_runs
+    from robeval.results.runs import combine, minimal_norms as stored_norms, resolve_runs
 
     runs = resolve_runs(store, [result.run["run_id"]])
     norms = stored_norms(runs)

@@ -14,9 +14,9 @@ from PIL import Image
 
 import robeval
 from robeval.errors import UserError
-from robeval.robustbench_ext.data import load_folder_data
-from robeval.robustbench_ext.labels import check_classes, folder_label_space
-from robeval.store import Store
+from robeval.data.folders import load_folder_data
+from robeval.data.labels import check_classes, folder_label_space
+from robeval.results.store import Store
 
 from .conftest import run_cli
 
@@ -181,7 +181,7 @@ def test_threads_option_reaches_the_run(tmp_path):
 
 
 def test_profile_is_fair_to_the_model_listed_second():
-    from robeval.profiling import profile
+    from robeval.evaluation.profiling import profile
 
     df = profile(["digits-deit", "digits-deit"], batch_size=16, repeats=5)
     # the same model twice: interleaved repeats and medians give (nearly) no change

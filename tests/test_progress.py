@@ -30,7 +30,7 @@ class Recorder:
 
 
 def test_a_long_attack_reports_progress_inside_its_unit(monkeypatch):
-    from robeval.robustbench_ext import progress
+    from robeval.evaluation import progress
 
     monkeypatch.setattr(progress, "PARTIAL_EVERY_SECONDS", 0.0)
     rec = Recorder()
@@ -62,7 +62,7 @@ def test_eta_after_the_first_unit_and_compact_rates():
 
 def test_a_worker_shows_its_own_share_of_the_batches():
     from robeval.eps import Eps
-    from robeval.robustbench_ext.progress import model_bars
+    from robeval.evaluation.progress import model_bars
 
     data = SimpleNamespace(batch_indices=lambda size, b: list(range(b * size, min(100, (b + 1) * size))))
     ev = SimpleNamespace(config=SimpleNamespace(eps=[Eps("8/255", 8 / 255)], shift=None), units=["clean", "pgd"],

@@ -13,18 +13,20 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks, register_attack
 from robeval.attacks.base import Attack
-from robeval.attacks.registry import ATTACK_KINDS, _ATTACKS
-from robeval.attacks.transfer import release_sources, source_model
-from robeval.catalog import catalog
+from robeval.attacks.registry import ATTACK_KINDS, ATTACKS
+from robeval.attacks.transfer import SourceModel
+from robeval.cli.listing import catalog
 from robeval.models import build_network, get_spec, list_models, register_model
 from robeval.models.checkpoint import load_state_dict_strict
 from robeval.models.digits import DIGITS_CFG
-from robeval.models.registry import _REGISTRY
-from robeval.report.paper import attack_title, render
-from robeval.robustbench_ext.config import model_jobs
-from robeval.robustbench_ext.data import digits_split
-from robeval.report.runs import resolve_runs
-from robeval.store import Store
+from robeval.models.registry import MODELS as MODEL_REGISTRY
+from robeval.models.weights import NO_WEIGHTS
+from robeval.report.naming import attack_title
+from robeval.report.paper import render
+from robeval.evaluation.plan import make_plan
+from robeval.data.digits import digits_split
+from robeval.results.runs import resolve_runs
+from robeval.results.store import Store
 
 from .conftest import FAST_SETTINGS
 
@@ -45,8 +47,8 @@ def test_every_registered_model_builds_runs_and_round_trips_its_weights(name):
     fresh = build_network(name)
     load_state_dict_strict(fresh, model.net.state_dict(), name, "round trip")  # strict: same keys, same shapes
     if spec.is_adaptive:
-        config = robeval.api.make_config(models=name, attacks="pgd", adaptive=True)
-        assert [j.name for j in model_jobs(config)] == [name, name + "+adaptive"]
+        plan = make_plan(robeval.api.make_config(models=name, attacks="pgd", adaptive=True))
+        assert [j.name for j in plan.jobs] == [name, name + "+adaptive"]
 
 
 @pytest.mark.parametrize("name", ATTACKS)
@@ -59,16 +61,17 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     eps = 8 / 255
     attack = create(name, model, eps=eps, **FAST_SETTINGS.get(name, {}))
     if spec.kind == "transfer":  # crafted on a source model (here the target itself), evaluated on the target
-        attack.source = source_model("digits-deit", torch.device("cpu"))
+        attack.source = SourceModel(model, "digits-deit")
     try:
         x_adv = attack(x, y)
     finally:
-        release_sources()
+        if spec.kind == "transfer":
+            attack.source.close()
     assert (x_adv - x).abs().max() <= eps + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
     assert name in {a["name"] for a in catalog()["attacks"]}
 
 
-EMBEDDED = [s.name for s in list_models() if s.weights.startswith("embedded:")]
+EMBEDDED = [s.name for s in list_models() if s.weights.kind == "embedded"]
 
 
 @pytest.mark.parametrize("name", EMBEDDED)
@@ -103,7 +106,7 @@ def test_records_do_not_depend_on_the_batch_size():
 class _ShiftDown(Attack):
     """A toy attack: every pixel eps darker."""
 
-    name = "toy-shift"
+    defaults = {"strength": 1.0}
 
     def perturb(self, x, y):
         return self.project(x - self.eps * self.strength, x)
@@ -112,18 +115,17 @@ class _ShiftDown(Attack):
 @pytest.fixture()
 def toy_registrations():
     register_attack("toy-shift", title="Toy shift", norms=("Linf",), kind="white-box", implementation="tests",
-                    defaults={"strength": 1.0}, description="every pixel eps darker")(_ShiftDown)
+                    description="every pixel eps darker")(_ShiftDown)
 
-    @register_model("toy-digits", family="toy", weights="random", has_default_weights=False,
-                    description="a linear classifier on 8x8 digits")
-    def build(pretrained: bool = False, scale: float = 1.0):
+    @register_model("toy-digits", family="toy", weights=NO_WEIGHTS, description="a linear classifier on 8x8 digits")
+    def build(scale: float = 1.0):
         net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
         net.pretrained_cfg = dict(DIGITS_CFG)
         return net
 
     yield
-    _ATTACKS.pop("toy-shift")
-    _REGISTRY.pop("toy-digits")
+    ATTACKS.remove("toy-shift")
+    MODEL_REGISTRY.remove("toy-digits")
 
 
 def test_a_new_attack_and_model_need_only_their_registration(tmp_path, toy_registrations, capsys):

@@ -7,9 +7,10 @@ import pytest
 
 from robeval.errors import UserError
 from robeval.models import count_parameters
-from robeval.report.paper import attack_title
-from robeval.reproduce import get_table, list_tables, reproduce
-from robeval.store import Store
+from robeval.report.naming import attack_title
+from robeval.api import reproduce
+from robeval.reproduce import get_table, list_tables
+from robeval.results.store import Store
 
 from .conftest import FAST_SETTINGS, run_cli
 

@@ -14,8 +14,8 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.errors import UserError
 from robeval.report.paper import render
-from robeval.robustbench_ext.data import digits_split
-from robeval.robustbench_ext.labels import imagenet_wnids
+from robeval.data.digits import digits_split
+from robeval.data.labels import imagenet_wnids
 from robeval.shifts import ALEXNET_ERRORS, COMMON, EXTRA, class_set
 from robeval.shifts.corrupt import corrupt_tensor
 from robeval.shifts.metrics import corruption_metrics
@@ -180,8 +180,8 @@ def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch
 
 
 def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
-    from robeval.report.runs import combine, resolve_runs
-    from robeval.store import Store
+    from robeval.results.runs import combine, resolve_runs
+    from robeval.results.store import Store
 
     write_images(tmp_path / "a", list(class_set("imagenet-a"))[:2])
     write_images(tmp_path / "val", list(class_set("imagenet-a"))[:2], seed=3)

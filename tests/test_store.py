@@ -18,7 +18,7 @@ from PIL import Image
 
 from robeval.errors import UserError
 from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
-from robeval.store import SCHEMA_VERSION, Store
+from robeval.results.store import SCHEMA_VERSION, Store
 
 from .conftest import run_cli
 
@@ -86,8 +86,8 @@ def test_resume_with_changed_configuration_names_the_difference(tmp_path, refere
 
 def test_resume_alone_picks_the_newest_unfinished_run_with_these_options(tmp_path):
     from robeval.api import make_config
-    from robeval.robustbench_ext.engine import latest_matching_run
-    from robeval.robustbench_ext.config import semantic_config
+    from robeval.evaluation.engine import latest_matching_run
+    from robeval.evaluation.config import semantic_config
 
     store = Store(tmp_path / "s.sqlite")
     with pytest.raises(UserError, match="no unfinished run in"):

@@ -8,9 +8,9 @@ import torch
 import robeval
 from robeval.api import evaluate_full, make_config
 from robeval.attacks import create, list_attacks, parse_attack_list
-from robeval.robustbench_ext.checks import flags_from_model_checks
+from robeval.results.flags import flags_from_model_checks
 from robeval.report.paper import render
-from robeval.robustbench_ext.data import digits_split
+from robeval.data.digits import digits_split
 
 SEVEN = ["fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square"]
 
@@ -95,7 +95,7 @@ def test_transfer_attacks_craft_once_are_eps_checked_and_equal_white_box_on_thei
 def test_transfer_below_white_box_is_flagged():
     import pandas as pd
 
-    from robeval.robustbench_ext.checks import flags_from_summary
+    from robeval.results.flags import flags_from_summary
 
     summary = pd.DataFrame([{"model": "m", "eps": "8/255", "eps_value": 8 / 255, "attack": a, "top1": v}
                             for a, v in (("clean", 90.0), ("pgd", 60.0), ("apgd-ce", 58.0), ("transfer-pgd", 30.0))])
@@ -141,8 +141,8 @@ def test_check_report_lists_every_indicator_with_a_verdict(tmp_path):
 
 def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_path):
     from robeval.report.checklist import checklist
-    from robeval.report.runs import resolve_runs, restart_companion
-    from robeval.store import Store
+    from robeval.results.runs import resolve_runs, restart_companion
+    from robeval.results.store import Store
 
     store = Store(tmp_path / "s.sqlite")
     common = dict(models="digits-deit", attacks="apgd-ce", eps="8/255", n_examples=20, store=store,

@@ -8,9 +8,10 @@ import pytest
 
 from robeval.api import evaluate_full
 from robeval.report.paper import render
-from robeval.report.runs import combine, load_run, resolve_runs
-from robeval.report.tables import caption, data_label
-from robeval.store import Store
+from robeval.results.runs import combine, load_run, resolve_runs
+from robeval.report.captions import caption
+from robeval.report.naming import data_label
+from robeval.results.store import Store
 
 from .conftest import FAST_SETTINGS
 
@@ -74,7 +75,7 @@ def test_the_paper_protocol_says_why_fab_t_equals_clean_accuracy():
 
 
 def test_an_accuracy_table_caption_says_top_1_only(tmp_path):
-    from robeval.reproduce import reproduce
+    from robeval.api import reproduce
 
     result = reproduce("swin-s-attention", n_examples=10, out=tmp_path / "o", store=str(tmp_path / "s.sqlite"))
     assert "Top-1 clean accuracy" in result.text and "top-5" not in result.text.lower()

@@ -14,9 +14,9 @@ from timm.models.vision_transformer import VisionTransformer
 import robeval
 from robeval.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec, list_models
-from robeval.models.robust_attention import MoMAttention, RKDEAttention, huber_rkde_weights, set_robust_options
-from robeval.models.variants import VARIANTS, SuperAttention, make_super, state_from_deit
-from robeval.robustbench_ext.data import digits_split
+from robeval.models.attention.robust import MoMAttention, RKDEAttention, huber_rkde_weights, set_robust_options
+from robeval.models.attention.variants import VARIANTS, SuperAttention, make_super, state_from_deit
+from robeval.data.digits import digits_split
 
 ARCH = dict(img_size=32, patch_size=8, in_chans=3, num_classes=7, embed_dim=48, depth=3, num_heads=3)
 SEQ = (32 // 8) ** 2 + 1  # 16 patches + class token

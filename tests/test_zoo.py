@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import robeval
-from robeval.robustbench_ext.data import balanced_subset, digits_split
+from robeval.data.digits import digits_split
+from robeval.data.subsets import balanced_subset
 from robeval.zoo import zoo_path
 
 

@@ -25,14 +25,16 @@ from pyautoattack.autopgd_base import APGDAttack, APGDAttack_targeted
 from pyautoattack.fab_pt import FABAttack_PT
 from pyautoattack.square import SquareAttack
 
+from ..norms import perturbation_size
 from .base import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, Attack, margin
 from .registry import register_attack
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
 
 
-def _keep_lowest_margin(model, y: torch.Tensor, best: torch.Tensor, best_margin: torch.Tensor,
-                        idx: torch.Tensor, *candidates: torch.Tensor) -> None:
+def _keep_lowest_margin(
+    model, y: torch.Tensor, best: torch.Tensor, best_margin: torch.Tensor, idx: torch.Tensor, *candidates: torch.Tensor
+) -> None:
     """Update ``best[idx]`` in place with any candidate whose margin is lower."""
     with torch.no_grad():
         for cand in candidates:
@@ -79,18 +81,35 @@ class _AutoAttackRunner(Attack):
         return x + self.eps * t / scale.view(-1, *[1] * (x.dim() - 1))
 
 
-@register_attack("apgd-ce", title="APGD-CE", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack (pyautoattack)",
-                 defaults=APGD_DEFAULTS, description="AutoAttack's APGD on cross-entropy, 100 iterations")
+@register_attack(
+    "apgd-ce",
+    title="APGD-CE",
+    randomness=PER_EXAMPLE,
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="AutoAttack APGDAttack (pyautoattack)",
+    description="AutoAttack's APGD on cross-entropy, 100 iterations",
+)
 class APGDCE(_AutoAttackRunner):
-    name = "apgd-ce"
+    defaults = APGD_DEFAULTS
     loss = "ce"
 
     def budget(self) -> float:
         return (self.n_iter + 1) * self.n_restarts * self.eot_iter
 
     def _make(self, x):
-        atk = APGDAttack(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts, eps=self.eps,
-                         seed=self.seed, loss=self.loss, rho=self.rho, eot_iter=self.eot_iter, device=x.device)
+        atk = APGDAttack(
+            self.model,
+            n_iter=self.n_iter,
+            norm=self.norm,
+            n_restarts=self.n_restarts,
+            eps=self.eps,
+            seed=self.seed,
+            loss=self.loss,
+            rho=self.rho,
+            eot_iter=self.eot_iter,
+            device=x.device,
+        )
         atk.init_hyperparam(x)
         return atk
 
@@ -112,27 +131,48 @@ class APGDCE(_AutoAttackRunner):
         _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
 
 
-@register_attack("apgd-dlr", title="APGD-DLR", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box",
-                 implementation="AutoAttack APGDAttack, loss dlr (pyautoattack)", defaults=APGD_DEFAULTS, in_suite=False,
-                 description="AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus")
+@register_attack(
+    "apgd-dlr",
+    title="APGD-DLR",
+    randomness=PER_EXAMPLE,
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="AutoAttack APGDAttack, loss dlr (pyautoattack)",
+    description="AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus",
+)
 class APGDDLR(APGDCE):
-    name = "apgd-dlr"
+    defaults = APGD_DEFAULTS
     loss = "dlr"
 
 
-@register_attack("apgd-t", title="APGD-T", randomness=PER_EXAMPLE, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
-                 defaults=dict(APGD_DEFAULTS, n_target_classes=9),
-                 description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)")
+@register_attack(
+    "apgd-t",
+    title="APGD-T",
+    randomness=PER_EXAMPLE,
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
+    description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)",
+)
 class APGDT(_AutoAttackRunner):
-    name = "apgd-t"
+    defaults = dict(APGD_DEFAULTS, n_target_classes=9)
 
     def budget(self) -> float:
         return (self.n_iter + 2) * self.n_restarts * self.eot_iter * self.n_target_classes
 
     def _make(self, x):
-        atk = APGDAttack_targeted(self.model, n_iter=self.n_iter, norm=self.norm, n_restarts=self.n_restarts,
-                                  eps=self.eps, seed=self.seed, rho=self.rho, eot_iter=self.eot_iter,
-                                  n_target_classes=self.n_target_classes, device=x.device)
+        atk = APGDAttack_targeted(
+            self.model,
+            n_iter=self.n_iter,
+            norm=self.norm,
+            n_restarts=self.n_restarts,
+            eps=self.eps,
+            seed=self.seed,
+            rho=self.rho,
+            eot_iter=self.eot_iter,
+            n_target_classes=self.n_target_classes,
+            device=x.device,
+        )
         atk.init_hyperparam(x)
         return atk
 
@@ -173,9 +213,20 @@ class _FAB(_AutoAttackRunner):
         return 2 * (self.n_iter + 1) * self.n_restarts * self.n_target_classes
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
-        atk = FABAttack_PT(self.model, norm=self.norm, n_restarts=self.n_restarts, n_iter=self.n_iter, eps=self.eps,
-                           alpha_max=self.alpha_max, eta=self.eta, beta=self.beta, seed=self.seed,
-                           targeted=self.targeted, n_target_classes=self.n_target_classes, device=x.device)
+        atk = FABAttack_PT(
+            self.model,
+            norm=self.norm,
+            n_restarts=self.n_restarts,
+            n_iter=self.n_iter,
+            eps=self.eps,
+            alpha_max=self.alpha_max,
+            eta=self.eta,
+            beta=self.beta,
+            seed=self.seed,
+            targeted=self.targeted,
+            n_target_classes=self.n_target_classes,
+            device=x.device,
+        )
         robust = idx
         targets = range(2, self.n_target_classes + 2) if self.targeted else [None]
         with torch.no_grad():
@@ -186,8 +237,7 @@ class _FAB(_AutoAttackRunner):
                         return
                     x_r, y_r = x[robust].clone(), y[robust].clone()
                     adv = atk.attack_single_run(x_r, y_r, use_rand_start=counter > 0, is_targeted=self.targeted)
-                    dist = (adv - x_r).flatten(1)
-                    dist = dist.abs().amax(1) if self.norm == "Linf" else dist.norm(dim=1)
+                    dist = perturbation_size(adv, x_r, self.norm, dtype=adv.dtype)  # AutoAttack's own test
                     fooled = (self.model(adv).argmax(1) != y_r) & (dist <= self.eps)
                     if fooled.any():
                         best[robust[fooled]] = adv[fooled]
@@ -195,34 +245,61 @@ class _FAB(_AutoAttackRunner):
                     robust = robust[~fooled]
 
 
-@register_attack("fab-t", title="FAB-T", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box", implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
-                 defaults=dict(FAB_DEFAULTS, n_target_classes=9),
-                 description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps")
+@register_attack(
+    "fab-t",
+    title="FAB-T",
+    randomness=PER_BATCH_IN_LIBRARY,
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
+    description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps",
+)
 class FABT(_FAB):
-    name = "fab-t"
+    defaults = dict(FAB_DEFAULTS, n_target_classes=9)
     targeted = True
 
 
-@register_attack("fab", title="FAB", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="white-box",
-                 implementation="AutoAttack FABAttack_PT, untargeted (pyautoattack)", defaults=FAB_DEFAULTS, in_suite=False,
-                 description="AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus")
+@register_attack(
+    "fab",
+    title="FAB",
+    randomness=PER_BATCH_IN_LIBRARY,
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="AutoAttack FABAttack_PT, untargeted (pyautoattack)",
+    description="AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus",
+)
 class FAB(_FAB):
-    name = "fab"
+    defaults = FAB_DEFAULTS
 
 
-@register_attack("square", title="Square", randomness=PER_BATCH_IN_LIBRARY, norms=("Linf", "L2"), kind="black-box", implementation="AutoAttack SquareAttack (pyautoattack)",
-                 defaults=dict(n_queries=5000, p_init=0.8, n_restarts=1),
-                 description="score-based random search on the margin loss, 5000 queries, no rescaling schedule")
+@register_attack(
+    "square",
+    title="Square",
+    randomness=PER_BATCH_IN_LIBRARY,
+    norms=("Linf", "L2"),
+    kind="black-box",
+    implementation="AutoAttack SquareAttack (pyautoattack)",
+    description="score-based random search on the margin loss, 5000 queries, no rescaling schedule",
+)
 class Square(_AutoAttackRunner):
-    name = "square"
+    defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
 
     def budget(self) -> float:
         return (self.n_queries + 1) * self.n_restarts
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
-        atk = SquareAttack(self.model, norm=self.norm, n_queries=self.n_queries, eps=self.eps, p_init=self.p_init,
-                           n_restarts=self.n_restarts, seed=self.seed, loss="margin", resc_schedule=False,
-                           device=x.device)
+        atk = SquareAttack(
+            self.model,
+            norm=self.norm,
+            n_queries=self.n_queries,
+            eps=self.eps,
+            p_init=self.p_init,
+            n_restarts=self.n_restarts,
+            seed=self.seed,
+            loss="margin",
+            resc_schedule=False,
+            device=x.device,
+        )
         atk.init_hyperparam(x)
         robust = idx
         for _ in range(self.n_restarts):

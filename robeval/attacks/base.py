@@ -9,27 +9,33 @@ into another.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..seeds import derive_seed
+from ..settings import apply_settings
 
 Box = Optional[tuple[float, float]]
 
 # Where an attack's random draws come from (AttackSpec.randomness; run.json reports it).
 PER_EXAMPLE = "per example: seeded by (run seed, attack, eps, example index); records do not depend on the batch size"
-PER_BATCH_IN_LIBRARY = ("per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
-                        "records depend on the batch size")
+PER_BATCH_IN_LIBRARY = (
+    "per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
+    "records depend on the batch size"
+)
 
 
 @contextmanager
 def seeded_rng(seed: int, device: torch.device) -> Iterator[None]:
     """Run a block with the global CPU (and current CUDA) RNG seeded, restoring it afterwards."""
-    devices = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    devices = (
+        [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    )
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         if device.type == "cuda":
@@ -40,28 +46,32 @@ def seeded_rng(seed: int, device: torch.device) -> Iterator[None]:
 class Attack:
     """Base class: subclasses set ``name`` and implement :meth:`perturb`."""
 
-    name: str = "attack"
+    name: str = "attack"  # set by register_attack
+    defaults: dict[str, Any] = {}  # every setting with its default (robeval.settings gives their meaning)
     examples: list[int] | None = None  # the data-set index of each row, during a call that names them
 
-    def __init__(self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0,
-                 clip: Box = (0.0, 1.0), **settings: Any) -> None:
+    def __init__(
+        self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0, clip: Box = (0.0, 1.0), **settings: Any
+    ) -> None:
         self.model = model
         self.eps = float(eps)
         self.norm = norm
         self.seed = int(seed)
         self.clip = clip
-        self.settings = settings
-        for key, value in settings.items():
+        self.settings = apply_settings(self.name, self.defaults, settings)  # known keys, types, limits
+        for key, value in self.settings.items():
             setattr(self, key, value)
 
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None,
-                 examples: Sequence[int] | None = None) -> torch.Tensor:
+    def __call__(
+        self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None, examples: Sequence[int] | None = None
+    ) -> torch.Tensor:
         """``examples`` (each row's index in the data set) makes the random draws of attacks whose
         spec says ``PER_EXAMPLE`` depend on the example alone, not on the batch it sits in."""
         return self.seeded(self.perturb, x, y, seed, examples)
 
-    def seeded(self, method, x: torch.Tensor, y: torch.Tensor, seed: int | None = None,
-               examples: Sequence[int] | None = None) -> torch.Tensor:
+    def seeded(
+        self, method, x: torch.Tensor, y: torch.Tensor, seed: int | None = None, examples: Sequence[int] | None = None
+    ) -> torch.Tensor:
         """``method(x, y)`` inside the attack's forked, seeded RNG, with the rows' example indices set."""
         x, y = x.detach(), y.detach()
         self.examples = None if examples is None else [int(e) for e in examples]
@@ -135,12 +145,6 @@ class Attack:
         return size * grad / norms
 
 
-def perturbation_size(x_adv: torch.Tensor, x: torch.Tensor, norm: str) -> torch.Tensor:
-    """Per example ``||x_adv - x||`` in ``norm`` (Linf or L2), in float64."""
-    delta = (x_adv - x).flatten(1).double()
-    return delta.abs().amax(1) if norm == "Linf" else delta.norm(dim=1)
-
-
 def margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``z_y - max_{j != y} z_j`` per example: positive while ``y`` is still the top-1 class."""
     true = logits.gather(1, y[:, None]).squeeze(1)
@@ -150,4 +154,3 @@ def margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def ce_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, y, reduction="sum")
-

@@ -24,11 +24,16 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
     return total / max(1, eot_iter)
 
 
-@register_attack("fgsm", title="FGSM", norms=("Linf", "L2"), kind="white-box", implementation="robeval (one gradient step)",
-                 defaults=dict(eot_iter=1),
-                 description="one step of size eps along the sign (Linf) or direction (L2) of the CE gradient")
+@register_attack(
+    "fgsm",
+    title="FGSM",
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="robeval (one gradient step)",
+    description="one step of size eps along the sign (Linf) or direction (L2) of the CE gradient",
+)
 class FGSM(Attack):
-    name = "fgsm"
+    defaults = dict(eot_iter=1)
     eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -36,12 +41,17 @@ class FGSM(Attack):
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
-@register_attack("pgd", title="PGD", norms=("Linf", "L2"), kind="white-box", implementation="robeval (projected gradient descent)",
-                 randomness=PER_EXAMPLE,
-                 defaults=dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1),
-                 description="CE-loss PGD, step = rel_stepsize * eps, uniform random start")
+@register_attack(
+    "pgd",
+    title="PGD",
+    norms=("Linf", "L2"),
+    kind="white-box",
+    implementation="robeval (projected gradient descent)",
+    randomness=PER_EXAMPLE,
+    description="CE-loss PGD, step = rel_stepsize * eps, uniform random start",
+)
 class PGD(Attack):
-    name = "pgd"
+    defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
     steps: int
     rel_stepsize: float
     random_start: bool

@@ -21,13 +21,15 @@ import warnings
 
 import torch
 
+from ..norms import perturbation_size
 from .autoattack import FAB_DEFAULTS
-from .base import PER_BATCH_IN_LIBRARY, Attack, perturbation_size
+from .base import PER_BATCH_IN_LIBRARY, Attack
 from .registry import register_attack
 
 
-def minimal_norms(x: torch.Tensor, x_min: torch.Tensor, clean_pred: torch.Tensor, min_pred: torch.Tensor,
-                  y: torch.Tensor, norm: str) -> torch.Tensor:
+def minimal_norms(
+    x: torch.Tensor, x_min: torch.Tensor, clean_pred: torch.Tensor, min_pred: torch.Tensor, y: torch.Tensor, norm: str
+) -> torch.Tensor:
     """Each example's minimal perturbation: 0 when the clean image is already misclassified, the size
     of ``x_min`` when it fools the model, ``inf`` when the search found nothing."""
     size = perturbation_size(x_min, x, norm)
@@ -79,10 +81,15 @@ def _fixed_l2_fmn():
     return ProjectedL2FMN
 
 
-@register_attack("fmn", title="FMN", norms=("Linf", "L2"), kind="white-box", in_suite=False, minimum_norm=True,
-                 implementation="foolbox LInfFMNAttack / L2FMNAttack (L2 projection fixed here)",
-                 defaults=dict(steps=50, max_stepsize=1.0, gamma=0.2),
-                 description="fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps")
+@register_attack(
+    "fmn",
+    title="FMN",
+    norms=("Linf", "L2"),
+    kind="white-box",
+    minimum_norm=True,
+    implementation="foolbox LInfFMNAttack / L2FMNAttack (L2 projection fixed here)",
+    description="fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps",
+)
 class FMN(MinimumNormAttack):
     """Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
     ``gamma`` of 0.2 (foolbox: 100 and 0.05): on the digits demo this reaches PGD-20's robust accuracy
@@ -95,7 +102,7 @@ class FMN(MinimumNormAttack):
     norm where PGD at L2 1.0 fools all).  The ``minimum-norm-weaker`` flag shows it; ``fab-mn``, whose
     step accounts for the box, matches PGD there."""
 
-    name = "fmn"
+    defaults = dict(steps=50, max_stepsize=1.0, gamma=0.2)
 
     def budget(self) -> float:
         return self.steps + 2
@@ -112,13 +119,19 @@ class FMN(MinimumNormAttack):
         return attack.run(model, x, foolbox.criteria.Misclassification(y)).detach()
 
 
-@register_attack("fab-mn", title="FAB-MN", norms=("Linf", "L2"), kind="white-box", in_suite=False, minimum_norm=True,
-                 randomness=PER_BATCH_IN_LIBRARY, implementation="AutoAttack FABAttack_PT, untargeted minimum norm (pyautoattack)",
-                 defaults=dict(FAB_DEFAULTS, restart_radius=8 / 255),
-                 description="untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at "
-                             "random within restart_radius)")
+@register_attack(
+    "fab-mn",
+    title="FAB-MN",
+    norms=("Linf", "L2"),
+    kind="white-box",
+    minimum_norm=True,
+    randomness=PER_BATCH_IN_LIBRARY,
+    implementation="AutoAttack FABAttack_PT, untargeted minimum norm (pyautoattack)",
+    description="untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at "
+    "random within restart_radius)",
+)
 class FABMinimumNorm(MinimumNormAttack):
-    name = "fab-mn"
+    defaults = dict(FAB_DEFAULTS, restart_radius=8 / 255)
 
     def budget(self) -> float:
         return 2 * (self.n_iter + 1) * max(1, self.n_restarts)
@@ -126,8 +139,18 @@ class FABMinimumNorm(MinimumNormAttack):
     def minimal(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         from pyautoattack.fab_pt import FABAttack_PT
 
-        atk = FABAttack_PT(self.model, norm=self.norm, n_restarts=1, n_iter=self.n_iter, eps=self.restart_radius,
-                           alpha_max=self.alpha_max, eta=self.eta, beta=self.beta, seed=self.seed, device=x.device)
+        atk = FABAttack_PT(
+            self.model,
+            norm=self.norm,
+            n_restarts=1,
+            n_iter=self.n_iter,
+            eps=self.restart_radius,
+            alpha_max=self.alpha_max,
+            eta=self.eta,
+            beta=self.beta,
+            seed=self.seed,
+            device=x.device,
+        )
         best, best_size = x.clone(), torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
         with torch.no_grad():
             for restart in range(max(1, self.n_restarts)):

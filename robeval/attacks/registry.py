@@ -1,18 +1,27 @@
-"""Registry of attack names -> attack classes with typed default settings.
+"""Registry of attack names -> attack classes, and the facts tables and checks read about each.
 
-``register_attack`` is the only thing an attack module needs; ``create`` builds one by name with
-settings validated against the defaults (unknown keys and wrong types are user errors).
+An attack's default settings live on its class (``PGD.defaults``: ``PGD(model, eps)`` works without
+the registry); ``register_attack`` adds the facts (title, kind, norms, implementation, randomness)
+and the name.  ``create`` builds one by name with settings validated against the defaults.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from torch import nn
 
-from ..errors import UserError, lookup
-from ..settings import apply_settings, parse_attack_names, parse_set_items
+from ..errors import UserError
+from ..registry import Registry
+from ..settings import parse_attack_names, parse_set_items
+
+# The seven-attack suite of the Elliptical paper's Table E, in its column order: what "all" and the
+# default run mean.  The other attacks (apgd-dlr, fab, transfer, minimum-norm) are named or come with
+# their protocol; tables put them after the suite in the order they are registered.
+SUITE = ("fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square")
+ATTACK_KINDS = ("white-box", "black-box", "transfer")
 
 
 @dataclass(frozen=True)
@@ -20,68 +29,99 @@ class AttackSpec:
     name: str
     cls: type
     norms: tuple[str, ...]
-    kind: str  # "white-box" or "black-box"
+    kind: str  # "white-box", "black-box" or "transfer"
     implementation: str
-    defaults: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)  # the class's own
     description: str = ""
     title: str = ""  # how tables name it (FGSM, APGD-CE, ...)
     randomness: str = "none"  # where its random draws come from (run.json says it)
-    in_suite: bool = True  # part of the seven-attack suite that "all" (and the default run) means
     minimum_norm: bool = False  # finds each example's smallest fooling perturbation (one run serves every eps)
 
+    @property
+    def in_suite(self) -> bool:
+        return self.name in SUITE
 
-_ATTACKS: dict[str, AttackSpec] = {}
-ATTACK_KINDS = ("white-box", "black-box", "transfer")
+
+ATTACKS: Registry[AttackSpec] = Registry("attack", "robeval attacks")
 
 
-def register_attack(name: str, *, norms: tuple[str, ...], kind: str, implementation: str, title: str,
-                    defaults: dict[str, Any] | None = None, description: str = "",
-                    randomness: str = "none", in_suite: bool = True,
-                    minimum_norm: bool = False) -> Callable[[type], type]:
-    """Register an attack class under ``name``: every fact about it lives here (tables, checks,
-    protocols, ``robeval attacks`` and the tests read it)."""
+def register_attack(
+    name: str,
+    *,
+    norms: tuple[str, ...],
+    kind: str,
+    implementation: str,
+    title: str,
+    description: str = "",
+    randomness: str = "none",
+    minimum_norm: bool = False,
+) -> Callable[[type], type]:
+    """Register an attack class under ``name``: every fact about it lives here or on the class
+    (tables, checks, protocols, ``robeval attacks`` and the tests read it)."""
     if kind not in ATTACK_KINDS:
         raise ValueError(f"attack {name!r}: kind must be one of {ATTACK_KINDS}")
 
     def decorate(cls: type) -> type:
-        if name in _ATTACKS:
-            raise ValueError(f"attack {name!r} registered twice")
-        _ATTACKS[name] = AttackSpec(name, cls, tuple(norms), kind, implementation, dict(defaults or {}), description,
-                                    title, randomness, in_suite, minimum_norm)
+        cls.name = name  # type: ignore[attr-defined]
+        ATTACKS.add(
+            name,
+            AttackSpec(
+                name,
+                cls,
+                tuple(norms),
+                kind,
+                implementation,
+                dict(getattr(cls, "defaults", {})),
+                description,
+                title,
+                randomness,
+                minimum_norm,
+            ),
+        )
         return cls
 
     return decorate
 
 
 def list_attacks() -> list[AttackSpec]:
-    return list(_ATTACKS.values())
+    """Every attack: the suite in its order, then the others in registration order."""
+    return [ATTACKS[n] for n in SUITE if n in ATTACKS] + [s for n, s in ATTACKS.items() if n not in SUITE]
 
 
 def get_attack_spec(name: str) -> AttackSpec:
-    return lookup(_ATTACKS, name, "attack")
+    return ATTACKS.get(name)
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
-    """``"all"``/None -> the suite (every attack registered ``in_suite``, in registry order);
-    ``"none"`` -> no attack; else a comma list validated by name (:func:`robeval.settings.parse_attack_names`)."""
-    return parse_attack_names(text, {name: spec.in_suite for name, spec in _ATTACKS.items()})
+    """``"all"``/None -> the suite; ``"none"`` -> no attack; else a comma list validated by name
+    (:func:`robeval.settings.parse_attack_names`)."""
+    return parse_attack_names(text, {spec.name: spec.in_suite for spec in list_attacks()})
 
 
 def parse_set_options(items: list[str] | None) -> dict[str, dict[str, str]]:
     """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (validated by name, key and value)."""
-    return parse_set_items(items, {name: spec.defaults for name, spec in _ATTACKS.items()})
+    return parse_set_items(items, {name: spec.defaults for name, spec in ATTACKS.items()})
 
 
 def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Defaults of ``name`` updated by ``overrides`` (known keys, coerced types, values within their
     limits: :mod:`robeval.settings`)."""
+    from ..settings import apply_settings
+
     return apply_settings(name, get_attack_spec(name).defaults, overrides)
 
 
-def create(name: str, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0,
-           clip: tuple[float, float] | None = (0.0, 1.0), **settings: Any):
+def create(
+    name: str,
+    model: nn.Module,
+    eps: float,
+    norm: str = "Linf",
+    seed: int = 0,
+    clip: tuple[float, float] | None = (0.0, 1.0),
+    **settings: Any,
+):
     """Build attack ``name`` as a callable ``(x, y) -> x_adv`` on tensors in ``clip`` (default [0,1])."""
     spec = get_attack_spec(name)
     if norm not in spec.norms:
         raise UserError(f"attack {name} does not support norm {norm} (it supports {', '.join(spec.norms)})")
-    return spec.cls(model, eps=eps, norm=norm, seed=seed, clip=clip, **resolve_settings(name, settings))
+    return spec.cls(model, eps=eps, norm=norm, seed=seed, clip=clip, **settings)

@@ -26,13 +26,19 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
-@register_attack("spsa", title="SPSA", norms=("Linf",), kind="black-box", implementation="robeval (batched SPSA + Adam)",
-                 randomness=PER_EXAMPLE,
-                 defaults=dict(iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024,
-                               random_start=False, early_stop=True),
-                 description="gradient-free: finite differences along random +/-1 directions, Adam on the margin loss")
+@register_attack(
+    "spsa",
+    title="SPSA",
+    norms=("Linf",),
+    kind="black-box",
+    implementation="robeval (batched SPSA + Adam)",
+    randomness=PER_EXAMPLE,
+    description="gradient-free: finite differences along random +/-1 directions, Adam on the margin loss",
+)
 class SPSA(Attack):
-    name = "spsa"
+    defaults = dict(
+        iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024, random_start=False, early_stop=True
+    )
     iterations: int
     samples: int
     lr: float
@@ -45,8 +51,10 @@ class SPSA(Attack):
         """``[pairs, B, ...]`` random signs (int8 0/1), each example's from its own generator when given."""
         if gens is None:
             return torch.randint(0, 2, (pairs, *x.shape), device=x.device, dtype=torch.int8)
-        return torch.stack([torch.randint(0, 2, (pairs, *x.shape[1:]), generator=g, device=x.device, dtype=torch.int8)
-                            for g in gens], dim=1)
+        return torch.stack(
+            [torch.randint(0, 2, (pairs, *x.shape[1:]), generator=g, device=x.device, dtype=torch.int8) for g in gens],
+            dim=1,
+        )
 
     @torch.no_grad()
     def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor, gens: list | None = None) -> torch.Tensor:
@@ -59,7 +67,7 @@ class SPSA(Attack):
         done = 0
         while done < pairs:
             k = min(per_chunk, pairs - done)
-            v = signs[done:done + k].to(x.dtype).mul_(2).sub_(1)
+            v = signs[done : done + k].to(x.dtype).mul_(2).sub_(1)
             shifted = torch.cat([x + self.delta * v, x - self.delta * v]).flatten(0, 1)
             m = margin(self.model(shifted), y.repeat(2 * k)).view(2, k, b)
             df = (m[0] - m[1]) / (2.0 * self.delta)  # [k, b]
@@ -92,8 +100,8 @@ class SPSA(Attack):
             m1 = exp_avg[idx].mul_(beta1).add_(g, alpha=1 - beta1)
             m2 = exp_sq[idx].mul_(beta2).addcmul_(g, g, value=1 - beta2)
             exp_avg[idx], exp_sq[idx] = m1, m2
-            denom = (m2 / (1 - beta2 ** step)).sqrt_().add_(ADAM_EPS)
-            xa = self.project(xa - self.lr * (m1 / (1 - beta1 ** step)) / denom, x[idx])
+            denom = (m2 / (1 - beta2**step)).sqrt_().add_(ADAM_EPS)
+            xa = self.project(xa - self.lr * (m1 / (1 - beta1**step)) / denom, x[idx])
             x_adv[idx] = xa
             cur = margin(self.model(xa), ya)
             better = cur < best_margin[idx]

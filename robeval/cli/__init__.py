@@ -4,8 +4,12 @@ One module per group of commands; importing them registers the commands on ``app
 ``robeval --help`` lists them.
 """
 
-from . import run, info, results, reproduce  # noqa: F401  (registers the commands)
+# importing them registers the commands, in this order
+# isort: off
+from . import run, info, results, reproduce  # noqa: F401
+
+# isort: on
 from .app import app, main
-from .run import drop_option, resume_command
+from .stopping import drop_option, resume_command
 
 __all__ = ["app", "drop_option", "main", "resume_command"]

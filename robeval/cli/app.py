@@ -11,9 +11,15 @@ from rich.console import Console
 
 from ..errors import UserError
 from ..threads import configure_process, threads_from_argv
+from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).",
+)
 console = Console()
 if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
     console = Console(width=200)
@@ -48,17 +54,10 @@ def _click_exceptions():
     return exceptions
 
 
-INVOKED: list[str] = []  # the arguments of this command (resume commands repeat them)
-
-
-def invoked_args() -> list[str]:
-    return list(INVOKED)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
     INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
-    args = _optional_resume_value(INVOKED)
+    args = _optional_resume_value(invoked_args())
     configure_process(threads_from_argv(args))  # before anything imports torch
     exceptions = _click_exceptions()
     err = Console(stderr=True)
@@ -81,8 +80,6 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception:
-        from .run import STOPPING, under_launcher
-
         if STOPPING and under_launcher():  # a worker stopped by its launcher while waiting for another worker
             sys.exit(0)
         raise

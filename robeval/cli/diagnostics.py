@@ -7,9 +7,8 @@ from .app import console
 
 def print_diagnostics(run: dict, summary) -> None:
     """Skipped files, stopped models, soundness flags and adaptive gaps: printed under every table."""
-    from ..robustbench_ext.checks import adaptive_gaps
-
     from ..report.files import skipped_note
+    from ..results.flags import adaptive_gaps
 
     note = skipped_note(run)
     if note:
@@ -20,13 +19,23 @@ def print_diagnostics(run: dict, summary) -> None:
     if not gaps.empty:
         console.print("Adaptive attack (gradients through M) vs default:", markup=False)
         for r in gaps.itertuples():
-            console.print(f"  {r.model} eps {r.eps} {r.attack}: top-1 {r.top1_default:.2f} -> {r.top1_adaptive:.2f} "
-                          f"(gap {r.gap:+.2f})", markup=False)
+            console.print(
+                f"  {r.model} eps {r.eps} {r.attack}: top-1 {r.top1_default:.2f} -> {r.top1_adaptive:.2f} "
+                f"(gap {r.gap:+.2f})",
+                markup=False,
+            )
     flags = run.get("flags", [])
     if flags:
         console.print(f"Soundness checks: {len(flags)} flag(s)", markup=False)
         for f in flags:
-            console.print(f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}", markup=False, soft_wrap=True)
+            console.print(
+                f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}", markup=False, soft_wrap=True
+            )
     else:
-        console.print("Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
-                      "white-box, transfer vs white-box, eps monotonicity, minimum-norm vs fixed-eps" + (", adaptive gap" if not gaps.empty else "") + ")", markup=False)
+        console.print(
+            "Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
+            "white-box, transfer vs white-box, eps monotonicity, minimum-norm vs fixed-eps"
+            + (", adaptive gap" if not gaps.empty else "")
+            + ")",
+            markup=False,
+        )

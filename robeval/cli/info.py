@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
@@ -14,7 +14,7 @@ from .app import _emit, app, console
 
 @app.command("profile")
 def profile_cmd(
-    model: List[str] = typer.Option(..., "--model", "-m", help="Model names (repeatable); the first is the baseline."),
+    model: list[str] = typer.Option(..., "--model", "-m", help="Model names (repeatable); the first is the baseline."),
     batch_size: int = typer.Option(8, help="Images per pass."),
     device: str = typer.Option("cpu", help="cpu or cuda."),
     repeats: int = typer.Option(5, help="Timed repeats per model, interleaved across models; the median is shown."),
@@ -22,8 +22,8 @@ def profile_cmd(
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """The efficiency table: parameters, FLOPs/image, forward and fwd+bwd throughput, peak memory."""
+    from ..evaluation.profiling import profile, to_markdown
     from ..models import expand_model_patterns, get_spec
-    from ..profiling import profile, to_markdown
 
     names = expand_model_patterns(list(model))
     for name in names:
@@ -54,26 +54,29 @@ def _settings(values: dict) -> str:
 @app.command("models")
 def models_cmd() -> None:
     """List the registered models: name, family, parameters, input size, options, weights, what it is."""
-    from ..catalog import catalog
+    from .listing import catalog
 
     table = Table(title="robeval models (also: timm:<arch>, hf-hub:<owner>/<repo>, robustbench:<name>)")
     for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description"):
         table.add_column(col)
     for m in catalog()["models"]:
         options = _settings(m["options"]) + (f" ({_settings(m['adaptive'])})" if m["adaptive"] else "")
-        table.add_row(m["name"], m["family"], f"{m['params_M']:.2f}M", m["input"], options, m["weights"], m["description"])
+        table.add_row(
+            m["name"], m["family"], f"{m['params_M']:.2f}M", m["input"], options, m["weights"], m["description"]
+        )
     console.print(table)
 
 
 @app.command("attacks")
 def attacks_cmd() -> None:
     """List the attacks: kind, norms, default settings, implementation and what each does."""
-    from ..catalog import catalog
+    from .listing import catalog
 
     table = Table(title="robeval attacks (override settings with --set ATTACK.KEY=VALUE)")
     for col in ("name", "kind", "norms", "defaults", "implementation", "description"):
         table.add_column(col)
     for a in catalog()["attacks"]:
-        table.add_row(a["name"], a["kind"], ",".join(a["norms"]), _settings(a["defaults"]), a["implementation"],
-                      a["description"])
+        table.add_row(
+            a["name"], a["kind"], ",".join(a["norms"]), _settings(a["defaults"]), a["implementation"], a["description"]
+        )
     console.print(table)

@@ -19,21 +19,11 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
-from ..robustbench_ext.distributed import LAUNCH_STATE
-from ..threads import cores, worker_pids
+from ..evaluation.distributed import LAUNCH_STATE
+from ..machine import child_pids, cores, memory_available
 
-WORKER_MEMORY_BYTES = 1.2 * 2 ** 30  # torch's runtime alone is 0.7-1.2 GB per process (benchmarks/memory.py)
+WORKER_MEMORY_BYTES = 1.2 * 2**30  # torch's runtime alone is 0.7-1.2 GB per process (benchmarks/memory.py)
 STOP_GRACE_SECONDS = 20.0  # after the signal, workers that have not stopped by then are killed
-
-
-def memory_available() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 def check_nproc(nproc: int, device: str) -> None:
@@ -43,12 +33,16 @@ def check_nproc(nproc: int, device: str) -> None:
     gpus = torch.cuda.device_count() if device != "cpu" else 0
     have, what = (gpus, "GPUs") if gpus else (cores(), "CPU cores")
     if nproc > have:
-        raise UserError(f"--nproc {nproc}: this machine has {have} {what} and each worker needs one of its own; "
-                        f"use --nproc {have} or fewer")
+        raise UserError(
+            f"--nproc {nproc}: this machine has {have} {what} and each worker needs one of its own; "
+            f"use --nproc {have} or fewer"
+        )
     free = memory_available()
     if free is not None and nproc * WORKER_MEMORY_BYTES > free:
-        raise UserError(f"--nproc {nproc}: {nproc} workers need about {nproc * WORKER_MEMORY_BYTES / 2 ** 30:.1f} GB "
-                        f"but {free / 2 ** 30:.1f} GB of memory is free; use fewer workers")
+        raise UserError(
+            f"--nproc {nproc}: {nproc} workers need about {nproc * WORKER_MEMORY_BYTES / 2**30:.1f} GB "
+            f"but {free / 2**30:.1f} GB of memory is free; use fewer workers"
+        )
 
 
 def stop_workers(torchrun: subprocess.Popen, signalled: list[float]) -> int:
@@ -60,7 +54,7 @@ def stop_workers(torchrun: subprocess.Popen, signalled: list[float]) -> int:
         except subprocess.TimeoutExpired:
             pass
         if signalled and not forwarded:
-            for pid in worker_pids(torchrun.pid):
+            for pid in child_pids(torchrun.pid):
                 os.kill(pid, signal.SIGTERM)
             forwarded = True
         if signalled and time.monotonic() - signalled[0] > STOP_GRACE_SECONDS:
@@ -69,11 +63,19 @@ def stop_workers(torchrun: subprocess.Popen, signalled: list[float]) -> int:
 
 def launch(nproc: int, argv: list[str]) -> tuple[int, str | None, int | None]:
     """Run the workers; returns torchrun's exit code, the run rank 0 announced, and the signal received."""
-    from .run import drop_option
+    from .stopping import drop_option
 
     state = Path(tempfile.mkstemp(prefix="robeval-launch-")[1])
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "robeval", *drop_option(argv, "--nproc", takes_value=True)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "robeval",
+        *drop_option(argv, "--nproc", takes_value=True),
+    ]
     received: list[int] = []
     signalled: list[float] = []
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from ..catalog import catalog
 from ..eps import parse_eps_list
 from ..errors import UserError, lookup
 from ..seeds import check_seed
 from ..settings import check_set_targets, parse_attack_names, parse_set_items
+from .listing import catalog
 
 PREFIXES = ("timm:", "hf-hub:", "robustbench:")  # resolved by the model registry, not listed
 
@@ -38,7 +38,7 @@ def check_model_names(patterns: list[str], known: list[str]) -> None:
 
 def run_attacks(attacks: str | None, protocol: str, shift: str | None, rows: list[dict[str, Any]]) -> list[str]:
     """The attacks a run will evaluate (as the library decides them), from the listing."""
-    from ..robustbench_ext.protocols import get_protocol
+    from ..evaluation.protocols import get_protocol
 
     default = get_protocol(protocol).attacks
     if attacks is None:
@@ -53,21 +53,25 @@ def precheck_run(opts: dict[str, Any]) -> None:
     positive("--workers", opts.get("workers"), least=0)
     check_seed(opts["seed"])
     parse_eps_list(opts["eps"], opts["norm"])
-    for option, value, choices in (("--weights", opts["weights"], ("default", "random")),
-                                   ("--amp", opts["amp"], ("off", "bf16", "fp16"))):
+    for option, value, choices in (
+        ("--weights", opts["weights"], ("default", "random")),
+        ("--amp", opts["amp"], ("off", "bf16", "fp16")),
+    ):
         if value not in choices:
             raise UserError(f"invalid {option} {value!r}: choose {' or '.join(choices)}")
     if opts.get("shift") is not None:
         from ..shifts import get_shift, parse_corruptions, parse_severities
 
-        if not get_shift(opts["shift"]).classes:
+        if get_shift(opts["shift"]).has_conditions:
             parse_corruptions(opts.get("corruptions"))
             parse_severities(opts.get("severities"))
     listing = catalog()
-    check_model_names(list(opts.get("model") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
-                      [m["name"] for m in listing["models"]])
+    check_model_names(
+        list(opts.get("models") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
+        [m["name"] for m in listing["models"]],
+    )
     attacks = run_attacks(opts.get("attacks"), opts["protocol"], opts.get("shift"), listing["attacks"])
-    settings = parse_set_items(list(opts.get("set_") or []), {a["name"]: a["defaults"] for a in listing["attacks"]})
+    settings = parse_set_items(list(opts.get("settings") or []), {a["name"]: a["defaults"] for a in listing["attacks"]})
     check_set_targets(settings, attacks)
     kinds = {a["name"]: a["kind"] for a in listing["attacks"]}
     if opts.get("source_model") and not any(kinds[a] == "transfer" for a in attacks):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
 
-from ..errors import UserError
 from ..defaults import DEFAULT_STORE
+from ..errors import UserError
 from .app import _emit, app, console
 from .diagnostics import print_diagnostics
 
@@ -18,22 +19,32 @@ def stored_runs(store: Path, run_ids: list[str]) -> list:
     """The named runs, or the newest finished one; says on stderr which run it took when none was named."""
     from rich.console import Console
 
-    from ..report.runs import resolve_runs
-    from ..store import Store
+    from ..results.runs import resolve_runs
+    from ..results.store import Store
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
     runs = resolve_runs(Store(store), run_ids)
     err = Console(stderr=True)
     if not run_ids:
-        extra = f" with {', '.join(r.run_id for r in runs[1:])} (made by check --run-missing for it)" if runs[1:] else ""
-        err.print(f"Using the newest finished run {runs[0].run_id}{extra} in {store} "
-                  f"(name run ids to choose others; `robeval runs` lists them)", markup=False, soft_wrap=True)
+        extra = (
+            f" with {', '.join(r.run_id for r in runs[1:])} (made by check --run-missing for it)" if runs[1:] else ""
+        )
+        err.print(
+            f"Using the newest finished run {runs[0].run_id}{extra} in {store} "
+            f"(name run ids to choose others; `robeval runs` lists them)",
+            markup=False,
+            soft_wrap=True,
+        )
     for run in runs:
         if run.status != "finished":
-            err.print(f"warning: run {run.run_id} {'is still running' if run.status == 'running' else run.status}: what "
-                      "follows covers only the units it finished "
-                      f"(`robeval runs` shows its progress)", markup=False, soft_wrap=True)
+            err.print(
+                f"warning: run {run.run_id} {'is still running' if run.status == 'running' else run.status}: what "
+                "follows covers only the units it finished "
+                f"(`robeval runs` shows its progress)",
+                markup=False,
+                soft_wrap=True,
+            )
     return runs
 
 
@@ -41,12 +52,18 @@ def stored_runs(store: Path, run_ids: list[str]) -> list:
 def check_cmd(
     run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Also write the evaluation checklist (Markdown) to FILE."),
-    run_missing: bool = typer.Option(False, "--run-missing", help="With --report: first run PGD at 16/255 and 64/255 on "
-                                     "the same models and examples where the run lacks them (a run of its own)."),
+    report: Optional[Path] = typer.Option(
+        None, "--report", help="Also write the evaluation checklist (Markdown) to FILE."
+    ),
+    run_missing: bool = typer.Option(
+        False,
+        "--run-missing",
+        help="With --report: first run PGD at 16/255 and 64/255 on "
+        "the same models and examples where the run lacks them (a run of its own).",
+    ),
 ) -> None:
     """Run the soundness checks on a stored run and print the flags (--report: the checklist document)."""
-    from ..robustbench_ext.checks import all_flags, as_dicts
+    from ..results.flags import all_flags, as_dicts
 
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
@@ -68,33 +85,38 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
 
     from ..report.checklist import checklist
     from ..report.files import atomic_write
-    from ..report.runs import minimal_norms, restart_companion
-    from ..store import Store
+    from ..results.runs import minimal_norms, restart_companion
+    from ..results.store import Store
 
     db, summary, note = Store(store), run.summary, ""
     if run_missing:
         from ..api import large_eps_run
-        from ..report.terminal import RichReporter
 
-        extra = large_eps_run(db, run.run_id, run.config, RichReporter())
+        extra = large_eps_run(db, run.run_id, run.config, progress=True)
         if extra is not None:
             summary = pd.concat([summary, extra.summary], ignore_index=True)
             eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
             note = f"\nLarge-eps evidence from run {extra.run['run_id']} (PGD at {eps}, same models and examples).\n"
             console.print(f"Ran PGD at large eps as run {extra.run['run_id']} in {store}", markup=False)
-    text = checklist(summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]),
-                     restart_companion(db, run))
+    text = checklist(
+        summary,
+        run.info.get("model_checks", {}),
+        run.run_id,
+        run.protocol,
+        minimal_norms([run]),
+        restart_companion(db, run),
+    )
     atomic_write(report, text + note)
     console.print(f"Wrote the checklist to {report}", markup=False)
 
 
 @app.command("runs")
-def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
-             all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing.")) -> None:
+def runs_cmd(
+    store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
+    all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing."),
+) -> None:
     """List stored runs with status, progress (finished/total units) and age."""
-    from datetime import datetime, timezone
-
-    from ..store import Store
+    from ..results.store import Store
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
@@ -103,26 +125,38 @@ def runs_cmd(store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     hidden = int(empty_failed.sum()) if not all_ else 0
     if hidden:
         df = df[~empty_failed]
-    table = Table(title=f"runs in {store}" + (f" ({hidden} failed runs that stored nothing hidden; --all lists them)"
-                                              if hidden else ""))
+    note = f" ({hidden} failed runs that stored nothing hidden; --all lists them)" if hidden else ""
+    table = Table(title=f"runs in {store}{note}")
     for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
         table.add_column(col)
-    now = datetime.now(timezone.utc)
     for r in df.itertuples():
-        import json
-
         cfg = json.loads(r.config)
-        age = now - datetime.fromisoformat(r.created)
-        minutes = int(age.total_seconds() // 60)
-        age_text = f"{minutes // 1440}d" if minutes >= 1440 else f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
-        table.add_row(r.id, Store.shown_status(r.status, r.holder), f"{r.done_units}/{r.total_units}", age_text, r.protocol, ", ".join(cfg["models"]),
-                      ",".join(cfg["eps"]), ",".join(cfg["attacks"]))
+        table.add_row(
+            r.id,
+            Store.shown_status(r.status, r.holder),
+            f"{r.done_units}/{r.total_units}",
+            age(r.created),
+            r.protocol,
+            ", ".join(cfg["models"]),
+            ",".join(cfg["eps"]),
+            ",".join(cfg["attacks"]),
+        )
     console.print(table)
+
+
+def age(created: str) -> str:
+    """How long ago a run was created: ``5m``, ``2h07m``, ``3d``."""
+    from datetime import datetime, timezone
+
+    minutes = int((datetime.now(timezone.utc) - datetime.fromisoformat(created)).total_seconds() // 60)
+    if minutes >= 1440:
+        return f"{minutes // 1440}d"
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
 @app.command("table")
 def table_cmd(
-    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    run_ids: Optional[list[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     format: str = typer.Option("md", "--format", "-f", help="md, csv, latex or json."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
@@ -130,7 +164,7 @@ def table_cmd(
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
     from ..report.files import check_out_file
     from ..report.paper import render
-    from ..report.runs import combine
+    from ..results.runs import combine
 
     if out is not None:
         check_out_file(out)  # before the store is read
@@ -149,13 +183,16 @@ def compare_cmd(
 ) -> None:
     """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p."""
     from ..report.compare import compare, to_markdown
-    from ..store import Store
+    from ..results.store import Store
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
     result = compare(Store(store), a, b, seed=seed)
-    renderers = {"md": to_markdown, "csv": lambda r: r.to_csv(index=False),
-                 "json": lambda r: r.to_json(orient="records", indent=2) + "\n"}
+    renderers = {
+        "md": to_markdown,
+        "csv": lambda r: r.to_csv(index=False),
+        "json": lambda r: r.to_json(orient="records", indent=2) + "\n",
+    }
     if format not in renderers:
         raise UserError(f"unknown format {format!r}; choose md, csv or json")
     _emit(renderers[format](result), out)
@@ -163,7 +200,7 @@ def compare_cmd(
 
 @app.command("plot")
 def plot_cmd(
-    run_ids: Optional[List[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
+    run_ids: Optional[list[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     out: Path = typer.Option(Path("results") / "plots", help="Folder for the PNG and SVG files."),
 ) -> None:
@@ -171,7 +208,7 @@ def plot_cmd(
     (with --attacks fmn or fab-mn) and accuracy against corruption severity (with --shift)."""
     from ..report.files import prepare_out_dir
     from ..report.plots import make_plots
-    from ..report.runs import combine, minimal_norms
+    from ..results.runs import combine, minimal_norms
 
     runs = stored_runs(store, list(run_ids or []))
     paths = make_plots(combine(runs), prepare_out_dir(out), minimal_norms(runs))

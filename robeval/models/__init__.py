@@ -8,17 +8,38 @@ from typing import Any
 import torch
 
 from ..errors import UserError
-from . import deit, digits  # noqa: F401  (registers the models)
+
+# importing the builders registers the models: this order is the order `robeval models` and 'digits-*' list them
+# isort: off
+from . import deit, digits  # noqa: F401
 from . import deit_attention, distilled, external, rvt, swin  # noqa: F401
-from .checkpoint import load_state_dict_strict, read_checkpoint, sha256_of
-from .elliptical import EllipticalAttention, set_elliptical_options
+
+# isort: on
+from .attention.elliptical import EllipticalAttention, set_elliptical_options
+from .checkpoint import load_state_dict_strict, read_checkpoint
 from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model
+from .weights import NO_WEIGHTS, Weights, embedded_weights, load_default_weights, timm_weights
 from .wrapper import ModelMeta, NormalizedModel
 
 __all__ = [
-    "EllipticalAttention", "ModelMeta", "ModelSpec", "NormalizedModel", "build_network", "count_parameters",
-    "expand_model_patterns", "get_spec", "list_models", "load_model", "model_meta", "register_model",
+    "EllipticalAttention",
+    "ModelMeta",
+    "ModelSpec",
+    "NormalizedModel",
+    "build_network",
+    "count_parameters",
+    "parameter_count",
+    "NO_WEIGHTS",
+    "Weights",
+    "embedded_weights",
+    "expand_model_patterns",
+    "get_spec",
+    "list_models",
+    "load_model",
+    "model_meta",
+    "register_model",
     "set_elliptical_options",
+    "timm_weights",
 ]
 
 
@@ -30,17 +51,20 @@ def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
     return {**spec.options, **options}
 
 
-def build_network(name: str, pretrained: bool = False, **options: Any) -> torch.nn.Module:
-    """The bare network (expects normalized input) for ``name``, random or with default weights."""
+def build_network(name: str, **options: Any) -> torch.nn.Module:
+    """The bare network (expects normalized input) for ``name``, randomly initialised."""
     spec = get_spec(name)
-    return spec.builder(pretrained=pretrained, **_check_options(spec, options))
+    return spec.builder(**_check_options(spec, options))
+
+
+def parameter_count(net: torch.nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
 
 
 def count_parameters(name: str) -> int:
     """Number of parameters of ``name``, counted on the meta device (no memory, no weights)."""
     with torch.device("meta"):
-        net = build_network(name)
-    return sum(p.numel() for p in net.parameters())
+        return parameter_count(build_network(name))
 
 
 def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
@@ -78,19 +102,16 @@ def load_model(
     """
     spec = get_spec(name)
     opts = _check_options(spec, options)
+    net = spec.builder(**opts)
     if checkpoint is not None:
-        net = spec.builder(pretrained=False, **opts)
         state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
         load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
         weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
     elif not pretrained:
-        net, weights, ckpt_path, sha = spec.builder(pretrained=False, **opts), "random", None, None
-    elif spec.has_default_weights:
-        net = spec.builder(pretrained=True, **opts)
-        ckpt_path, sha = getattr(net, "embedded_checkpoint", (None, None))
-        weights = spec.weights
+        weights, ckpt_path, sha = "random", None, None
     else:
-        raise UserError(f"{spec.name} has no public weights; pass --checkpoint {spec.name}=PATH")
+        ckpt_path, sha = load_default_weights(net, spec.name, spec.weights)
+        weights = spec.weights.describe()
     meta = model_meta(net, spec, opts)
     meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
     model = NormalizedModel(net, meta).eval().to(device)

@@ -11,9 +11,9 @@ import argparse
 import hashlib
 import pickle
 import re
-import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -154,10 +154,10 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
     for name, tensor in chosen.items():
         for prefix in STRIP_PREFIXES:
             while name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
         out[name] = tensor
     if all(name.startswith(WRAPPED_PREFIX) for name in out):  # robeval's own load_model(...).state_dict()
-        out = {name[len(WRAPPED_PREFIX):]: tensor for name, tensor in out.items()}
+        out = {name[len(WRAPPED_PREFIX) :]: tensor for name, tensor in out.items()}
     return out
 
 
@@ -175,14 +175,18 @@ def check_checkpoint_file(path: str | Path) -> Path:
     return p
 
 
-def read_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> tuple[dict[str, torch.Tensor], str]:
+def read_checkpoint(
+    path: str | Path, key: str | None = None, trust: bool = False
+) -> tuple[dict[str, torch.Tensor], str]:
     """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
     p = check_checkpoint_file(path)
     obj = _load_file(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
 
 
-def _likely_cause(model_sd: Mapping[str, torch.Tensor], ckpt_sd: Mapping[str, torch.Tensor], shape_diff: list[str]) -> str:
+def _likely_cause(
+    model_sd: Mapping[str, torch.Tensor], ckpt_sd: Mapping[str, torch.Tensor], shape_diff: list[str]
+) -> str:
     shared = set(model_sd) & set(ckpt_sd)
     if not shared:
         return "likely a checkpoint of another architecture (no parameter names in common)"

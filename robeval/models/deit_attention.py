@@ -17,40 +17,48 @@ from __future__ import annotations
 
 from torch import nn
 
-from . import variants  # noqa: F401  (registers the kinds: this order is the order of the models)
-from . import robust_attention  # noqa: F401  # isort: skip
-from . import kernel_attention  # noqa: F401  # isort: skip
-from .attention_kinds import ATTENTION_KINDS, AttentionKind, timm_with_attention, vit_with_attention
-from .digits import DIGITS_ARCH, DIGITS_CFG, load_embedded
+from .attention import variants  # noqa: F401  (registers the kinds: this order is the order of the models)
+
+from .attention import robust as robust_attention  # noqa: F401  # isort: skip
+from .attention import kernel as kernel_attention  # noqa: F401  # isort: skip
+from .attention.kinds import ATTENTION_KINDS, AttentionKind, timm_with_attention, vit_with_attention
+from .digits import DIGITS_ARCH, DIGITS_DEIT, as_digits, register_digits
 from .registry import register_model
+from .weights import NO_WEIGHTS
 
 
 def digits_variant_vit(kind: str, drop_path_rate: float = 0.0, **options) -> nn.Module:
     """An untrained digits ViT whose every block uses attention ``kind``."""
-    net = vit_with_attention(kind, DIGITS_ARCH, drop_path_rate=drop_path_rate, **options)
-    net.pretrained_cfg = dict(DIGITS_CFG)
-    return net
+    return as_digits(vit_with_attention(kind, DIGITS_ARCH, drop_path_rate=drop_path_rate, **options))
 
 
 def _register_imagenet(kind: AttentionKind, size: str) -> None:
     arch = f"deit_{size}_patch16_224"
 
-    @register_model(f"deit-{size}-{kind.name}", family=f"deit-{kind.name}", weights="none public: --checkpoint",
-                    has_default_weights=False, options=kind.options, adaptive=kind.adaptive,
-                    description=f"{arch} with {kind.what} attention ({kind.source})")
-    def build(pretrained: bool = False, **options) -> nn.Module:
+    @register_model(
+        f"deit-{size}-{kind.name}",
+        family=f"deit-{kind.name}",
+        weights=NO_WEIGHTS,
+        options=kind.options,
+        adaptive=kind.adaptive,
+        description=f"{arch} with {kind.what} attention ({kind.source})",
+    )
+    def build(**options) -> nn.Module:
         return timm_with_attention(kind.name, arch, **options)
 
 
 def _register_digits(kind: AttentionKind) -> None:
     name = f"digits-deit-{kind.name}"
 
-    @register_model(name, family=f"deit-{kind.name}", weights=f"embedded: robeval/zoo/{name}.safetensors",
-                    options=kind.options, adaptive=kind.adaptive,
-                    description=f"digits DeiT with {kind.what} attention (patch 2, dim 48, depth 3, 3 heads)")
-    def build(pretrained: bool = False, **options) -> nn.Module:
-        net = digits_variant_vit(kind.name, **options)
-        return load_embedded(net, name) if pretrained else net
+    @register_digits(
+        name,
+        f"deit-{kind.name}",
+        f"digits DeiT with {kind.what} attention {DIGITS_DEIT}",
+        options=kind.options,
+        adaptive=kind.adaptive,
+    )
+    def build(**options) -> nn.Module:
+        return digits_variant_vit(kind.name, **options)
 
 
 for _kind in ATTENTION_KINDS.values():

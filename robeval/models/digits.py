@@ -9,15 +9,20 @@ from __future__ import annotations
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from ..errors import UserError
-from ..zoo import zoo_path
-from .checkpoint import load_state_dict_strict, read_checkpoint
-from .elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
+from .attention.elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
 from .registry import register_model
+from .weights import embedded_weights
 
-DIGITS_ARCH = dict(img_size=8, patch_size=2, in_chans=1, num_classes=10, embed_dim=48, depth=3, num_heads=3, mlp_ratio=2.0)
+DIGITS_ARCH = dict(
+    img_size=8, patch_size=2, in_chans=1, num_classes=10, embed_dim=48, depth=3, num_heads=3, mlp_ratio=2.0
+)
 DIGITS_CFG = dict(
-    input_size=(1, 8, 8), mean=(0.5,), std=(0.5,), interpolation="nearest", crop_pct=1.0, num_classes=10,
+    input_size=(1, 8, 8),
+    mean=(0.5,),
+    std=(0.5,),
+    interpolation="nearest",
+    crop_pct=1.0,
+    num_classes=10,
 )
 
 
@@ -31,31 +36,34 @@ def digits_vit(elliptical: bool = False, drop_path_rate: float = 0.0, **options)
         make_elliptical(net, **options)
     else:
         net = VisionTransformer(**DIGITS_ARCH, drop_path_rate=drop_path_rate)
+    return as_digits(net)
+
+
+def as_digits(net: nn.Module) -> nn.Module:
+    """A network built for the digits demo, with the demo's preprocessing (every digits model's)."""
     net.pretrained_cfg = dict(DIGITS_CFG)
     return net
 
 
-def load_embedded(net: nn.Module, name: str) -> nn.Module:
-    path = zoo_path(name)
-    if not path.exists():
-        raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_models.py {name}")
-    state, sha = read_checkpoint(path)
-    load_state_dict_strict(net, state, name, f"embedded checkpoint {path.name}")
-    net.embedded_checkpoint = (str(path), sha)
-    return net
+def register_digits(name: str, family: str, description: str, **facts):
+    """Register a digits demo model: its weights ship embedded as ``robeval/zoo/<name>.safetensors``."""
+    return register_model(name, family=family, weights=embedded_weights(name), description=description, **facts)
 
 
-@register_model("digits-deit", family="deit", weights="embedded: robeval/zoo/digits-deit.safetensors",
-                description="DeiT for 8x8 digits (patch 2, dim 48, depth 3, 3 heads)")
-def build_digits_deit(pretrained: bool = False) -> nn.Module:
-    net = digits_vit()
-    return load_embedded(net, "digits-deit") if pretrained else net
+DIGITS_DEIT = "(patch 2, dim 48, depth 3, 3 heads)"
 
 
-@register_model("digits-deit-elliptical", family="deit-elliptical",
-                weights="embedded: robeval/zoo/digits-deit-elliptical.safetensors", options=ELLIPTICAL_OPTIONS,
-                adaptive=ADAPTIVE_OPTIONS,
-                description="DeiT-Elliptical for 8x8 digits (patch 2, dim 48, depth 3, 3 heads)")
-def build_digits_elliptical(pretrained: bool = False, **options) -> nn.Module:
-    net = digits_vit(elliptical=True, **options)
-    return load_embedded(net, "digits-deit-elliptical") if pretrained else net
+@register_digits("digits-deit", "deit", f"DeiT for 8x8 digits {DIGITS_DEIT}")
+def build_digits_deit() -> nn.Module:
+    return digits_vit()
+
+
+@register_digits(
+    "digits-deit-elliptical",
+    "deit-elliptical",
+    f"DeiT-Elliptical for 8x8 digits {DIGITS_DEIT}",
+    options=ELLIPTICAL_OPTIONS,
+    adaptive=ADAPTIVE_OPTIONS,
+)
+def build_digits_elliptical(**options) -> nn.Module:
+    return digits_vit(elliptical=True, **options)

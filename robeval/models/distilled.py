@@ -11,9 +11,9 @@ import timm
 from timm.models.deit import VisionTransformerDistilled
 from torch import nn
 
-from .digits import DIGITS_ARCH, DIGITS_CFG, load_embedded
-from .hub import timm_pretrained
+from .digits import DIGITS_ARCH, as_digits, register_digits
 from .registry import register_model
+from .weights import timm_weights
 
 DISTILLED_SIZES = ("tiny", "small", "base")
 
@@ -21,10 +21,14 @@ DISTILLED_SIZES = ("tiny", "small", "base")
 def _register(size: str) -> None:
     arch = f"deit_{size}_distilled_patch16_224"
 
-    @register_model(f"deit-{size}-distilled", family="deit-distilled", weights=f"timm hub: {arch} (ImageNet-1k)",
-                    description=f"timm {arch}: class and distillation heads averaged")
-    def build(pretrained: bool = False) -> nn.Module:
-        return timm_pretrained(arch) if pretrained else timm.create_model(arch, pretrained=False)
+    @register_model(
+        f"deit-{size}-distilled",
+        family="deit-distilled",
+        weights=timm_weights(arch, "ImageNet-1k"),
+        description=f"timm {arch}: class and distillation heads averaged",
+    )
+    def build() -> nn.Module:
+        return timm.create_model(arch, pretrained=False)
 
 
 for _size in DISTILLED_SIZES:
@@ -33,14 +37,11 @@ for _size in DISTILLED_SIZES:
 
 def digits_distilled_vit(drop_path_rate: float = 0.0) -> nn.Module:
     """An untrained distilled digits ViT (the digits DeiT plus a distillation token and head)."""
-    net = VisionTransformerDistilled(**DIGITS_ARCH, drop_path_rate=drop_path_rate)
-    net.pretrained_cfg = dict(DIGITS_CFG)
-    return net
+    return as_digits(VisionTransformerDistilled(**DIGITS_ARCH, drop_path_rate=drop_path_rate))
 
 
-@register_model("digits-deit-distilled", family="deit-distilled",
-                weights="embedded: robeval/zoo/digits-deit-distilled.safetensors",
-                description="distilled DeiT for 8x8 digits (teacher: digits-deit; heads averaged)")
-def build_digits_distilled(pretrained: bool = False) -> nn.Module:
-    net = digits_distilled_vit()
-    return load_embedded(net, "digits-deit-distilled") if pretrained else net
+@register_digits(
+    "digits-deit-distilled", "deit-distilled", "distilled DeiT for 8x8 digits (teacher: digits-deit; heads averaged)"
+)
+def build_digits_distilled() -> nn.Module:
+    return digits_distilled_vit()

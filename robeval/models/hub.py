@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 import timm
 from torch import nn
@@ -53,14 +54,21 @@ def from_hub(make: Callable[[], Any], what: str, advice: str) -> Any:
         with hub_offline(not online):
             return make()
     except Exception as exc:  # network, hub or cache errors all mean: not available here
-        reason = "offline and not in the local cache" if not online else (str(exc).splitlines()[0][:120] or type(exc).__name__)
+        reason = (
+            "offline and not in the local cache"
+            if not online
+            else (str(exc).splitlines()[0][:120] or type(exc).__name__)
+        )
         raise UserError(f"could not get {what} ({reason}){advice}") from None
 
 
 def timm_pretrained(arch: str, **kwargs) -> nn.Module:
     """timm weights from the hub (or its local cache); otherwise a one-line error naming --checkpoint."""
-    return from_hub(lambda: timm.create_model(arch, pretrained=True, **kwargs), f"pretrained weights for timm model {arch!r}",
-                    "; pass --checkpoint PATH with a local .pth/.safetensors file")
+    return from_hub(
+        lambda: timm.create_model(arch, pretrained=True, **kwargs),
+        f"pretrained weights for timm model {arch!r}",
+        "; pass --checkpoint PATH with a local .pth/.safetensors file",
+    )
 
 
 def hub_architecture(name: str) -> nn.Module:

@@ -32,10 +32,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .digits import DIGITS_CFG, register_digits
 from .registry import register_model
+from .weights import Weights
 
-IMAGENET_CFG = dict(input_size=(3, 224, 224), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
-                    interpolation="bicubic", crop_pct=0.875, num_classes=1000)  # the authors' evaluation transform
+IMAGENET_CFG = dict(
+    input_size=(3, 224, 224),
+    mean=(0.485, 0.456, 0.406),
+    std=(0.229, 0.224, 0.225),
+    interpolation="bicubic",
+    crop_pct=0.875,
+    num_classes=1000,
+)  # the authors' evaluation transform
 PLAIN_MLP_WIDTH = 768  # the authors' RVT-B blocks use ViT's MLP
 
 
@@ -59,8 +67,12 @@ class Stem(nn.Module):
     def __init__(self, cfg: RVTConfig) -> None:
         super().__init__()
         if cfg.stem == "imagenet":
-            self.proj = nn.Sequential(nn.Conv2d(cfg.in_chans, 32, 7, stride=2, padding=2), nn.BatchNorm2d(32),
-                                      nn.MaxPool2d(3, stride=2, padding=1), nn.Conv2d(32, cfg.width(0), 4, stride=4))
+            self.proj = nn.Sequential(
+                nn.Conv2d(cfg.in_chans, 32, 7, stride=2, padding=2),
+                nn.BatchNorm2d(32),
+                nn.MaxPool2d(3, stride=2, padding=1),
+                nn.Conv2d(32, cfg.width(0), 4, stride=4),
+            )
         else:  # 8x8 digits: one 2x2 patch convolution to a 4x4 grid
             self.proj = nn.Sequential(nn.Conv2d(cfg.in_chans, cfg.width(0), 2, stride=2))
 
@@ -132,8 +144,10 @@ class Stage(nn.Module):
     def __init__(self, cfg: RVTConfig, stage: int, tokens: int) -> None:
         super().__init__()
         masked = cfg.masked_block if stage == 0 else 0
-        self.blocks = nn.ModuleList(Block(cfg.width(stage), cfg.heads[stage], cfg.mlp_ratio, tokens if i < masked else None)
-                                    for i in range(cfg.depth[stage]))
+        self.blocks = nn.ModuleList(
+            Block(cfg.width(stage), cfg.heads[stage], cfg.mlp_ratio, tokens if i < masked else None)
+            for i in range(cfg.depth[stage])
+        )
 
     def forward(self, grid: torch.Tensor) -> torch.Tensor:
         b, c, h, w = grid.shape
@@ -160,7 +174,7 @@ class RVT(nn.Module):
         self.cfg = cfg
         self.num_classes = cfg.num_classes
         self.patch_embed = Stem(cfg)
-        self.transformers = nn.ModuleList(Stage(cfg, s, cfg.grid ** 2) for s in range(len(cfg.depth)))
+        self.transformers = nn.ModuleList(Stage(cfg, s, cfg.grid**2) for s in range(len(cfg.depth)))
         self.pools = nn.ModuleList(Pool(cfg.width(s), cfg.width(s + 1)) for s in range(len(cfg.depth) - 1))
         self.norm = nn.LayerNorm(cfg.width(len(cfg.depth) - 1), eps=1e-6)
         self.head = nn.Linear(cfg.width(len(cfg.depth) - 1), cfg.num_classes)
@@ -192,10 +206,13 @@ def _register(size: str, plus: bool) -> None:
     name = f"rvt-{size}{'-plus' if plus else ''}"
     what = f"RVT-{size[0].upper()}{'i' if size == 'tiny' else ''}{'*' if plus else ''}"
 
-    @register_model(name, family="rvt", weights="none public here: --checkpoint (the authors' releases load strictly)",
-                    has_default_weights=False,
-                    description=f"{what} (Mao et al. 2022){', position-aware attention scaling' if plus else ''}")
-    def build(pretrained: bool = False, masked_block: int = masked if plus else 0) -> nn.Module:
+    @register_model(
+        name,
+        family="rvt",
+        weights=Weights("none", note="the authors' releases load strictly"),
+        description=f"{what} (Mao et al. 2022){', position-aware attention scaling' if plus else ''}",
+    )
+    def build(masked_block: int = masked if plus else 0) -> nn.Module:
         return build_rvt(replace(cfg, masked_block=masked_block), IMAGENET_CFG)
 
 
@@ -204,21 +221,22 @@ for _size in RVT_SIZES:
         _register(_size, _plus)
 
 
-DIGITS_RVT = RVTConfig(base_dims=(16,), depth=(3,), heads=(3,), stem="digits", in_chans=1, num_classes=10, grid=4,
-                       mlp_ratio=2.0)  # the digits DeiT's width (48), depth and heads; a 2x2 patch stem
+DIGITS_RVT = RVTConfig(
+    base_dims=(16,), depth=(3,), heads=(3,), stem="digits", in_chans=1, num_classes=10, grid=4, mlp_ratio=2.0
+)  # the digits DeiT's width (48), depth and heads; a 2x2 patch stem
 
 
 def _register_digits(plus: bool) -> None:
     name = f"digits-rvt{'-plus' if plus else ''}"
 
-    @register_model(name, family="rvt", weights=f"embedded: robeval/zoo/{name}.safetensors",
-                    description=f"RVT{'*' if plus else ''} for 8x8 digits (width 48, depth 3, 3 heads, conv MLP"
-                                f"{', masks in blocks 0-1' if plus else ''})")
-    def build(pretrained: bool = False) -> nn.Module:
-        from .digits import DIGITS_CFG, load_embedded
-
-        net = build_rvt(replace(DIGITS_RVT, masked_block=2 if plus else 0), DIGITS_CFG)
-        return load_embedded(net, name) if pretrained else net
+    @register_digits(
+        name,
+        "rvt",
+        f"RVT{'*' if plus else ''} for 8x8 digits (width 48, depth 3, 3 heads, conv MLP"
+        f"{', masks in blocks 0-1' if plus else ''})",
+    )
+    def build() -> nn.Module:
+        return build_rvt(replace(DIGITS_RVT, masked_block=2 if plus else 0), DIGITS_CFG)
 
 
 for _plus in (False, True):

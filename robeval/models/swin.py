@@ -33,15 +33,24 @@ from timm.layers import to_2tuple, trunc_normal_
 from timm.models.swin_transformer import SwinTransformer, get_relative_position_index
 from torch import nn
 
-from .attention_kinds import get_kind
-from .digits import DIGITS_CFG, load_embedded
-from .hub import timm_pretrained
+from .attention.kinds import get_kind
+from .attention.variants import VARIANTS, SuperAttention
+from .digits import as_digits, register_digits
 from .registry import register_model
-from .variants import VARIANTS, SuperAttention
+from .weights import NO_WEIGHTS, timm_weights
 
 SWIN_SIZES = ("tiny", "small")
-DIGITS_SWIN = dict(img_size=8, patch_size=1, in_chans=1, num_classes=10, embed_dim=24, depths=(2, 2), num_heads=(3, 6),
-                   window_size=4, mlp_ratio=2.0)  # an 8x8 token grid in 4x4 windows (shifted by 2), then 4x4 in one
+DIGITS_SWIN = dict(
+    img_size=8,
+    patch_size=1,
+    in_chans=1,
+    num_classes=10,
+    embed_dim=24,
+    depths=(2, 2),
+    num_heads=(3, 6),
+    window_size=4,
+    mlp_ratio=2.0,
+)  # an 8x8 token grid in 4x4 windows (shifted by 2), then 4x4 in one
 
 
 class _Windowed:
@@ -53,8 +62,9 @@ class _Windowed:
         self.window_area = win_h * win_w
         table = torch.zeros((2 * win_h - 1) * (2 * win_w - 1), self.num_heads, device=self.proj.weight.device)
         self.relative_position_bias_table = nn.Parameter(trunc_normal_(table, std=0.02))
-        self.register_buffer("relative_position_index", get_relative_position_index(win_h, win_w, device=table.device),
-                             persistent=False)
+        self.register_buffer(
+            "relative_position_index", get_relative_position_index(win_h, win_w, device=table.device), persistent=False
+        )
         if isinstance(self, SuperAttention):
             self.set_seq_len(self.window_area)
 
@@ -93,14 +103,16 @@ def _register(size: str, kind: Optional[str]) -> None:
     arch = f"swin_{size}_patch4_window7_224"
     name = f"swin-{size}" + (f"-{kind}" if kind else "")
 
-    @register_model(name, family=f"swin-{kind}" if kind else "swin",
-                    weights=f"timm hub: {arch} (ImageNet-1k)" if kind is None else "none public: --checkpoint",
-                    has_default_weights=kind is None,
-                    description=f"timm {arch}" + (f" with {kind} attention in its windows (Hosseini & Hosseini 2024)" if kind else ""))
-    def build(pretrained: bool = False) -> nn.Module:
-        if kind is None:
-            return timm_pretrained(arch) if pretrained else timm.create_model(arch, pretrained=False)
-        return swin_with_attention(timm.create_model(arch, pretrained=False), kind)
+    @register_model(
+        name,
+        family=f"swin-{kind}" if kind else "swin",
+        weights=timm_weights(arch, "ImageNet-1k") if kind is None else NO_WEIGHTS,
+        description=f"timm {arch}"
+        + (f" with {kind} attention in its windows (Hosseini & Hosseini 2024)" if kind else ""),
+    )
+    def build() -> nn.Module:
+        net = timm.create_model(arch, pretrained=False)
+        return net if kind is None else swin_with_attention(net, kind)
 
 
 def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.Module:
@@ -108,19 +120,19 @@ def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.M
     net = SwinTransformer(**DIGITS_SWIN, drop_path_rate=drop_path_rate)
     if kind is not None:
         swin_with_attention(net, kind)
-    net.pretrained_cfg = dict(DIGITS_CFG)
-    return net
+    return as_digits(net)
 
 
 def _register_digits(kind: Optional[str]) -> None:
     name = "digits-swin" + (f"-{kind}" if kind else "")
 
-    @register_model(name, family=f"swin-{kind}" if kind else "swin", weights=f"embedded: robeval/zoo/{name}.safetensors",
-                    description=f"Swin for 8x8 digits (patch 1, dim 24, depths 2+2, window 4)"
-                                + (f" with {kind} attention" if kind else ""))
-    def build(pretrained: bool = False) -> nn.Module:
-        net = digits_swin(kind)
-        return load_embedded(net, name) if pretrained else net
+    @register_digits(
+        name,
+        f"swin-{kind}" if kind else "swin",
+        "Swin for 8x8 digits (patch 1, dim 24, depths 2+2, window 4)" + (f" with {kind} attention" if kind else ""),
+    )
+    def build() -> nn.Module:
+        return digits_swin(kind)
 
 
 for _kind in (None, *VARIANTS):

@@ -9,18 +9,26 @@ one function per indicator, reading the run's summary and its model checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pandas as pd
 
 from ..attacks import get_attack_spec
+from ..evaluation.config import ADAPTIVE_SUFFIX
+from ..evaluation.protocols import restarted_attacks
 from ..models import get_spec
-from ..robustbench_ext.checks import (ADAPTIVE_SUFFIX, MASKING_GAP, adaptive_gaps, flags_from_model_checks, kind_vs_white,
-                                      minimum_norm_comparison, noise_points, rising_with_eps)
+from ..results.flags import (
+    MASKING_GAP,
+    adaptive_gaps,
+    flags_from_model_checks,
+    kind_vs_white,
+    minimum_norm_comparison,
+    noise_points,
+    rising_with_eps,
+)
+from .captions import incomplete_parts
 from .minimum_norm import curve
-from .tables import incomplete_parts
-from ..robustbench_ext.protocols import restarted_attacks
 
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
 NEAR_ZERO = 1.0  # % top-1
@@ -60,6 +68,7 @@ def indicator(name: str, covers: str):
     def decorate(fn: Judge) -> Judge:
         INDICATORS.append(Indicator(name, covers, fn))
         return fn
+
     return decorate
 
 
@@ -67,17 +76,26 @@ def _model_flag(check: str, model: str, checks: dict) -> Finding:
     if model not in checks:
         return Finding("not run", "the model checks ran in another process of this run or were not stored")
     flags = [f for f in flags_from_model_checks(model, checks[model]) if f.check == check]
-    return Finding("RAISED", f"{flags[0].message} — {flags[0].advice}") if flags else Finding("ok", _evidence(check, checks[model]))
+    return (
+        Finding("RAISED", f"{flags[0].message} — {flags[0].advice}")
+        if flags
+        else Finding("ok", _evidence(check, checks[model]))
+    )
 
 
 def _evidence(check: str, values: dict) -> str:
-    return {"randomness": f"relative logit change between two passes {values['relative_logit_change_between_passes']:.2g}",
-            "softmax-output": "outputs are logits (neither probabilities nor log-probabilities)",
-            "zero-gradients": f"{100 * values['share_zero_or_nan_gradients']:.1f}% of checked examples have zero or NaN "
-                              "input gradients"}[check]
+    return {
+        "randomness": f"relative logit change between two passes {values['relative_logit_change_between_passes']:.2g}",
+        "softmax-output": "outputs are logits (neither probabilities nor log-probabilities)",
+        "zero-gradients": f"{100 * values['share_zero_or_nan_gradients']:.1f}% of checked examples have zero or NaN "
+        "input gradients",
+    }[check]
 
 
-@indicator("Randomness at inference", "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions")
+@indicator(
+    "Randomness at inference",
+    "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions",
+)
 def randomness(model, rows, ev):
     return _model_flag("randomness", model, ev.checks)
 
@@ -108,7 +126,10 @@ def black_box(model, rows, ev):
     return _kind_vs_white(rows, "black-box")
 
 
-@indicator("Transfer attacks do not beat white-box ones", "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure")
+@indicator(
+    "Transfer attacks do not beat white-box ones",
+    "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
+)
 def transfer(model, rows, ev):
     found = _kind_vs_white(rows, "transfer")
     if found.status == "not run":
@@ -116,7 +137,9 @@ def transfer(model, rows, ev):
     return found
 
 
-@indicator("Iterative attacks beat one step", "Carlini et al. checklist (iterative attacks should outperform single-step ones)")
+@indicator(
+    "Iterative attacks beat one step", "Carlini et al. checklist (iterative attacks should outperform single-step ones)"
+)
 def iterative(model, rows, ev):
     lines, raised = [], False
     for eps in dict.fromkeys(rows["eps"]):
@@ -124,16 +147,24 @@ def iterative(model, rows, ev):
         if "fgsm" in sel and "pgd" in sel:
             raised |= sel["pgd"] > sel["fgsm"] + MASKING_GAP
             lines.append(f"eps {eps}: PGD {sel['pgd']:.2f}, FGSM {sel['fgsm']:.2f}")
-    return Finding("RAISED" if raised else "ok", "; ".join(lines)) if lines else Finding("not run", "no FGSM and PGD pair")
+    return (
+        Finding("RAISED" if raised else "ok", "; ".join(lines)) if lines else Finding("not run", "no FGSM and PGD pair")
+    )
 
 
-@indicator("Accuracy falls as eps grows", "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack")
+@indicator(
+    "Accuracy falls as eps grows",
+    "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack",
+)
 def monotone(model, rows, ev):
     if rows["eps"].nunique() < 2:
         return Finding("not run", "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
     rising = list(dict.fromkeys(attack for attack, *_ in rising_with_eps(rows)))
-    return Finding("RAISED", f"top-1 rises with eps under {', '.join(rising)}") if rising else \
-        Finding("ok", f"non-increasing over {rows['eps'].nunique()} eps values for every attack")
+    return (
+        Finding("RAISED", f"top-1 rises with eps under {', '.join(rising)}")
+        if rising
+        else Finding("ok", f"non-increasing over {rows['eps'].nunique()} eps values for every attack")
+    )
 
 
 @indicator("Accuracy reaches 0 at a large eps", "Carlini et al. checklist (an unbounded attack must succeed always)")
@@ -147,14 +178,20 @@ def reaches_zero(model, rows, ev):
         lines.append(f"{attack} curve at 64/255: {at_large:.2f}%")
         best = at_large if best is None else min(best, at_large)
     if best is None:
-        return Finding("not run", "no white-box attack at eps >= 64/255 and no minimum-norm curve in this run "
-                                  "(robeval check --report FILE --run-missing makes a PGD run at 16/255 and 64/255; "
-                                  "or robeval run ... --attacks fmn)")
+        return Finding(
+            "not run",
+            "no white-box attack at eps >= 64/255 and no minimum-norm curve in this run "
+            "(robeval check --report FILE --run-missing makes a PGD run at 16/255 and 64/255; "
+            "or robeval run ... --attacks fmn)",
+        )
     return Finding("ok" if best <= NEAR_ZERO else "RAISED", "; ".join(lines))
 
 
-@indicator("Minimum-norm curve meets the fixed-eps attacks", "Pintor et al.: Non-converging Attack and Incomplete "
-           "Optimization; Carlini et al. checklist (minimum-distortion attacks, accuracy against distortion)")
+@indicator(
+    "Minimum-norm curve meets the fixed-eps attacks",
+    "Pintor et al.: Non-converging Attack and Incomplete "
+    "Optimization; Carlini et al. checklist (minimum-distortion attacks, accuracy against distortion)",
+)
 def minimum_norm(model, rows, ev):
     lines, raised = [], False
     for eps in dict.fromkeys(rows["eps"]):
@@ -162,12 +199,17 @@ def minimum_norm(model, rows, ev):
             raised |= abs(value - best) > noise
             lines.append(f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})")
     if not lines:
-        return Finding("not run", "no minimum-norm attack beside a fixed-eps white-box one (robeval run ... "
-                                  "--attacks pgd,apgd-ce,fmn)")
+        return Finding(
+            "not run",
+            "no minimum-norm attack beside a fixed-eps white-box one (robeval run ... --attacks pgd,apgd-ce,fmn)",
+        )
     return Finding("RAISED" if raised else "ok", "; ".join(lines))
 
 
-@indicator("Restarts do not change the result", "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)")
+@indicator(
+    "Restarts do not change the result",
+    "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)",
+)
 def restarts(model, rows, ev):
     """Compares this run with a finished run of the other restart protocol (standard: one restart;
     aa-plus: five) on the same models, data, examples and eps, found in the same store."""
@@ -185,13 +227,21 @@ def restarts(model, rows, ev):
     if lines:
         return Finding("RAISED" if raised else "ok", "; ".join(lines) + f" (run {other['run_id'].iloc[0]})")
     plus = "protocol" in rows and (rows["protocol"] == "aa-plus").any()
-    return Finding("not run", ("the reported numbers include 5 restarts; a run with --protocol standard of the same "
-                               "models and examples in this store shows whether they changed the result") if plus else
-                   "one restart per attack; a run with --protocol aa-plus of the same models and examples in this "
-                   "store shows whether more restarts change the result")
+    return Finding(
+        "not run",
+        (
+            "the reported numbers include 5 restarts; a run with --protocol standard of the same "
+            "models and examples in this store shows whether they changed the result"
+        )
+        if plus
+        else "one restart per attack; a run with --protocol aa-plus of the same models and examples in this "
+        "store shows whether more restarts change the result",
+    )
 
 
-@indicator("Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)")
+@indicator(
+    "Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)"
+)
 def adaptive(model, rows, ev):
     try:
         takes_adaptive = get_spec(model).is_adaptive
@@ -204,7 +254,9 @@ def adaptive(model, rows, ev):
     if mine.empty:
         return Finding("not run", "no +adaptive evaluation of this model (--adaptive, for models that take it)")
     worst = mine["gap"].max()
-    return Finding("RAISED" if worst > MASKING_GAP else "ok", f"largest top-1 drop with gradients through it: {worst:+.2f}")
+    return Finding(
+        "RAISED" if worst > MASKING_GAP else "ok", f"largest top-1 drop with gradients through it: {worst:+.2f}"
+    )
 
 
 def _kind(attack: str) -> str | None:
@@ -214,17 +266,31 @@ def _kind(attack: str) -> str | None:
         return None
 
 
-def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, norms: pd.DataFrame | None = None,
-              companion: pd.DataFrame | None = None) -> str:
+def checklist(
+    summary: pd.DataFrame,
+    checks: dict,
+    run_id: str,
+    protocol: str,
+    norms: pd.DataFrame | None = None,
+    companion: pd.DataFrame | None = None,
+) -> str:
     """The checklist document (Markdown) of one run; ``norms``: its per-example minimal norms
     (report.runs.minimal_norms), for the indicators that read the minimum-norm curve; ``companion``:
     the summary of a run of the other restart protocol on the same examples (report.runs.restart_companion)."""
-    ev = Evidence(summary, checks, norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]),
-                  companion if companion is not None else pd.DataFrame())
-    lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "",
-             "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
-             "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
-             "the evidence; the command that gives it is named).", ""]
+    ev = Evidence(
+        summary,
+        checks,
+        norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]),
+        companion if companion is not None else pd.DataFrame(),
+    )
+    lines = [
+        f"# Evaluation checklist: run {run_id} (protocol {protocol})",
+        "",
+        "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
+        "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
+        "the evidence; the command that gives it is named).",
+        "",
+    ]
     lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
     for model in [m for m in dict.fromkeys(summary["model"]) if not m.endswith(ADAPTIVE_SUFFIX)]:
         rows = summary[summary["model"] == model]
@@ -236,7 +302,10 @@ def checklist(summary: pd.DataFrame, checks: dict, run_id: str, protocol: str, n
         lines += [f"| {ind.name} | {ind.covers} | {f.status} | {f.evidence} |" for ind, f in findings]
         raised = [ind.name for ind, f in findings if f.status == "RAISED"]
         missing = sum(f.status == "not run" for _, f in findings)
-        verdict = (f"RAISED: {'; '.join(raised)}" if raised else
-                   f"no indicator of a failed attack among the {len(findings) - missing} checked")
+        verdict = (
+            f"RAISED: {'; '.join(raised)}"
+            if raised
+            else f"no indicator of a failed attack among the {len(findings) - missing} checked"
+        )
         lines += ["", f"**Verdict for {model}: {verdict}" + (f" ({missing} not run)" if missing else "") + ".**", ""]
     return "\n".join(lines)

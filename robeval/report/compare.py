@@ -12,10 +12,10 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from ..errors import UserError
-from ..robustbench_ext.metrics import any_attack_records
-from ..shifts.datasets import config_conditions
-from ..store import Store
-from .runs import StoredRun, load_run
+from ..results.runs import StoredRun, load_run
+from ..results.store import Store
+from ..results.summary import any_attack_records
+from ..shifts.kinds import run_conditions
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -54,7 +54,9 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
         if run is None:
             raise UserError(f"no finished run in {store.path} evaluated model {model!r}")
     if model not in set(run.records["model"]):
-        raise UserError(f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})")
+        raise UserError(
+            f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})"
+        )
     return run, model
 
 
@@ -71,57 +73,73 @@ def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
     return pd.concat([records, any_attack_records(records, attacks)], ignore_index=True)
 
 
+def paired_row(sel: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
+    """Top-1 and top-5 of A and B on the same examples, their difference, its bootstrap CI and McNemar p."""
+    row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
+    for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
+        a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
+        lo, hi = bootstrap_ci(a, b, seed)
+        row.update(
+            {
+                f"{metric}_a": round(100 * a.mean(), 2),
+                f"{metric}_b": round(100 * b.mean(), 2),
+                f"{metric}_diff": round(100 * (b.mean() - a.mean()), 2),
+                f"{metric}_ci_low": round(lo, 2),
+                f"{metric}_ci_high": round(hi, 2),
+                f"{metric}_mcnemar_p": mcnemar_exact(a, b),
+            }
+        )
+    return row
+
+
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
     run_a, model_a = find_model(store, ref_a)
     run_b, model_b = find_model(store, ref_b)
     if run_a.protocol != run_b.protocol:
-        raise UserError(f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})")
+        raise UserError(
+            f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})"
+        )
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
     ra, rb = _with_any(run_a, model_a, both), _with_any(run_b, model_b, both)  # worst cases over the same attacks
-    keys = ["eps", "attack", "example"]
-    joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
+    joined = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
     if joined.empty:
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
+    shifted = [c.name for c in run_conditions(run_a.config)]  # corruptions: paired exactly as attacks
     rows = []
-    eps_order = [e for e in run_a.config["eps"] if e in set(ra["eps"])]
-    shifted = [c.name for c in config_conditions(run_a.config)]  # corruptions: paired exactly as attacks
-    attack_order = list(dict.fromkeys(["clean", *run_a.config["attacks"], "any", *shifted]))
-    for eps in eps_order:
-        for attack in attack_order:
+    for eps in [e for e in run_a.config["eps"] if e in set(ra["eps"])]:
+        for attack in dict.fromkeys(["clean", *run_a.config["attacks"], "any", *shifted]):
             sel = joined[(joined["eps"] == eps) & (joined["attack"] == attack)]
-            n_a = int(((ra["eps"] == eps) & (ra["attack"] == attack)).sum())
-            n_b = int(((rb["eps"] == eps) & (rb["attack"] == attack)).sum())
+            counts = [int(((r["eps"] == eps) & (r["attack"] == attack)).sum()) for r in (ra, rb)]
             if sel.empty:
                 continue
-            if len(sel) != n_a or len(sel) != n_b:
-                raise UserError(f"{ref_a} and {ref_b} evaluated different examples at eps {eps}, {attack} "
-                                f"({n_a} vs {n_b}, {len(sel)} shared); compare needs the same examples")
-            row = {"eps": eps, "attack": attack, "n": len(sel)}
-            for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
-                a = sel[f"{col}_a"].to_numpy(bool)
-                b = sel[f"{col}_b"].to_numpy(bool)
-                lo, hi = bootstrap_ci(a, b, seed)
-                row.update({f"{metric}_a": round(100 * a.mean(), 2), f"{metric}_b": round(100 * b.mean(), 2),
-                            f"{metric}_diff": round(100 * (b.mean() - a.mean()), 2),
-                            f"{metric}_ci_low": round(lo, 2), f"{metric}_ci_high": round(hi, 2),
-                            f"{metric}_mcnemar_p": mcnemar_exact(a, b)})
-            rows.append(row)
+            if any(len(sel) != n for n in counts):
+                raise UserError(
+                    f"{ref_a} and {ref_b} evaluated different examples at eps {eps}, {attack} "
+                    f"({counts[0]} vs {counts[1]}, {len(sel)} shared); compare needs the same examples"
+                )
+            rows.append(paired_row(sel, eps, attack, seed))
     out = pd.DataFrame(rows)
-    out.attrs.update(a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol,
-                     any_over=", ".join(both))
+    out.attrs.update(
+        a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=", ".join(both)
+    )
     return out
 
 
 def to_markdown(result: pd.DataFrame) -> str:
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
-    lines = [f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
-             "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
-             f"finished ({result.attrs.get('any_over') or 'none'})", "",
-             "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
-             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+    lines = [
+        f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
+        "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
+        f"finished ({result.attrs.get('any_over') or 'none'})",
+        "",
+        "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|",
+    ]
     for r in result.itertuples():
-        lines.append(f"| {r.eps} | {r.attack} | {r.n} | {r.top1_a:.2f} | {r.top1_b:.2f} | {r.top1_diff:+.2f} | "
-                     f"[{r.top1_ci_low:+.2f}, {r.top1_ci_high:+.2f}] | {r.top1_mcnemar_p:.3g} | {r.top5_a:.2f} | "
-                     f"{r.top5_b:.2f} | {r.top5_diff:+.2f} | [{r.top5_ci_low:+.2f}, {r.top5_ci_high:+.2f}] | "
-                     f"{r.top5_mcnemar_p:.3g} |")
+        lines.append(
+            f"| {r.eps} | {r.attack} | {r.n} | {r.top1_a:.2f} | {r.top1_b:.2f} | {r.top1_diff:+.2f} | "
+            f"[{r.top1_ci_low:+.2f}, {r.top1_ci_high:+.2f}] | {r.top1_mcnemar_p:.3g} | {r.top5_a:.2f} | "
+            f"{r.top5_b:.2f} | {r.top5_diff:+.2f} | [{r.top5_ci_low:+.2f}, {r.top5_ci_high:+.2f}] | "
+            f"{r.top5_mcnemar_p:.3g} |"
+        )
     return "\n".join(lines) + "\n"

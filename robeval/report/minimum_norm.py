@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..attacks import list_attacks
+from .naming import attack_title
 
 
 def minimum_norm_attacks(summary: pd.DataFrame) -> list[str]:
@@ -35,8 +36,6 @@ def curve(norms: np.ndarray, eps: np.ndarray) -> np.ndarray:
 
 def minimum_norm_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
     """Rows = models; per minimum-norm attack its median minimal norm, then top-1 at each eps."""
-    from .paper import attack_title
-
     attacks = minimum_norm_attacks(summary)
     if not attacks:
         return None
@@ -51,10 +50,12 @@ def minimum_norm_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
 def minimum_norm_caption(summary: pd.DataFrame) -> str:
     sel = summary[summary["attack"].isin(minimum_norm_attacks(summary))]
     norm = sel["norm"].iloc[0]
-    return (f"Minimum-norm attacks: median smallest {norm} perturbation that changes the top-1 decision (0 for an "
-            f"image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) at each "
-            f"eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks is "
-            "measured at the decision boundary and is not a top-5 attack")
+    return (
+        f"Minimum-norm attacks: median smallest {norm} perturbation that changes the top-1 decision (0 for an "
+        f"image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) at each "
+        f"eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks is "
+        "measured at the decision boundary and is not a top-5 attack"
+    )
 
 
 def minimum_norm_block(summary: pd.DataFrame, render_grid) -> str | None:

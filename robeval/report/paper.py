@@ -1,34 +1,28 @@
 """Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold.
 
 Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON.
-Several eps values give one block per eps.
+Several eps values give one block per eps; a minimum-norm block and the shift tables follow.
+This module assembles the blocks; the grids are rendered by :mod:`.grid`, named by :mod:`.naming`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 
-from ..attacks import list_attacks
-from .tables import caption, latex_escape  # noqa: F401  (latex_escape: used by the other renderers)
+from ..defaults import SUMMARY_COLUMNS
+from ..errors import UserError
+from . import grid as grids
+from .captions import caption
+from .minimum_norm import minimum_norm_block
+from .naming import attack_title, latex_escape, ordered_attacks
+from .shift_table import shift_blocks, split
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {}
-ROW_TITLES = {"clean": "Clean", "any": "Any (worst case)"}  # the two columns that are no attack
-
-
-def attack_title(attack: str) -> str:
-    """How tables and plots name a column: the attack's registered title."""
-    if attack in ROW_TITLES:
-        return ROW_TITLES[attack]
-    spec = next((s for s in list_attacks() if s.name == attack), None)
-    return spec.title if spec is not None and spec.title else attack
-
-
-def column_order() -> list[str]:
-    return ["clean", *(s.name for s in list_attacks()), "any"]
+TOPK = (("top1", "Top-1"), ("top5", "Top-5"))
 
 
 def table_format(name: str):
@@ -39,93 +33,66 @@ def table_format(name: str):
     return decorate
 
 
-def ordered_attacks(summary: pd.DataFrame) -> list[str]:
-    present = list(dict.fromkeys(summary["attack"]))
-    order = column_order()
-    return [a for a in order if a in present] + [a for a in present if a not in order]
-
-
-def grid(summary: pd.DataFrame, eps: str) -> tuple[list[str], list[str], dict[tuple[str, str, str], float], dict[tuple[str, str], float]]:
-    """Models, attacks, values[(model, attack, 'top1'|'top5')] and best[(attack, metric)] for one eps."""
-    sel = summary[summary["eps"] == eps]
-    models = list(dict.fromkeys(sel["model"]))
-    attacks = ordered_attacks(sel)
-    values = {(r.model, r.attack, m): float(getattr(r, m)) for r in sel.itertuples() for m in ("top1", "top5")}
-    comparable = [a for a in attacks if a != "any" or worst_cases_comparable(sel)]
-    best = {(a, m): max(values[(mod, a, m)] for mod in models if (mod, a, m) in values)
-            for a in comparable for m in ("top1", "top5") if any((mod, a, m) in values for mod in models)}
-    return models, attacks, values, best
-
-
 def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
     worst = rows[rows["attack"] == "any"]
     return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
 
 
-def _cell(values, best, key, bold: Callable[[str], str], many: bool) -> str:
-    if key not in values:
-        return ""
-    text = f"{values[key]:.2f}"
-    best_value = best.get((key[1], key[2]))
-    return bold(text) if many and best_value is not None and values[key] == best_value else text
+def attack_grid(summary: pd.DataFrame, eps: str) -> tuple[pd.DataFrame, set]:
+    """One eps block: rows = models, columns = (attack title, Top-1 / Top-5), and the cells to bold
+    (the best of each column, when more than one model is compared on comparable columns)."""
+    sel = summary[summary["eps"] == eps]
+    models, attacks = list(dict.fromkeys(sel["model"])), ordered_attacks(sel)
+    values = {(r.model, r.attack, m): float(getattr(r, m)) for r in sel.itertuples() for m, _ in TOPK}
+    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in attacks for _, k in TOPK])
+    cells = [
+        [f"{values[(m, a, key)]:.2f}" if (m, a, key) in values else "" for a in attacks for key, _ in TOPK]
+        for m in models
+    ]
+    bold = set()
+    comparable = [a for a in attacks if a != "any" or worst_cases_comparable(sel)]
+    for a in comparable if len(models) > 1 else []:
+        for key, title in TOPK:
+            scores = {m: values[(m, a, key)] for m in models if (m, a, key) in values}
+            best = max(scores.values(), default=None)
+            bold |= {(m, (attack_title(a), title)) for m, v in scores.items() if v == best}
+    return pd.DataFrame(cells, index=models, columns=columns), bold
 
 
-def rows_of(summary: pd.DataFrame, eps: str, bold: Callable[[str], str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """The attacks of one eps block and, per model, its Top-1/Top-5 cells (best per column in ``bold``)."""
-    models, attacks, values, best = grid(summary, eps)
-    many = len(models) > 1
-    return attacks, [(m, [_cell(values, best, (m, a, k), bold, many) for a in attacks for k in ("top1", "top5")])
-                     for m in models]
+def _blocks(
+    summary: pd.DataFrame, render_grid, attack_caption: Callable[[pd.DataFrame, str], str], shift_render
+) -> str:
+    """Every block of the table: one per eps, the minimum-norm block, the shift tables."""
+    full, (summary, shifted) = summary, split(summary)
+    blocks = []
+    for eps in dict.fromkeys(summary["eps"]):
+        grid, bold = attack_grid(summary, eps)
+        blocks.append(render_grid(grid, attack_caption(summary, eps), bold=bold))
+    blocks += [b for b in [minimum_norm_block(summary, shift_render)] if b]
+    if shifted:
+        blocks.append(shift_blocks(full, shift_render))
+    return "\n\n".join(blocks) + "\n"
 
 
 @table_format("md")
 def to_markdown(summary: pd.DataFrame) -> str:
-    from .minimum_norm import minimum_norm_block
-    from .shift_table import markdown_grid, shift_markdown, split
-
-    full, (summary, shifted) = summary, split(summary)
-    blocks = []
-    for eps in dict.fromkeys(summary["eps"]):
-        attacks, rows = rows_of(summary, eps, lambda t: f"**{t}**")
-        head = "| Model | " + " | ".join(f"{attack_title(a)} Top-1 | {attack_title(a)} Top-5" for a in attacks) + " |"
-        rule = "|---|" + "---:|" * (2 * len(attacks))
-        lines = [f"| {m} | " + " | ".join(cells) + " |" for m, cells in rows]
-        blocks.append("\n".join([f"Table: {caption(summary, eps)}", "", head, rule, *lines]))
-    blocks += [b for b in [minimum_norm_block(summary, markdown_grid)] if b]
-    if shifted:
-        blocks.append(shift_markdown(full))
-    return "\n\n".join(blocks) + "\n"
+    return _blocks(summary, grids.to_markdown, caption, grids.to_markdown)
 
 
 @table_format("latex")
 def to_latex(summary: pd.DataFrame) -> str:
-    from .minimum_norm import minimum_norm_block
-    from .shift_table import latex_grid, shift_latex, split
+    def latex_caption(rows: pd.DataFrame, eps: str) -> str:
+        return caption(rows, eps, latex=True)
 
-    full, (summary, shifted) = summary, split(summary)
-    blocks = []
-    for eps in dict.fromkeys(summary["eps"]):
-        attacks, cells = rows_of(summary, eps, lambda t: rf"\textbf{{{t}}}")
-        cols = "l" + "|cc" * len(attacks)
-        groups = " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(attack_title(a))}}}" for a in attacks)
-        sub = " & ".join("Top-1 & Top-5" for _ in attacks)
-        rows = [latex_escape(m) + " & " + " & ".join(row) + r" \\" for m, row in cells]
-        blocks.append("\n".join([
-            r"\begin{table}[t]", r"\centering", rf"\caption{{{caption(summary, eps, latex=True)}}}",
-            rf"\begin{{tabular}}{{{cols}}}", r"\hline", rf"Model & {groups} \\", rf" & {sub} \\", r"\hline",
-            *rows, r"\hline", r"\end{tabular}", r"\end{table}",
-        ]))
-    blocks += [b for b in [minimum_norm_block(summary, latex_grid)] if b]
-    if shifted:
-        blocks.append(shift_latex(full))
-    return "\n\n".join(blocks) + "\n"
+    def shift_render(grid: pd.DataFrame, text: str, **kw) -> str:
+        return grids.to_latex(grid, latex_escape(text), **kw)
+
+    return _blocks(summary, grids.to_latex, latex_caption, shift_render)
 
 
 @table_format("csv")
 def to_csv(summary: pd.DataFrame) -> str:
-    from ..robustbench_ext.metrics import SUMMARY_COLUMNS
-
     ordered = SUMMARY_COLUMNS + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
     return summary[ordered].to_csv(index=False)
 
@@ -134,6 +101,7 @@ def to_csv(summary: pd.DataFrame) -> str:
 def to_json(summary: pd.DataFrame) -> str:
     """Standard JSON: a missing number (NaN) is null, an unbounded one (a minimum-norm attack that
     found nothing) the string "inf"."""
+
     def plain(value):
         if isinstance(value, float) and not math.isfinite(value):
             return None if math.isnan(value) else str(value)
@@ -144,8 +112,6 @@ def to_json(summary: pd.DataFrame) -> str:
 
 
 def render(summary: pd.DataFrame, fmt: str) -> str:
-    from ..errors import UserError
-
     if fmt not in FORMATS:
         raise UserError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return FORMATS[fmt](summary)

@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..eps import eps_label  # noqa: E402
-from .paper import attack_title, ordered_attacks  # noqa: E402
-from .tables import is_incomplete  # noqa: E402
+from .captions import is_incomplete  # noqa: E402
+from .naming import attack_title, ordered_attacks  # noqa: E402
 
 DPI = 100
 
@@ -48,7 +48,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> l
         ax.set_xlabel("eps")
         ax.set_ylim(0, 100)
         ax.grid(alpha=0.3)
-    for ax in axes.flat[len(attacks):]:
+    for ax in axes.flat[len(attacks) :]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
@@ -68,8 +68,12 @@ def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
         width = 0.8 / max(1, len(models))
         fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(attacks) + 2), 4))
         for i, model in enumerate(models):
-            vals = [float(sel[(sel["model"] == model) & (sel["attack"] == a)]["top1"].iloc[0])
-                    if len(sel[(sel["model"] == model) & (sel["attack"] == a)]) else 0.0 for a in attacks]
+            vals = [
+                float(sel[(sel["model"] == model) & (sel["attack"] == a)]["top1"].iloc[0])
+                if len(sel[(sel["model"] == model) & (sel["attack"] == a)])
+                else 0.0
+                for a in attacks
+            ]
             ax.bar([j + i * width for j in range(len(attacks))], vals, width, label=model)
         ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
         ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
@@ -91,8 +95,9 @@ def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
 
     rows = summary[summary["eps"] == summary["eps"].iloc[0]]
     parsed = rows["attack"].map(parse_condition)
-    rows = rows[parsed.notna()].assign(corruption=parsed.dropna().map(lambda p: p[0]),
-                                       severity=parsed.dropna().map(lambda p: p[1]))
+    rows = rows[parsed.notna()].assign(
+        corruption=parsed.dropna().map(lambda p: p[0]), severity=parsed.dropna().map(lambda p: p[1])
+    )
     families = [f for f in FAMILIES if f in set(rows["corruption"].map(FAMILY_OF))]
     fig, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4), squeeze=False, sharey=True)
     for ax, family in zip(axes.flat, families):
@@ -116,7 +121,7 @@ def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -> list[Path]:
     """Robust top-1 against eps from each minimum-norm search (one line per model and attack), with
     the run's fixed-eps white-box attacks as points at their eps (same colour per model)."""
-    from ..robustbench_ext.checks import attacks_of_kind
+    from ..results.flags import attacks_of_kind
     from .minimum_norm import curve
 
     norm = summary["norm"].iloc[0]
@@ -128,10 +133,19 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -
     models, searches = list(dict.fromkeys(norms["model"])), list(dict.fromkeys(norms["attack"]))
     for (model, attack), rows in norms.groupby(["model", "attack"], sort=False):
         color = f"C{models.index(model) % 10}"
-        ax.plot(grid * scale, curve(rows["min_norm"], grid), color=color, ls=["-", "--", ":"][searches.index(attack) % 3],
-                label=f"{model}: {attack_title(attack)} (minimum norm)")
-        fixed = summary[(summary["model"] == model) & summary["attack"].isin(
-            [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])])]
+        ax.plot(
+            grid * scale,
+            curve(rows["min_norm"], grid),
+            color=color,
+            ls=["-", "--", ":"][searches.index(attack) % 3],
+            label=f"{model}: {attack_title(attack)} (minimum norm)",
+        )
+        fixed = summary[
+            (summary["model"] == model)
+            & summary["attack"].isin(
+                [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
+            )
+        ]
         for r in fixed.itertuples():
             ax.plot(r.eps_value * scale, r.top1, marker="o", ls="", color=color, alpha=0.7)
     ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
@@ -139,8 +153,10 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(marked(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", summary),
-                 fontsize=9)
+    ax.set_title(
+        marked(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", summary),
+        fontsize=9,
+    )
     fig.tight_layout()
     return _save(fig, out, "robust_top1_vs_min_norm")
 
@@ -154,7 +170,9 @@ def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = No
     attacks, _ = split(summary)
     paths = []
     if len(attacks):
-        paths += accuracy_vs_eps(attacks, out, "top1") + accuracy_vs_eps(attacks, out, "top5") + bars_per_eps(attacks, out)
+        paths += (
+            accuracy_vs_eps(attacks, out, "top1") + accuracy_vs_eps(attacks, out, "top5") + bars_per_eps(attacks, out)
+        )
     if norms is not None and len(norms):
         paths += minimum_norm_curves(attacks, norms, out)
     if is_condition(summary).any():

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..shifts.catalog import get_shift, parse_condition
+from ..shifts.catalog import parse_condition
+from ..shifts.kinds import get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
+from .naming import attack_title, data_label
 
 CLASS_SETS = (("imagenet-r", "ImageNet-R"), ("imagenet-a", "ImageNet-A"))
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
@@ -47,12 +49,10 @@ def model_metrics(rows: pd.DataFrame) -> CorruptionMetrics | None:
 
 
 def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
-    from .paper import attack_title
-
     cells: dict[str, str] = {}
     clean = attack_rows(rows)
     first = clean[clean["eps"] == clean["eps"].iloc[0]] if len(clean) else clean
-    if len((hit := first[first["attack"] == "clean"])):
+    if len(hit := first[first["attack"] == "clean"]):
         cells["Clean Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
     for kind, title in CLASS_SETS:
         hit = rows[(shift_of(rows) == kind) & (rows["attack"] == "clean")]
@@ -72,8 +72,11 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
 def shift_grid(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows = models; the shift columns, then the attack columns (top-1)."""
     rows = {m: _shift_cells(summary[summary["model"] == m]) for m in dict.fromkeys(summary["model"])}
-    columns = [c for c in dict.fromkeys(c for cells in rows.values() for c in cells)
-               if any(cells.get(c, "n/a") != "n/a" for cells in rows.values())]  # no column of n/a only
+    columns = [
+        c
+        for c in dict.fromkeys(c for cells in rows.values() for c in cells)
+        if any(cells.get(c, "n/a") != "n/a" for cells in rows.values())
+    ]  # no column of n/a only
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns).fillna("")
 
 
@@ -91,20 +94,20 @@ def shift_caption(summary: pd.DataFrame) -> str:
     parts = ["Distribution shift: top-1 accuracy (%), ImageNet-C as mean corruption error (%, lower is better)"]
     for kind in [k for k in dict.fromkeys(shift_of(summary)) if k]:
         rows = summary[shift_of(summary) == kind]
-        where = f"data: {rows['data'].iloc[0]}, n = {int(rows['n'].max())}" if "data" in rows else f"n = {int(rows['n'].max())}"
+        where = (
+            f"data: {data_label(rows['data'].iloc[0])}, n = {int(rows['n'].max())}"
+            if "data" in rows
+            else f"n = {int(rows['n'].max())}"
+        )
         parts.append(f"{kind}: {get_shift(kind).description} ({where})")
-    notes = {m.note for m in (model_metrics(summary[summary["model"] == x]) for x in dict.fromkeys(summary["model"]))
-             if m is not None and m.note}
+    notes = {
+        m.note
+        for m in (model_metrics(summary[summary["model"] == x]) for x in dict.fromkeys(summary["model"]))
+        if m is not None and m.note
+    }
     parts += sorted(notes)
     parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")
     return "; ".join(parts)
-
-
-def markdown_grid(grid: pd.DataFrame, caption: str) -> str:
-    head = "| Model | " + " | ".join(grid.columns) + " |"
-    rule = "|---|" + "---:|" * len(grid.columns)
-    lines = [f"| {m} | " + " | ".join(str(v) for v in row) + " |" for m, row in grid.iterrows()]
-    return "\n".join([f"Table: {caption}", "", head, rule, *lines])
 
 
 DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
@@ -117,24 +120,6 @@ def shift_blocks(summary: pd.DataFrame, render_grid) -> str:
     if detail is not None:
         blocks.append(render_grid(detail, DETAIL_CAPTION))
     return "\n\n".join(blocks)
-
-
-def shift_markdown(summary: pd.DataFrame) -> str:
-    return shift_blocks(summary, markdown_grid)
-
-
-def latex_grid(grid: pd.DataFrame, caption: str) -> str:
-    from .paper import latex_escape
-
-    head = "Model & " + " & ".join(latex_escape(c) for c in grid.columns) + r" \\"
-    rows = [latex_escape(str(m)) + " & " + " & ".join(str(v) for v in row) + r" \\" for m, row in grid.iterrows()]
-    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption)}}}",
-                      rf"\begin{{tabular}}{{l{'r' * len(grid.columns)}}}", r"\hline", head, r"\hline", *rows, r"\hline",
-                      r"\end{tabular}", r"\end{table}"])
-
-
-def shift_latex(summary: pd.DataFrame) -> str:
-    return shift_blocks(summary, latex_grid)
 
 
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:

@@ -7,11 +7,10 @@ import time
 import pandas as pd
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
-from rich.table import Column
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
-from .tables import caption_parts, pivot
+from .captions import caption_parts, pivot
 
 
 def compact(value: float) -> str:
@@ -63,16 +62,24 @@ class RichReporter:
 
     def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
         """``bars`` of ``model``, the ``position[0]``-th of the run's ``position[1]`` models."""
-        columns = (TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
-                   BarColumn(bar_width=24), MofNCompleteColumn(), ImagesPerSecond(), TimeLeft())
+        columns = (
+            TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            ImagesPerSecond(),
+            TimeLeft(),
+        )
         self.progress = Progress(*columns, console=self.console, transient=False, expand=True)
         self.progress.start()
         self.started, self.position = time.monotonic(), position
         title = f"{model}: model {position[0]} of {position[1]}"
-        self.run_task = self.progress.add_task(title, total=sum(b.total for b in bars),
-                                               completed=sum(b.done for b in bars), eta=None)
-        self.tasks = {bar.key: self.progress.add_task(bar.label, total=bar.total, completed=bar.done, busy=0.0, timed=0)
-                      for bar in bars}
+        self.run_task = self.progress.add_task(
+            title, total=sum(b.total for b in bars), completed=sum(b.done for b in bars), eta=None
+        )
+        self.tasks = {
+            bar.key: self.progress.add_task(bar.label, total=bar.total, completed=bar.done, busy=0.0, timed=0)
+            for bar in bars
+        }
         self.base = {bar.key: float(bar.done) for bar in bars}
 
     def advance(self, key, images, seconds: float | None = None) -> None:
@@ -139,8 +146,7 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
     if block is not None:
         tables.append(block)
     if shifted:
-        for grid, text in ((shift_grid(full), shift_caption(full)),
-                           (corruption_grid(full), DETAIL_CAPTION)):
+        for grid, text in ((shift_grid(full), shift_caption(full)), (corruption_grid(full), DETAIL_CAPTION)):
             if grid is not None:
                 tables.append(_transposed(grid, text))
     return tables

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..report.paper import attack_title, latex_escape
-from ..report.tables import caption_parts
-from ..robustbench_ext.protocols import get_protocol
+from ..evaluation.protocols import get_protocol
+from ..report import grid as grids
+from ..report.captions import caption_parts
+from ..report.naming import attack_title, latex_escape
 from .tables import PaperTable
 
 
-def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "",
-            latex: bool = False) -> str:
+def caption(
+    table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "", latex: bool = False
+) -> str:
     """The table's title and source, then (attack and accuracy tables) the run's own caption phrases
     — threat model, data, protocol, random weights, what is incomplete — as every robeval table states
     them; ``latex``: escaped, the budget in math."""
@@ -20,8 +22,10 @@ def caption(table: PaperTable, digits: bool, summary: pd.DataFrame | None = None
     if summary is not None and not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
         notes.insert(0, "--protocol standard gives the valid threat model")
     if digits:
-        notes.append("embedded digits demo: each row is the digits version of the paper's model"
-                     + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else ""))
+        notes.append(
+            "embedded digits demo: each row is the digits version of the paper's model"
+            + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else "")
+        )
     escape = latex_escape if latex else str
     run_parts = caption_parts(summary, eps, latex, top5=table.kind == "attacks") if summary is not None else []
     return "; ".join([*map(escape, parts), *run_parts, *map(escape, notes)])
@@ -47,7 +51,9 @@ def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]
     cells = _cells(table, summary, labels)
     columns = pd.MultiIndex.from_tuples([(label, k) for label in labels.values() for k in TOPK])
     rows = [attack_title(a) for a in ("clean", *table.attacks)]
-    return pd.DataFrame([[cells.get((label, a, k), "") for label, k in columns] for a in rows], index=rows, columns=columns)
+    return pd.DataFrame(
+        [[cells.get((label, a, k), "") for label, k in columns] for a in rows], index=rows, columns=columns
+    )
 
 
 def model_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -55,7 +61,9 @@ def model_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str])
     cells = _cells(table, summary, labels)
     columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in ("clean", *table.attacks) for k in TOPK])
     rows = list(labels.values())
-    return pd.DataFrame([[cells.get((label, a, k), "") for a, k in columns] for label in rows], index=rows, columns=columns)
+    return pd.DataFrame(
+        [[cells.get((label, a, k), "") for a, k in columns] for label in rows], index=rows, columns=columns
+    )
 
 
 def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -69,7 +77,9 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
     out = pd.DataFrame(index=list(labels.values()))
     out["Top-1 (%)"] = [f"{a:.2f}" for a in top1]
     out["Params (M)"] = [f"{p / 1e6:.2f}" if p >= 1e6 else f"{p / 1e6:.4f}" for p in params]
-    out["Accuracy/param"] = [f"{(a / top1[0]) / (p / params[0]):.3f}" if top1[0] else "n/a" for a, p in zip(top1, params)]
+    out["Accuracy/param"] = [
+        f"{(a / top1[0]) / (p / params[0]):.3f}" if top1[0] else "n/a" for a, p in zip(top1, params)
+    ]
     return out
 
 
@@ -78,6 +88,7 @@ LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accura
 
 def efficiency_grid(profile: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows = models, columns = the efficiency measures, with the change against the first row."""
+
     def with_change(col: str, value_digits: int, r) -> str:
         value, change = r[col], r[f"{col}_change_%"]
         if value is None or pd.isna(value):
@@ -86,21 +97,19 @@ def efficiency_grid(profile: pd.DataFrame, labels: dict[str, str]) -> pd.DataFra
         return text if change is None or pd.isna(change) or r.name == profile.index[0] else f"{text} ({change:+.1f}%)"
 
     out = pd.DataFrame(index=[labels[m] for m in profile["model"]])
-    for col, title, digits in (("forward_img_s", "Speed (img/s)", 1), ("forward_backward_img_s", "Fwd+bwd (img/s)", 1),
-                               ("pass_memory_MB", "Memory of a pass (MB)", 1), ("gflops_per_image", "GFLOPs/sample", 3),
-                               ("params_M", "Params (M)", 2)):
+    for col, title, digits in (
+        ("forward_img_s", "Speed (img/s)", 1),
+        ("forward_backward_img_s", "Fwd+bwd (img/s)", 1),
+        ("pass_memory_MB", "Memory of a pass (MB)", 1),
+        ("gflops_per_image", "GFLOPs/sample", 3),
+        ("params_M", "Params (M)", 2),
+    ):
         out[title] = [with_change(col, digits, r) for _, r in profile.iterrows()]
     return out
 
 
 def to_markdown(grid: pd.DataFrame, text: str) -> str:
-    if isinstance(grid.columns, pd.MultiIndex):
-        head = "| | " + " | ".join(f"{a} {b}" for a, b in grid.columns) + " |"
-    else:
-        head = "| | " + " | ".join(grid.columns) + " |"
-    rule = "|---|" + "---:|" * len(grid.columns)
-    rows = [f"| {index} | " + " | ".join(str(v) for v in row) + " |" for index, row in grid.iterrows()]
-    return "\n".join([f"Table: {text}", "", head, rule, *rows]) + "\n"
+    return grids.to_markdown(grid, text, corner="") + "\n"
 
 
 def to_csv(grid: pd.DataFrame) -> str:
@@ -112,16 +121,4 @@ def to_csv(grid: pd.DataFrame) -> str:
 
 def to_latex(grid: pd.DataFrame, text: str) -> str:
     """``text``: the caption, already LaTeX (:func:`caption` with ``latex=True``)."""
-    if isinstance(grid.columns, pd.MultiIndex):
-        groups = list(dict.fromkeys(a for a, _ in grid.columns))
-        head = [" & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{latex_escape(g)}}}" for g in groups) + r" \\",
-                " & " + " & ".join("Top-1 & Top-5" for _ in groups) + r" \\"]
-        cols = "l" + "|cc" * len(groups)
-    else:
-        head = [" & " + " & ".join(latex_escape(c) for c in grid.columns) + r" \\"]
-        cols = "l" + "r" * len(grid.columns)
-    rows = [latex_escape(str(index)) + " & " + " & ".join(latex_escape(str(v)) for v in row) + r" \\"
-            for index, row in grid.iterrows()]
-    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\caption{{{text}}}",
-                      rf"\begin{{tabular}}{{{cols}}}", r"\hline", *head, r"\hline", *rows, r"\hline",
-                      r"\end{tabular}", r"\end{table}"]) + "\n"
+    return grids.to_latex(grid, text, corner="") + "\n"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import lookup
+from ..attacks import SUITE
+from ..registry import Registry
 
-SEVEN_ATTACKS = ("fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square")
 TABLE_KINDS = {  # what a table measures -> the layouts it can be printed in (robeval.reproduce.render)
     "attacks": ("attacks-as-rows", "models-as-rows"),
     "accuracy": ("accuracy-per-parameter",),
@@ -52,51 +52,63 @@ class PaperTable:
         return {(r.digits if digits else r.imagenet): r.label for r in self.rows}
 
 
-_TABLES: dict[str, PaperTable] = {}
+TABLES: Registry[PaperTable] = Registry("paper table", "robeval reproduce --list")
 
 
 def register_table(table: PaperTable) -> PaperTable:
-    if table.name in _TABLES:
-        raise ValueError(f"paper table {table.name!r} registered twice")
     if table.kind not in TABLE_KINDS:
         raise ValueError(f"paper table {table.name!r}: kind must be one of {', '.join(TABLE_KINDS)}")
     if table.layout not in TABLE_KINDS[table.kind]:
-        raise ValueError(f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(TABLE_KINDS[table.kind])}")
-    _TABLES[table.name] = table
-    return table
+        raise ValueError(
+            f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(TABLE_KINDS[table.kind])}"
+        )
+    return TABLES.add(table.name, table)
 
 
 def list_tables() -> list[PaperTable]:
-    return list(_TABLES.values())
+    return list(TABLES.values())
 
 
 def get_table(name: str) -> PaperTable:
-    return lookup(_TABLES, name, "paper table", "robeval reproduce --list")
+    return TABLES.get(name)
 
 
 ELLIPTICAL = "Nielsen, Abdullaev, Teo, Nguyen: Elliptical Attention, NeurIPS 2024"
 
+
 def _deit_vs_elliptical(size: str) -> tuple[Row, Row]:
-    return (Row("DeiT", f"deit-{size}", "digits-deit"),
-            Row("DeiT-Elliptical", f"deit-{size}-elliptical", "digits-deit-elliptical"))
+    return (
+        Row("DeiT", f"deit-{size}", "digits-deit"),
+        Row("DeiT-Elliptical", f"deit-{size}-elliptical", "digits-deit-elliptical"),
+    )
 
 
 for _name, _size, _eps, _where in (
-        ("elliptical-table-e", "small", "3/255", "rebuttal, Table E"),
-        ("elliptical-tiny-attacks", "tiny", "1/255", "the paper's ImageNet attack table")):
-    register_table(PaperTable(
-        name=_name, title=f"DeiT-{_size} vs DeiT-Elliptical-{_size} under seven attacks, eps {_eps} ({_where})",
-        source=f"{ELLIPTICAL}, {_where}", kind="attacks", rows=_deit_vs_elliptical(_size), attacks=SEVEN_ATTACKS,
-        eps=_eps))
+    ("elliptical-table-e", "small", "3/255", "rebuttal, Table E"),
+    ("elliptical-tiny-attacks", "tiny", "1/255", "the paper's ImageNet attack table"),
+):
+    register_table(
+        PaperTable(
+            name=_name,
+            title=f"DeiT-{_size} vs DeiT-Elliptical-{_size} under seven attacks, eps {_eps} ({_where})",
+            source=f"{ELLIPTICAL}, {_where}",
+            kind="attacks",
+            rows=_deit_vs_elliptical(_size),
+            attacks=SUITE,
+            eps=_eps,
+        )
+    )
 
-register_table(PaperTable(
-    name="elliptical-efficiency",
-    title="Efficiency of DeiT vs DeiT-Elliptical: throughput, memory of a pass, FLOPs per image, parameters",
-    source=f"{ELLIPTICAL}, efficiency comparison",
-    kind="efficiency",
-    rows=_deit_vs_elliptical("tiny"),
-    layout="efficiency",
-))
+register_table(
+    PaperTable(
+        name="elliptical-efficiency",
+        title="Efficiency of DeiT vs DeiT-Elliptical: throughput, memory of a pass, FLOPs per image, parameters",
+        source=f"{ELLIPTICAL}, efficiency comparison",
+        kind="efficiency",
+        rows=_deit_vs_elliptical("tiny"),
+        layout="efficiency",
+    )
+)
 
 
 def _tiny(label: str, kind: str) -> Row:
@@ -105,36 +117,59 @@ def _tiny(label: str, kind: str) -> Row:
 
 
 ROBUST_BASELINES = (
-    Row("DeiT", "deit-tiny", "digits-deit"), Row("Distill", "deit-tiny-distilled", "digits-deit-distilled"),
-    _tiny("FourierFormer", "fourier"), _tiny("RVT", "rvt"), _tiny("DeiT-KDE", "kde"), _tiny("DeiT-RKDE", "rkde"),
-    _tiny("DeiT-SPKDE", "spkde"), _tiny("DeiT-MoM", "mom"), _tiny("DeiT-Elliptical", "elliptical"),
+    Row("DeiT", "deit-tiny", "digits-deit"),
+    Row("Distill", "deit-tiny-distilled", "digits-deit-distilled"),
+    _tiny("FourierFormer", "fourier"),
+    _tiny("RVT", "rvt"),
+    _tiny("DeiT-KDE", "kde"),
+    _tiny("DeiT-RKDE", "rkde"),
+    _tiny("DeiT-SPKDE", "spkde"),
+    _tiny("DeiT-MoM", "mom"),
+    _tiny("DeiT-Elliptical", "elliptical"),
 )
-BASELINES_NOTE = ("RVT is the authors' RVT-style DeiT-tiny (deit-tiny-rvt: normalised keys, learned attention mask), "
-                  "as their robustness zoo builds it; Mao et al.'s own RVT is rvt-tiny")
+BASELINES_NOTE = (
+    "RVT is the authors' RVT-style DeiT-tiny (deit-tiny-rvt: normalised keys, learned attention mask), "
+    "as their robustness zoo builds it; Mao et al.'s own RVT is rvt-tiny"
+)
 
-register_table(PaperTable(
-    name="elliptical-robust-baselines",
-    title="DeiT-tiny and the robust baselines under FGSM, PGD and SPSA, eps 1/255",
-    source=f"{ELLIPTICAL}, robustness table against robust baselines (after Han et al. 2023)",
-    kind="attacks", rows=ROBUST_BASELINES, attacks=("fgsm", "pgd", "spsa"), eps="1/255", layout="models-as-rows",
-    notes=(BASELINES_NOTE,),
-))
+register_table(
+    PaperTable(
+        name="elliptical-robust-baselines",
+        title="DeiT-tiny and the robust baselines under FGSM, PGD and SPSA, eps 1/255",
+        source=f"{ELLIPTICAL}, robustness table against robust baselines (after Han et al. 2023)",
+        kind="attacks",
+        rows=ROBUST_BASELINES,
+        attacks=("fgsm", "pgd", "spsa"),
+        eps="1/255",
+        layout="models-as-rows",
+        notes=(BASELINES_NOTE,),
+    )
+)
 
-register_table(PaperTable(
-    name="elliptical-efficiency-baselines",
-    title="Efficiency of DeiT-Elliptical against the robust baselines (changes against DeiT-Elliptical)",
-    source=f"{ELLIPTICAL}, efficiency comparison with the robust baselines",
-    kind="efficiency", rows=(ROBUST_BASELINES[-1], *ROBUST_BASELINES[:-1]), layout="efficiency",
-    notes=(BASELINES_NOTE,),
-))
+register_table(
+    PaperTable(
+        name="elliptical-efficiency-baselines",
+        title="Efficiency of DeiT-Elliptical against the robust baselines (changes against DeiT-Elliptical)",
+        source=f"{ELLIPTICAL}, efficiency comparison with the robust baselines",
+        kind="efficiency",
+        rows=(ROBUST_BASELINES[-1], *ROBUST_BASELINES[:-1]),
+        layout="efficiency",
+        notes=(BASELINES_NOTE,),
+    )
+)
 
-register_table(PaperTable(
-    name="swin-s-attention",
-    title="Swin-S with standard, Optimised, Efficient and Super attention: top-1, parameters, accuracy per parameter",
-    source='Hosseini & Hosseini, "You Need to Pay Better Attention", arXiv 2403.01643, Swin-S table',
-    kind="accuracy",
-    rows=(Row("Standard", "swin-small", "digits-swin"),
-          *(Row(k.capitalize(), f"swin-small-{k}", f"digits-swin-{k}") for k in ("optimised", "efficient", "super"))),
-    protocol="standard", layout="accuracy-per-parameter",
-    notes=("accuracy per parameter = (top-1 / the standard model's) / (parameters / the standard model's)",),
-))
+register_table(
+    PaperTable(
+        name="swin-s-attention",
+        title="Swin-S with standard, Optimised, Efficient and Super attention: top-1, parameters, accuracy per parameter",
+        source='Hosseini & Hosseini, "You Need to Pay Better Attention", arXiv 2403.01643, Swin-S table',
+        kind="accuracy",
+        rows=(
+            Row("Standard", "swin-small", "digits-swin"),
+            *(Row(k.capitalize(), f"swin-small-{k}", f"digits-swin-{k}") for k in ("optimised", "efficient", "super")),
+        ),
+        protocol="standard",
+        layout="accuracy-per-parameter",
+        notes=("accuracy per parameter = (top-1 / the standard model's) / (parameters / the standard model's)",),
+    )
+)

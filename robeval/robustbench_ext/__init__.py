@@ -1,5 +1,5 @@
-"""What extends the RobustBench protocol: data sets and subsets, protocols, the engine, metrics.
+"""What extends RobustBench: its fixed ImageNet subset (shipped as data), its model names
+(``robustbench:<name>``: importing this package registers them), and later its ``benchmark()``
+signature and leaderboard format."""
 
-Import the modules themselves (``robeval.robustbench_ext.engine``, ``.protocols``, ...): this package
-imports nothing, so that torch-free parts (the protocols) load without the engine.
-"""
+from . import models  # noqa: F401  (registers the robustbench: prefix and its weight source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from ..data.subsets import read_list
 from ..errors import UserError
 
 ROBUSTBENCH_5000 = "robustbench-5000"
@@ -23,17 +24,6 @@ def robustbench_list_file() -> Path:
     return Path(str(resources.files(__package__).joinpath("data", ROBUSTBENCH_LIST)))
 
 
-def read_list(path: str | Path) -> list[str]:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"subset file not found: {p}")
-    names = [line.strip().replace("\\\\", "/") for line in p.read_text().splitlines()]
-    names = [n for n in names if n and not n.startswith("#")]
-    if not names:
-        raise UserError(f"subset file {p} lists no images")
-    return names
-
-
 def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | None:
     """The image list a run uses, or None for the class-balanced default."""
     if subset_file is not None:
@@ -43,18 +33,3 @@ def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | N
     if subset != ROBUSTBENCH_5000:
         raise UserError(f"unknown --subset {subset!r}; known: {ROBUSTBENCH_5000} (or --subset-file FILE)")
     return read_list(robustbench_list_file())
-
-
-def select(samples: list[tuple[str, int]], root: Path, names: list[str], n_examples: int | None) -> list[int]:
-    """Dataset indices of the listed images (a prefix of the list for ``n_examples``), in list order."""
-    if n_examples is not None:
-        if n_examples <= 0:
-            raise UserError(f"--n-examples must be positive, got {n_examples}")
-        if n_examples > len(names):
-            raise UserError(f"--n-examples {n_examples} is more than the {len(names)} images of the subset")
-        names = names[:n_examples]
-    position = {Path(p).relative_to(root).as_posix(): i for i, (p, _) in enumerate(samples)}
-    missing = [n for n in names if n not in position]
-    if missing:
-        raise UserError(f"{len(missing)} listed image(s) are not in {root}, e.g. {missing[0]}")
-    return [position[n] for n in names]

@@ -1,6 +1,5 @@
 """Facts of the distribution-shift benchmarks: ImageNet-C's corruptions and families, AlexNet's
-published errors (the mCE normaliser), the 200-class sets of ImageNet-A and ImageNet-R, and the
-shift kinds a run can ask for (``--shift``).
+published errors (the mCE normaliser), and the 200-class sets of ImageNet-A and ImageNet-R.
 
 Sources: Hendrycks & Dietterich, "Benchmarking Neural Network Robustness to Common Corruptions and
 Perturbations", ICLR 2019 (corruptions, severities 1-5, AlexNet errors averaged over severities,
@@ -14,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 
-from ..errors import UserError, closest, lookup
+from ..errors import UserError, closest
 
 # The 15 benchmark corruptions by family, in the benchmark's order, then the 4 held-out extras.
 FAMILIES = {
@@ -30,35 +29,32 @@ FAMILY_OF = {c: family for family, members in FAMILIES.items() for c in members}
 SEVERITIES = (1, 2, 3, 4, 5)
 
 # AlexNet's top-1 error on each corruption, averaged over the five severities (the benchmark's constants).
-ALEXNET_ERRORS = dict(zip(COMMON, (
-    0.886428, 0.894468, 0.922640, 0.819880, 0.826268, 0.785948, 0.798360,
-    0.866816, 0.826572, 0.819324, 0.564592, 0.853204, 0.646056, 0.717840, 0.606500,
-)))
+ALEXNET_ERRORS = dict(
+    zip(
+        COMMON,
+        (
+            0.886428,
+            0.894468,
+            0.922640,
+            0.819880,
+            0.826268,
+            0.785948,
+            0.798360,
+            0.866816,
+            0.826572,
+            0.819324,
+            0.564592,
+            0.853204,
+            0.646056,
+            0.717840,
+            0.606500,
+        ),
+    )
+)
 ALEXNET_CLEAN_ERROR = 0.435  # AlexNet's clean top-1 error in the benchmark's table (relative mCE)
 
 
-@dataclass(frozen=True)
-class ShiftKind:
-    name: str
-    description: str
-    generated: bool = False  # corruptions made on the fly from the clean images
-    tree: bool = False  # a pre-generated <corruption>/<severity>/<class>/ folder tree
-    classes: str | None = None  # a 200-class set: logits restricted to its classes
-
-
-SHIFT_KINDS = {k.name: k for k in (
-    ShiftKind("corruptions", "ImageNet-C's corruptions generated from the clean images (imagecorruptions)", generated=True),
-    ShiftKind("imagenet-c", "a pre-generated ImageNet-C tree <corruption>/<severity>/<wnid>/*.JPEG", tree=True),
-    ShiftKind("imagenet-a", "ImageNet-A (200 classes; logits restricted to them)", classes="imagenet-a"),
-    ShiftKind("imagenet-r", "ImageNet-R (200 classes; logits restricted to them)", classes="imagenet-r"),
-)}
-
-
-def get_shift(name: str) -> ShiftKind:
-    return lookup(SHIFT_KINDS, name, "shift")
-
-
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def class_set(name: str) -> tuple[str, ...]:
     """The sorted 200 wnids of ``imagenet-a`` or ``imagenet-r`` (shipped in ``data/``)."""
     text = resources.files(__package__).joinpath("data", f"{name}-wnids.txt").read_text()
@@ -67,15 +63,19 @@ def class_set(name: str) -> tuple[str, ...]:
 
 def parse_corruptions(text: str | list[str] | None) -> list[str]:
     """``None``/``common`` -> the 15; ``all`` -> 19; ``extra``; a family name; or a comma list."""
-    items = [t.strip() for part in ([text] if isinstance(text, str) else (text or ["common"])) for t in str(part).split(",")]
+    items = [
+        t.strip() for part in ([text] if isinstance(text, str) else (text or ["common"])) for t in str(part).split(",")
+    ]
     out: list[str] = []
     for item in filter(None, items):
         group = {"common": COMMON, "all": COMMON + EXTRA, **FAMILIES}.get(item)
         if group is None:
             if item not in FAMILY_OF:
                 names = [*FAMILY_OF, "common", "all", *FAMILIES]
-                raise UserError(f"unknown corruption {item!r}{closest(item, names)}; valid: {', '.join(COMMON + EXTRA)}, "
-                                f"or a group: common (the 15), all, {', '.join(FAMILIES)}")
+                raise UserError(
+                    f"unknown corruption {item!r}{closest(item, names)}; valid: {', '.join(COMMON + EXTRA)}, "
+                    f"or a group: common (the 15), all, {', '.join(FAMILIES)}"
+                )
             group = (item,)
         out.extend(c for c in group if c not in out)
     if not out:
@@ -96,6 +96,15 @@ def parse_severities(text: str | list[int] | None) -> list[int]:
         if value not in out:
             out.append(value)
     return sorted(out)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One shifted condition of a run: a corruption at a severity."""
+
+    name: str  # as records and tables name it: gaussian_noise@3
+    corruption: str
+    severity: int
 
 
 def condition_name(corruption: str, severity: int) -> str:

@@ -12,47 +12,26 @@ clean validation set).  An image whose corruption raises comes back with label
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from ..attacks.base import derive_seed
+from ..data.folders import UNREADABLE, load_image
 from ..errors import UserError
-from .catalog import class_set, condition_name, get_shift, parse_corruptions, parse_severities
+from ..norms import perturbation_norms
+from ..seeds import derive_seed
+from .catalog import Condition, class_set
 from .corrupt import corrupt_tensor
 
 CORRUPTION_FAILED = -2  # label of an image whose corruption raised (unreadable files are -1)
 MASKED_LOGIT = -1e4  # the logit of a class outside a 200-class set: below any real logit, finite in fp16
 
 
-@dataclass(frozen=True)
-class Condition:
-    name: str  # as records and tables name it: gaussian_noise@3
-    corruption: str
-    severity: int
-
-
-def conditions(shift: str | None, corruptions=None, severities=None) -> list[Condition]:
-    """The (corruption, severity) conditions a run asks for (none without a shift, and none for
-    ImageNet-A/-R, which change the data rather than add conditions)."""
-    if not shift or get_shift(shift).classes:
-        return []
-    return [Condition(condition_name(c, s), c, s) for c in parse_corruptions(corruptions)
-            for s in parse_severities(severities)]
-
-
-def config_conditions(config) -> list[Condition]:
-    """:func:`conditions` of an :class:`EvalConfig` or of a stored configuration (a dict)."""
-    get = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
-    return conditions(get("shift"), get("corruptions"), get("severities"))
-
-
 def _norms(shifted: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
-    delta = (shifted - clean).flatten().double()
-    return torch.stack([delta.abs().max(), delta.norm()]).float()
+    """``[linf, l2]`` of one image's shift (float32, as a DataLoader batches them)."""
+    return torch.cat(perturbation_norms(shifted[None], clean[None])).float()
 
 
 class CorruptedImages(Dataset):
@@ -77,24 +56,25 @@ class CorruptedImages(Dataset):
 
 
 class TreeImages(Dataset):
-    """The examples of an ImageNet-C folder tree under one condition, matched by relative path."""
+    """The examples of an ImageNet-C folder tree under one condition, matched by relative path to
+    ``base`` (the first condition's folder, which named the examples)."""
 
-    def __init__(self, base, base_root: str, root: str, condition: Condition) -> None:
-        self.base, self.base_root, self.condition = base, base_root, condition
+    def __init__(self, base, root: str, condition: Condition) -> None:
+        self.base, self.condition = base, condition
         self.folder = os.path.join(root, condition.corruption, str(condition.severity))
 
     def __len__(self) -> int:
         return len(self.base)
 
     def path_of(self, i: int) -> str:
-        return os.path.join(self.folder, os.path.relpath(self.base.path_of(i), self.base_root))
+        return os.path.join(self.folder, os.path.relpath(self.base.path_of(i), self.base.root))
 
     def __getitem__(self, i: int):
         label = self.base.samples[i][1]
         try:
-            image = self.base.folder.transform(self.base.folder.loader(self.path_of(i)))
+            image = self.base.transform(load_image(self.path_of(i)))
         except Exception:  # missing or broken file: skipped and named, as unreadable clean images are
-            return torch.zeros(self.base.input_size), -1, torch.zeros(2)
+            return torch.zeros(tuple(self.base.spec.input_size)), UNREADABLE, torch.zeros(2)
         return image, label, torch.full((2,), float("nan"))
 
 
@@ -111,8 +91,10 @@ def check_class_set(classes: list[str], shift: str, data: str) -> None:
     allowed = set(class_set(shift))
     stray = [c for c in classes if c not in allowed]
     if stray:
-        raise UserError(f"data {data}: folder {stray[0]!r} is not one of {shift}'s 200 classes "
-                        f"({len(stray)} such folders); is this an {shift} copy?")
+        raise UserError(
+            f"data {data}: folder {stray[0]!r} is not one of {shift}'s 200 classes "
+            f"({len(stray)} such folders); is this an {shift} copy?"
+        )
 
 
 class RestrictedLogits(nn.Module):
@@ -122,11 +104,13 @@ class RestrictedLogits(nn.Module):
 
     def __init__(self, model: nn.Module, shift: str) -> None:
         super().__init__()
-        from ..robustbench_ext.labels import imagenet_wnids
+        from ..data.labels import imagenet_wnids
 
         position = {w: i for i, w in enumerate(imagenet_wnids() or [])}
         self.model = model
-        self.register_buffer("keep", torch.tensor([position[w] for w in class_set(shift)], dtype=torch.long), persistent=False)
+        self.register_buffer(
+            "keep", torch.tensor([position[w] for w in class_set(shift)], dtype=torch.long), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         logits = self.model(x)

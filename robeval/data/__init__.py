@@ -1,0 +1,1 @@
+"""Data sources: the embedded digits, image folders, labels and class maps, subsets."""

@@ -1,0 +1,62 @@
+"""The embedded default: scikit-learn's 8x8 handwritten digits, split once into train and test."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from ..defaults import DIGITS
+from .examples import EvalData
+from .labels import LabelSpace
+from .subsets import balanced_subset
+
+
+@functools.lru_cache(maxsize=1)
+def _digits_arrays_cached() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()  # parses a gzipped CSV: read once per process
+    images = (bunch.images.astype(np.float32) / 16.0)[:, None, :, :]
+    return images, bunch.target.astype(np.int64)
+
+
+def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """All 1797 scikit-learn digits as float32 [N,1,8,8] in [0,1] (pixel/16) and int64 labels (fresh copies)."""
+    images, labels = _digits_arrays_cached()
+    return images.copy(), labels.copy()
+
+
+def digits_split(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed split: every 4th image (index % 4 == 3) is test (449 images), the rest train."""
+    images, labels = digits_arrays()
+    test = np.arange(len(labels)) % 4 == 3
+    mask = test if split == "test" else ~test
+    return images[mask], labels[mask]
+
+
+class TensorImages(Dataset):
+    """Images and labels held in memory."""
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray) -> None:
+        self.images, self.labels = torch.from_numpy(images), torch.from_numpy(labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int):
+        return self.images[i], self.labels[i]
+
+
+def load_digits_data(n_examples: int | None) -> EvalData:
+    images, labels = digits_split("test")
+    space = LabelSpace({str(c): c for c in range(10)}, 10, "digits (10 classes)")
+    return EvalData(
+        DIGITS,
+        TensorImages(images, labels),
+        balanced_subset(labels.tolist(), n_examples),
+        space,
+        input_size=tuple(images.shape[1:]),
+    )

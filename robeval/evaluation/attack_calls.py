@@ -1,0 +1,125 @@
+"""What wraps every attack call of the engine: per-unit seeds, pass counting, autocast,
+out-of-memory halving and the check that the returned batch respects the threat model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..norms import perturbation_size
+from ..seeds import derive_seed
+
+BOUND_TOLERANCE = 1e-6
+
+
+class AttackBoundsError(RuntimeError):
+    """An attack returned a point outside the threat model: a bug in that attack."""
+
+
+def verify_adversarial(
+    attack: str, x_adv: torch.Tensor, x: torch.Tensor, eps: float, norm: str, box: tuple[float, float] | None
+) -> None:
+    """Abort when ``x_adv`` leaves the eps ball (around ``x`` clipped to the box) or the box.
+
+    An example returned unchanged is always valid (under ``nielsen2024`` the clean normalized
+    input lies outside AutoAttack's [0,1] box, and AutoAttack returns it for unfooled points).
+    """
+    if x_adv.shape != x.shape:
+        raise AttackBoundsError(f"attack {attack} returned shape {tuple(x_adv.shape)} for input {tuple(x.shape)}")
+    if not torch.isfinite(x_adv).all():
+        raise AttackBoundsError(f"attack {attack} returned non-finite values")
+    changed = ~(x_adv == x).flatten(1).all(1)
+    if not changed.any():
+        return
+    x_adv, x = x_adv[changed], x[changed]
+    anchor = x if box is None else x.clamp(*box)
+    worst = float(perturbation_size(x_adv, anchor, norm).max())
+    if worst > eps + BOUND_TOLERANCE:
+        raise AttackBoundsError(f"attack {attack} left the {norm} ball: perturbation {worst:.8f} > eps {eps:.8f}")
+    if box is not None:
+        lo, hi = float(x_adv.min()), float(x_adv.max())
+        if lo < box[0] - BOUND_TOLERANCE or hi > box[1] + BOUND_TOLERANCE:
+            raise AttackBoundsError(f"attack {attack} left the input range {box}: values in [{lo:.6f}, {hi:.6f}]")
+
+
+class PassCounter(nn.Module):
+    """Counts images sent forward through ``net`` and gradients flowing back through its output."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.forward_images = 0
+        self.backward_images = 0
+        self.listener: Callable[[int], None] | None = None  # told the images sent forward so far (progress)
+
+    def reset(self) -> None:
+        self.forward_images = self.backward_images = 0
+
+    def _count_backward(self, n: int):
+        def hook(grad: torch.Tensor) -> None:
+            self.backward_images += n
+
+        return hook
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x)
+        self.forward_images += x.shape[0]
+        if self.listener is not None:
+            self.listener(self.forward_images)
+        if out.requires_grad:
+            out.register_hook(self._count_backward(x.shape[0]))
+        return out
+
+
+class Autocast(nn.Module):
+    """Runs ``net`` under autocast (bf16/fp16) and hands float32 logits back to the attacks."""
+
+    def __init__(self, net: nn.Module, dtype: torch.dtype, device_type: str) -> None:
+        super().__init__()
+        self.net, self.dtype, self.device_type = net, dtype, device_type
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            out = self.net(x)
+        return out.float()
+
+
+def topk_hits(logits: torch.Tensor, y: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-example top-1 and top-k hit (k capped at the number of classes)."""
+    k = min(k, logits.shape[1])
+    top = logits.topk(k, dim=1).indices
+    return top[:, 0] == y, (top == y[:, None]).any(dim=1)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError) and "out of memory" in str(exc)
+    )
+
+
+def attack_with_halving(
+    attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: Any = None, examples: list[int] | None = None
+) -> torch.Tensor:
+    """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively);
+    ``state.oom_splits`` (when given) counts the splits; ``examples`` are the rows' data-set indices."""
+    try:
+        return attack(x, y, seed=seed, examples=examples)
+    except Exception as exc:
+        if not is_out_of_memory(exc) or len(y) <= 1:
+            raise
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if state is not None:
+        state.oom_splits += 1
+    half = len(y) // 2
+    lo, hi = (None, None) if examples is None else (examples[:half], examples[half:])
+    return torch.cat(
+        [
+            attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state, lo),
+            attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state, hi),
+        ]
+    )

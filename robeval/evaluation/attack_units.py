@@ -1,0 +1,163 @@
+"""One model's attacks on one batch: each (eps, attack) unit seeded, counted, verified against the
+threat model and turned into records.  Minimum-norm attacks search once per batch and serve every
+eps from that search.  A long attack reports its progress inside the unit (model passes spent
+against its budget)."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..attacks import create
+from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, minimal_norms
+from ..attacks.transfer import TransferAttack
+from ..eps import Eps
+from ..norms import perturbation_norms
+from .attack_calls import (
+    AttackBoundsError,
+    PassCounter,
+    attack_with_halving,
+    derive_seed,
+    topk_hits,
+    verify_adversarial,
+)
+from .plan import ModelJob, RunPlan
+from .progress import throttled
+from .units import BatchOutcome, Unit, add_records
+
+Logits = Callable[[torch.Tensor, str], torch.Tensor]  # the checked, gradient-free forward pass
+
+
+def attack_failure(attack: str, eps: str, batch: int, exc: Exception) -> str:
+    """One line for an attack that raised: what, where in the run, and where in the code."""
+    text = (str(exc).strip().splitlines() or [""])[0][:200]
+    if isinstance(exc, AttackBoundsError):
+        return f"{text} (eps {eps}, batch {batch})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"attack {attack} failed at eps {eps}, batch {batch}: {type(exc).__name__}: {text}{where}"
+
+
+@dataclass
+class MinimumNormFound:
+    points: torch.Tensor  # the smallest fooling point per example (clean image where none was found)
+    logits: torch.Tensor  # the target's logits on them (at each eps a row takes these or the clean ones)
+    norms: torch.Tensor  # its size (0: misclassified clean, inf: none found)
+    passes: tuple[float, float]  # forward / backward passes per example of the search
+
+
+@dataclass
+class BatchAttack:
+    """What the units of one batch share: the images as attacked, labels, clean logits and records."""
+
+    b: int
+    xa: torch.Tensor
+    y: torch.Tensor
+    clean_logits: torch.Tensor
+    base: dict  # the record fields every unit of the batch shares (model, batch, example, label, clean hits)
+
+
+class AttackUnits:
+    """The attacks of ``job`` under ``plan`` on the counted ``target``, one per (eps, attack)."""
+
+    def __init__(
+        self, job: ModelJob, plan: RunPlan, counted: PassCounter, logits: Logits, outcome: BatchOutcome, source=None
+    ) -> None:
+        self.job, self.plan, self.counted, self.logits, self.outcome = job, plan, counted, logits, outcome
+        config = plan.config
+        self.attacks = {
+            (e.text, a): create(
+                a, counted, e.value, norm=config.norm, seed=config.seed, clip=plan.protocol.box(a), **plan.settings[a]
+            )
+            for e in config.eps
+            for a in job.attacks
+        }
+        for attack in self.attacks.values():
+            if isinstance(attack, TransferAttack):  # transfer attacks craft on the run's source model
+                attack.source = source
+        self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
+        self.progress: Callable[[Unit, float], None] | None = None
+
+    def records(self, columns: dict[str, list], batch: BatchAttack, eps: Eps, attack: str) -> None:
+        """Run one unit into ``columns``; a failed attack becomes a :class:`~.units.ModelFailure` message."""
+        x_adv, adv_logits, (fwd, bwd), min_norm = self._run(batch, eps, attack)
+        verify_adversarial(attack, x_adv, batch.xa, eps.value, self.plan.config.norm, self.plan.protocol.box(attack))
+        if adv_logits is None:
+            adv_logits = self.logits(x_adv, f"{attack} images (batch {batch.b})")
+        adv1, adv5 = topk_hits(adv_logits, batch.y)
+        linf, l2 = perturbation_norms(x_adv, batch.xa)
+        add_records(
+            columns,
+            **batch.base,
+            attack=attack,
+            eps=eps.text,
+            eps_value=eps.value,
+            adv_top1=adv1.tolist(),
+            adv_top5=adv5.tolist(),
+            adv_pred=adv_logits.argmax(1).tolist(),
+            linf=linf.tolist(),
+            l2=l2.tolist(),
+            forward_passes=fwd + 1.0,
+            backward_passes=bwd,
+            min_norm=min_norm,
+        )
+
+    def _labels(self, batch: BatchAttack, attack: str) -> torch.Tensor:
+        return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
+
+    def _run(self, batch: BatchAttack, eps: Eps, attack: str):
+        """The unit's points, their logits when already known, passes per example and minimal norms."""
+        attacker = self.attacks[(eps.text, attack)]
+        if isinstance(attacker, MinimumNormAttack):  # read from the batch's one search: no pass of its own
+            found = self._minimum_norm(batch, attack, attacker)
+            kept = fooled_within(found.norms, eps.value)
+            x_adv = torch.where(kept.view(-1, *[1] * (batch.xa.dim() - 1)), found.points, batch.xa)
+            return (
+                x_adv,
+                torch.where(kept[:, None], found.logits, batch.clean_logits),
+                found.passes,
+                found.norms.tolist(),
+            )
+        self.counted.reset()
+        self._listen((self.job.name, eps.text, attack, batch.b), attacker, len(batch.y))
+        try:
+            seed = derive_seed(self.plan.config.seed, attack, eps.text, batch.b)
+            x_adv = attack_with_halving(
+                attacker, batch.xa, self._labels(batch, attack), seed, self.outcome, batch.base["example"]
+            )
+        finally:
+            self.counted.listener = None
+        n = len(batch.y)
+        return x_adv, None, (self.counted.forward_images / n, self.counted.backward_images / n), float("nan")
+
+    def _listen(self, unit: Unit, attacker, n: int) -> None:
+        """Report progress inside the unit: forward passes spent against the attack's budget."""
+        budget = attacker.budget()
+        if self.progress is None or not budget:
+            return
+        report = self.progress
+        self.counted.listener = throttled(lambda passes: report(unit, n * min(1.0, passes / (budget * n))))
+
+    def _minimum_norm(self, batch: BatchAttack, attack: str, attacker: MinimumNormAttack) -> MinimumNormFound:
+        """A minimum-norm attack's search on the batch: run once (seeded without eps) and evaluated once,
+        kept while the batch's other eps read it; its passes are reported under every eps it serves."""
+        key = (batch.b, attack)
+        if key not in self.found:
+            self.found = {k: v for k, v in self.found.items() if k[0] == batch.b}  # only this batch's searches
+            self.counted.reset()
+            labels = self._labels(batch, attack)
+            seed = derive_seed(self.plan.config.seed, attack, batch.b)
+            points = attack_with_halving(
+                attacker.find_points, batch.xa, labels, seed, self.outcome, batch.base["example"]
+            )
+            passes = (self.counted.forward_images / len(labels), self.counted.backward_images / len(labels))
+            logits = self.logits(points, f"{attack} images (batch {batch.b})")
+            norms = minimal_norms(
+                batch.xa, points, batch.clean_logits.argmax(1), logits.argmax(1), labels, self.plan.config.norm
+            )
+            self.found[key] = MinimumNormFound(points, logits, norms, passes)
+        return self.found[key]

@@ -1,0 +1,183 @@
+"""What a run will do, resolved once from its configuration: the protocol, the device and batch size,
+every attack's settings, the model jobs (with ``--adaptive`` copies), the shift and its conditions.
+Every part of the engine reads the plan instead of resolving these again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..attacks import get_attack_spec
+from ..defaults import DIGITS
+from ..errors import UserError
+from ..models import get_spec
+from ..options import EvalConfig
+from ..shifts.catalog import Condition
+from ..shifts.kinds import ShiftKind, get_shift
+from .config import ADAPTIVE_SUFFIX, attack_settings, semantic_config
+from .protocols import Protocol, get_protocol
+
+# Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
+# (benchmarks/batch_size.py: deit-tiny, 2 threads, 1.08-1.16x the img/s of batch 64) while autograd
+# keeps ~19 MB of activations per image; on a GPU larger batches pay off.
+DIGITS_BATCH = 128
+FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # --amp choices
+
+
+@dataclass
+class ModelJob:
+    """One column of results: a registered model with options and the attacks it faces."""
+
+    name: str
+    model: str
+    options: dict[str, Any]
+    attacks: list[str]
+
+
+@dataclass
+class RunPlan:
+    config: EvalConfig
+    protocol: Protocol
+    device: torch.device
+    batch_size: int
+    settings: dict[str, dict[str, Any]]  # attack -> the settings it runs with (protocol defaults, --set)
+    jobs: list[ModelJob]
+    shift: ShiftKind | None
+    conditions: list[Condition]
+
+    def units(self, job: ModelJob) -> list[str]:
+        """What one model's run evaluates on every batch at every eps: the clean images (unless the
+        data has none: an ImageNet-C tree), its attacks, then the shifted conditions."""
+        clean = ["clean"] if self.shift is None or self.shift.has_clean_images else []
+        return [*clean, *job.attacks, *(c.name for c in self.conditions)]
+
+    @property
+    def amp_dtype(self) -> torch.dtype | None:
+        return AMP_DTYPES.get(self.config.amp)
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the records (:func:`~.config.semantic_config`)."""
+        return semantic_config(self.config, self.batch_size, self.settings)
+
+    def outline(self, batches: int) -> dict[str, Any]:
+        """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each."""
+        return {"batches": batches, "units": {job.name: self.units(job) for job in self.jobs}}
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"invalid --device {device!r}: use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda requested but no CUDA GPU is available")
+    return dev
+
+
+def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
+    if config.batch_size is not None:
+        if config.batch_size <= 0:
+            raise UserError(f"--batch-size must be positive, got {config.batch_size}")
+        return config.batch_size
+    return DIGITS_BATCH if config.data == DIGITS else FOLDER_BATCH[device.type == "cuda"]
+
+
+def model_jobs(config: EvalConfig, protocol: Protocol) -> list[ModelJob]:
+    """The models to evaluate, with the protocol's model options where a model has them (the token
+    median of ``nielsen2024``); with ``adaptive``, every model whose spec is adaptive again with its
+    adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
+    jobs = []
+    for m in config.models:
+        spec = get_spec(m)
+        options = {k: v for k, v in protocol.model_options.items() if k in spec.options}
+        jobs.append(ModelJob(m, m, options, list(config.attacks)))
+    white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
+    if config.adaptive and white:
+        for job in list(jobs):
+            spec = get_spec(job.model)
+            if spec.is_adaptive:
+                jobs.append(
+                    ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, {**job.options, **(spec.adaptive or {})}, white)
+                )
+    return jobs
+
+
+def make_plan(config: EvalConfig) -> RunPlan:
+    """The run's plan, checked (:func:`check_plan`): one line for anything that cannot run."""
+    protocol = get_protocol(config.protocol)
+    device = resolve_device(config.device)
+    shift = get_shift(config.shift) if config.shift is not None else None
+    conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
+    plan = RunPlan(
+        config,
+        protocol,
+        device,
+        resolve_batch_size(config, device),
+        {a: attack_settings(config, a) for a in config.attacks},
+        model_jobs(config, protocol),
+        shift,
+        conditions,
+    )
+    check_plan(plan)
+    return plan
+
+
+def check_plan(plan: RunPlan) -> None:
+    config = plan.config
+    if config.amp not in ("off", *AMP_DTYPES):
+        raise UserError(f"invalid --amp {config.amp!r}: choose off, bf16 or fp16")
+    if config.amp == "fp16" and plan.device.type != "cuda":
+        raise UserError("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
+    for attack in config.attacks:
+        spec = get_attack_spec(attack)
+        if config.norm not in spec.norms:
+            raise UserError(
+                f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})"
+            )
+        if spec.minimum_norm and plan.protocol.space != "pixel":
+            raise UserError(
+                f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
+                "normalized tensors: use --protocol standard or aa-plus"
+            )
+    check_shift(plan)
+    check_transfer(plan)
+    missing = sorted(set(config.checkpoints) - set(config.models))
+    if missing:
+        raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+
+
+def check_transfer(plan: RunPlan) -> None:
+    """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
+    config = plan.config
+    transfer = [a for a in config.attacks if get_attack_spec(a).kind == "transfer"]
+    if transfer and not config.source_model:
+        raise UserError(
+            f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on"
+        )
+    if config.source_model and not transfer:
+        raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
+    if transfer:
+        get_spec(str(config.source_model).partition("=")[0])
+        if plan.protocol.space != "pixel":
+            raise UserError(
+                f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
+                "two models normalise their inputs differently"
+            )
+
+
+def check_shift(plan: RunPlan) -> None:
+    """A shift that can be run on this data with these attacks (one line otherwise)."""
+    config = plan.config
+    if plan.shift is None:
+        if config.corruptions or config.severities:
+            raise UserError(
+                "--corruptions / --severities choose conditions of --shift corruptions or --shift imagenet-c"
+            )
+        return
+    plan.shift.check(config)

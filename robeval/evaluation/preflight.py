@@ -1,0 +1,84 @@
+"""Checks made before a run is created, so that a user's mistake costs no work and leaves no run.
+
+Every model is built on the meta device (no memory, no weights) for its input size and classes;
+every checkpoint file is looked at (exists, is a checkpoint); the data is opened once, the subset
+chosen, and its labels checked against each model's classes.  What is learnt (the data) is handed
+to the run, which reuses it for every model.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..data.examples import EvalData
+from ..data.labels import check_classes
+from ..data.loading import load_data
+from ..errors import UserError
+from ..models import build_network, get_spec, model_meta
+from ..models.checkpoint import check_checkpoint_file
+from ..options import EvalConfig
+from .plan import RunPlan
+
+
+def preflight(plan: RunPlan) -> EvalData:
+    """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
+    config = plan.config
+    metas = [
+        _checked_meta(
+            job.model, job.options, config.checkpoints.get(job.model), config, f"--checkpoint {job.model}=PATH"
+        )
+        for job in plan.jobs
+    ]
+    if plan.shift is not None:
+        data = plan.shift.load(config, metas[0])
+    else:
+        data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+    check_settings_fit(plan, metas)
+    if config.source_model:
+        metas.append(_source_meta(config, metas))
+    for meta in metas:
+        if data.input_size is not None and tuple(meta.input_size) != data.input_size:
+            raise UserError(
+                f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "
+                f"gives {data.input_size}"
+            )
+        check_classes(data.label_space, config.data, meta.name, meta.num_classes)
+    return data
+
+
+def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):
+    """A model's checkpoint file looked at (or its default weights' existence), and what it is (built
+    on the meta device: no memory, no weights)."""
+    spec = get_spec(name)
+    if checkpoint is not None:
+        check_checkpoint_file(checkpoint)
+    elif not spec.has_default_weights and config.weights != "random":
+        raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
+    with torch.device("meta"):
+        net = build_network(name, **options)
+    return model_meta(net, spec, options)
+
+
+def _source_meta(config: EvalConfig, targets: list):
+    """The transfer source, checked like a model, taking inputs of the targets' size."""
+    name, _, checkpoint = config.source_model.partition("=")
+    meta = _checked_meta(name, {}, checkpoint or None, config, f"--source-model {name}=PATH")
+    for target in targets:
+        if tuple(target.input_size) != tuple(meta.input_size):
+            raise UserError(
+                f"--source-model {name} takes input {tuple(meta.input_size)} but {target.name} takes "
+                f"{tuple(target.input_size)}: transfer needs the same images"
+            )
+    return meta
+
+
+def check_settings_fit(plan: RunPlan, metas: list) -> None:
+    """Settings that depend on the model: targeted attacks need as many other classes as targets."""
+    for attack, settings in plan.settings.items():
+        targets = settings.get("n_target_classes")
+        for meta in metas:
+            if targets is not None and targets > meta.num_classes - 1:
+                raise UserError(
+                    f"{attack}.n_target_classes={targets}: {meta.name} has {meta.num_classes} classes, so "
+                    f"at most {meta.num_classes - 1} can be targets (every class but the true one)"
+                )

@@ -1,0 +1,235 @@
+"""The efficiency table: parameters, FLOPs per image, forward and forward+backward throughput, and
+the memory a model's pass needs, side by side with the change against the first model (the paper's
+efficiency table for DeiT vs DeiT-Elliptical).
+
+Fair timing: every model is built and warmed up first; then the timed repeats are interleaved
+(model A, model B, model A, ...) so that drift of the machine (other jobs, clocks, caches) falls
+on every model alike; each figure is the median of the repeats, printed with its spread (the
+relative range of the repeats).  Being listed first or second changes nothing.
+
+FLOPs come from PyTorch's own ``torch.utils.flop_counter.FlopCounterMode`` (one multiply-add = 2
+FLOPs) over matrix products and convolutions, with the CPU's fused attention kernel added (the counter
+knows only the CUDA ones); element-wise work (softmax, FourierFormer's sinc products) is not counted,
+as in fvcore and the papers' tables.  Memory: on GPU the peak allocated by the pass above what was
+allocated before it (``torch.cuda.max_memory_allocated``); on CPU the resident memory the pass adds,
+measured in a fresh process per model (the high-water mark during forward+backward minus the
+resident size just before it), since a long-lived process keeps freed memory and the runtime
+itself (torch alone is ~0.7 GB) would dwarf a small model's share.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
+
+from ..machine import status_kb
+from ..models import build_network, count_parameters, get_spec
+
+MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
+
+
+def _reset_cpu_peak() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _fused_attention_flops(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+    """Q K^T and A V of a fused attention call: 2 FLOPs per multiply-add, as for a matrix product."""
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+# Fused attention kernels that FlopCounterMode does not count (its CUDA kernels it does): without this
+# entry deit-tiny counted 2.150 GFLOPs on a CPU, 2.507 with timm's fused attention switched off.
+UNCOUNTED_ATTENTION = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _fused_attention_flops}
+
+
+def count_flops(fn: Callable[[], object]) -> int:
+    """FLOPs of the matrix products and convolutions ``fn()`` runs (fused attention included)."""
+    with FlopCounterMode(display=False, custom_mapping=UNCOUNTED_ATTENTION) as counter, torch.no_grad():
+        fn()
+    return int(counter.get_total_flops())
+
+
+def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> int:
+    x = torch.rand(1, *input_size, device=device)
+    return count_flops(lambda: net(x))
+
+
+class _Bench:
+    """One model ready to be timed: its network, an input batch and the two steps."""
+
+    def __init__(self, name: str, batch_size: int, device: torch.device) -> None:
+        self.name, self.device, self.batch = name, device, batch_size
+        self.net = build_network(name).eval().to(device)
+        self.size = tuple(self.net.pretrained_cfg.get("input_size", (3, 224, 224)))
+        self.x = torch.rand(batch_size, *self.size, device=device)
+        self.steps: dict[str, Callable[[], None]] = {"forward": self.forward, "forward_backward": self.forward_backward}
+        self.count = {k: 1 for k in self.steps}  # steps per timed repeat, set by the warm-up
+        self.times: dict[str, list[float]] = {k: [] for k in self.steps}  # img/s per repeat
+
+    def forward(self) -> None:
+        with torch.no_grad():
+            self.net(self.x)
+
+    def forward_backward(self) -> None:
+        xg = self.x.clone().requires_grad_(True)
+        self.net(xg).logsumexp(1).sum().backward()
+        self.net.zero_grad(set_to_none=True)
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def warm_up(self) -> None:
+        """Run each step until it is warm, and size the repeats to ``MIN_TIMED_SECONDS``."""
+        for kind, step in self.steps.items():
+            step()
+            self._sync()
+            tick = time.perf_counter()
+            step()
+            self._sync()
+            once = max(time.perf_counter() - tick, 1e-6)
+            self.count[kind] = max(1, int(MIN_TIMED_SECONDS / once))
+
+    def time_once(self, kind: str) -> None:
+        step, n = self.steps[kind], self.count[kind]
+        self._sync()
+        tick = time.perf_counter()
+        for _ in range(n):
+            step()
+        self._sync()
+        self.times[kind].append(self.batch * n / (time.perf_counter() - tick))
+
+
+def spread(values: list[float]) -> float:
+    """Relative range of the repeats, in percent of their median."""
+    mid = statistics.median(values)
+    return 100.0 * (max(values) - min(values)) / mid if mid else 0.0
+
+
+def gpu_pass_memory(bench: _Bench) -> float:
+    """Peak bytes allocated on the GPU by one forward+backward above what was allocated before it."""
+    torch.cuda.synchronize(bench.device)
+    before = torch.cuda.memory_allocated(bench.device)
+    torch.cuda.reset_peak_memory_stats(bench.device)
+    bench.forward_backward()
+    torch.cuda.synchronize(bench.device)
+    return float(torch.cuda.max_memory_allocated(bench.device) - before)
+
+
+def cpu_pass_memory_here(name: str, batch_size: int) -> float | None:
+    """Resident bytes one forward+backward adds in this process (call it in a fresh one)."""
+    torch.set_num_threads(1)
+    bench = _Bench(name, batch_size, torch.device("cpu"))
+    bench.forward()  # first-call allocations of the runtime are not the model's
+    before = status_kb("VmRSS")
+    if before is None or not _reset_cpu_peak():
+        return None
+    bench.forward_backward()
+    peak = status_kb("VmHWM")
+    return None if peak is None else float(max(peak - before, 0) * 1024)
+
+
+def cpu_pass_memory(name: str, batch_size: int) -> float | None:
+    """Resident bytes one forward+backward of ``name`` adds, measured in a fresh process (None off Linux)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from robeval.profiling import cpu_pass_memory_here; "
+        "print(json.dumps(cpu_pass_memory_here(sys.argv[1], int(sys.argv[2]))))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, name, str(batch_size)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"measuring the memory of {name} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def profile(
+    models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 5, memory: bool = True
+) -> pd.DataFrame:
+    """One row per model plus the percentage change of every metric against the first model.
+    ``memory=False`` skips the memory of a pass (on a CPU a fresh process per model: seconds each)."""
+    dev = torch.device(device)
+    benches = [_Bench(m, batch_size, dev) for m in models]
+    for bench in benches:
+        bench.warm_up()
+    for _ in range(repeats):  # interleaved: drift falls on every model alike
+        for kind in ("forward", "forward_backward"):
+            for bench in benches:
+                bench.time_once(kind)
+    rows = []
+    for bench in benches:
+        if not memory:
+            pass_memory = None
+        else:
+            pass_memory = gpu_pass_memory(bench) if dev.type == "cuda" else cpu_pass_memory(bench.name, batch_size)
+        rows.append(
+            {
+                "model": bench.name,
+                "family": get_spec(bench.name).family,
+                "params_M": count_parameters(bench.name) / 1e6,
+                "gflops_per_image": flops_per_image(bench.net, bench.size, dev) / 1e9,
+                "forward_img_s": statistics.median(bench.times["forward"]),
+                "forward_spread_%": spread(bench.times["forward"]),
+                "forward_backward_img_s": statistics.median(bench.times["forward_backward"]),
+                "forward_backward_spread_%": spread(bench.times["forward_backward"]),
+                "pass_memory_MB": None if pass_memory is None else pass_memory / 2**20,
+                "batch_size": batch_size,
+                "device": str(dev),
+                "repeats": repeats,
+            }
+        )
+    return with_changes(pd.DataFrame(rows))
+
+
+def with_changes(df: pd.DataFrame) -> pd.DataFrame:
+    for col in ("params_M", "gflops_per_image", "forward_img_s", "forward_backward_img_s", "pass_memory_MB"):
+        base = df[col].iloc[0]
+        df[f"{col}_change_%"] = [
+            None
+            if (v is None or base in (None, 0) or pd.isna(v) or pd.isna(base))
+            else round(100.0 * (v - base) / base, 2)
+            for v in df[col]
+        ]
+    return df
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    def cell(r, col: str, digits: int, first: bool, spread_col: str | None = None) -> str:
+        value = r[col]
+        if value is None or pd.isna(value):
+            return "n/a"
+        text = f"{value:,.{digits}f}"
+        if spread_col is not None:
+            text += f" ±{r[spread_col] / 2:.0f}%"
+        change = r[f"{col}_change_%"]
+        return text if first or change is None or pd.isna(change) else f"{text} ({change:+.1f}%)"
+
+    first_row = df.iloc[0]
+    lines = [
+        f"Efficiency (batch {first_row['batch_size']}, {first_row['device']}; median of {first_row['repeats']} "
+        f"interleaved repeats ± half their range; change vs {first_row['model']})",
+        "",
+        "| model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | memory of a fwd+bwd pass (MB) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for i, (_, r) in enumerate(df.iterrows()):
+        first = i == 0
+        lines.append(
+            f"| {r['model']} | {cell(r, 'params_M', 2, first)} | {cell(r, 'gflops_per_image', 3, first)} | "
+            f"{cell(r, 'forward_img_s', 1, first, 'forward_spread_%')} | "
+            f"{cell(r, 'forward_backward_img_s', 1, first, 'forward_backward_spread_%')} | "
+            f"{cell(r, 'pass_memory_MB', 1, first)} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,125 @@
+"""Evaluation protocols: what space attacks act in, which labels they use, and their settings.
+
+* ``standard`` — the valid pixel-space threat model (RobustBench convention): normalization inside
+  the model, attacks on [0,1] pixels, ground-truth labels, every attack clipped to [0,1].
+* ``nielsen2024`` — reproduces the Elliptical Attention paper's evaluation (Nielsen et al.,
+  NeurIPS 2024).  Attacks act on the *normalized* tensor with eps in normalized units, FGSM / PGD /
+  SPSA use the model's clean predictions as labels and are not clipped (their cleverhans calls),
+  AutoAttack clamps the normalized tensor to [0,1] (as their copy of AutoAttack did), PGD uses step
+  0.15*eps, SPSA starts uniformly in the ball, and elliptical models use the token median.  It is
+  **for reproducing the paper's numbers only and is not a valid pixel-space threat model**: 1/255 in
+  normalized units is about 0.23/255 in pixels, and the [0,1] clamp of normalized values moves
+  pixels far outside the eps ball.
+* ``aa-plus`` — AutoAttack's "plus" version in the standard threat model: more restarts, the DLR loss,
+  untargeted FAB; run when ``--protocol aa-plus`` is given without ``--attacks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..registry import Registry
+
+PIXEL_BOX = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    description: str
+    space: str  # "pixel" or "normalized"
+    predicted_labels: frozenset[str] = frozenset()  # attacks that use clean predictions as labels
+    unclipped: frozenset[str] = frozenset()  # attacks with no input box
+    attack_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_options: dict[str, Any] = field(default_factory=dict)  # set on every model that has the option
+    valid_threat_model: bool = True
+    attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
+    attack_notes: dict[str, str] = field(default_factory=dict)  # what a table must say of an attack's rows
+
+    def label_source(self, attack: str) -> str:
+        return "predicted" if attack in self.predicted_labels else "true"
+
+    def box(self, attack: str) -> tuple[float, float] | None:
+        return None if attack in self.unclipped else PIXEL_BOX
+
+    def settings_for(self, attack: str) -> dict[str, Any]:
+        return dict(self.attack_settings.get(attack, {}))
+
+
+PROTOCOLS: Registry[Protocol] = Registry("protocol")
+
+
+def register_protocol(protocol: Protocol) -> Protocol:
+    return PROTOCOLS.add(protocol.name, protocol)
+
+
+register_protocol(
+    Protocol(
+        name="standard",
+        description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
+        space="pixel",  # every attack with its registered defaults
+    )
+)
+
+register_protocol(
+    Protocol(
+        name="nielsen2024",
+        description=(
+            "REPRODUCTION ONLY, not a valid pixel-space threat model: attacks on the normalized tensor "
+            "(eps in normalized units), clean-prediction labels and no clipping for fgsm/pgd/spsa, "
+            "AutoAttack's [0,1] clamp on normalized values, token median in elliptical models"
+        ),
+        space="normalized",
+        predicted_labels=frozenset({"fgsm", "pgd", "spsa"}),
+        unclipped=frozenset({"fgsm", "pgd", "spsa"}),
+        attack_settings={
+            "pgd": {"steps": 20, "rel_stepsize": 0.15, "random_start": True},
+            "spsa": {"iterations": 40, "samples": 128, "lr": 0.01, "delta": 0.01, "random_start": True},
+        },
+        model_options={"token_reduction": "median"},
+        valid_threat_model=False,
+        attack_notes={
+            "fab-t": (
+                "FAB-T counts a point only within eps of the input, and AutoAttack's [0,1] clamp of "
+                "normalized values moves its points farther than that: under this protocol it finds none, "
+                "so FAB-T equals clean accuracy"
+            )
+        },
+    )
+)
+
+
+register_protocol(
+    Protocol(
+        name="aa-plus",
+        description=(
+            "AutoAttack's plus version on [0,1] pixels (Croce & Hein 2020): APGD-CE and APGD-DLR with 5 "
+            "restarts, untargeted FAB with 5 restarts, Square with 5000 queries, APGD-T and FAB-T with 9 "
+            "target classes; every attack on every example, so top-5 is measured under attack"
+        ),
+        space="pixel",
+        attack_settings={
+            "apgd-ce": {"n_restarts": 5},
+            "apgd-dlr": {"n_restarts": 5},
+            "fab": {"n_restarts": 5},
+            "square": {"n_queries": 5000},
+            "apgd-t": {"n_target_classes": 9},
+            "fab-t": {"n_target_classes": 9},
+        },
+        attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
+    )
+)
+
+
+def get_protocol(name: str) -> Protocol:
+    return PROTOCOLS.get(name)
+
+
+RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAttack's plus version
+
+
+def restarted_attacks() -> list[str]:
+    """The attacks that aa-plus runs with more restarts than the standard protocol."""
+    plus = get_protocol("aa-plus")
+    return [a for a in plus.attacks if "n_restarts" in plus.settings_for(a)]

@@ -1,0 +1,44 @@
+"""Units of work and the records they produce: a unit is (model, eps, attack, batch); its records are
+one row per example in the layout of :data:`robeval.defaults.RECORD_COLUMNS`.  What a worker learns
+besides (skipped files, checks, timings, an error) travels in a :class:`BatchOutcome`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..defaults import RECORD_COLUMNS, RECORD_DEFAULTS
+
+Unit = tuple[str, str, str, int]  # (model, eps, attack, batch)
+Deliver = Callable[[Unit, float, dict[str, list], int], None]  # (unit, seconds, its records, images)
+
+
+class ModelFailure(Exception):
+    """A model that cannot be evaluated (NaN/inf logits, a failed attack): it stops, the other models go on."""
+
+
+def new_columns() -> dict[str, list]:
+    return {c: [] for c in RECORD_COLUMNS}
+
+
+def add_records(columns: dict[str, list], **values: Any) -> None:
+    """Append one batch of records; scalars are repeated for every example."""
+    n = len(values["example"])
+    for column in RECORD_COLUMNS:
+        value = values[column] if column in values else RECORD_DEFAULTS[column]
+        columns[column].extend(value if isinstance(value, list) else [value] * n)
+
+
+@dataclass
+class BatchOutcome:
+    """What one worker learns while evaluating a model, shared with rank 0 in distributed runs."""
+
+    skipped: list[str] = field(default_factory=list)
+    checks: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    oom_splits: int = 0
+    error: tuple[str, str] | None = None
+
+    def time(self, key: str, seconds: float) -> None:
+        self.timings[key] = self.timings.get(key, 0.0) + seconds

@@ -1,0 +1,1 @@
+"""Attention layers that replace timm's, one registration per kind (kinds.py)."""

@@ -1,0 +1,83 @@
+"""Attention kinds that replace timm's ``Attention`` in a ViT/DeiT: one registration per kind.
+
+A kind names its layer class, its options (with defaults), how to apply them to a built network,
+which options let attacks see through a data-dependent weight (``--adaptive``), the DeiT sizes it
+is registered at and the paper it comes from.  ``robeval.models.deit_attention`` turns every kind
+into ``deit-<size>-<kind>`` and ``digits-deit-<kind>`` models, so adding a kind is one call here.
+
+Some layers need the sequence length, which timm does not tell an attention layer when it builds it
+(Super's ``W_A``, the RVT-style mask): such a layer has ``set_seq_len(n)``, and
+:func:`fit_sequence_length` calls it with the length the model's patch embedding produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import timm
+from timm.models.vision_transformer import VisionTransformer
+from torch import nn
+
+from ...registry import Registry
+
+
+@dataclass(frozen=True)
+class AttentionKind:
+    name: str  # e.g. "kde"; models are deit-<size>-<name> and digits-deit-<name>
+    layer: type[nn.Module]
+    what: str  # a phrase for the model description: "<arch> with <what> attention (<source>)"
+    source: str
+    sizes: tuple[str, ...] = ("tiny",)
+    options: dict[str, Any] = field(default_factory=dict)
+    configure: Optional[Callable[..., Any]] = None  # configure(net, **options) on a built network
+    adaptive: Optional[dict[str, Any]] = None
+
+
+ATTENTION_KINDS: Registry[AttentionKind] = Registry("attention kind", "robeval models")
+
+
+def register_kind(kind: AttentionKind) -> AttentionKind:
+    if kind.options and kind.configure is None:
+        raise ValueError(f"attention kind {kind.name!r} has options but no configure function")
+    return ATTENTION_KINDS.add(kind.name, kind)
+
+
+def get_kind(name: str) -> AttentionKind:
+    return ATTENTION_KINDS.get(name)
+
+
+def sequence_length(model: nn.Module) -> int:
+    """Tokens entering the blocks of a timm ViT: patches plus class/register/distillation tokens."""
+    return int(model.patch_embed.num_patches) + int(getattr(model, "num_prefix_tokens", 0))
+
+
+def fit_sequence_length(model: nn.Module, seq_len: Optional[int] = None) -> int:
+    """Call ``set_seq_len`` on every layer of ``model`` that has it; returns how many layers."""
+    length = sequence_length(model) if seq_len is None else seq_len
+    layers = [m for m in model.modules() if hasattr(m, "set_seq_len")]
+    for layer in layers:
+        layer.set_seq_len(length)
+    return len(layers)
+
+
+def finish(net: nn.Module, kind: AttentionKind, options: dict[str, Any]) -> nn.Module:
+    """Sequence length and options on a network built with ``kind.layer``."""
+    fit_sequence_length(net)
+    if kind.configure is not None:
+        kind.configure(net, **{**kind.options, **options})
+    return net
+
+
+def timm_with_attention(kind_name: str, arch: str, **options: Any) -> nn.Module:
+    """timm ``arch`` (random weights) with attention ``kind_name`` in every block."""
+    kind = get_kind(kind_name)
+    return finish(timm.create_model(arch, pretrained=False, attn_layer=kind.layer), kind, options)
+
+
+def vit_with_attention(kind_name: str, vit: dict[str, Any], drop_path_rate: float = 0.0, **options: Any) -> nn.Module:
+    """A ``VisionTransformer(**vit)`` (random weights) with attention ``kind_name`` in every block."""
+    kind = get_kind(kind_name)
+    net = VisionTransformer(**vit, drop_path_rate=drop_path_rate, attn_layer=kind.layer)
+    return finish(net, kind, options)

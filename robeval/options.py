@@ -1,0 +1,181 @@
+"""Every option of a run, declared once: a field of :class:`EvalConfig` with its help text, its
+command-line flags and whether it belongs to the run's identity (what ``--resume`` compares).
+
+``robeval run`` builds its options from these declarations (robeval.cli.run), ``robeval.evaluate``
+takes them as keywords of the same names, and the engine reads the fields.  Adding an option is one
+declaration here and the code that uses it.  Torch-free, so the command line parses and checks its
+options before torch loads.
+
+A field holds what the engine uses (``eps`` a list of :class:`~robeval.eps.Eps`); the command line
+and the API may give the user's form (``"1/255,2/255"``), which ``robeval.api.make_config`` parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, Field, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Optional
+
+from .defaults import DEFAULT_EPS, DEFAULT_MODELS
+from .eps import Eps
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    help: str,
+    flags: tuple[str, ...] = (),
+    cli_type: Any = None,
+    cli_default: Any = MISSING,
+    identity: bool = True,
+    factory: Any = MISSING,
+    cli: bool = True,
+) -> Any:
+    """A field of :class:`EvalConfig` with its help and command-line form (``cli_type``: what the
+    command line gives when it differs from the field's own type, e.g. comma text for a list)."""
+    shown = default if cli_default is MISSING else cli_default
+    metadata = {
+        "help": help,
+        "identity": identity,
+        "flags": flags,
+        "cli_type": cli_type,
+        "cli_default": shown,
+        "cli": cli,
+    }
+    if factory is not MISSING:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class EvalConfig:
+    """Everything a run evaluates, one field per option (see the module docstring)."""
+
+    models: list[str] = option(
+        factory=lambda: list(DEFAULT_MODELS),
+        flags=("--model", "-m"),
+        cli_type=Optional[list[str]],
+        cli_default=None,
+        help="Model name (repeatable; glob patterns like 'digits-*'). Default: the two embedded digits models.",
+    )
+    checkpoints: dict[str, str] = option(
+        factory=dict,
+        flags=("--checkpoint", "-c"),
+        cli_type=Optional[list[str]],
+        cli_default=None,
+        help="PATH, or MODEL=PATH (repeatable): .pth/.pt/.safetensors weights.",
+    )
+    checkpoint_key: Optional[str] = option(
+        None, help="Key holding the weights in a training checkpoint (model, model_ema, state_dict)."
+    )
+    data: str = option("digits", help="'digits' (embedded) or an ImageNet-style folder PATH/<wnid>/*.JPEG.")
+    n_examples: Optional[int] = option(
+        None,
+        flags=("--n-examples", "-n"),
+        help="Class-balanced subset size (digits "
+        "default 100 of 449; folder default: all); with --subset a prefix of the list.",
+    )
+    subset: Optional[list[str]] = option(
+        None, cli_type=Optional[str], help="robustbench-5000: RobustBench's fixed ImageNet list (shipped with robeval)."
+    )
+    subset_file: Optional[str] = option(
+        None,
+        cli_type=Optional[Path],
+        identity=False,
+        help="A file listing images (paths relative to --data), one per line.",
+    )
+    eps: list[Eps] = option(
+        factory=list,
+        cli_type=str,
+        cli_default=DEFAULT_EPS,
+        help="Budget(s): 3/255, 0.0118, or a comma list 1/255,2/255.",
+    )
+    norm: str = option("Linf", help="Threat model norm: Linf or L2.")
+    attacks: list[str] = option(
+        factory=list,
+        cli_type=Optional[str],
+        cli_default=None,
+        help="Comma list of attacks, 'all' or 'none' (see `robeval attacks`). Default: all; with --shift: none.",
+    )
+    source_model: Optional[str] = option(
+        None,
+        help="NAME[=CHECKPOINT]: the model transfer attacks (transfer-pgd, transfer-apgd-ce) craft their images on.",
+    )
+    shift: Optional[str] = option(
+        None,
+        help="Distribution shift: corruptions (generated), imagenet-c (a pre-generated "
+        "tree), imagenet-a or imagenet-r.",
+    )
+    corruptions: Optional[list[str]] = option(
+        None,
+        cli_type=Optional[str],
+        help="With --shift corruptions/imagenet-c: "
+        "comma list, a family (noise, blur, weather, digital, extra), common "
+        "(the 15, default) or all.",
+    )
+    severities: Optional[list[int]] = option(
+        None,
+        cli_type=Optional[str],
+        help="With --shift corruptions/imagenet-c: comma list of severities 1-5 (default all five).",
+    )
+    protocol: str = option(
+        "standard",
+        help="standard (pixel space), aa-plus (AutoAttack's plus version: its six "
+        "attacks unless --attacks) or nielsen2024 (paper reproduction only).",
+    )
+    settings: dict[str, dict[str, Any]] = option(
+        factory=dict,
+        flags=("--set",),
+        cli_type=Optional[list[str]],
+        cli_default=None,
+        help="Override an attack setting: ATTACK.KEY=VALUE (repeatable).",
+    )
+    seed: int = option(0, help="Seed for every random choice; same seed, same per-example records.")
+    batch_size: Optional[int] = option(
+        None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."
+    )
+    device: str = option("auto", identity=False, help="auto, cpu, cuda or cuda:N.")
+    workers: Optional[int] = option(
+        None, identity=False, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."
+    )
+    amp: str = option("off", help="Autocast the model: off, bf16 or fp16 (fp16 on GPU only).")
+    channels_last: bool = option(False, help="Channels-last memory format for model and images.")
+    strict_data: bool = option(False, help="Unreadable image files are an error (default: skipped and listed).")
+    class_map: Optional[str] = option(
+        None,
+        cli_type=Optional[Path],
+        help="FILE of 'FOLDER INDEX' lines (or JSON): the "
+        "model class of each image folder, when the folders are no ImageNet wnids or a "
+        "subset of the model's classes.",
+    )
+    weights: str = option(
+        "default",
+        help="default (checkpoint, timm hub or embedded zoo) or random (untrained: smoke "
+        "tests; marked in every table).",
+    )
+    threads: Optional[int] = option(
+        None,
+        identity=False,
+        help="CPU threads (default: every core, fewer while other processes want cores; see README).",
+    )
+    trust_checkpoint: bool = option(
+        False, identity=False, help="Allow full unpickling of checkpoints (runs code from the file!)."
+    )
+    adaptive: bool = option(
+        False,
+        help="Also attack models with a data-dependent attention weight (elliptical, SPKDE) "
+        "with gradients through it (white-box attacks).",
+    )
+    evidence_for: Optional[str] = option(
+        None, cli=False, help="The run whose checklist this run completes (check --run-missing)."
+    )
+
+
+def option_fields() -> list[Field]:
+    """The fields of :class:`EvalConfig` that the command line offers."""
+    return [f for f in fields(EvalConfig) if f.metadata["cli"]]
+
+
+def identity_fields() -> list[Field]:
+    """The fields that determine a run's records (``--resume`` compares them)."""
+    return [f for f in fields(EvalConfig) if f.metadata["identity"]]

@@ -1,0 +1,119 @@
+"""Paper-style tables: rows = models, columns = attacks, cells ``top1 / top5``, one block per eps."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..defaults import RANDOM_WEIGHTS
+from ..eps import eps_label
+from ..evaluation.protocols import get_protocol
+from ..shifts.catalog import parse_condition
+from .naming import NORM_MATH, data_label, latex_escape
+
+
+def attack_columns(summary: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(summary["attack"]))
+
+
+def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> str:
+    """The caption of one eps block, on one line (files); ``latex``: escaped, with the budget in math."""
+    return "; ".join(caption_parts(summary, eps, latex, top5))
+
+
+def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:
+    """What the block measures: accuracy under attack at the budget (in math for LaTeX), or clean accuracy."""
+    what = "Top-1 / top-5" if top5 else "Top-1"
+    if not (len(rows) and set(rows["attack"]) - {"clean"}):
+        percent = r"\%" if latex else "%"
+        return f"{what} clean accuracy ({percent})"
+    value, norm = float(rows["eps_value"].iloc[0]), rows["norm"].iloc[0]
+    if latex:
+        budget = eps_label(value)
+        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {budget}$ ($\approx {value:.4g}$)"
+    return f"{what} accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})"
+
+
+def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> list[str]:
+    """The caption's phrases: what is measured, the threat model, the data, the protocol, and what the
+    rows lack; with ``latex`` each phrase is escaped (the budget written in math)."""
+    sel = summary[summary["eps"] == eps]
+    n = int(sel["n"].max()) if len(sel) else 0
+    protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
+    data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
+    parts = [f"data: {data_label(data)}, n = {n}", f"protocol: {protocol}"]
+    if not get_protocol(protocol).valid_threat_model:
+        parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
+    parts += [note for attack, note in get_protocol(protocol).attack_notes.items() if attack in set(sel["attack"])]
+    parts += transfer_parts(sel)
+    if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
+        models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
+        parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
+    parts += incomplete_parts(sel) + any_coverage_parts(sel)
+    return [measured_phrase(sel, eps, latex, top5), *(latex_escape(p) if latex else p for p in parts)]
+
+
+def transfer_parts(rows: pd.DataFrame) -> list[str]:
+    """Which model the transfer attacks of the rows crafted their images on."""
+    if "source_model" not in rows:
+        return []
+    sources = rows[rows["source_model"].fillna("") != ""]
+    pairs = dict.fromkeys(zip(sources["attack"], sources["source_model"]))
+    return [f"{attack}: images crafted on {source}" for attack, source in pairs]
+
+
+def _column(rows: pd.DataFrame, name: str, default: str = "") -> pd.Series:
+    return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
+
+
+def incomplete_parts(rows: pd.DataFrame) -> list[str]:
+    """What the rows lack: runs that did not finish, rows short of batches, planned units with no row."""
+    parts = []
+    status = _column(rows, "run_status", "finished")
+    for run_id, state in dict.fromkeys(zip(_column(rows, "run_id"), status)):
+        if state != "finished":
+            how = {"interrupted": "was interrupted", "running": "is still running"}.get(state, state)
+            parts.append(f"INCOMPLETE: run {run_id} {how}, so these numbers cover only what it finished")
+    partial = rows[_column(rows, "status", "complete") != "complete"]
+    if len(partial):
+        parts.append(
+            "partial rows: " + ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
+        )
+    missing = rows[_column(rows, "not_run") != ""]
+    if len(missing):
+        parts.append(
+            "not run: " + "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in missing.itertuples())
+        )
+    return parts
+
+
+def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
+    """When a model's worst case does not cover every attack of the block, which attacks each covers."""
+    worst = rows[rows["attack"] == "any"]
+    attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in ("clean", "any") and parse_condition(a) is None]
+    over = dict(zip(worst["model"], _column(worst, "any_over")))
+    if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
+        return []
+    return [
+        "Any (worst case) covers, per model: "
+        + "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
+    ]
+
+
+def is_incomplete(summary: pd.DataFrame) -> bool:
+    return bool(incomplete_parts(summary))
+
+
+def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
+    """Models x attacks of ``"top1 / top5"`` strings for one eps."""
+    sel = summary[summary["eps"] == eps]
+    attacks = attack_columns(sel)
+    rows = {}
+    for model in dict.fromkeys(sel["model"]):
+        cells = {}
+        for attack in attacks:
+            hit = sel[(sel["model"] == model) & (sel["attack"] == attack)]
+            cells[attack] = f"{hit['top1'].iloc[0]:.2f} / {hit['top5'].iloc[0]:.2f}" if len(hit) else ""
+        rows[model] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
+    table.index.name = "model"
+    return table

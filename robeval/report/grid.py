@@ -1,0 +1,77 @@
+"""The one renderer of a table's grid as Markdown or LaTeX: rows = the index, columns one level
+(``Top-1 (%)``) or two (``(attack, Top-1)``: grouped under a LaTeX multicolumn), cells as they are
+(escaped for LaTeX), ``bold`` a set of (row, column) cells to mark."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import pandas as pd
+
+from .naming import latex_escape
+
+Cell = tuple[object, object]
+
+
+def _two_levels(grid: pd.DataFrame) -> bool:
+    return isinstance(grid.columns, pd.MultiIndex)
+
+
+def _rows(grid: pd.DataFrame, bold: Collection[Cell]) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """Per row its label and its cells as (text, bold)."""
+    return [
+        (str(index), [(str(value), (index, column) in bold) for column, value in row.items()])
+        for index, row in grid.iterrows()
+    ]
+
+
+def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+    """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
+    names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else [str(c) for c in grid.columns]
+    head = f"| {corner} | " + " | ".join(names) + " |" if corner else "| | " + " | ".join(names) + " |"
+    rule = "|---|" + "---:|" * len(names)
+    lines = [
+        f"| {index} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |"
+        for index, cells in _rows(grid, bold)
+    ]
+    return "\n".join([f"Table: {caption}", "", head, rule, *lines])
+
+
+def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+    """A ``table`` with a plain ``tabular`` (no packages needed); ``caption`` is LaTeX already."""
+    corner = latex_escape(corner)
+    if _two_levels(grid):
+        groups = list(dict.fromkeys(a for a, _ in grid.columns))
+        subs = [latex_escape(str(b)) for a, b in grid.columns if a == groups[0]]
+        head = [
+            f"{corner} & "
+            + " & ".join(rf"\multicolumn{{{len(subs)}}}{{c}}{{{latex_escape(str(g))}}}" for g in groups)
+            + r" \\",
+            " & " + " & ".join(" & ".join(subs) for _ in groups) + r" \\",
+        ]
+        cols = "l" + ("|" + "c" * len(subs)) * len(groups)
+    else:
+        head = [f"{corner} & " + " & ".join(latex_escape(str(c)) for c in grid.columns) + r" \\"]
+        cols = "l" + "r" * len(grid.columns)
+    rows = [
+        latex_escape(index)
+        + " & "
+        + " & ".join(rf"\textbf{{{latex_escape(t)}}}" if b else latex_escape(t) for t, b in cells)
+        + r" \\"
+        for index, cells in _rows(grid, bold)
+    ]
+    return "\n".join(
+        [
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{{caption}}}",
+            rf"\begin{{tabular}}{{{cols}}}",
+            r"\hline",
+            *head,
+            r"\hline",
+            *rows,
+            r"\hline",
+            r"\end{tabular}",
+            r"\end{table}",
+        ]
+    )

@@ -1,0 +1,57 @@
+"""How tables and figures name things: attacks by their registered titles, columns in a fixed
+order, data by a short label, LaTeX escaped.  The leaf every renderer imports."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+import pandas as pd
+
+from ..attacks import list_attacks
+
+ROW_TITLES = {"clean": "Clean", "any": "Any (worst case)"}  # the two columns that are no attack
+NORM_MATH = {"Linf": r"\ell_\infty", "L2": r"\ell_2"}
+
+
+def attack_title(attack: str) -> str:
+    """How tables and plots name a column: the attack's registered title."""
+    if attack in ROW_TITLES:
+        return ROW_TITLES[attack]
+    spec = next((s for s in list_attacks() if s.name == attack), None)
+    return spec.title if spec is not None and spec.title else attack
+
+
+def column_order() -> list[str]:
+    """Clean, the suite in its order, the other attacks, the worst case."""
+    return ["clean", *(s.name for s in list_attacks()), "any"]
+
+
+def ordered_attacks(summary: pd.DataFrame) -> list[str]:
+    present = list(dict.fromkeys(summary["attack"]))
+    order = column_order()
+    return [a for a in order if a in present] + [a for a in present if a not in order]
+
+
+def latex_escape(text: str) -> str:
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\^{}"),
+    ):
+        text = text.replace(a, b)
+    return text
+
+
+def data_label(data: str) -> str:
+    """The data as a caption names it: ``digits``, or a folder's last two path parts (``imagenet/val``),
+    never a machine's absolute path (results.csv and run.json keep that)."""
+    path, _, note = str(data).partition(" (")
+    short = "/".join(PurePath(path).parts[-2:]) if "/" in path or "\\" in path else path
+    return short + (f" ({note}" if note else "")

@@ -1,0 +1,370 @@
+"""The results store: runs and per-example records in SQLite (Python's sqlite3).
+
+Every table and figure is computed from the records stored here.  A run's work is split into units
+``(model, eps, attack, batch)``; a unit's records and its completion mark are written in one
+transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
+skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
+one store at once.  The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[v]`` moves a
+store from version ``v`` to ``v + 1``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
+from ..errors import StoreFull, UserError
+from ..machine import process_start
+
+SCHEMA_VERSION = 3
+
+_RECORD_TYPES = {
+    "model": "TEXT",
+    "attack": "TEXT",
+    "eps": "TEXT",
+    "eps_value": "REAL",
+    "batch": "INTEGER",
+    "example": "INTEGER",
+    "label": "INTEGER",
+    "clean_top1": "INTEGER",
+    "clean_top5": "INTEGER",
+    "adv_top1": "INTEGER",
+    "adv_top5": "INTEGER",
+    "adv_pred": "INTEGER",
+    "linf": "REAL",
+    "l2": "REAL",
+    "forward_passes": "REAL",
+    "backward_passes": "REAL",
+}
+V1_COLUMNS = list(_RECORD_TYPES)  # the records of schema 1; later columns come by migration
+BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
+
+_SCHEMA_V1 = f"""
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL,            -- running | finished | interrupted | failed
+    protocol TEXT NOT NULL,
+    config TEXT NOT NULL,            -- JSON: the semantic configuration (compared on --resume)
+    info TEXT NOT NULL,              -- JSON: versions, checkpoint hashes, settings, data identity, ...
+    data_identity TEXT,
+    total_units INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE units (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    seconds REAL,
+    PRIMARY KEY (run_id, model, eps, attack, batch)
+);
+CREATE TABLE records (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    {", ".join(f"{c} {_RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
+    PRIMARY KEY (run_id, model, eps, attack, example)
+);
+CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
+"""
+
+MIGRATIONS: dict[int, str] = {
+    0: _SCHEMA_V1,
+    1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
+    2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
+}
+OUR_TABLES = {"runs", "units", "records"}
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_is_store(path: Path) -> None:
+    """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
+    database, a CSV): it is left byte for byte as it was.  A missing or empty file becomes a new store."""
+    if not path.is_file() or path.stat().st_size == 0:
+        if path.exists() and not path.is_file():
+            raise UserError(f"results store {path} is not a file")
+        return
+    with open(path, "rb") as fh:
+        if fh.read(16) != SQLITE_MAGIC:
+            raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"cannot read results store {path}: {exc}") from None
+    if tables and not (version >= 1 and tables >= OUR_TABLES):
+        shown = ", ".join(sorted(tables)[:5])
+        raise UserError(
+            f"{path} is an SQLite database of another program (tables: {shown}), not a robeval results "
+            "store; it was left as it was: give another --store"
+        )
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing for this long is taken as gone
+
+
+def this_process() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()), "beat": now()}
+
+
+def holder_alive(holder: dict[str, Any]) -> bool:
+    """Whether the process that holds a run still runs (same machine), or wrote lately (another one)."""
+    if holder.get("host") != socket.gethostname():
+        beat = datetime.fromisoformat(holder.get("beat", "1970-01-01T00:00:00+00:00"))
+        return (datetime.now(timezone.utc) - beat).total_seconds() < HOLDER_SILENCE_SECONDS
+    start = process_start(int(holder["pid"]))
+    if start is not None or holder.get("start") is not None:
+        return start == holder.get("start")
+    try:
+        os.kill(int(holder["pid"]), 0)
+        return True
+    except OSError:
+        return False
+
+
+class Store:
+    """A results store at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE) -> None:
+        self.path = Path(path)
+        self.holder: dict[str, Any] | None = None  # this process, while it evaluates a run of the store
+        check_is_store(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self.conn.execute("PRAGMA busy_timeout = 60000")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
+            # OS crash or power loss can drop the last units, which a resume then simply recomputes.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot use results store {self.path}: {exc}") from None
+        except OSError as exc:
+            raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.transaction() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise UserError(
+                    f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
+                )
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+
+    # -- runs -----------------------------------------------------------------------------------
+    def create_run(
+        self, config: dict[str, Any], info: dict[str, Any], protocol: str, data_identity: str | None, total_units: int
+    ) -> str:
+        """A new run, held by this process (:meth:`hold`)."""
+        run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        self.holder = this_process()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, created, status, protocol, config, info, data_identity, total_units, "
+                "holder) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    now(),
+                    protocol,
+                    json.dumps(config, sort_keys=True, default=str),
+                    json.dumps(info, default=str),
+                    data_identity,
+                    total_units,
+                    json.dumps(self.holder),
+                ),
+            )
+        return run_id
+
+    def hold(self, run_id: str) -> None:
+        """Make this process the one that evaluates ``run_id``: refused while another live process holds
+        it (naming it); a holder that is gone (killed, its machine silent) is taken over."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT holder FROM runs WHERE id = ?", (run_id,)).fetchone()
+            holder = json.loads(row[0]) if row and row[0] else None
+            if holder is not None and holder_alive(holder) and holder.get("pid") != os.getpid():
+                raise UserError(
+                    f"run {run_id} is being evaluated by process {holder['pid']} on {holder['host']} "
+                    f"(last unit stored {holder.get('beat')}); wait for it or stop it before resuming"
+                )
+            self.holder = this_process()
+            conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))
+
+    def release(self, run_id: str, **fields: Any) -> None:
+        """Update the run (status, ...) and let go of it."""
+        self.update_run(run_id, holder=None, **fields)
+        self.holder = None
+
+    def ensure_run(self, run_id: str, config: dict[str, Any], protocol: str) -> None:
+        """Create the row of a run started elsewhere (a worker's own store file) if it is missing."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO runs (id, created, status, protocol, config, info, total_units) "
+                "VALUES (?, ?, 'running', ?, ?, '{}', 0)",
+                (run_id, now(), protocol, json.dumps(config, sort_keys=True, default=str)),
+            )
+
+    def merge_from(self, other: str | Path, run_id: str) -> int:
+        """Copy a worker store's units and records of ``run_id`` into this store; returns units merged."""
+        other = Path(other)
+        if not other.exists():
+            return 0
+        self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
+        try:
+            with self.transaction() as conn:
+                cols = ", ".join(["run_id", *RECORD_COLUMNS])
+                conn.execute(
+                    f"INSERT OR IGNORE INTO records ({cols}) SELECT {cols} FROM worker.records WHERE run_id = ?",
+                    (run_id,),
+                )
+                merged = conn.execute(
+                    "INSERT OR IGNORE INTO units SELECT * FROM worker.units WHERE run_id = ?", (run_id,)
+                ).rowcount
+            return merged
+        finally:
+            self.conn.execute("DETACH DATABASE worker")
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "finished", "info", "data_identity", "total_units", "holder"}
+        sets = []
+        values = []
+        for key, value in fields.items():
+            if key not in allowed:
+                raise ValueError(key)
+            sets.append(f"{key} = ?")
+            values.append(json.dumps(value, default=str) if key == "info" else value)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT id, created, finished, status, protocol, config, info, data_identity, total_units "
+            "FROM runs WHERE id = ?",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            known = [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
+            hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs"
+            raise UserError(f"no run {run_id!r} in {self.path}{hint}")
+        keys = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
+        out = dict(zip(keys, row))
+        out["config"], out["info"] = json.loads(out["config"]), json.loads(out["info"])
+        return out
+
+    def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(run id, semantic configuration)`` of every unfinished run, newest first."""
+        rows = self.conn.execute(
+            "SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC"
+        )
+        return [(run_id, json.loads(config)) for run_id, config in rows]
+
+    def runs(self) -> pd.DataFrame:
+        df = pd.read_sql_query(
+            "SELECT r.id, r.created, r.finished, r.status, r.protocol, r.total_units, "
+            "(SELECT COUNT(*) FROM units u WHERE u.run_id = r.id) AS done_units, r.config, r.holder "
+            "FROM runs r ORDER BY r.created, r.rowid",
+            self.conn,
+        )
+        return df
+
+    @staticmethod
+    def shown_status(status: str, holder: str | None) -> str:
+        """A run's status as ``robeval runs`` shows it: a running run whose process is gone was killed."""
+        if status == "running" and not (holder and holder_alive(json.loads(holder))):
+            return "running? (its process is gone: resumable)"
+        return status
+
+    # -- units and records ----------------------------------------------------------------------
+    def done_units(self, run_id: str) -> set[tuple[str, str, str, int]]:
+        rows = self.conn.execute("SELECT model, eps, attack, batch FROM units WHERE run_id = ?", (run_id,))
+        return {(m, e, a, int(b)) for m, e, a, b in rows}
+
+    def worker_path(self, rank: int) -> Path:
+        return worker_store_path(self.path, rank)
+
+    def worker_paths(self) -> list[Path]:
+        """The worker files next to the store (``STORE.rank1``, ...), whatever the worker count was."""
+        return sorted(q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isdigit())
+
+    def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
+        """Batches stored per (model, eps, attack) of ``run_id``."""
+        rows = self.conn.execute(
+            "SELECT model, eps, attack, COUNT(*) FROM units WHERE run_id = ? GROUP BY model, eps, attack", (run_id,)
+        )
+        return {(m, e, a): int(n) for m, e, a, n in rows}
+
+    def write_units(
+        self, run_id: str, units: Iterable[tuple[tuple[str, str, str, int], float]], records: dict[str, list]
+    ) -> None:
+        """Store finished units and their records in one transaction."""
+        columns = ["run_id", *RECORD_COLUMNS]
+        # Python bools bind as SQLite integers (bool subclasses int): the columns go in as they are
+        rows = list(zip(itertools.repeat(run_id), *(records[c] for c in RECORD_COLUMNS)))
+        try:
+            with self.transaction() as conn:
+                conn.executemany(
+                    f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+                )
+                conn.executemany(
+                    "INSERT INTO units (run_id, model, eps, attack, batch, seconds) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(run_id, *key, seconds) for key, seconds in units],
+                )
+                if self.holder is not None:  # a sign of life for a resume on another machine
+                    self.holder["beat"] = now()
+                    conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))
+        except sqlite3.OperationalError as exc:  # disk or database full, I/O error: the stored units stay
+            raise StoreFull(
+                f"cannot write to results store {self.path} ({exc}); the units stored so far are kept"
+            ) from None
+
+    def records(self, run_id: str) -> pd.DataFrame:
+        df = pd.read_sql_query(
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? ORDER BY model, eps, attack, example",
+            self.conn,
+            params=(run_id,),
+        )
+        for col in BOOL_COLUMNS:
+            df[col] = df[col].astype(bool)
+        df["min_norm"] = pd.to_numeric(df["min_norm"], errors="coerce").astype(float)
+        return df
+
+
+def worker_store_path(path: str | Path, rank: int) -> Path:
+    """Where worker ``rank`` of a distributed run keeps its units until rank 0 merges them."""
+    return Path(f"{path}.rank{rank}")

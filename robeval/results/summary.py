@@ -1,0 +1,218 @@
+"""Per-example outcomes and the summaries computed from them (never from running counters)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..attacks import list_attacks
+from ..defaults import RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..evaluation.config import model_order
+from ..shifts.kinds import run_conditions
+
+
+@dataclass
+class Coverage:
+    """Which units of a run are stored: per (model, eps, attack) the batches done, of ``batches``.
+
+    ``batches`` is the run's plan (None for a store written before robeval recorded it: then the most
+    batches any unit of the run reached)."""
+
+    done: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    batches: int | None = None
+
+    def expected(self) -> int:
+        return self.batches if self.batches is not None else max(self.done.values(), default=0)
+
+    def complete(self, model: str, eps: str, attack: str) -> bool:
+        return self.done.get((model, eps, attack), 0) >= self.expected()
+
+    def fraction(self, model: str, eps: str, attack: str) -> str:
+        return f"{self.done.get((model, eps, attack), 0)}/{self.expected()}"
+
+
+def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None = None) -> pd.DataFrame:
+    """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
+
+    With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
+    that stopped half-way would mix examples attacked and not."""
+    sub = records[records["attack"].isin(["clean", *attacks])]
+    if coverage is not None and len(sub):
+        units = sub[["model", "eps", "attack"]].drop_duplicates()
+        finished = [a == "clean" or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
+        sub = sub.merge(units[finished], on=["model", "eps", "attack"])
+    covered = sub[sub["attack"] != "clean"][["model", "eps"]].drop_duplicates()
+    sub = sub.merge(covered, on=["model", "eps"])  # no worst case where no attack finished
+    if sub.empty or not attacks:
+        return records.iloc[0:0]
+    keys = ["model", "eps", "eps_value", "example"]
+    agg = (
+        sub.groupby(keys, sort=False)
+        .agg(
+            batch=("batch", "first"),
+            label=("label", "first"),
+            clean_top1=("clean_top1", "first"),
+            clean_top5=("clean_top5", "first"),
+            adv_top1=("adv_top1", "min"),
+            adv_top5=("adv_top5", "min"),
+            linf=("linf", "max"),
+            l2=("l2", "max"),
+            forward_passes=("forward_passes", "sum"),
+            backward_passes=("backward_passes", "sum"),
+        )
+        .reset_index()
+    )
+    agg["attack"] = "any"
+    agg["adv_pred"] = -1
+    agg["min_norm"] = float("nan")  # a worst case over attacks is no minimum-norm search
+    return agg[RECORD_COLUMNS]
+
+
+def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> dict[tuple[str, str], str]:
+    """(model, eps) -> the attacks its ``any`` row is the worst case over (in ``attacks`` order)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for model, eps, attack in records[["model", "eps", "attack"]].drop_duplicates().itertuples(index=False):
+        if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
+            out.setdefault((model, eps), []).append(attack)
+    return {key: ",".join(a for a in attacks if a in found) for key, found in out.items()}
+
+
+def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> dict:
+    return {
+        "model": model,
+        "checkpoint": meta.get("checkpoint") or meta.get("weights", ""),
+        "attack": attack,
+        "eps": eps,
+        "norm": norm,
+        "n": int(g["n"]),
+        "top1": round(100.0 * float(g["top1"]), 2),
+        "top5": round(100.0 * float(g["top5"]), 2),
+        "eps_value": float(g["eps_value"]),
+        "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
+        "mean_linf": float(g["mean_linf"]),
+        "mean_l2": float(g["mean_l2"]),
+        "forward_passes_per_example": float(g["forward_passes_per_example"]),
+        "backward_passes_per_example": float(g["backward_passes_per_example"]),
+        "median_min_norm": float(g["median_min_norm"]),  # minimum-norm attacks only (NaN elsewhere)
+    }
+
+
+def summarize(
+    records: pd.DataFrame,
+    attacks: list[str],
+    models_meta: dict[str, dict],
+    norm: str,
+    eps_order: list[str],
+    model_order: list[str] | None = None,
+    shifted: list[str] | None = None,
+    coverage: Coverage | None = None,
+) -> pd.DataFrame:
+    """One row per model x attack x eps (clean first, attacks in order, then ``any``, then the
+    ``shifted`` conditions, which ``any`` does not include: a corruption is no attack).
+
+    Models come in ``model_order`` (then any others in record order); one group-by computes every row.
+    Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows
+    name the attacks they are the worst case over (``any_over``), the finished ones only.
+    """
+    full = (
+        pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
+    )
+    if full.empty:
+        return pd.DataFrame()
+    groups = (
+        full.groupby(["model", "eps", "attack"], sort=False)
+        .agg(
+            n=("adv_top1", "size"),
+            top1=("adv_top1", "mean"),
+            top5=("adv_top5", "mean"),
+            eps_value=("eps_value", "first"),
+            mean_linf=("linf", "mean"),
+            mean_l2=("l2", "mean"),
+            forward_passes_per_example=("forward_passes", "mean"),
+            backward_passes_per_example=("backward_passes", "mean"),
+            median_min_norm=("min_norm", "median"),
+        )
+        .to_dict("index")
+    )
+    over = any_coverage(records, attacks, coverage)
+    order = ["clean", *attacks] + (["any"] if attacks else []) + list(shifted or [])
+    present = list(dict.fromkeys(records["model"]))
+    ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
+    rows = []
+    for model, eps, attack in ((m, e, a) for m in ordered for e in eps_order for a in order):
+        g = groups.get((model, eps, attack))
+        if g is None:
+            continue
+        row = _row(model, eps, attack, g, models_meta.get(model, {}), norm)
+        done = attack == "any" or coverage is None or coverage.complete(model, eps, attack)
+        row.update(
+            status="complete" if done else "partial",
+            any_over=over.get((model, eps), "") if attack == "any" else "",
+            batches="" if attack == "any" or coverage is None else coverage.fraction(model, eps, attack),
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_summary(
+    records: pd.DataFrame,
+    run: dict[str, Any],
+    config: dict[str, Any] | None = None,
+    done_units: dict[tuple[str, str, str], int] | None = None,
+) -> pd.DataFrame:
+    """One row per model x attack x eps with the run's identity: the columns of results.csv and of
+    every table, for a run that just finished and for one read back from the store alike.
+
+    ``done_units`` (batches stored per model, eps and attack) against the run's plan marks rows that
+    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish."""
+    config = config or run["config"]
+    eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
+    eps_order = [e for e in eps_order if e in set(records["eps"])]
+    models_meta = run.get("models", {})
+    shifted = [c.name for c in run_conditions(config)]
+    coverage = None if done_units is None else Coverage(done_units, run.get("plan", {}).get("batches"))
+    summary = summarize(
+        records,
+        config["attacks"],
+        models_meta,
+        config["norm"],
+        eps_order,
+        model_order(config["models"]),
+        shifted,
+        coverage,
+    )
+    if summary.empty:
+        return summary
+    summary["run_status"] = run.get("status", "finished")
+    summary["not_run"] = not_run(summary, run.get("plan", {}).get("units", {}))
+    summary["checkpoint"] = [
+        RANDOM_WEIGHTS if models_meta.get(m, {}).get("weights") == "random" else c
+        for m, c in zip(summary["model"], summary["checkpoint"])
+    ]
+    settings = run.get("attack_settings") or config.get("attack_settings", {})
+    v = run.get("versions") or {}
+    summary["protocol"] = config["protocol"]
+    summary["data"] = run.get("data", {}).get("data", config["data"])
+    summary["seed"] = config["seed"]
+    summary["settings"] = [json.dumps(settings.get(a, {}), sort_keys=True) for a in summary["attack"]]
+    summary["versions"] = f"robeval {v['robeval']}; torch {v['torch']}; timm {v['timm']}" if v else ""
+    summary["run_id"] = run.get("run_id")
+    summary["shift"] = config.get("shift") or ""
+    transfer = {spec.name for spec in list_attacks() if spec.kind == "transfer"}
+    summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
+    return summary
+
+
+def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:
+    """On each model's first row at each eps: the planned units with no row there (else empty)."""
+    have = summary.groupby(["model", "eps"], sort=False)["attack"].agg(set).to_dict()
+    out, seen = [], set()
+    for model, eps in zip(summary["model"], summary["eps"]):
+        first = (model, eps) not in seen
+        seen.add((model, eps))
+        missing = [u for u in planned.get(model, []) if u not in have[(model, eps)]] if first else []
+        out.append(",".join(missing))
+    return out
