@@ -19,7 +19,7 @@ from . import robustbench_ext  # noqa: F401  (registers the robustbench: model n
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
 from .eps import parse_eps_list
 from .evaluation.config import make_config
-from .evaluation.distributed import SINGLE, DistContext, init_from_env
+from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
 from .evaluation.engine import EvalResult, execute_run, prepare_run
 from .evaluation.progress import NullReporter, Reporter
 from .models import load_model  # noqa: F401  (robeval.load_model)
@@ -84,11 +84,25 @@ def evaluate_full(
         from .threads import set_threads
 
         set_threads(config.threads)
+    joined = ctx is None  # joined here (torchrun's environment, or a single process), left here
     ctx = ctx or init_from_env(config.device)
+    try:
+        result = _evaluate(config, out, store, resume, reporter or _reporter(progress, ctx), ctx)
+    finally:
+        if joined:
+            shutdown(ctx)
+    return result
+
+
+def _evaluate(config: EvalConfig, out, store, resume, reporter: Reporter, ctx: DistContext) -> EvalResult:
     prepared = prepare_run(config, lambda: open_store(store, ctx), resume, ctx)  # the store opens after every check
     if out is not None and ctx.is_main:
         _check_out(out, prepared.resume)
-    result = summarise(execute_run(prepared, reporter or _reporter(progress, ctx), ctx))
+    try:
+        result = summarise(execute_run(prepared, reporter, ctx))
+    finally:
+        if prepared.store is not None and not isinstance(store, Store):
+            prepared.store.close()  # opened here from a path: closed here (its journal folded into the file)
     if out is not None and ctx.is_main:
         from .report.files import write_run_files
 

@@ -30,10 +30,41 @@ def _threads():
 SCRATCH = Path(tempfile.mkdtemp(prefix="robeval-tests-"))
 
 
-def run_cli(*args: str, timeout: int = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m robeval ARGS`` the way a user runs the command."""
-    return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or SCRATCH)
+def run_cli(*args: str, timeout: int = 600, cwd: Path | None = None, process: bool = False) -> subprocess.CompletedProcess:
+    """Run ``robeval ARGS`` as a user does: in this process (no torch import per call), or with
+    ``process=True`` in a process of its own (where that is the point: signals, import time)."""
+    if process:
+        return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout,
+                              cwd=cwd or SCRATCH)
+    return invoke(list(args), cwd or SCRATCH)
+
+
+def invoke(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``robeval.cli.main(args)`` from ``cwd`` with stdout and stderr captured; the working directory,
+    the environment and the SIGTERM handler are restored afterwards."""
+    import io
+    import os
+    import signal
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from robeval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before, env, sigterm = os.getcwd(), dict(os.environ), signal.getsignal(signal.SIGTERM)
+    os.chdir(cwd)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main(args)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(before)
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGTERM, sigterm)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")
@@ -66,38 +97,13 @@ def deit_tiny_ckpt(tmp_path_factory, deit_tiny_state) -> Path:
     return path
 
 
-class Invoked:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.returncode, self.stdout, self.stderr = code, out, err
-
-
 @pytest.fixture()
-def cli(capsys, monkeypatch, tmp_path):
-    """Run ``robeval ARGS`` in this process (no torch import per call), from ``tmp_path``: exit code,
-    stdout and stderr as :func:`run_cli` gives them."""
-    import signal
-
-    from robeval.cli import main
-
-    monkeypatch.chdir(tmp_path)
-    sigterm = signal.getsignal(signal.SIGTERM)
-
-    def invoke(*args: str) -> Invoked:
-        capsys.readouterr()
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        finally:
-            signal.signal(signal.SIGTERM, sigterm)
-        out, err = capsys.readouterr()
-        return Invoked(code, out, err)
-
-    return invoke
+def cli(tmp_path):
+    """``cli(*args)``: :func:`run_cli` in this process, from ``tmp_path``."""
+    return lambda *args: invoke(list(args), tmp_path)
 
 
-def one_line_error(result: Invoked, *words: str) -> bool:
+def one_line_error(result: subprocess.CompletedProcess, *words: str) -> bool:
     """Exit code 2, one ``error:`` line naming ``words``, no traceback."""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     return (result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")

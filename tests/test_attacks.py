@@ -10,11 +10,11 @@ from pyautoattack.fab_pt import FABAttack_PT
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.attacks import create, list_attacks, parse_attack_list
+from robeval.attacks import create, parse_attack_list
 from robeval.attacks.spsa import SPSA
+from robeval.data.digits import digits_split
 from robeval.errors import UserError
 from robeval.evaluation.attack_calls import AttackBoundsError, verify_adversarial
-from robeval.data.digits import digits_split
 
 from .conftest import FAST_SETTINGS
 

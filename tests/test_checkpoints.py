@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ import robeval
 from robeval.errors import UserError
 from robeval.models import build_network
 from robeval.models.checkpoint import sha256_of
+from robeval.results.store import Store
 
 from .conftest import run_cli
 
@@ -151,3 +151,29 @@ def test_a_saved_load_model_state_dict_loads_back(tmp_path):
     again = robeval.load_model("digits-deit", checkpoint=tmp_path / "own.pth")
     x = torch.rand(4, 1, 8, 8)
     assert torch.equal(model(x), again(x))
+
+
+def test_hostile_pickle_is_refused_from_the_cli(tmp_path):
+    marker = tmp_path / "marker"
+
+    class Payload:
+        def __reduce__(self):
+            import os
+            return (os.system, (f"touch {marker}",))
+
+    ckpt = tmp_path / "evil.pth"
+    torch.save({"model": Payload()}, ckpt)
+    proc = run_cli("run", "-m", "digits-deit", "--checkpoint", str(ckpt), "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    assert proc.returncode == 2 and "cannot be loaded safely" in proc.stderr and "--trust-checkpoint" in proc.stderr
+    assert not marker.exists()
+
+
+def test_trust_checkpoint_warns(tmp_path):
+    ckpt = tmp_path / "plain.pth"
+    torch.save({"model": build_network("digits-deit").state_dict(), "note": Store}, ckpt)  # a class: not plain data
+    refused = run_cli("run", "-m", "digits-deit", "--checkpoint", str(ckpt), "-n", "10", "--attacks", "fgsm", "--quiet",
+                      "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    assert refused.returncode == 2
+    trusted = run_cli("run", "-m", "digits-deit", "--checkpoint", str(ckpt), "-n", "10", "--attacks", "fgsm", "--quiet",
+                      "--trust-checkpoint", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    assert trusted.returncode == 0 and "warning: --trust-checkpoint" in trusted.stderr

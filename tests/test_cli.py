@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
+
+import robeval
+from robeval.results.store import Store
 
 from .conftest import run_cli
 
@@ -110,3 +115,75 @@ def test_image_folder_with_checkpoint(image_folder, deit_tiny_ckpt, tmp_path):
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["data"]["num_classes"] == 1000  # wnid folders map to the ImageNet-1k index
     assert run["batch_size"] == 16  # the CPU default for 224x224 folders (memory, at no cost in speed)
+
+
+def test_random_weights_run_anywhere_and_every_table_says_so(tmp_path, image_folder):
+    store = tmp_path / "s.sqlite"
+    proc = run_cli("run", "-m", "deit-tiny-elliptical", "--weights", "random", "--data", str(image_folder), "-n", "3",
+                   "--attacks", "fgsm", "--eps", "1/255", "--quiet", "--store", str(store), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    assert "RANDOM WEIGHTS" in proc.stdout
+    df = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert (df["checkpoint"] == "random weights (untrained)").all()
+    assert "RANDOM WEIGHTS (untrained, a smoke test): deit-tiny-elliptical" in (tmp_path / "o" / "results.md").read_text()
+    table = run_cli("table", "--store", str(store), "-f", "md")
+    assert "RANDOM WEIGHTS" in table.stdout
+    model = robeval.load_model("deit-tiny", pretrained=False)
+    assert model.meta.weights == "random"
+
+
+def test_user_errors_leave_no_failed_run_behind(tmp_path, image_folder):
+    store = tmp_path / "s.sqlite"
+    bad = tmp_path / "notes.pth"
+    bad.write_text("hello this is text\n")
+    for args in (["-m", "digits-deit", "--checkpoint", str(bad)], ["-m", "deit-tiny-elliptical", "--data", str(image_folder)],
+                 ["-m", "digits-deit", "--data", str(tmp_path / "nowhere")]):
+        proc = run_cli("run", *args, "-n", "3", "--attacks", "fgsm", "--quiet", "--store", str(store))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert not store.exists() or Store(store).runs().empty
+
+
+def test_table_and_plot_say_which_run_they_read(tmp_path):
+    store = tmp_path / "s.sqlite"
+    first = run_cli("run", "-m", "digits-deit", "-n", "10", "--attacks", "fgsm", "--quiet", "--store", str(store),
+                    "--out", str(tmp_path / "o"))
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads((tmp_path / "o" / "run.json").read_text())["run_id"]
+    for command in (["table"], ["plot", "--out", str(tmp_path / "plots")], ["check"]):
+        proc = run_cli(*command, "--store", str(store))
+        assert proc.returncode == 0, proc.stderr
+        assert f"Using the newest finished run {run_id}" in proc.stderr
+    named = run_cli("table", run_id, "--store", str(store))
+    assert "Using the newest" not in named.stderr
+
+
+def test_terminal_caption_keeps_its_phrases_whole(tmp_path):
+    proc = run_cli("run", "-m", "digits-deit", "-n", "10", "--attacks", "fgsm", "--quiet", "--store",
+                   str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    lines = proc.stdout.splitlines()
+    assert any("Linf eps = 8/255 (8/255, 0.0313725)" in line for line in lines)
+    assert any(line.strip() == "data: digits, n = 10" for line in lines)
+
+
+def test_help_and_listings_start_without_torch():
+    code = ("import sys; from robeval.cli import app; "
+            "print(sorted(m for m in ('torch', 'timm', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    run_cli("models")  # fills the listing cache
+    code = ("import sys; from robeval.cli import main\n"
+            "try:\n    main(['models'])\nexcept SystemExit:\n    pass\n"
+            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("NO-TORCH") and "deit-small-elliptical" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "/proc/version/out"], "cannot create output folder"),
+    (["--store", "/proc/version/s.sqlite"], "cannot create results store"),
+    (["--attacks", "pgdd"], "did you mean pgd"),
+])
+def test_unwritable_paths_and_typos(args, message, tmp_path):
+    base = ["run", "-n", "10", "--quiet"] + (["--store", str(tmp_path / "s.sqlite")] if "--store" not in args else [])
+    proc = run_cli(*base, *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

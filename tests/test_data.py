@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
+import pandas as pd
 import pytest
 import torch
+from PIL import Image
 
+from robeval.data.folders import load_folder_data
 from robeval.errors import UserError
 from robeval.models.wrapper import ModelMeta
-from robeval.data.folders import load_folder_data
+
+from .conftest import run_cli
 
 META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
                  std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)
@@ -95,8 +102,10 @@ def test_robustbench_models_import_past_its_broken_init(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = get_spec("robustbench:Salman2020Do_R50")  # the zoo imports: no one-line refusal
     assert spec.family == "robustbench" and getattr(sys.modules["robustbench"], "__file__", None) is None
+    from robeval.models.weights import load_default_weights
+
     with pytest.raises(UserError, match="could not load RobustBench model"):
-        spec.builder(pretrained=True)
+        load_default_weights(None, spec.name, spec.weights)  # the entry's weights, through RobustBench's loader
 
 
 def test_robustbench_models_without_the_package_say_how_to_install(monkeypatch):
@@ -112,3 +121,45 @@ def test_robustbench_models_without_the_package_say_how_to_install(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "robustbench" else real(name, *a))
     with pytest.raises(UserError, match=r"pip install 'robeval\[robustbench\]' && pip install --no-deps robustbench"):
         get_spec("robustbench:Salman2020Do_R50")
+
+
+@pytest.fixture()
+def digits_folder(tmp_path):
+    """A folder of 8x8-able images for the digits models, plus one non-image and one truncated JPEG."""
+    rng = np.random.default_rng(0)
+    root = tmp_path / "imgs"
+    for name in ("a", "b", "c"):
+        (root / name).mkdir(parents=True)
+        for i in range(3):
+            Image.fromarray(rng.integers(0, 255, (16, 16), dtype=np.uint8)).save(root / name / f"{i}.png")
+    (root / "a" / "notes.JPEG").write_text("this is not an image")
+    good = root / "b" / "big.jpg"
+    Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(good, quality=95)
+    data = good.read_bytes()
+    (root / "c" / "cut.jpg").write_bytes(data[: len(data) // 3])
+    good.unlink()
+    (tmp_path / "classes.txt").write_text("a 0\nb 3\nc 7\n")  # three digit classes: say which, with --class-map
+    return root
+
+
+def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path):
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
+                   "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
+    run = json.loads((tmp_path / "o" / "run.json").read_text())
+    assert sorted(p.rsplit("/", 1)[-1] for p in run["skipped_files"]) == ["cut.jpg", "notes.JPEG"]
+    df = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert (df["n"] == 9).all()
+
+
+def test_strict_data_makes_them_an_error(digits_folder, tmp_path):
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
+                   "--strict-data", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "unreadable image file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_empty_class_folders_are_a_user_error(tmp_path):
+    (tmp_path / "data" / "n01440764").mkdir(parents=True)
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    assert proc.returncode == 2 and "has no images" in proc.stderr

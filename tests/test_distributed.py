@@ -65,7 +65,7 @@ def test_nproc_must_be_positive():
 
 
 def test_more_workers_than_the_machine_holds_are_refused(cli):
-    from robeval.threads import cores
+    from robeval.machine import cores
 
     result = cli("run", "--nproc", str(cores() + 1), "--quiet")
     lines = result.stderr.strip().splitlines()

@@ -8,7 +8,12 @@ from timm.models.vision_transformer import VisionTransformer
 
 import robeval
 from robeval.models import build_network
-from robeval.models.attention.elliptical import EllipticalAttention, elliptical_scale, make_elliptical, set_elliptical_options
+from robeval.models.attention.elliptical import (
+    EllipticalAttention,
+    elliptical_scale,
+    make_elliptical,
+    set_elliptical_options,
+)
 
 ARCH = dict(img_size=32, patch_size=8, in_chans=3, num_classes=7, embed_dim=48, depth=4, num_heads=3)
 

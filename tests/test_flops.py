@@ -7,8 +7,8 @@ import pytest
 import timm
 import torch
 
-from robeval.models.attention.kinds import ATTENTION_KINDS, fit_sequence_length
 from robeval.evaluation.profiling import count_flops, flops_per_image
+from robeval.models.attention.kinds import ATTENTION_KINDS, fit_sequence_length
 
 N, C, H = 17, 48, 3  # tokens, width, heads: small, and N != C so that no term can stand in for another
 

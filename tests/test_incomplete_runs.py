@@ -13,9 +13,9 @@ import torch
 import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import autoattack
+from robeval.report.captions import is_incomplete
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run
-from robeval.report.captions import is_incomplete
 from robeval.results.store import Store
 
 from .test_shifts import StopAfter

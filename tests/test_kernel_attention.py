@@ -15,7 +15,11 @@ import robeval
 from robeval.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec
 from robeval.models.attention.kernel import (
-    FourierAttention, KDEAttention, MaskedKeyNormAttention, SPKDEAttention, project_to_simplex, spkde_weights,
+    FourierAttention,
+    KDEAttention,
+    MaskedKeyNormAttention,
+    project_to_simplex,
+    spkde_weights,
 )
 from robeval.models.attention.robust import gaussian_gram
 

@@ -17,13 +17,13 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create
 from robeval.attacks.minimum_norm import _fixed_l2_fmn, minimal_norms, within_eps
+from robeval.data.digits import digits_split
 from robeval.report.checklist import checklist
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
 from robeval.results.flags import flags_from_summary, noise_points
-from robeval.data.digits import digits_split
-from robeval.results.store import SCHEMA_VERSION, MIGRATIONS, Store
+from robeval.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
 
@@ -70,7 +70,8 @@ def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
     assert "| Model | FMN median size | FMN Top-1 @ 2/255 |" in block and "/255 |" in block.split("| digits-deit |")[1]
     rows = json.loads(render(result.summary, "json"), parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
     assert all(r["median_min_norm"] is None for r in rows if r["attack"] != "fmn")
-    from robeval.results.runs import combine, minimal_norms as stored_norms, resolve_runs
+    from robeval.results.runs import combine, resolve_runs
+    from robeval.results.runs import minimal_norms as stored_norms
 
     runs = resolve_runs(store, [result.run["run_id"]])
     norms = stored_norms(runs)

@@ -13,9 +13,12 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks, register_attack
 from robeval.attacks.base import Attack
-from robeval.attacks.registry import ATTACK_KINDS, ATTACKS
+from robeval.attacks.registry import ATTACK_KINDS
+from robeval.attacks.registry import ATTACKS as ATTACK_REGISTRY
 from robeval.attacks.transfer import SourceModel
 from robeval.cli.listing import catalog
+from robeval.data.digits import digits_split
+from robeval.evaluation.plan import make_plan
 from robeval.models import build_network, get_spec, list_models, register_model
 from robeval.models.checkpoint import load_state_dict_strict
 from robeval.models.digits import DIGITS_CFG
@@ -23,8 +26,6 @@ from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.naming import attack_title
 from robeval.report.paper import render
-from robeval.evaluation.plan import make_plan
-from robeval.data.digits import digits_split
 from robeval.results.runs import resolve_runs
 from robeval.results.store import Store
 
@@ -124,7 +125,7 @@ def toy_registrations():
         return net
 
     yield
-    ATTACKS.remove("toy-shift")
+    ATTACK_REGISTRY.remove("toy-shift")
     MODEL_REGISTRY.remove("toy-digits")
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from robeval.api import reproduce
 from robeval.errors import UserError
 from robeval.models import count_parameters
 from robeval.report.naming import attack_title
-from robeval.api import reproduce
 from robeval.reproduce import get_table, list_tables
 from robeval.results.store import Store
 

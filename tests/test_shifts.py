@@ -10,12 +10,11 @@ import pytest
 import torch
 from PIL import Image
 
-import robeval
 from robeval.api import evaluate_full
-from robeval.errors import UserError
-from robeval.report.paper import render
 from robeval.data.digits import digits_split
 from robeval.data.labels import imagenet_wnids
+from robeval.errors import UserError
+from robeval.report.paper import render
 from robeval.shifts import ALEXNET_ERRORS, COMMON, EXTRA, class_set
 from robeval.shifts.corrupt import corrupt_tensor
 from robeval.shifts.metrics import corruption_metrics

@@ -86,18 +86,21 @@ def test_resume_with_changed_configuration_names_the_difference(tmp_path, refere
 
 def test_resume_alone_picks_the_newest_unfinished_run_with_these_options(tmp_path):
     from robeval.api import make_config
-    from robeval.evaluation.engine import latest_matching_run
-    from robeval.evaluation.config import semantic_config
+    from robeval.evaluation.opening import latest_matching_run
+    from robeval.evaluation.plan import make_plan
+
+    def identity(eps):
+        return make_plan(make_config(eps=eps)).identity()
 
     store = Store(tmp_path / "s.sqlite")
     with pytest.raises(UserError, match="no unfinished run in"):
-        latest_matching_run(store, make_config(eps="8/255"))
-    wanted = store.create_run(semantic_config(make_config(eps="8/255")), {}, "standard", None, 0)
-    store.create_run(semantic_config(make_config(eps="4/255")), {}, "standard", None, 0)  # newer, other options
-    assert latest_matching_run(store, make_config(eps="8/255")) == wanted
+        latest_matching_run(store, identity("8/255"))
+    wanted = store.create_run(identity("8/255"), {}, "standard")
+    store.create_run(identity("4/255"), {}, "standard")  # newer, other options
+    assert latest_matching_run(store, identity("8/255")) == wanted
     store.update_run(wanted, status="finished")
     with pytest.raises(UserError, match=r"has this configuration \(the newest, .*, differs in eps: stored \['4/255'\], now \['8/255'\]\)"):
-        latest_matching_run(store, make_config(eps="8/255"))
+        latest_matching_run(store, identity("8/255"))
 
 
 def test_two_runs_write_to_one_store_at_once(tmp_path):

@@ -10,8 +10,8 @@ import torch
 import robeval
 from robeval.errors import UserError
 from robeval.models import build_network, count_parameters
-from robeval.models.swin import digits_swin
 from robeval.models.attention.variants import state_from_deit
+from robeval.models.swin import digits_swin
 
 # (embed dim, depths) of timm's swin_{tiny,small}_patch4_window7_224; 49 tokens per window
 SWIN = {"tiny": (96, (2, 2, 6, 2)), "small": (96, (2, 2, 18, 2))}

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from robeval.api import evaluate_full
-from robeval.report.paper import render
-from robeval.results.runs import combine, load_run, resolve_runs
 from robeval.report.captions import caption
 from robeval.report.naming import data_label
+from robeval.report.paper import render
+from robeval.results.runs import combine, load_run, resolve_runs
 from robeval.results.store import Store
 
 from .conftest import FAST_SETTINGS

@@ -12,11 +12,11 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 
 import robeval
+from robeval.data.digits import digits_split
 from robeval.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec, list_models
 from robeval.models.attention.robust import MoMAttention, RKDEAttention, huber_rkde_weights, set_robust_options
 from robeval.models.attention.variants import VARIANTS, SuperAttention, make_super, state_from_deit
-from robeval.data.digits import digits_split
 
 ARCH = dict(img_size=32, patch_size=8, in_chans=3, num_classes=7, embed_dim=48, depth=3, num_heads=3)
 SEQ = (32 // 8) ** 2 + 1  # 16 patches + class token
@@ -123,7 +123,7 @@ def test_super_needs_its_sequence_length():
 @pytest.mark.parametrize("name", [f"deit-{s}-{k}" for s in ("tiny", "small") for k in VARIANTS] + ["deit-tiny-rkde", "deit-tiny-mom"])
 def test_imagenet_sized_models_are_registered_without_weights(name):
     spec = get_spec(name)
-    assert not spec.has_default_weights and spec.weights == "none public: --checkpoint"
+    assert not spec.has_default_weights and spec.weights.describe() == "none public: --checkpoint"
     with pytest.raises(UserError, match="no public weights"):
         robeval.load_model(name)
 

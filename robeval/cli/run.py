@@ -77,16 +77,13 @@ def run(**values: Any) -> None:
     out, store, resume, nproc, quiet = (values.pop(name) for name in COMMAND_OPTIONS)
     _start(nproc, values["device"], store, values["trust_checkpoint"])
     from ..api import evaluate_full
-    from ..evaluation.distributed import init_from_env, shutdown
 
-    ctx = init_from_env(values["device"])
     try:
         result = evaluate_full(
             out=out or Path("results") / "{run_id}",
             store=store,
             resume=resume,
             progress=not quiet,
-            ctx=ctx,
             **{k: str(v) if isinstance(v, Path) else v for k, v in values.items()},
         )
     except KeyboardInterrupt as exc:
@@ -97,8 +94,7 @@ def run(**values: Any) -> None:
             f"{exc}; run {run_id} is interrupted: free space, then resume with: "
             f"{resume_command(invoked_args(), str(run_id))}"
         ) from None
-    shutdown(ctx)
-    if ctx.is_main:
+    if result.run.get("rank", 0) == 0:  # a worker of --nproc leaves the tables to rank 0
         _report(result, store, demo=values["data"] == DIGITS and values["n_examples"] is None)
 
 

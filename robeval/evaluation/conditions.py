@@ -34,7 +34,8 @@ class ConditionContext:
     conditions: list[Condition]
     data: EvalData  # read for the model
     batch_size: int
-    config: Any  # the run's configuration (seed, data, workers: what the kind's datasets read)
+    config: Any  # the run's configuration (seed, data: what the kind's datasets read)
+    workers: int  # DataLoader worker processes
     device: torch.device
     todo: dict[int, list]  # batch -> its pending (eps, unit)
     clean_hits: dict[
@@ -59,7 +60,7 @@ def run_conditions(ctx: ConditionContext, batches: list[int], deliver: Deliver) 
     loader = DataLoader(
         ConcatDataset(datasets),
         batch_sampler=sampler,
-        num_workers=ctx.kind.loader_workers(ctx.config.workers),
+        num_workers=ctx.kind.loader_workers(ctx.workers),
         pin_memory=ctx.device.type == "cuda",
     )
     for (condition, b), (x, y, norms) in zip(plan, loader):
@@ -70,7 +71,7 @@ def run_conditions(ctx: ConditionContext, batches: list[int], deliver: Deliver) 
 def fill_clean_hits(ctx: ConditionContext, batches: list[int]) -> None:
     """Clean top-1/top-5 hits of batches the clean pass did not see in this process (a resumed run)."""
     missing = [b for b in batches if b not in ctx.clean_hits]
-    for b, idx, x, y in ctx.data.batches(ctx.batch_size, workers=ctx.config.workers, only=missing):
+    for b, idx, x, y in ctx.data.batches(ctx.batch_size, workers=ctx.workers, only=missing):
         keep = y >= 0
         hit1, hit5 = topk_hits(ctx.logits(x[keep], f"clean images (batch {b})"), y[keep].to(ctx.device))
         ctx.clean_hits[b] = dict(zip(idx[keep].tolist(), zip(hit1.tolist(), hit5.tolist())))

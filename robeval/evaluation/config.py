@@ -10,7 +10,6 @@ stored run.  Device, worker count and DataLoader processes are not part of it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import fields
 from typing import Any
 
@@ -90,15 +89,10 @@ def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _data_defaults(values: dict[str, Any]) -> dict[str, Any]:
-    """Defaults that depend on the data: the demo's subset size, DataLoader workers for image folders."""
-    digits = values.get("data", DIGITS) == DIGITS
+    """Defaults that depend on the data: the demo's subset size."""
     n_examples = values.get("n_examples")
-    workers = values.get("workers")
-    if workers is None:  # image folders decode JPEGs: use worker processes; digits sit in memory
-        workers = 0 if digits else min(8, os.cpu_count() or 1)
-    if workers < 0:
-        raise UserError(f"--workers must not be negative, got {workers}")
-    return dict(n_examples=DEFAULT_N_EXAMPLES if n_examples is None and digits else n_examples, workers=workers)
+    digits = values.get("data", DIGITS) == DIGITS
+    return dict(n_examples=DEFAULT_N_EXAMPLES if n_examples is None and digits else n_examples)
 
 
 def make_config(**values: Any) -> EvalConfig:
@@ -110,7 +104,7 @@ def make_config(**values: Any) -> EvalConfig:
         raise UserError(f"invalid --weights {values['weights']!r}: choose default or random")
     config = EvalConfig(**{**values, **_user_forms(values), **_data_defaults(values)})
     check_seed(config.seed)
-    for attack in dict.fromkeys([*config.attacks, *config.settings]):  # a settings dict may cover attacks not run
+    for attack in set(config.settings) - set(config.attacks):  # a settings dict may cover attacks not run: checked too
         attack_settings(config, attack)
     return config
 

@@ -111,7 +111,7 @@ class ModelEvaluation:
         self.attack_units.progress = progress
         direct = [b for b in batches if any(a not in self.condition_names for _, a in self.todo[b])]
         loader = self.data.batches(
-            self.batch_size, workers=self.config.workers, pin_memory=self.device.type == "cuda", only=direct
+            self.batch_size, workers=self.plan.workers, pin_memory=self.device.type == "cuda", only=direct
         )
         try:
             for b, idx, x, y in loader:
@@ -135,6 +135,7 @@ class ModelEvaluation:
             self.data,
             self.batch_size,
             self.config,
+            self.plan.workers,
             self.device,
             self.todo,
             self.clean_hits,

@@ -65,7 +65,7 @@ def open_run(plan: RunPlan, store: Any, resume: str | None, ctx: DistContext, ou
             if resume is not None:
                 run_id, done, previous = _reopen(store, resume, identity, outline)
             else:
-                run_id = store.create_run(identity, {"plan": outline}, plan.config.protocol, None, 0)
+                run_id = store.create_run(identity, {"plan": outline}, plan.config.protocol)
         except UserError as exc:
             error = str(exc)
     run_id, done, previous, error = ctx.broadcast((run_id, done, previous, error))

@@ -5,6 +5,7 @@ Every part of the engine reads the plan instead of resolving these again.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ class RunPlan:
     device: torch.device
     batch_size: int
     settings: dict[str, dict[str, Any]]  # attack -> the settings it runs with (protocol defaults, --set)
+    workers: int  # DataLoader worker processes
     jobs: list[ModelJob]
     shift: ShiftKind | None
     conditions: list[Condition]
@@ -78,6 +80,15 @@ def resolve_device(device: str) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise UserError("--device cuda requested but no CUDA GPU is available")
     return dev
+
+
+def resolve_workers(config: EvalConfig) -> int:
+    """DataLoader processes: image folders decode JPEGs in worker processes; digits sit in memory."""
+    if config.workers is None:
+        return 0 if config.data == DIGITS else min(8, os.cpu_count() or 1)
+    if config.workers < 0:
+        raise UserError(f"--workers must not be negative, got {config.workers}")
+    return config.workers
 
 
 def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
@@ -120,6 +131,7 @@ def make_plan(config: EvalConfig) -> RunPlan:
         device,
         resolve_batch_size(config, device),
         {a: attack_settings(config, a) for a in config.attacks},
+        resolve_workers(config),
         model_jobs(config, protocol),
         shift,
         conditions,

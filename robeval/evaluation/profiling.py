@@ -146,7 +146,7 @@ def cpu_pass_memory(name: str, batch_size: int) -> float | None:
     import sys
 
     code = (
-        "import json, sys; from robeval.profiling import cpu_pass_memory_here; "
+        "import json, sys; from robeval.evaluation.profiling import cpu_pass_memory_here; "
         "print(json.dumps(cpu_pass_memory_here(sys.argv[1], int(sys.argv[2]))))"
     )
     proc = subprocess.run([sys.executable, "-c", code, name, str(batch_size)], capture_output=True, text=True)

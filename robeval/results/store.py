@@ -189,24 +189,20 @@ class Store:
                 conn.execute(f"PRAGMA user_version = {version}")
 
     # -- runs -----------------------------------------------------------------------------------
-    def create_run(
-        self, config: dict[str, Any], info: dict[str, Any], protocol: str, data_identity: str | None, total_units: int
-    ) -> str:
+    def create_run(self, config: dict[str, Any], info: dict[str, Any], protocol: str) -> str:
         """A new run, held by this process (:meth:`hold`)."""
         run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.holder = this_process()
         with self.transaction() as conn:
             conn.execute(
-                "INSERT INTO runs (id, created, status, protocol, config, info, data_identity, total_units, "
-                "holder) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (id, created, status, protocol, config, info, total_units, holder) "
+                "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
                 (
                     run_id,
                     now(),
                     protocol,
                     json.dumps(config, sort_keys=True, default=str),
                     json.dumps(info, default=str),
-                    data_identity,
-                    total_units,
                     json.dumps(self.holder),
                 ),
             )

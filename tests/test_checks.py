@@ -1,0 +1,83 @@
+"""Soundness checks: model-level checks on the first batch, flags from the summaries, robeval check."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+import robeval
+from robeval.evaluation.model_checks import model_checks
+from robeval.results.flags import flags_from_model_checks, flags_from_summary
+from robeval.results.store import Store
+
+from .conftest import run_cli
+
+
+class _Softmaxed(torch.nn.Module):
+    def __init__(self, net, log=False):
+        super().__init__()
+        self.net, self.log = net, log
+
+    def forward(self, x):
+        z = self.net(x)
+        return z.log_softmax(1) if self.log else z.softmax(1)
+
+
+class _Noisy(torch.nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x + 0.05 * torch.randn_like(x))
+
+
+class _Quantized(torch.nn.Module):
+    """Rounds its input: zero gradients almost everywhere (gradient masking by design)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(torch.round(x * 4) / 4)
+
+
+@pytest.mark.parametrize("wrap, check", [(lambda m: m, None), (_Softmaxed, "softmax-output"),
+                                         (lambda m: _Softmaxed(m, log=True), "softmax-output"),
+                                         (_Noisy, "randomness"), (_Quantized, "zero-gradients")])
+def test_model_level_checks(wrap, check):
+    model = robeval.load_model("digits-deit")
+    x = torch.rand(16, 1, 8, 8)
+    y = torch.randint(0, 10, (16,))
+    flags = flags_from_model_checks("m", model_checks(wrap(model), x, y))
+    assert [f.check for f in flags] == ([check] if check else [])
+    for f in flags:
+        assert f.message and f.advice
+
+
+def test_summary_level_checks():
+    rows = [("pgd", "2/255", 2 / 255, 60.0), ("pgd", "8/255", 8 / 255, 40.0), ("square", "2/255", 2 / 255, 70.0),
+            ("square", "8/255", 8 / 255, 30.0), ("fgsm", "2/255", 2 / 255, 50.0), ("fgsm", "8/255", 8 / 255, 55.0)]
+    summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": v, "top1": t} for a, e, v, t in rows])
+    flags = flags_from_summary(summary)
+    assert {f.check for f in flags} == {"gradient-masking", "eps-monotonicity"}
+    masking = [f for f in flags if f.check == "gradient-masking"]
+    assert len(masking) == 1 and "8/255" in masking[0].message
+    rising = [f for f in flags if f.check == "eps-monotonicity"]
+    assert len(rising) == 1 and "fgsm" in rising[0].message
+
+
+def test_check_command_and_adaptive(tmp_path):
+    store = tmp_path / "s.sqlite"
+    proc = run_cli("run", "-m", "digits-deit-elliptical", "-n", "10", "--attacks", "fgsm,pgd", "--adaptive", "--quiet",
+                   "--store", str(store), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert set(df["model"]) == {"digits-deit-elliptical", "digits-deit-elliptical+adaptive"}
+    assert "Adaptive attack (gradients through M) vs default" in proc.stdout
+    run_id = Store(store).runs()["id"].iloc[0]
+    check = run_cli("check", run_id, "--store", str(store))
+    assert check.returncode == 0 and "Soundness checks" in check.stdout
+    assert run_cli("check", "nope", "--store", str(store)).returncode == 2
