@@ -26,7 +26,11 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(VENV)/bin/robeval run
 
+# linters, the type checker, then the suite
 test: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check robeval tests
+	$(VENV)/bin/ruff format --check robeval
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 clean:

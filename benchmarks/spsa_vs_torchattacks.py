@@ -27,7 +27,7 @@ from robeval.attacks import create
 from robeval.eps import parse_one
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
-from robeval.evaluation.engine import PassCounter
+from robeval.evaluation.attack_calls import PassCounter
 
 
 def robust_top1(model, x_adv, y) -> float:

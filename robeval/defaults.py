@@ -12,6 +12,12 @@ DEFAULT_STORE = Path("results") / "robeval.sqlite"
 
 RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
 
+# The two row names of a results table that are no attack: the clean images, and the worst case over
+# the attacks (an example counts as robust only if every attack of the run failed on it).
+CLEAN = "clean"
+ANY = "any"
+NOT_ATTACKS = (CLEAN, ANY)
+
 # One row per example per (model, eps, attack): what every table is computed from.
 RECORD_COLUMNS = [
     "model",

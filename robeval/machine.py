@@ -44,11 +44,15 @@ def memory_available() -> int | None:
 
 def process_start(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot): with the pid it names one process, even
-    after the pid is reused."""
+    after the pid is reused.  None when there is none, or it has exited and waits to be reaped (a
+    zombie: in a container whose first process reaps nothing, a killed run's workers stay so)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+    if len(fields) < 20 or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
 
 
 def child_pids(pid: int | str) -> list[int]:

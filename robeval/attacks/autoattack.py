@@ -20,6 +20,8 @@ within eps (as in AutoAttack); otherwise the clean image is kept.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from pyautoattack.autopgd_base import APGDAttack, APGDAttack_targeted
 from pyautoattack.fab_pt import FABAttack_PT
@@ -46,6 +48,17 @@ def _keep_lowest_margin(
 
 class _AutoAttackRunner(Attack):
     """Shared frame: split correct / misclassified, collect lowest-margin points."""
+
+    n_iter: int  # the settings every AutoAttack attack here has (each class's defaults say which it uses)
+    n_restarts: int
+    eot_iter: int
+    n_target_classes: int
+    rho: float
+    alpha_max: float
+    eta: float
+    beta: float
+    n_queries: int
+    p_init: float
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -80,17 +93,28 @@ class _AutoAttackRunner(Attack):
             scale = t.flatten(1).norm(dim=1).clamp_min(1e-12)
         return x + self.eps * t / scale.view(-1, *[1] * (x.dim() - 1))
 
+    def library_options(self, x: torch.Tensor, *names: str) -> dict[str, Any]:
+        """Keywords for an AutoAttack class: the threat model, seed and device, and this attack's
+        settings ``names``."""
+        return dict(
+            norm=self.norm, eps=self.eps, seed=self.seed, device=x.device, **{n: getattr(self, n) for n in names}
+        )
+
+    def apgd_run(self, atk, x, y, rows, best, best_margin, *salt) -> torch.Tensor:
+        """One APGD run on the examples at ``rows`` from their seeded start; both of its points compete
+        for the lowest margin.  Returns which rows it left robust."""
+        start = self.apgd_start(x[rows], rows, *salt)
+        x_best, acc, _, x_best_adv = atk.attack_single_run(x[rows].clone(), y[rows].clone(), start)
+        _keep_lowest_margin(self.model, y, best, best_margin, rows, x_best_adv, x_best)
+        return acc.bool()
+
 
 @register_attack(
-    "apgd-ce",
-    title="APGD-CE",
-    randomness=PER_EXAMPLE,
-    norms=("Linf", "L2"),
-    kind="white-box",
-    implementation="AutoAttack APGDAttack (pyautoattack)",
-    description="AutoAttack's APGD on cross-entropy, 100 iterations",
+    "apgd-ce", title="APGD-CE", implementation="AutoAttack APGDAttack (pyautoattack)", randomness=PER_EXAMPLE
 )
 class APGDCE(_AutoAttackRunner):
+    """AutoAttack's APGD on cross-entropy, 100 iterations"""
+
     defaults = APGD_DEFAULTS
     loss = "ce"
 
@@ -99,16 +123,7 @@ class APGDCE(_AutoAttackRunner):
 
     def _make(self, x):
         atk = APGDAttack(
-            self.model,
-            n_iter=self.n_iter,
-            norm=self.norm,
-            n_restarts=self.n_restarts,
-            eps=self.eps,
-            seed=self.seed,
-            loss=self.loss,
-            rho=self.rho,
-            eot_iter=self.eot_iter,
-            device=x.device,
+            self.model, loss=self.loss, **self.library_options(x, "n_iter", "n_restarts", "rho", "eot_iter")
         )
         atk.init_hyperparam(x)
         return atk
@@ -119,60 +134,39 @@ class APGDCE(_AutoAttackRunner):
         for restart in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
             if robust.numel() == 0:
                 break
-            start = self.apgd_start(x[robust], robust, "restart", restart)
-            x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone(), start)
-            _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
-            robust = robust[acc.bool()]
+            robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "restart", restart)]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
-        atk = self._make(x)
-        start = self.apgd_start(x[idx], idx, "misclassified")
-        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone(), start)
-        _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
+        self.apgd_run(self._make(x), x, y, idx, best, best_margin, "misclassified")
 
 
 @register_attack(
     "apgd-dlr",
     title="APGD-DLR",
-    randomness=PER_EXAMPLE,
-    norms=("Linf", "L2"),
-    kind="white-box",
     implementation="AutoAttack APGDAttack, loss dlr (pyautoattack)",
-    description="AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus",
+    randomness=PER_EXAMPLE,
 )
 class APGDDLR(APGDCE):
+    """AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus"""
+
     defaults = APGD_DEFAULTS
     loss = "dlr"
 
 
 @register_attack(
-    "apgd-t",
-    title="APGD-T",
-    randomness=PER_EXAMPLE,
-    norms=("Linf", "L2"),
-    kind="white-box",
-    implementation="AutoAttack APGDAttack_targeted (pyautoattack)",
-    description="AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)",
+    "apgd-t", title="APGD-T", implementation="AutoAttack APGDAttack_targeted (pyautoattack)", randomness=PER_EXAMPLE
 )
 class APGDT(_AutoAttackRunner):
+    """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
+
     defaults = dict(APGD_DEFAULTS, n_target_classes=9)
 
     def budget(self) -> float:
         return (self.n_iter + 2) * self.n_restarts * self.eot_iter * self.n_target_classes
 
     def _make(self, x):
-        atk = APGDAttack_targeted(
-            self.model,
-            n_iter=self.n_iter,
-            norm=self.norm,
-            n_restarts=self.n_restarts,
-            eps=self.eps,
-            seed=self.seed,
-            rho=self.rho,
-            eot_iter=self.eot_iter,
-            n_target_classes=self.n_target_classes,
-            device=x.device,
-        )
+        names = ("n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes")
+        atk = APGDAttack_targeted(self.model, **self.library_options(x, *names))
         atk.init_hyperparam(x)
         return atk
 
@@ -186,17 +180,12 @@ class APGDT(_AutoAttackRunner):
                 with torch.no_grad():
                     order = self.model(x[robust]).sort(dim=1)[1]
                 atk.y_target = order[:, -target_rank]
-                start = self.apgd_start(x[robust], robust, "target", target_rank, restart)
-                x_best, acc, _, x_best_adv = atk.attack_single_run(x[robust].clone(), y[robust].clone(), start)
-                _keep_lowest_margin(self.model, y, best, best_margin, robust, x_best_adv, x_best)
-                robust = robust[acc.bool()]
+                robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "target", target_rank, restart)]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
         atk.y_target = logits[idx].scatter(1, y[idx, None], float("-inf")).argmax(1)
-        start = self.apgd_start(x[idx], idx, "misclassified")
-        x_best, _, _, x_best_adv = atk.attack_single_run(x[idx].clone(), y[idx].clone(), start)
-        _keep_lowest_margin(self.model, y, best, best_margin, idx, x_best_adv, x_best)
+        self.apgd_run(atk, x, y, idx, best, best_margin, "misclassified")
 
 
 FAB_DEFAULTS = dict(n_iter=100, n_restarts=1, alpha_max=0.1, eta=1.05, beta=0.9)
@@ -213,20 +202,8 @@ class _FAB(_AutoAttackRunner):
         return 2 * (self.n_iter + 1) * self.n_restarts * self.n_target_classes
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
-        atk = FABAttack_PT(
-            self.model,
-            norm=self.norm,
-            n_restarts=self.n_restarts,
-            n_iter=self.n_iter,
-            eps=self.eps,
-            alpha_max=self.alpha_max,
-            eta=self.eta,
-            beta=self.beta,
-            seed=self.seed,
-            targeted=self.targeted,
-            n_target_classes=self.n_target_classes,
-            device=x.device,
-        )
+        names = ("n_restarts", "n_iter", "alpha_max", "eta", "beta", "n_target_classes")
+        atk = FABAttack_PT(self.model, targeted=self.targeted, **self.library_options(x, *names))
         robust = idx
         targets = range(2, self.n_target_classes + 2) if self.targeted else [None]
         with torch.no_grad():
@@ -248,13 +225,12 @@ class _FAB(_AutoAttackRunner):
 @register_attack(
     "fab-t",
     title="FAB-T",
-    randomness=PER_BATCH_IN_LIBRARY,
-    norms=("Linf", "L2"),
-    kind="white-box",
     implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
-    description="AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps",
+    randomness=PER_BATCH_IN_LIBRARY,
 )
 class FABT(_FAB):
+    """AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps"""
+
     defaults = dict(FAB_DEFAULTS, n_target_classes=9)
     targeted = True
 
@@ -262,44 +238,33 @@ class FABT(_FAB):
 @register_attack(
     "fab",
     title="FAB",
-    randomness=PER_BATCH_IN_LIBRARY,
-    norms=("Linf", "L2"),
-    kind="white-box",
     implementation="AutoAttack FABAttack_PT, untargeted (pyautoattack)",
-    description="AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus",
+    randomness=PER_BATCH_IN_LIBRARY,
 )
 class FAB(_FAB):
+    """AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus"""
+
     defaults = FAB_DEFAULTS
 
 
 @register_attack(
     "square",
     title="Square",
-    randomness=PER_BATCH_IN_LIBRARY,
-    norms=("Linf", "L2"),
-    kind="black-box",
     implementation="AutoAttack SquareAttack (pyautoattack)",
-    description="score-based random search on the margin loss, 5000 queries, no rescaling schedule",
+    kind="black-box",
+    randomness=PER_BATCH_IN_LIBRARY,
 )
 class Square(_AutoAttackRunner):
+    """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
+
     defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
 
     def budget(self) -> float:
         return (self.n_queries + 1) * self.n_restarts
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
-        atk = SquareAttack(
-            self.model,
-            norm=self.norm,
-            n_queries=self.n_queries,
-            eps=self.eps,
-            p_init=self.p_init,
-            n_restarts=self.n_restarts,
-            seed=self.seed,
-            loss="margin",
-            resc_schedule=False,
-            device=x.device,
-        )
+        names = ("n_queries", "p_init", "n_restarts")
+        atk = SquareAttack(self.model, loss="margin", resc_schedule=False, **self.library_options(x, *names))
         atk.init_hyperparam(x)
         robust = idx
         for _ in range(self.n_restarts):

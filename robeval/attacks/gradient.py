@@ -24,15 +24,10 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
     return total / max(1, eot_iter)
 
 
-@register_attack(
-    "fgsm",
-    title="FGSM",
-    norms=("Linf", "L2"),
-    kind="white-box",
-    implementation="robeval (one gradient step)",
-    description="one step of size eps along the sign (Linf) or direction (L2) of the CE gradient",
-)
+@register_attack("fgsm", title="FGSM", implementation="robeval (one gradient step)")
 class FGSM(Attack):
+    """one step of size eps along the sign (Linf) or direction (L2) of the CE gradient"""
+
     defaults = dict(eot_iter=1)
     eot_iter: int
 
@@ -41,16 +36,10 @@ class FGSM(Attack):
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
-@register_attack(
-    "pgd",
-    title="PGD",
-    norms=("Linf", "L2"),
-    kind="white-box",
-    implementation="robeval (projected gradient descent)",
-    randomness=PER_EXAMPLE,
-    description="CE-loss PGD, step = rel_stepsize * eps, uniform random start",
-)
+@register_attack("pgd", title="PGD", implementation="robeval (projected gradient descent)", randomness=PER_EXAMPLE)
 class PGD(Attack):
+    """CE-loss PGD, step = rel_stepsize * eps, uniform random start"""
+
     defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
     steps: int
     rel_stepsize: float

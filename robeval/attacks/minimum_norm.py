@@ -50,6 +50,16 @@ def within_eps(x: torch.Tensor, x_min: torch.Tensor, norms: torch.Tensor, eps: f
 class MinimumNormAttack(Attack):
     """Subclasses implement :meth:`minimal` (unbounded search, clean image where nothing is found)."""
 
+    steps: int  # the settings of the two searches (each class's defaults say which it uses)
+    max_stepsize: float
+    gamma: float
+    n_iter: int
+    n_restarts: int
+    restart_radius: float
+    alpha_max: float
+    eta: float
+    beta: float
+
     def find_points(self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None, examples=None) -> torch.Tensor:
         """The smallest fooling point per example, inside the attack's seeded RNG (eps is not used)."""
         return self.seeded(self.minimal, x, y, seed, examples)
@@ -84,14 +94,13 @@ def _fixed_l2_fmn():
 @register_attack(
     "fmn",
     title="FMN",
-    norms=("Linf", "L2"),
-    kind="white-box",
-    minimum_norm=True,
     implementation="foolbox LInfFMNAttack / L2FMNAttack (L2 projection fixed here)",
-    description="fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps",
+    minimum_norm=True,
 )
 class FMN(MinimumNormAttack):
-    """Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
+    """fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps
+
+    Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
     ``gamma`` of 0.2 (foolbox: 100 and 0.05): on the digits demo this reaches PGD-20's robust accuracy
     at 2/255 to 16/255 within a point while costing less than PGD at four eps values (with gamma 0.05
     it lies 20-25 points above at 16/255; benchmarks/minimum_norm.py); the paper's thorough setting is ``--set fmn.steps=1000 --set fmn.gamma=0.05``.
@@ -122,15 +131,14 @@ class FMN(MinimumNormAttack):
 @register_attack(
     "fab-mn",
     title="FAB-MN",
-    norms=("Linf", "L2"),
-    kind="white-box",
-    minimum_norm=True,
-    randomness=PER_BATCH_IN_LIBRARY,
     implementation="AutoAttack FABAttack_PT, untargeted minimum norm (pyautoattack)",
-    description="untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at "
-    "random within restart_radius)",
+    randomness=PER_BATCH_IN_LIBRARY,
+    minimum_norm=True,
 )
 class FABMinimumNorm(MinimumNormAttack):
+    """untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at random within
+    restart_radius)"""
+
     defaults = dict(FAB_DEFAULTS, restart_radius=8 / 255)
 
     def budget(self) -> float:

@@ -2,7 +2,7 @@
 
 An attack's default settings live on its class (``PGD.defaults``: ``PGD(model, eps)`` works without
 the registry); ``register_attack`` adds the facts (title, kind, norms, implementation, randomness)
-and the name.  ``create`` builds one by name with settings validated against the defaults.
+and the name; the first paragraph of the class's docstring is its one-line description.  ``create`` builds one by name with settings validated against the defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from torch import nn
 
+from ..defaults import NOT_ATTACKS
 from ..errors import UserError
 from ..registry import Registry
 from ..settings import parse_attack_names, parse_set_items
@@ -48,18 +49,21 @@ ATTACKS: Registry[AttackSpec] = Registry("attack", "robeval attacks")
 def register_attack(
     name: str,
     *,
-    norms: tuple[str, ...],
-    kind: str,
-    implementation: str,
     title: str,
-    description: str = "",
+    implementation: str,
+    kind: str = "white-box",
+    norms: tuple[str, ...] = ("Linf", "L2"),
+    description: str | None = None,
     randomness: str = "none",
     minimum_norm: bool = False,
 ) -> Callable[[type], type]:
     """Register an attack class under ``name``: every fact about it lives here or on the class
-    (tables, checks, protocols, ``robeval attacks`` and the tests read it)."""
+    (tables, checks, protocols, ``robeval attacks`` and the tests read it); ``description``
+    defaults to the first paragraph of the class's docstring."""
     if kind not in ATTACK_KINDS:
         raise ValueError(f"attack {name!r}: kind must be one of {ATTACK_KINDS}")
+    if name in NOT_ATTACKS:
+        raise ValueError(f"attack name {name!r} is taken by a results row that is no attack")
 
     def decorate(cls: type) -> type:
         cls.name = name  # type: ignore[attr-defined]
@@ -72,7 +76,7 @@ def register_attack(
                 kind,
                 implementation,
                 dict(getattr(cls, "defaults", {})),
-                description,
+                description if description is not None else first_paragraph(cls.__doc__),
                 title,
                 randomness,
                 minimum_norm,
@@ -81,6 +85,11 @@ def register_attack(
         return cls
 
     return decorate
+
+
+def first_paragraph(doc: str | None) -> str:
+    """A docstring's first paragraph on one line (the class's own docstring, not a base class's)."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
 def list_attacks() -> list[AttackSpec]:

@@ -29,13 +29,14 @@ ADAM_EPS = 1e-8
 @register_attack(
     "spsa",
     title="SPSA",
-    norms=("Linf",),
-    kind="black-box",
     implementation="robeval (batched SPSA + Adam)",
+    kind="black-box",
+    norms=("Linf",),
     randomness=PER_EXAMPLE,
-    description="gradient-free: finite differences along random +/-1 directions, Adam on the margin loss",
 )
 class SPSA(Attack):
+    """gradient-free: finite differences along random +/-1 directions, Adam on the margin loss"""
+
     defaults = dict(
         iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024, random_start=False, early_stop=True
     )

@@ -79,29 +79,17 @@ class TransferAttack(Attack):
         return self.source.craft(self, self.base, x, y)
 
 
-@register_attack(
-    "transfer-pgd",
-    title="Transfer PGD",
-    norms=("Linf", "L2"),
-    kind="transfer",
-    implementation="robeval PGD on --source-model, evaluated on the target",
-    randomness=PER_EXAMPLE,
-    description="PGD crafted on the source model (--source-model), evaluated on each target",
-)
-class TransferPGD(TransferAttack):
-    defaults = PGD.defaults
-    base = "pgd"
+def register_transfer(base: type[Attack], title: str, library: str) -> type[TransferAttack]:
+    """``transfer-<base>``: ``base``'s images crafted on the source model and evaluated on each target,
+    with ``base``'s defaults (``library`` names whose code crafts them)."""
+    cls = type(f"Transfer{base.__name__}", (TransferAttack,), {"defaults": base.defaults, "base": base.name})
+    cls.__doc__ = f"{title} crafted on the source model (--source-model), evaluated on each target"
+    name, implementation = f"transfer-{base.name}", f"{library} {title} on --source-model, evaluated on the target"
+    register_attack(
+        name, title=f"Transfer {title}", implementation=implementation, kind="transfer", randomness=PER_EXAMPLE
+    )(cls)
+    return cls
 
 
-@register_attack(
-    "transfer-apgd-ce",
-    title="Transfer APGD-CE",
-    norms=("Linf", "L2"),
-    kind="transfer",
-    implementation="AutoAttack APGD-CE on --source-model, evaluated on the target",
-    randomness=PER_EXAMPLE,
-    description="APGD-CE crafted on the source model (--source-model), evaluated on each target",
-)
-class TransferAPGDCE(TransferAttack):
-    defaults = APGDCE.defaults
-    base = "apgd-ce"
+TransferPGD = register_transfer(PGD, "PGD", "robeval")
+TransferAPGDCE = register_transfer(APGDCE, "APGD-CE", "AutoAttack")

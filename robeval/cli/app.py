@@ -25,7 +25,7 @@ if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 co
     console = Console(width=200)
 
 
-def _emit(text: str, out: Optional[Path]) -> None:
+def emit(text: str, out: Optional[Path]) -> None:
     """Print ``text``, or write it atomically to ``out``."""
     if out is None:
         print(text, end="" if text.endswith("\n") else "\n")

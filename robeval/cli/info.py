@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import UserError
-from .app import _emit, app, console
+from .app import app, console, emit
 
 
 @app.command("profile")
@@ -44,7 +44,7 @@ def profile_cmd(
 
         check_out_file(out)  # before the minutes of profiling
     df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
-    _emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
+    emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
 
 
 def _settings(values: dict) -> str:

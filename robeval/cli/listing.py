@@ -45,7 +45,7 @@ def catalog_key() -> str:
 def _model_rows() -> list[dict[str, Any]]:
     import torch
 
-    from ..models import build_network, list_models, parameter_count
+    from ..models import build_network, config_of, list_models, parameter_count
 
     rows = []
     for spec in list_models():
@@ -56,7 +56,7 @@ def _model_rows() -> list[dict[str, Any]]:
                 "name": spec.name,
                 "family": spec.family,
                 "params_M": parameter_count(net) / 1e6,
-                "input": "x".join(map(str, net.pretrained_cfg.get("input_size", ()))),
+                "input": "x".join(map(str, config_of(net).get("input_size", ()))),
                 "weights": spec.weights.describe(),
                 "options": spec.options,
                 "adaptive": spec.adaptive or {},

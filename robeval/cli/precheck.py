@@ -1,6 +1,6 @@
 """The checks ``robeval run`` makes before it loads torch (several seconds): a typo in an option
 answers at once.  They use the same rules as the library (eps, seeds, settings, protocols, shifts)
-and the models and attacks of the listing cache (:mod:`robeval.catalog`); the library checks again
+and the models and attacks of the listing cache (:mod:`robeval.cli.listing`); the library checks again
 what needs torch (checkpoints, data, model classes)."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..defaults import DEFAULT_STORE
 from ..errors import UserError
-from .app import _emit, app, console
+from .app import app, console, emit
 from .diagnostics import print_diagnostics
 
 
@@ -169,7 +169,7 @@ def table_cmd(
     if out is not None:
         check_out_file(out)  # before the store is read
 
-    _emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
+    emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
 
 
 @app.command("compare")
@@ -195,7 +195,7 @@ def compare_cmd(
     }
     if format not in renderers:
         raise UserError(f"unknown format {format!r}; choose md, csv or json")
-    _emit(renderers[format](result), out)
+    emit(renderers[format](result), out)
 
 
 @app.command("plot")

@@ -79,12 +79,9 @@ def run(**values: Any) -> None:
     from ..api import evaluate_full
 
     try:
+        options: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
         result = evaluate_full(
-            out=out or Path("results") / "{run_id}",
-            store=store,
-            resume=resume,
-            progress=not quiet,
-            **{k: str(v) if isinstance(v, Path) else v for k, v in values.items()},
+            out=out or Path("results") / "{run_id}", store=store, resume=resume, progress=not quiet, **options
         )
     except KeyboardInterrupt as exc:
         raise typer.Exit(0 if under_launcher() else report_interrupt(exc, store)) from None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from .labels import LabelSpace
 
@@ -29,7 +29,7 @@ class EvalData:
     """A fixed list of examples of one data set, served in batches."""
 
     name: str  # "digits" or the folder path
-    dataset: Dataset
+    dataset: Any  # a torch Dataset with len(); image folders also have ``for_spec`` and ``classes``
     indices: list[int]  # example indices (into ``dataset``) evaluated, ascending
     label_space: LabelSpace
     passed_over: list[str] = field(default_factory=list)  # unreadable files a subset was filled past
@@ -52,7 +52,9 @@ class EvalData:
         reader = getattr(self.dataset, "for_spec", None)
         if reader is None:
             return self
-        return replace(self, dataset=reader(spec if self.crop_pct is None else replace(spec, crop_pct=self.crop_pct)))
+        if self.crop_pct is not None:
+            spec = replace(spec, crop_pct=self.crop_pct)  # type: ignore[type-var]
+        return replace(self, dataset=reader(spec))
 
     def info(self) -> dict[str, Any]:
         """What run.json says of the data."""

@@ -141,7 +141,7 @@ def load_folder_data(
     space = folder_label_space(dataset.classes, class_map)
     dataset.samples = [(p, space.mapping[dataset.classes[t]]) for p, t in dataset.samples]
     if subset is not None:
-        indices, passed_over = select_listed(dataset.samples, root, subset, n_examples), []
+        indices, passed_over = select_listed(dataset.samples, root, subset, n_examples), list[str]()
     else:
         indices, passed_over = readable_subset(dataset, n_examples, root)
     return EvalData(str(root.resolve()), dataset, indices, space, passed_over)

@@ -15,6 +15,7 @@ worse, silently mean other classes.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +38,18 @@ class LabelSpace:
 
 
 def imagenet_wnids() -> list[str] | None:
+    """The 1000 ImageNet-1k class folders (wnids) in their standard order (timm's list)."""
+    wnids = _imagenet_wnids()
+    return None if wnids is None else list(wnids)
+
+
+@functools.cache
+def _imagenet_wnids() -> tuple[str, ...] | None:
+    """Read once: timm parses its class files on every call (tens of milliseconds)."""
     try:
         from timm.data import ImageNetInfo
 
-        return list(ImageNetInfo("imagenet-1k").label_names())
+        return tuple(ImageNetInfo("imagenet-1k").label_names())
     except Exception:  # older timm without the class list
         return None
 

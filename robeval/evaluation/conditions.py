@@ -57,7 +57,7 @@ def run_conditions(ctx: ConditionContext, batches: list[int], deliver: Deliver) 
     sampler = [[position[c.name] * n + i for i in ctx.data.batch_indices(ctx.batch_size, b)] for c, b in plan]
     ctx.kind.prepare(ctx.conditions)
     datasets = [ctx.kind.condition_dataset(ctx.data, c, ctx.config) for c in ctx.conditions]
-    loader = DataLoader(
+    loader: DataLoader = DataLoader(
         ConcatDataset(datasets),
         batch_sampler=sampler,
         num_workers=ctx.kind.loader_workers(ctx.workers),

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..attacks.transfer import SourceModel
-from ..defaults import RECORD_COLUMNS
+from ..defaults import CLEAN, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..options import EvalConfig
 from .attack_calls import AttackBoundsError
@@ -52,6 +52,19 @@ class PreparedRun:
 
     def outline(self) -> dict[str, Any]:
         return self.plan.outline(self.data.num_batches(self.plan.batch_size))
+
+
+@dataclass
+class ActiveRun:
+    """A run in progress: what it was prepared from, the opened run, what it has learnt so far, where
+    its progress goes, its distributed context and the transfer source."""
+
+    prepared: PreparedRun
+    opened: OpenRun
+    state: RunState
+    reporter: Reporter
+    ctx: DistContext
+    source: SourceModel | None
 
 
 def prepare_run(
@@ -113,18 +126,10 @@ def execute_run(prepared: PreparedRun, reporter: Reporter | None = None, ctx: Di
     state = RunState(opened.previous, started=time.time())
     state.plan = prepared.outline()
     source = load_source(plan)
+    active = ActiveRun(prepared, opened, state, reporter if ctx.is_main else NullReporter(), ctx, source)
     try:
         for index, job in enumerate(plan.jobs):
-            _evaluate_or_stop(
-                job,
-                prepared,
-                opened,
-                state,
-                reporter if ctx.is_main else NullReporter(),
-                ctx,
-                (index + 1, len(plan.jobs)),
-                source,
-            )
+            _evaluate_or_stop(job, active, (index + 1, len(plan.jobs)))
     except BaseException as exc:
         reporter.stop()
         mark_stopped(opened, ctx, exc)
@@ -139,42 +144,26 @@ def execute_run(prepared: PreparedRun, reporter: Reporter | None = None, ctx: Di
     return _finish(plan, opened, state, ctx)
 
 
-def _evaluate_or_stop(
-    job: ModelJob,
-    prepared: PreparedRun,
-    opened: OpenRun,
-    state: RunState,
-    reporter: Reporter,
-    ctx: DistContext,
-    position: tuple[int, int],
-    source: SourceModel | None,
-) -> None:
+def _evaluate_or_stop(job: ModelJob, active: ActiveRun, position: tuple[int, int]) -> None:
+    """One model; a model that fails stops alone (the run goes on with the next)."""
     try:
-        _evaluate_model(job, prepared, opened, state, reporter, ctx, position, source)
+        _evaluate_model(job, active, position)
     except ModelFailure as exc:
-        reporter.stop()
-        state.failed_models[job.name] = str(exc)
-        reporter.note(f"warning: stopped model {job.name}: {exc}")
+        active.reporter.stop()
+        active.state.failed_models[job.name] = str(exc)
+        active.reporter.note(f"warning: stopped model {job.name}: {exc}")
 
 
-def _evaluate_model(
-    job: ModelJob,
-    prepared: PreparedRun,
-    opened: OpenRun,
-    state: RunState,
-    reporter: Reporter,
-    ctx: DistContext,
-    position: tuple[int, int],
-    source: SourceModel | None,
-) -> None:
+def _evaluate_model(job: ModelJob, active: ActiveRun, position: tuple[int, int]) -> None:
     """One model's pending batches (this rank's share), each finished unit stored at once."""
+    prepared, opened, state, reporter, ctx = active.prepared, active.opened, active.state, active.reporter, active.ctx
     evaluation = ModelEvaluation(
         job,
         prepared.plan,
         prepared.data,
         opened.done,
         need_checks=ctx.is_main and job.name not in state.model_checks,
-        source=source,
+        source=active.source,
     )
     _record_model(evaluation, prepared, opened, state, ctx, position[1])
     pending = evaluation.pending()
@@ -191,7 +180,7 @@ def _evaluate_model(
             opened.store.write_units(opened.run_id, [(unit, seconds)], columns)
         elif ctx.is_main:
             state.keep(unit, columns)
-        if unit[2] != "clean":
+        if unit[2] != CLEAN:
             reporter.advance(key(unit), n, seconds)
 
     partial = getattr(reporter, "partial", None)  # a reporter written before in-unit progress may lack it

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..data.examples import EvalData
+from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import load_model
 from ..threads import FixedThreads, ThreadGovernor
@@ -206,19 +207,19 @@ class ModelEvaluation:
             columns = new_columns()
             self.unit(columns, batch, eps, attack)
             seconds = time.perf_counter() - tick
-            if attack == "clean":
+            if attack == CLEAN:
                 seconds, clean_seconds = seconds + clean_seconds, 0.0
             self.outcome.time(f"{self.job.name}|{eps.text}|{attack}", seconds)
             deliver((self.job.name, eps.text, attack, b), seconds, columns, len(y))
 
     def unit(self, columns: dict[str, list], batch: BatchAttack, eps, attack: str) -> None:
         """One unit's records: the clean row, or an attack (a failed attack stops this model)."""
-        if attack == "clean":
+        if attack == CLEAN:
             hit1, hit5 = batch.base["clean_top1"], batch.base["clean_top5"]
             add_records(
                 columns,
                 **batch.base,
-                attack="clean",
+                attack=CLEAN,
                 eps=eps.text,
                 eps_value=eps.value,
                 adv_top1=hit1,

@@ -59,7 +59,9 @@ def open_run(plan: RunPlan, store: Any, resume: str | None, ctx: DistContext, ou
     """Create the run, or check and reopen ``resume``; every rank learns the run id from rank 0.  The
     run's ``outline`` is stored at once, so an interrupted run's tables can tell what it lacks."""
     identity = plan.identity()
-    run_id, done, previous, error = None, set(), {}, None
+    run_id, error = None, None
+    done: set[Any] = set()
+    previous: dict[str, Any] = {}
     if store is not None and ctx.is_main:
         try:
             if resume is not None:
@@ -86,4 +88,4 @@ def mark_stopped(opened: OpenRun, ctx: DistContext, exc: BaseException) -> None:
         ):  # else it stays "running": its holder is gone, so a resume takes it over
             opened.store.release(opened.run_id, status="interrupted" if resumable else "failed")
     if resumable and opened.run_id is not None:
-        exc.run_id = opened.run_id  # type: ignore[union-attr]
+        setattr(exc, "run_id", opened.run_id)  # noqa: B010 - read back by the CLI's resume message

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..attacks import get_attack_spec
-from ..defaults import DIGITS
+from ..defaults import CLEAN, DIGITS
 from ..errors import UserError
 from ..models import get_spec
 from ..options import EvalConfig
@@ -54,7 +54,7 @@ class RunPlan:
     def units(self, job: ModelJob) -> list[str]:
         """What one model's run evaluates on every batch at every eps: the clean images (unless the
         data has none: an ImageNet-C tree), its attacks, then the shifted conditions."""
-        clean = ["clean"] if self.shift is None or self.shift.has_clean_images else []
+        clean = [CLEAN] if self.shift is None or self.shift.has_clean_images else []
         return [*clean, *job.attacks, *(c.name for c in self.conditions)]
 
     @property

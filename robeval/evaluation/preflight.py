@@ -61,7 +61,7 @@ def _checked_meta(name: str, options: dict, checkpoint: str | None, config: Eval
 
 def _source_meta(config: EvalConfig, targets: list):
     """The transfer source, checked like a model, taking inputs of the targets' size."""
-    name, _, checkpoint = config.source_model.partition("=")
+    name, _, checkpoint = str(config.source_model).partition("=")
     meta = _checked_meta(name, {}, checkpoint or None, config, f"--source-model {name}=PATH")
     for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):

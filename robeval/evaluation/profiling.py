@@ -30,7 +30,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..machine import status_kb
-from ..models import build_network, count_parameters, get_spec
+from ..models import build_network, config_of, count_parameters, get_spec
 
 MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
 
@@ -71,7 +71,7 @@ class _Bench:
     def __init__(self, name: str, batch_size: int, device: torch.device) -> None:
         self.name, self.device, self.batch = name, device, batch_size
         self.net = build_network(name).eval().to(device)
-        self.size = tuple(self.net.pretrained_cfg.get("input_size", (3, 224, 224)))
+        self.size = tuple(config_of(self.net).get("input_size", (3, 224, 224)))
         self.x = torch.rand(batch_size, *self.size, device=device)
         self.steps: dict[str, Callable[[], None]] = {"forward": self.forward, "forward_backward": self.forward_backward}
         self.count = {k: 1 for k in self.steps}  # steps per timed repeat, set by the warm-up

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Protocol as TypingProtocol
 
+from ..defaults import CLEAN
+
 Key = tuple[str, ...]
+
 PARTIAL_EVERY_SECONDS = 0.5  # in-unit progress is reported at most this often
 
 
@@ -61,7 +64,7 @@ def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
     bars: dict[Key, Bar] = {}
     for eps in ev.config.eps:
         for unit in ev.units:
-            if unit == "clean":
+            if unit == CLEAN:
                 continue
             key = unit_key(ev.job.name, eps.text, unit, ev.condition_names)
             label = f"{ev.config.shift}: {len(ev.conditions)} conditions" if len(key) == 2 else f"{unit} eps={eps.text}"

@@ -19,7 +19,7 @@ from .attention.elliptical import EllipticalAttention, set_elliptical_options
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model
 from .weights import NO_WEIGHTS, Weights, embedded_weights, load_default_weights, timm_weights
-from .wrapper import ModelMeta, NormalizedModel
+from .wrapper import IMAGENET_CONFIG, ModelMeta, NormalizedModel, config_of, set_config
 
 __all__ = [
     "EllipticalAttention",
@@ -27,6 +27,8 @@ __all__ = [
     "ModelSpec",
     "NormalizedModel",
     "build_network",
+    "config_of",
+    "set_config",
     "count_parameters",
     "parameter_count",
     "NO_WEIGHTS",
@@ -69,16 +71,16 @@ def count_parameters(name: str) -> int:
 
 def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
     """What a built network is: input size, classes, preprocessing (from its timm-style ``pretrained_cfg``)."""
-    cfg = dict(getattr(net, "pretrained_cfg", None) or {})
+    cfg = {**IMAGENET_CONFIG, "num_classes": getattr(net, "num_classes", 1000), **config_of(net)}
     return ModelMeta(
         name=spec.name,
         family=spec.family,
-        input_size=tuple(cfg.get("input_size", (3, 224, 224))),
-        num_classes=int(cfg.get("num_classes", getattr(net, "num_classes", 1000)) or 1000),
-        mean=tuple(cfg.get("mean", (0.485, 0.456, 0.406))),
-        std=tuple(cfg.get("std", (0.229, 0.224, 0.225))),
-        interpolation=str(cfg.get("interpolation", "bicubic")),
-        crop_pct=float(cfg.get("crop_pct", 0.875)),
+        input_size=tuple(cfg["input_size"]),
+        num_classes=int(cfg["num_classes"] or 1000),
+        mean=tuple(cfg["mean"]),
+        std=tuple(cfg["std"]),
+        interpolation=str(cfg["interpolation"]),
+        crop_pct=float(cfg["crop_pct"]),
         options=options,
     )
 

@@ -23,7 +23,7 @@ from ..errors import UserError
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")
 WRAPPED_PREFIX = "net."  # robeval's NormalizedModel keeps the network as .net (mean/std are not saved)
-SAFE_GLOBALS = [argparse.Namespace]
+SAFE_GLOBALS: list[Any] = [argparse.Namespace]
 
 
 def sha256_of(path: str | Path) -> str:

@@ -1,4 +1,4 @@
-"""DeiT with every registered attention kind (:mod:`robeval.models.attention_kinds`): the ImageNet
+"""DeiT with every registered attention kind (:mod:`robeval.models.attention.kinds`): the ImageNet
 models ``deit-<size>-<kind>`` and their digits demos ``digits-deit-<kind>``.
 
 Kinds: Optimised / Efficient / Super (Hosseini & Hosseini 2024; tiny and small), RKDE and MoM

@@ -6,17 +6,20 @@ They run the same code paths as the ImageNet models (timm ``VisionTransformer`` 
 
 from __future__ import annotations
 
+from typing import Any
+
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from .attention.elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
 from .registry import register_model
 from .weights import embedded_weights
+from .wrapper import set_config
 
-DIGITS_ARCH = dict(
+DIGITS_ARCH: dict[str, Any] = dict(
     img_size=8, patch_size=2, in_chans=1, num_classes=10, embed_dim=48, depth=3, num_heads=3, mlp_ratio=2.0
 )
-DIGITS_CFG = dict(
+DIGITS_CFG: dict[str, Any] = dict(
     input_size=(1, 8, 8),
     mean=(0.5,),
     std=(0.5,),
@@ -41,8 +44,7 @@ def digits_vit(elliptical: bool = False, drop_path_rate: float = 0.0, **options)
 
 def as_digits(net: nn.Module) -> nn.Module:
     """A network built for the digits demo, with the demo's preprocessing (every digits model's)."""
-    net.pretrained_cfg = dict(DIGITS_CFG)
-    return net
+    return set_config(net, DIGITS_CFG)
 
 
 def register_digits(name: str, family: str, description: str, **facts):

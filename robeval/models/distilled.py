@@ -2,7 +2,7 @@
 
 A DeiT with a second, distillation token and head; at evaluation the two heads' logits are averaged
 (timm's ``VisionTransformerDistilled`` in eval mode), so attacks see one set of logits.  The digits
-version was trained with hard distillation from ``digits-deit`` (scripts/train_demo_distilled.py).
+version was trained with hard distillation from ``digits-deit`` (scripts/train_demo_models.py).
 """
 
 from __future__ import annotations

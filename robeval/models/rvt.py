@@ -35,15 +35,8 @@ from torch import nn
 from .digits import DIGITS_CFG, register_digits
 from .registry import register_model
 from .weights import Weights
+from .wrapper import IMAGENET_CONFIG, set_config
 
-IMAGENET_CFG = dict(
-    input_size=(3, 224, 224),
-    mean=(0.485, 0.456, 0.406),
-    std=(0.229, 0.224, 0.225),
-    interpolation="bicubic",
-    crop_pct=0.875,
-    num_classes=1000,
-)  # the authors' evaluation transform
 PLAIN_MLP_WIDTH = 768  # the authors' RVT-B blocks use ViT's MLP
 
 
@@ -197,8 +190,7 @@ RVT_SIZES = {  # the authors' rvt_tiny / rvt_small / rvt_base; the _plus version
 
 def build_rvt(cfg: RVTConfig, pretrained_cfg: dict) -> nn.Module:
     net = RVT(cfg)
-    net.pretrained_cfg = dict(pretrained_cfg)
-    return net
+    return set_config(net, pretrained_cfg)
 
 
 def _register(size: str, plus: bool) -> None:
@@ -213,7 +205,7 @@ def _register(size: str, plus: bool) -> None:
         description=f"{what} (Mao et al. 2022){', position-aware attention scaling' if plus else ''}",
     )
     def build(masked_block: int = masked if plus else 0) -> nn.Module:
-        return build_rvt(replace(cfg, masked_block=masked_block), IMAGENET_CFG)
+        return build_rvt(replace(cfg, masked_block=masked_block), IMAGENET_CONFIG)  # the authors' evaluation transform
 
 
 for _size in RVT_SIZES:

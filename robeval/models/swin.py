@@ -25,22 +25,22 @@ Efficient ``2C^2``, Super ``2C^2 + A^2``; for Swin-S the Super model has 15.7% f
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import timm
 import torch
 from timm.layers import to_2tuple, trunc_normal_
-from timm.models.swin_transformer import SwinTransformer, get_relative_position_index
+from timm.models.swin_transformer import SwinTransformer, WindowAttention, get_relative_position_index
 from torch import nn
 
 from .attention.kinds import get_kind
-from .attention.variants import VARIANTS, SuperAttention
+from .attention.variants import VARIANTS, SliceAttention, SuperAttention
 from .digits import as_digits, register_digits
 from .registry import register_model
 from .weights import NO_WEIGHTS, timm_weights
 
 SWIN_SIZES = ("tiny", "small")
-DIGITS_SWIN = dict(
+DIGITS_SWIN: dict[str, Any] = dict(
     img_size=8,
     patch_size=1,
     in_chans=1,
@@ -53,8 +53,11 @@ DIGITS_SWIN = dict(
 )  # an 8x8 token grid in 4x4 windows (shifted by 2), then 4x4 in one
 
 
-class _Windowed:
-    """Swin's window machinery around a slice attention: relative-position bias and shifted-window mask."""
+class _Windowed(SliceAttention):
+    """Swin's window machinery around a slice attention: relative-position bias and shifted-window mask
+    (mixed in before each variant: ``WindowOptimisedAttention(_Windowed, OptimisedAttention)``)."""
+
+    relative_position_index: torch.Tensor
 
     def init_window(self, window_size) -> None:
         self.window_size = to_2tuple(window_size)
@@ -68,17 +71,17 @@ class _Windowed:
         if isinstance(self, SuperAttention):
             self.set_seq_len(self.window_area)
 
-    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:  # type: ignore[override]  # timm's window call
         """``x`` ``[images x windows, A, C]``; ``mask`` ``[windows, A, A]`` (0 / -100) in shifted blocks."""
         n = x.shape[1]
         bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)
         scores_mask = bias.permute(2, 0, 1).unsqueeze(0)  # [1, heads, A, A]
         if mask is None:
-            return self._attend(x, scores_mask)
+            return self.attend(x, scores_mask)
         windows = mask.shape[0]
         shifted = mask.view(1, windows, 1, n, n).expand(x.shape[0] // windows, -1, self.num_heads, -1, -1)
         scores_mask = scores_mask + shifted.reshape(-1, self.num_heads, n, n)
-        return self._attend(x, scores_mask, regions=(mask == 0).to(x.dtype))
+        return self.attend(x, scores_mask, regions=(mask == 0).to(x.dtype))
 
 
 WINDOW_VARIANTS: dict[str, type[nn.Module]] = {
@@ -90,12 +93,12 @@ WINDOW_VARIANTS: dict[str, type[nn.Module]] = {
 def swin_with_attention(net: SwinTransformer, kind: str) -> SwinTransformer:
     """Replace every block's ``WindowAttention`` of ``net`` by the ``kind`` variant (random weights)."""
     get_kind(kind)
-    for stage in net.layers:
-        for block in stage.blocks:
-            old = block.attn
-            layer = WINDOW_VARIANTS[kind](old.dim, old.num_heads, qkv_bias=old.qkv.bias is not None)
-            layer.init_window(old.window_size)
-            block.attn = layer
+    blocks: list[Any] = [m for m in net.modules() if isinstance(getattr(m, "attn", None), WindowAttention)]
+    for block in blocks:  # in the network's order: seeded random weights are those of the nested stage/block loop
+        old = block.attn
+        layer: Any = WINDOW_VARIANTS[kind](old.dim, old.num_heads, qkv_bias=old.qkv.bias is not None)
+        layer.init_window(old.window_size)
+        block.attn = layer
     return net
 
 
@@ -112,7 +115,7 @@ def _register(size: str, kind: Optional[str]) -> None:
     )
     def build() -> nn.Module:
         net = timm.create_model(arch, pretrained=False)
-        return net if kind is None else swin_with_attention(net, kind)
+        return net if kind is None else swin_with_attention(net, kind)  # type: ignore[arg-type]  # a SwinTransformer
 
 
 def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.Module:

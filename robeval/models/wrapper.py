@@ -33,6 +33,9 @@ class NormalizedModel(nn.Module):
     ``net`` stays reachable for protocols that attack the normalized tensor (``nielsen2024``).
     """
 
+    mean: torch.Tensor  # buffers: not saved with the state dict (the meta holds them)
+    std: torch.Tensor
+
     def __init__(self, net: nn.Module, meta: ModelMeta) -> None:
         super().__init__()
         self.net = net
@@ -46,3 +49,26 @@ class NormalizedModel(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.normalize(x))
+
+
+# ImageNet's usual evaluation transform (timm's defaults): what a network's config falls back to.
+IMAGENET_CONFIG: dict[str, Any] = dict(
+    input_size=(3, 224, 224),
+    mean=(0.485, 0.456, 0.406),
+    std=(0.229, 0.224, 0.225),
+    interpolation="bicubic",
+    crop_pct=0.875,
+    num_classes=1000,
+)
+
+
+def set_config(net: nn.Module, cfg: dict[str, Any]) -> nn.Module:
+    """Give ``net`` the timm-style ``pretrained_cfg`` (mean, std, input size, ...) that every builder
+    provides and :func:`config_of` reads."""
+    object.__setattr__(net, "pretrained_cfg", dict(cfg))  # plain data: not a parameter, buffer or submodule
+    return net
+
+
+def config_of(net: nn.Module) -> dict[str, Any]:
+    """A built network's ``pretrained_cfg`` (a copy; empty when it has none)."""
+    return dict(getattr(net, "pretrained_cfg", None) or {})

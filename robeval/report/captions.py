@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..defaults import RANDOM_WEIGHTS
+from ..defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
 from ..eps import eps_label
 from ..evaluation.protocols import get_protocol
 from ..shifts.catalog import parse_condition
@@ -23,7 +23,7 @@ def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = T
 def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:
     """What the block measures: accuracy under attack at the budget (in math for LaTeX), or clean accuracy."""
     what = "Top-1 / top-5" if top5 else "Top-1"
-    if not (len(rows) and set(rows["attack"]) - {"clean"}):
+    if not (len(rows) and set(rows["attack"]) - {CLEAN}):
         percent = r"\%" if latex else "%"
         return f"{what} clean accuracy ({percent})"
     value, norm = float(rows["eps_value"].iloc[0]), rows["norm"].iloc[0]
@@ -41,9 +41,10 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
     protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
     data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
     parts = [f"data: {data_label(data)}, n = {n}", f"protocol: {protocol}"]
-    if not get_protocol(protocol).valid_threat_model:
+    facts = get_protocol(protocol)
+    if not facts.valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
-    parts += [note for attack, note in get_protocol(protocol).attack_notes.items() if attack in set(sel["attack"])]
+    parts += [note for attack, note in facts.attack_notes.items() if attack in set(sel["attack"])]
     parts += transfer_parts(sel)
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
@@ -88,8 +89,8 @@ def incomplete_parts(rows: pd.DataFrame) -> list[str]:
 
 def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     """When a model's worst case does not cover every attack of the block, which attacks each covers."""
-    worst = rows[rows["attack"] == "any"]
-    attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in ("clean", "any") and parse_condition(a) is None]
+    worst = rows[rows["attack"] == ANY]
+    attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS and parse_condition(a) is None]
     over = dict(zip(worst["model"], _column(worst, "any_over")))
     if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
         return []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..attacks import get_attack_spec
+from ..defaults import NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
 from ..models import get_spec
@@ -169,7 +170,7 @@ def monotone(model, rows, ev):
 
 @indicator("Accuracy reaches 0 at a large eps", "Carlini et al. checklist (an unbounded attack must succeed always)")
 def reaches_zero(model, rows, ev):
-    white = rows[rows["attack"].map(lambda a: a not in ("clean", "any") and _kind(a) == "white-box")]
+    white = rows[rows["attack"].map(lambda a: a not in NOT_ATTACKS and _kind(a) == "white-box")]
     large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
     lines = [f"lowest fixed-eps white-box top-1 at eps >= 64/255: {large['top1'].min():.2f}%"] if len(large) else []
     best = large["top1"].min() if len(large) else None

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
+from ..defaults import ANY, CLEAN
 from ..errors import UserError
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
@@ -44,15 +45,16 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:
-        model, run = ref, None
+        model, found = ref, None
         runs = store.runs()
         for run_id in reversed(runs[runs["status"] == "finished"]["id"].tolist()):
             candidate = load_run(store, run_id)
             if model in set(candidate.records["model"]):
-                run = candidate
+                found = candidate
                 break
-        if run is None:
+        if found is None:
             raise UserError(f"no finished run in {store.path} evaluated model {model!r}")
+        run = found
     if model not in set(run.records["model"]):
         raise UserError(
             f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})"
@@ -107,7 +109,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     shifted = [c.name for c in run_conditions(run_a.config)]  # corruptions: paired exactly as attacks
     rows = []
     for eps in [e for e in run_a.config["eps"] if e in set(ra["eps"])]:
-        for attack in dict.fromkeys(["clean", *run_a.config["attacks"], "any", *shifted]):
+        for attack in dict.fromkeys([CLEAN, *run_a.config["attacks"], ANY, *shifted]):
             sel = joined[(joined["eps"] == eps) & (joined["attack"] == attack)]
             counts = [int(((r["eps"] == eps) & (r["attack"] == attack)).sum()) for r in (ra, rb)]
             if sel.empty:

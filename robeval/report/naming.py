@@ -8,8 +8,9 @@ from pathlib import PurePath
 import pandas as pd
 
 from ..attacks import list_attacks
+from ..defaults import ANY, CLEAN
 
-ROW_TITLES = {"clean": "Clean", "any": "Any (worst case)"}  # the two columns that are no attack
+ROW_TITLES = {CLEAN: "Clean", ANY: "Any (worst case)"}  # the two columns that are no attack
 NORM_MATH = {"Linf": r"\ell_\infty", "L2": r"\ell_2"}
 
 
@@ -23,7 +24,7 @@ def attack_title(attack: str) -> str:
 
 def column_order() -> list[str]:
     """Clean, the suite in its order, the other attacks, the worst case."""
-    return ["clean", *(s.name for s in list_attacks()), "any"]
+    return [CLEAN, *(s.name for s in list_attacks()), ANY]
 
 
 def ordered_attacks(summary: pd.DataFrame) -> list[str]:

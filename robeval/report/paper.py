@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..defaults import SUMMARY_COLUMNS
+from ..defaults import ANY, SUMMARY_COLUMNS
 from ..errors import UserError
 from . import grid as grids
 from .captions import caption
@@ -35,7 +35,7 @@ def table_format(name: str):
 
 def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
-    worst = rows[rows["attack"] == "any"]
+    worst = rows[rows["attack"] == ANY]
     return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
 
 
@@ -51,7 +51,7 @@ def attack_grid(summary: pd.DataFrame, eps: str) -> tuple[pd.DataFrame, set]:
         for m in models
     ]
     bold = set()
-    comparable = [a for a in attacks if a != "any" or worst_cases_comparable(sel)]
+    comparable = [a for a in attacks if a != ANY or worst_cases_comparable(sel)]
     for a in comparable if len(models) > 1 else []:
         for key, title in TOPK:
             scores = {m: values[(m, a, key)] for m in models if (m, a, key) in values}

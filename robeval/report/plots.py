@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..defaults import CLEAN
 from ..eps import eps_label  # noqa: E402
 from .captions import is_incomplete  # noqa: E402
 from .naming import attack_title, ordered_attacks  # noqa: E402
@@ -33,7 +34,7 @@ def marked(title: str, summary: pd.DataFrame) -> str:
 
 
 def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> list[Path]:
-    attacks = [a for a in ordered_attacks(summary) if a != "clean"]
+    attacks = [a for a in ordered_attacks(summary) if a != CLEAN]
     cols = min(4, max(1, len(attacks)))
     rows = (len(attacks) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False, sharey=True)
@@ -102,7 +103,7 @@ def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4), squeeze=False, sharey=True)
     for ax, family in zip(axes.flat, families):
         for model in dict.fromkeys(rows["model"]):
-            clean = summary[(summary["model"] == model) & (summary["attack"] == "clean")]["top1"]
+            clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)]["top1"]
             for corruption in [c for c in FAMILIES[family] if c in set(rows["corruption"])]:
                 sel = rows[(rows["model"] == model) & (rows["corruption"] == corruption)].sort_values("severity")
                 xs, ys = [0, *sel["severity"]] if len(clean) else list(sel["severity"]), [*clean.iloc[:1], *sel["top1"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
@@ -43,7 +44,7 @@ def model_metrics(rows: pd.DataFrame) -> CorruptionMetrics | None:
     conditions = rows[is_condition(rows)]
     if conditions.empty:
         return None
-    clean = rows[(rows["attack"] == "clean") & shift_of(rows).isin(CLEAN_DATA_SHIFTS)]
+    clean = rows[(rows["attack"] == CLEAN) & shift_of(rows).isin(CLEAN_DATA_SHIFTS)]
     imagenet = bool((conditions["data"] != "digits").all()) if "data" in conditions else False
     return corruption_metrics(conditions, float(clean["top1"].iloc[0]) if len(clean) else None, imagenet)
 
@@ -52,10 +53,10 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
     cells: dict[str, str] = {}
     clean = attack_rows(rows)
     first = clean[clean["eps"] == clean["eps"].iloc[0]] if len(clean) else clean
-    if len(hit := first[first["attack"] == "clean"]):
+    if len(hit := first[first["attack"] == CLEAN]):
         cells["Clean Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
     for kind, title in CLASS_SETS:
-        hit = rows[(shift_of(rows) == kind) & (rows["attack"] == "clean")]
+        hit = rows[(shift_of(rows) == kind) & (rows["attack"] == CLEAN)]
         if len(hit):
             cells[f"{title} Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
     metrics = model_metrics(rows)
@@ -64,7 +65,7 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
         cells["Relative mCE"] = "n/a" if metrics.relative_mce is None else f"{metrics.relative_mce:.2f}"
         cells["Mean corruption error"] = f"{metrics.mean_error:.2f}"
     many_eps = clean["eps"].nunique() > 1
-    for r in clean[~clean["attack"].isin(["clean"])].itertuples():
+    for r in clean[~clean["attack"].isin([CLEAN])].itertuples():
         cells[f"{attack_title(r.attack)}{f' {r.eps}' if many_eps else ''} Top-1"] = f"{r.top1:.2f}"
     return cells
 
@@ -128,4 +129,4 @@ def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     if not has_shift(summary):
         return summary, False
     main = attack_rows(summary)
-    return (main if (main["attack"] != "clean").any() else main.iloc[0:0]), True
+    return (main if (main["attack"] != CLEAN).any() else main.iloc[0:0]), True

@@ -6,7 +6,7 @@ import time
 
 import pandas as pd
 from rich.console import Console, Group
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -55,9 +55,9 @@ class RichReporter:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.progress: Progress | None = None
-        self.tasks: dict[tuple, int] = {}
+        self.tasks: dict[tuple, TaskID] = {}
         self.base: dict[tuple, float] = {}  # images finished per bar (partial progress is added on top)
-        self.run_task: int | None = None
+        self.run_task = TaskID(-1)
         self.started, self.position = 0.0, (1, 1)
 
     def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
@@ -84,31 +84,33 @@ class RichReporter:
 
     def advance(self, key, images, seconds: float | None = None) -> None:
         """``images`` more done; ``seconds`` the time they took (None: done before, e.g. when resuming)."""
-        if self.progress is None or key not in self.tasks:
+        progress = self.progress
+        if progress is None or key not in self.tasks:
             return
         task_id = self.tasks[key]
         if seconds is not None:
-            fields = self.progress.tasks[task_id].fields
-            self.progress.update(task_id, busy=fields.get("busy", 0.0) + seconds, timed=fields.get("timed", 0) + images)
+            fields = progress.tasks[task_id].fields
+            progress.update(task_id, busy=fields.get("busy", 0.0) + seconds, timed=fields.get("timed", 0) + images)
         self.base[key] += images
-        self.progress.update(task_id, completed=self.base[key])
-        self.progress.update(self.run_task, completed=sum(self.base.values()))
-        self._update_run()
+        progress.update(task_id, completed=self.base[key])
+        progress.update(self.run_task, completed=sum(self.base.values()))
+        self._update_run(progress)
 
     def partial(self, key, images: float) -> None:
         """Inside a unit: ``images``' worth of the unit in flight is done."""
         if self.progress is not None and key in self.tasks:
             self.progress.update(self.tasks[key], completed=self.base[key] + images)
 
-    def _update_run(self) -> None:
+    def _update_run(self, progress: Progress) -> None:
         """The run's time left: this model's bars by their own rates, the models after it as long as this one."""
-        lefts = [seconds_left(task) for task in self.progress.tasks if task.id != self.run_task]
-        if any(left is None for left in lefts):
+        lefts = [seconds_left(task) for task in progress.tasks if task.id != self.run_task]
+        known = [left for left in lefts if left is not None]
+        if len(known) < len(lefts):
             return
-        this_model = sum(lefts)
+        this_model = sum(known)
         model, models = self.position
         elapsed = time.monotonic() - self.started
-        self.progress.update(self.run_task, eta=this_model + (models - model) * (elapsed + this_model))
+        progress.update(self.run_task, eta=this_model + (models - model) * (elapsed + this_model))
 
     def note(self, text: str) -> None:
         self.console.print(text)

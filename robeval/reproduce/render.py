@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..defaults import CLEAN
 from ..evaluation.protocols import get_protocol
 from ..report import grid as grids
 from ..report.captions import caption_parts
@@ -39,7 +40,7 @@ def _cells(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> 
     s = summary.set_index(["model", "attack"])
     cells = {}
     for model, label in labels.items():
-        for attack in ("clean", *table.attacks):
+        for attack in (CLEAN, *table.attacks):
             if (model, attack) in s.index:
                 for k, col in zip(TOPK, ("top1", "top5")):
                     cells[(label, attack_title(attack), k)] = f"{s.loc[(model, attack), col]:.2f}"
@@ -50,7 +51,7 @@ def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]
     """Rows = Clean and the attacks, columns = (model label, Top-1 / Top-5); the paper's attack layout."""
     cells = _cells(table, summary, labels)
     columns = pd.MultiIndex.from_tuples([(label, k) for label in labels.values() for k in TOPK])
-    rows = [attack_title(a) for a in ("clean", *table.attacks)]
+    rows = [attack_title(a) for a in (CLEAN, *table.attacks)]
     return pd.DataFrame(
         [[cells.get((label, a, k), "") for label, k in columns] for a in rows], index=rows, columns=columns
     )
@@ -59,7 +60,7 @@ def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]
 def model_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows = models (the paper's labels), columns = (Clean and each attack, Top-1 / Top-5)."""
     cells = _cells(table, summary, labels)
-    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in ("clean", *table.attacks) for k in TOPK])
+    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in (CLEAN, *table.attacks) for k in TOPK])
     rows = list(labels.values())
     return pd.DataFrame(
         [[cells.get((label, a, k), "") for a, k in columns] for label in rows], index=rows, columns=columns
@@ -71,7 +72,7 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
     ``(top-1 / top-1 of the first) / (parameters / parameters of the first)``."""
     from ..models import count_parameters
 
-    clean = summary[summary["attack"] == "clean"].set_index("model")
+    clean = summary[summary["attack"] == CLEAN].set_index("model")
     top1 = [float(clean.loc[m, "top1"]) for m in labels]
     params = [count_parameters(m) for m in labels]
     out = pd.DataFrame(index=list(labels.values()))

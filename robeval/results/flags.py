@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
+from ..defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
@@ -98,7 +99,7 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, float, float
 def rising_with_eps(rows: pd.DataFrame) -> list[tuple[str, str, float, str, float]]:
     """One model's rows: (attack, eps, top-1, next eps, higher top-1) wherever top-1 rises with eps."""
     out = []
-    for attack in [a for a in dict.fromkeys(rows["attack"]) if a != "clean"]:
+    for attack in [a for a in dict.fromkeys(rows["attack"]) if a != CLEAN]:
         sel = rows[rows["attack"] == attack].sort_values("eps_value")
         pairs = list(zip(sel["eps"], sel["top1"]))
         out += [(attack, e1, v1, e2, v2) for (e1, v1), (e2, v2) in zip(pairs, pairs[1:]) if v2 > v1 + 1e-9]
@@ -204,7 +205,7 @@ def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     s = summary.set_index(["model", "eps", "attack"])["top1"]
     for (model, eps, attack), value in s.items():
-        if model.endswith(ADAPTIVE_SUFFIX) and attack not in ("clean", "any"):
+        if model.endswith(ADAPTIVE_SUFFIX) and attack not in NOT_ATTACKS:
             base = model[: -len(ADAPTIVE_SUFFIX)]
             if (base, eps, attack) in s.index:
                 rows.append(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..defaults import CLEAN
 from ..errors import UserError
 from .store import Store
 from .summary import run_summary
@@ -61,7 +62,7 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
 def _example_set(run: StoredRun) -> frozenset:
     """The examples a run evaluated (its clean rows, or every record where the data has no clean images)."""
     rec = run.records
-    clean = rec[rec["attack"] == "clean"]
+    clean = rec[rec["attack"] == CLEAN]
     return frozenset((clean if len(clean) else rec)["example"])
 
 

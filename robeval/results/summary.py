@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..defaults import RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..evaluation.config import model_order
 from ..shifts.kinds import run_conditions
 
@@ -34,38 +34,37 @@ class Coverage:
         return f"{self.done.get((model, eps, attack), 0)}/{self.expected()}"
 
 
+# How an example's worst case over the attacks takes each record column: what it is (first), hit only if
+# every attack missed (min), the largest perturbation (max), the passes of all attacks (sum).
+WORST_CASE = {
+    column: (column, how)
+    for how, columns in {
+        "first": ("batch", "label", "clean_top1", "clean_top5"),
+        "min": ("adv_top1", "adv_top5"),
+        "max": ("linf", "l2"),
+        "sum": ("forward_passes", "backward_passes"),
+    }.items()
+    for column in columns
+}
+
+
 def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None = None) -> pd.DataFrame:
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
     that stopped half-way would mix examples attacked and not."""
-    sub = records[records["attack"].isin(["clean", *attacks])]
+    sub = records[records["attack"].isin([CLEAN, *attacks])]
     if coverage is not None and len(sub):
         units = sub[["model", "eps", "attack"]].drop_duplicates()
-        finished = [a == "clean" or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
+        finished = [a == CLEAN or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
         sub = sub.merge(units[finished], on=["model", "eps", "attack"])
-    covered = sub[sub["attack"] != "clean"][["model", "eps"]].drop_duplicates()
+    covered = sub[sub["attack"] != CLEAN][["model", "eps"]].drop_duplicates()
     sub = sub.merge(covered, on=["model", "eps"])  # no worst case where no attack finished
     if sub.empty or not attacks:
         return records.iloc[0:0]
     keys = ["model", "eps", "eps_value", "example"]
-    agg = (
-        sub.groupby(keys, sort=False)
-        .agg(
-            batch=("batch", "first"),
-            label=("label", "first"),
-            clean_top1=("clean_top1", "first"),
-            clean_top5=("clean_top5", "first"),
-            adv_top1=("adv_top1", "min"),
-            adv_top5=("adv_top5", "min"),
-            linf=("linf", "max"),
-            l2=("l2", "max"),
-            forward_passes=("forward_passes", "sum"),
-            backward_passes=("backward_passes", "sum"),
-        )
-        .reset_index()
-    )
-    agg["attack"] = "any"
+    agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
+    agg["attack"] = ANY
     agg["adv_pred"] = -1
     agg["min_norm"] = float("nan")  # a worst case over attacks is no minimum-norm search
     return agg[RECORD_COLUMNS]
@@ -138,7 +137,7 @@ def summarize(
         .to_dict("index")
     )
     over = any_coverage(records, attacks, coverage)
-    order = ["clean", *attacks] + (["any"] if attacks else []) + list(shifted or [])
+    order = [CLEAN, *attacks] + ([ANY] if attacks else []) + list(shifted or [])
     present = list(dict.fromkeys(records["model"]))
     ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
     rows = []
@@ -147,11 +146,11 @@ def summarize(
         if g is None:
             continue
         row = _row(model, eps, attack, g, models_meta.get(model, {}), norm)
-        done = attack == "any" or coverage is None or coverage.complete(model, eps, attack)
+        done = attack == ANY or coverage is None or coverage.complete(model, eps, attack)
         row.update(
             status="complete" if done else "partial",
-            any_over=over.get((model, eps), "") if attack == "any" else "",
-            batches="" if attack == "any" or coverage is None else coverage.fraction(model, eps, attack),
+            any_over=over.get((model, eps), "") if attack == ANY else "",
+            batches="" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
         )
         rows.append(row)
     return pd.DataFrame(rows)

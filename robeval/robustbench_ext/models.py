@@ -8,6 +8,7 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import timm
 import torch
@@ -17,16 +18,12 @@ from ..errors import UserError
 from ..models.hub import hub_offline, hub_reachable
 from ..models.registry import ModelSpec, register_prefix
 from ..models.weights import WEIGHT_SOURCES, Loaded, Weights
+from ..models.wrapper import IMAGENET_CONFIG, set_config
 
 # RobustBench's ImageNet preprocessing ("Res256Crop224": resize 256, centre crop 224, bilinear).  Its
 # models normalise inside, so the wrapper in front of them must not: mean 0, std 1.
-ROBUSTBENCH_CFG = dict(
-    input_size=(3, 224, 224),
-    mean=(0.0, 0.0, 0.0),
-    std=(1.0, 1.0, 1.0),
-    interpolation="bilinear",
-    crop_pct=0.875,
-    num_classes=1000,
+ROBUSTBENCH_CFG: dict[str, Any] = dict(
+    IMAGENET_CONFIG, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0), interpolation="bilinear"
 )
 
 
@@ -81,8 +78,7 @@ def robustbench_network(model_name: str) -> nn.Module:
             net = model_dicts[BenchmarkDataset.imagenet][ThreatModel.Linf][model_name]["model"]()
     except Exception as exc:  # unknown name: no model here
         raise _failed(model_name, exc) from None
-    net.pretrained_cfg = dict(ROBUSTBENCH_CFG)
-    return net
+    return set_config(net, ROBUSTBENCH_CFG)
 
 
 def robustbench_weights(model_name: str) -> Loaded:

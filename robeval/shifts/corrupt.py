@@ -35,7 +35,7 @@ def corrupt_tensor(image: torch.Tensor, corruption: str, severity: int, seed: in
         array = np.repeat(array, 3, axis=2)
     factor = math.ceil(MIN_SIDE / min(height, width)) if min(height, width) < MIN_SIDE else 1
     if factor > 1:
-        array = np.asarray(Image.fromarray(array).resize((width * factor, height * factor), Image.NEAREST))
+        array = np.asarray(Image.fromarray(array).resize((width * factor, height * factor), Image.Resampling.NEAREST))
     state = np.random.get_state()
     try:
         np.random.seed(seed)
@@ -44,6 +44,6 @@ def corrupt_tensor(image: torch.Tensor, corruption: str, severity: int, seed: in
     finally:
         np.random.set_state(state)
     if factor > 1:
-        out = np.asarray(Image.fromarray(out).resize((width, height), Image.BOX))
+        out = np.asarray(Image.fromarray(out).resize((width, height), Image.Resampling.BOX))
     result = torch.from_numpy(out.astype(np.float32) / 255.0).permute(2, 0, 1)
     return result.mean(0, keepdim=True) if channels == 1 else result.contiguous()

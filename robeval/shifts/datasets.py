@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -37,7 +38,7 @@ def _norms(shifted: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
 class CorruptedImages(Dataset):
     """The examples of ``base`` under one condition; each (corruption, severity, example) has its seed."""
 
-    def __init__(self, base: Dataset, condition: Condition, seed: int) -> None:
+    def __init__(self, base: Any, condition: Condition, seed: int) -> None:
         self.base, self.condition, self.seed = base, condition, seed
 
     def __len__(self) -> int:
@@ -108,6 +109,7 @@ class RestrictedLogits(nn.Module):
 
         position = {w: i for i, w in enumerate(imagenet_wnids() or [])}
         self.model = model
+        self.keep: torch.Tensor
         self.register_buffer(
             "keep", torch.tensor([position[w] for w in class_set(shift)], dtype=torch.long), persistent=False
         )

@@ -128,7 +128,8 @@ class CorruptionTree(ShiftKind):
         wanted = self.conditions(config.corruptions, config.severities)
         check_tree(root, wanted)
         first = root / wanted[0].corruption / str(wanted[0].severity)
-        data = load_folder_data(first, replace(spec, crop_pct=1.0), config.n_examples, config.subset, config.class_map)
+        cropped = replace(spec, crop_pct=1.0)  # type: ignore[type-var]
+        data = load_folder_data(first, cropped, config.n_examples, config.subset, config.class_map)
         return replace(data, name=f"{root.resolve()} (ImageNet-C)", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
@@ -184,4 +185,4 @@ def run_conditions(config: Any) -> list[Condition]:
     get = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
     if not get("shift"):
         return []
-    return get_shift(get("shift")).conditions(get("corruptions"), get("severities"))
+    return get_shift(str(get("shift"))).conditions(get("corruptions"), get("severities"))

@@ -1,7 +1,9 @@
 """The embedded demo zoo: small DeiT / DeiT-Elliptical models trained on scikit-learn's digits.
 
-The checkpoints are produced by ``scripts/train_demo_zoo.py`` (seeded, a few minutes on a CPU) and
-ship inside the package, so ``robeval run`` works offline on a fresh machine.
+The checkpoints are produced by the seeded scripts in ``scripts/`` (``train_demo_zoo.py``: digits-deit and
+digits-deit-elliptical; ``train_demo_variants.py``: the attention variants and robust-attention baselines;
+``train_demo_models.py``: any other registered digits model, with the same recipe) and ship inside the
+package, so ``robeval run`` works offline on a fresh machine.
 """
 
 from __future__ import annotations

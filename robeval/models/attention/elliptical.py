@@ -67,8 +67,8 @@ class EllipticalAttention(Attention):
 
     layer_index: int = 0
     depth: int = 1
-    token_reduction: str = ELLIPTICAL_OPTIONS["token_reduction"]
-    grad_through_m: bool = ELLIPTICAL_OPTIONS["grad_through_m"]
+    token_reduction: str = str(ELLIPTICAL_OPTIONS["token_reduction"])
+    grad_through_m: bool = bool(ELLIPTICAL_OPTIONS["grad_through_m"])
     carry: Optional[ValueCarry] = None
 
     def forward(
@@ -105,7 +105,7 @@ def make_elliptical(model: torch.nn.Module, **options) -> torch.nn.Module:
     if options["token_reduction"] not in TOKEN_REDUCTIONS:
         raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {options['token_reduction']!r}")
     carry = ValueCarry()
-    blocks = list(model.blocks)
+    blocks = list(model.blocks)  # type: ignore[arg-type]  # a timm ViT's Sequential of blocks
     for index, block in enumerate(blocks):
         attn = block.attn
         if not isinstance(attn, EllipticalAttention):

@@ -43,16 +43,16 @@ KDE, FourierFormer and RVT-style have no data-dependent weight beyond the kernel
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kinds import AttentionKind, register_kind
-from .robust import _RobustBase, gaussian_gram
+from .kinds import AttentionKind, OptionRule, register_kind, set_layer_options
+from .robust import RobustBase, gaussian_gram
 
-SPKDE_OPTIONS = {"outlier_fraction": 0.1, "solver_iterations": 30, "grad_through_weights": False}
+SPKDE_OPTIONS: dict[str, Any] = {"outlier_fraction": 0.1, "solver_iterations": 30, "grad_through_weights": False}
 SPKDE_ADAPTIVE = {"grad_through_weights": True}
 FOURIER_FLOOR = 1e-6  # the authors' constant in the FourierFormer normalisation
 ELLIPTICAL_ZOO = "Elliptical authors' robustness zoo"
@@ -87,7 +87,7 @@ def spkde_weights(gram: torch.Tensor, beta: float, iterations: int) -> torch.Ten
     return a
 
 
-class KDEAttention(_RobustBase):
+class KDEAttention(RobustBase):
     """KDE attention: Gaussian kernel between queries and L2-normalised keys."""
 
     def forward(
@@ -100,7 +100,7 @@ class KDEAttention(_RobustBase):
         return self._output(x, out)
 
 
-class SPKDEAttention(_RobustBase):
+class SPKDEAttention(RobustBase):
     """Scaled-and-projected KDE attention (see the module docstring)."""
 
     outlier_fraction: float = SPKDE_OPTIONS["outlier_fraction"]
@@ -128,7 +128,7 @@ class SPKDEAttention(_RobustBase):
         return self._output(x, self.attn_drop(attn) @ v)
 
 
-class FourierAttention(_RobustBase):
+class FourierAttention(RobustBase):
     """FourierFormer attention: a product of sinc kernels with one learned scalar ``paramR``."""
 
     def __init__(self, dim: int, num_heads: int = 8, **kwargs) -> None:
@@ -146,7 +146,7 @@ class FourierAttention(_RobustBase):
         return self._output(x, self.attn_drop(attn) @ v)
 
 
-class MaskedKeyNormAttention(_RobustBase):
+class MaskedKeyNormAttention(RobustBase):
     """RVT-style attention: L2-normalised keys and a learned gate ``sigmoid(att_mask)`` on the logits."""
 
     att_mask: Optional[nn.Parameter]
@@ -172,26 +172,17 @@ class MaskedKeyNormAttention(_RobustBase):
         return self._output(x, self.attn_drop(logits.softmax(-1)) @ v)
 
 
-def set_spkde_options(
-    model: nn.Module,
-    outlier_fraction: Optional[float] = None,
-    solver_iterations: Optional[int] = None,
-    grad_through_weights: Optional[bool] = None,
-) -> int:
-    """Set the SPKDE options on every such layer of ``model``; returns how many."""
-    if outlier_fraction is not None and not 0 <= float(outlier_fraction) < 1:
-        raise ValueError("outlier_fraction must be in [0, 1)")
-    if solver_iterations is not None and int(solver_iterations) < 1:
-        raise ValueError("solver_iterations must be >= 1")
-    layers = [m for m in model.modules() if isinstance(m, SPKDEAttention)]
-    for layer in layers:
-        if outlier_fraction is not None:
-            layer.outlier_fraction = float(outlier_fraction)
-        if solver_iterations is not None:
-            layer.solver_iterations = int(solver_iterations)
-        if grad_through_weights is not None:
-            layer.grad_through_weights = bool(grad_through_weights)
-    return len(layers)
+SPKDE_RULES: dict[str, OptionRule] = {
+    "outlier_fraction": (float, lambda v: 0 <= v < 1, "in [0, 1)"),
+    "solver_iterations": (int, lambda v: v >= 1, ">= 1"),
+    "grad_through_weights": (bool, lambda v: True, "true or false"),
+}
+
+
+def set_spkde_options(model: nn.Module, **options: Any) -> int:
+    """Set the SPKDE options (``outlier_fraction``, ``solver_iterations``, ``grad_through_weights``) on
+    every such layer of ``model``; returns how many."""
+    return set_layer_options(model, (SPKDEAttention,), SPKDE_RULES, **options)
 
 
 register_kind(AttentionKind("kde", KDEAttention, "KDE", ELLIPTICAL_ZOO))

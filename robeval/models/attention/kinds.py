@@ -50,7 +50,7 @@ def get_kind(name: str) -> AttentionKind:
 
 def sequence_length(model: nn.Module) -> int:
     """Tokens entering the blocks of a timm ViT: patches plus class/register/distillation tokens."""
-    return int(model.patch_embed.num_patches) + int(getattr(model, "num_prefix_tokens", 0))
+    return int(getattr(model.patch_embed, "num_patches")) + int(getattr(model, "num_prefix_tokens", 0))  # noqa: B009
 
 
 def fit_sequence_length(model: nn.Module, seq_len: Optional[int] = None) -> int:
@@ -58,8 +58,32 @@ def fit_sequence_length(model: nn.Module, seq_len: Optional[int] = None) -> int:
     length = sequence_length(model) if seq_len is None else seq_len
     layers = [m for m in model.modules() if hasattr(m, "set_seq_len")]
     for layer in layers:
-        layer.set_seq_len(length)
+        layer.set_seq_len(length)  # type: ignore[operator]
     return len(layers)
+
+
+# How a layer option's value is read, the test it must pass and the words for the error.
+OptionRule = tuple[Callable[[Any], Any], Callable[[Any], bool], str]
+
+
+def set_layer_options(model: nn.Module, layers: tuple[type, ...], rules: dict[str, OptionRule], **values: Any) -> int:
+    """Set each given (not None) option on the ``layers`` of ``model`` that have it, every value read
+    and checked by its rule first; returns how many such layers ``model`` has."""
+    given: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in rules:
+            raise TypeError(f"unknown layer option {name!r} (known: {', '.join(rules)})")
+        cast, valid, words = rules[name]
+        if value is not None and not valid(cast(value)):
+            raise ValueError(f"{name} must be {words}")
+        if value is not None:
+            given[name] = cast(value)
+    found = [m for m in model.modules() if isinstance(m, layers)]
+    for layer in found:
+        for name, value in given.items():
+            if hasattr(layer, name):
+                setattr(layer, name, value)
+    return len(found)
 
 
 def finish(net: nn.Module, kind: AttentionKind, options: dict[str, Any]) -> nn.Module:

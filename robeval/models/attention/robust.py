@@ -43,17 +43,17 @@ version so that a fixed seed gives fixed logits and attacks see a deterministic 
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from timm.layers import Attention
 from torch import nn
 
-from .kinds import AttentionKind, register_kind
+from .kinds import AttentionKind, OptionRule, register_kind, set_layer_options
 
-RKDE_OPTIONS = {"iterations": 1, "huber_threshold": 0.2}
-MOM_OPTIONS = {"groups": 3}
+RKDE_OPTIONS: dict[str, Any] = {"iterations": 1, "huber_threshold": 0.2}
+MOM_OPTIONS: dict[str, Any] = {"groups": 3}
 
 
 def gaussian_gram(z: torch.Tensor, bandwidth: float) -> torch.Tensor:
@@ -81,7 +81,7 @@ def huber_rkde_weights(z: torch.Tensor, threshold: float, iterations: int, bandw
     return w
 
 
-class _RobustBase(Attention):
+class RobustBase(Attention):
     def _qkv(self, x: torch.Tensor, attn_mask, is_causal):
         if attn_mask is not None or is_causal:
             raise NotImplementedError(f"{type(self).__name__} is defined for unmasked self-attention")
@@ -92,15 +92,16 @@ class _RobustBase(Attention):
     def _output(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         B, N, _ = x.shape
         out = self.norm(out.transpose(1, 2).reshape(B, N, self.attn_dim))
-        if getattr(self, "gate", None) is not None:
-            out = out * self.gate(x).sigmoid()
+        gate = getattr(self, "gate", None)
+        if gate is not None:
+            out = out * gate(x).sigmoid()
         return self.proj_drop(self.proj(out))
 
     def _dropout_p(self) -> float:
         return self.attn_drop.p if self.training else 0.0
 
 
-class RKDEAttention(_RobustBase):
+class RKDEAttention(RobustBase):
     """Robust KDE attention with the Huber loss (see the module docstring for the formulation)."""
 
     iterations: int = RKDE_OPTIONS["iterations"]
@@ -124,7 +125,7 @@ class RKDEAttention(_RobustBase):
         return self._output(x, out)
 
 
-class MoMAttention(_RobustBase):
+class MoMAttention(RobustBase):
     """Median-of-means attention: element-wise median of the outputs over ``groups`` key/value groups."""
 
     groups: int = MOM_OPTIONS["groups"]
@@ -145,32 +146,17 @@ class MoMAttention(_RobustBase):
         return self._output(x, out)
 
 
-def set_robust_options(
-    model: nn.Module,
-    iterations: Optional[int] = None,
-    huber_threshold: Optional[float] = None,
-    groups: Optional[int] = None,
-) -> int:
-    """Set RKDE iterations/threshold and MoM groups on every such layer of ``model``; returns how many."""
-    if iterations is not None and int(iterations) < 0:
-        raise ValueError("iterations must be >= 0")
-    if huber_threshold is not None and not float(huber_threshold) > 0:
-        raise ValueError("huber_threshold must be > 0")
-    if groups is not None and int(groups) < 1:
-        raise ValueError("groups must be >= 1")
-    count = 0
-    for module in model.modules():
-        if isinstance(module, RKDEAttention):
-            if iterations is not None:
-                module.iterations = int(iterations)
-            if huber_threshold is not None:
-                module.huber_threshold = float(huber_threshold)
-            count += 1
-        elif isinstance(module, MoMAttention):
-            if groups is not None:
-                module.groups = int(groups)
-            count += 1
-    return count
+ROBUST_RULES: dict[str, OptionRule] = {
+    "iterations": (int, lambda v: v >= 0, ">= 0"),
+    "huber_threshold": (float, lambda v: v > 0, "> 0"),
+    "groups": (int, lambda v: v >= 1, ">= 1"),
+}
+
+
+def set_robust_options(model: nn.Module, **options: Any) -> int:
+    """Set RKDE ``iterations`` / ``huber_threshold`` and MoM ``groups`` on every such layer of ``model``;
+    returns how many."""
+    return set_layer_options(model, (RKDEAttention, MoMAttention), ROBUST_RULES, **options)
 
 
 HAN = "Han et al. 2023"

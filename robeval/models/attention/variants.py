@@ -14,8 +14,8 @@ layer keeps timm's call shape and fused ``scaled_dot_product_attention`` applies
 
 ``W_A`` (Super) mixes tokens: an ``l x l`` matrix over the sequence, one per layer, shared by all
 heads.  ``l`` is fixed by the model (197 for DeiT at 224/16, 17 for the digits models), which an
-attention layer does not know when timm builds it; :func:`~robeval.models.attention_kinds.fit_sequence_length`
-sets it afterwards from the patch embedding (as :func:`~robeval.models.elliptical.make_elliptical` wires its layers).  ``W_A``
+attention layer does not know when timm builds it; :func:`~robeval.models.attention.kinds.fit_sequence_length`
+sets it afterwards from the patch embedding (as :func:`~robeval.models.attention.elliptical.make_elliptical` wires its layers).  ``W_A``
 starts as the identity, so an untrained Super layer equals an Efficient one; the paper gives no
 initialisation.
 
@@ -36,7 +36,7 @@ from .kinds import AttentionKind, fit_sequence_length, register_kind
 VARIANT_SIZES = ("tiny", "small")
 
 
-class _SliceAttention(nn.Module):
+class SliceAttention(nn.Module):
     """Shared part: W^Q (and W^K), W^O, optional q/k and output norms, value = per-head slice of X."""
 
     with_key_projection: bool = False
@@ -79,10 +79,11 @@ class _SliceAttention(nn.Module):
             self.qk = nn.Linear(dim, 2 * dim, bias=qkv_bias, **dd)
         else:
             self.q = nn.Linear(dim, dim, bias=qkv_bias, **dd)
-        self.q_norm = norm_layer(self.head_dim, **dd) if qk_norm else nn.Identity()
-        self.k_norm = norm_layer(self.head_dim, **dd) if qk_norm else nn.Identity()
+        make_norm = norm_layer if norm_layer is not None else nn.Identity  # (checked above where one is needed)
+        self.q_norm = make_norm(self.head_dim, **dd) if qk_norm else nn.Identity()
+        self.k_norm = make_norm(self.head_dim, **dd) if qk_norm else nn.Identity()
         self.attn_drop = nn.Dropout(attn_drop)
-        self.norm = norm_layer(dim, **dd) if scale_norm else nn.Identity()
+        self.norm = make_norm(dim, **dd) if scale_norm else nn.Identity()
         self.proj = nn.Linear(dim, dim_out or dim, bias=proj_bias, **dd)
         self.proj_drop = nn.Dropout(proj_drop)
 
@@ -97,9 +98,9 @@ class _SliceAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, is_causal: bool = False
     ) -> torch.Tensor:
-        return self._attend(x, attn_mask, is_causal)
+        return self.attend(x, attn_mask, is_causal)
 
-    def _attend(
+    def attend(
         self,
         x: torch.Tensor,
         attn_mask: Optional[torch.Tensor],
@@ -128,17 +129,17 @@ class _SliceAttention(nn.Module):
         return self.proj_drop(self.proj(out))
 
 
-class OptimisedAttention(_SliceAttention):
+class OptimisedAttention(SliceAttention):
     """``softmax(X W_i^Q (X W_i^K)^T / sqrt(d_k)) X_i``: W^Q and W^K in one ``qk`` linear, no W^V."""
 
     with_key_projection = True
 
 
-class EfficientAttention(_SliceAttention):
+class EfficientAttention(SliceAttention):
     """``softmax(X W_i^Q X_i^T / sqrt(d_k)) X_i``: keys and values are the head's slice of X."""
 
 
-class SuperAttention(_SliceAttention):
+class SuperAttention(SliceAttention):
     """``softmax(X W_i^Q X_i^T / sqrt(d_k)) (W_A X_i)`` with ``W_A`` (``w_a``, ``l x l``) over tokens.
 
     ``w_a`` exists once :func:`make_super` (or :meth:`set_seq_len`) has fixed the sequence length.
@@ -171,7 +172,7 @@ class SuperAttention(_SliceAttention):
         return torch.matmul(self.w_a * regions, x.reshape(-1, windows, N, C)).reshape(B, N, C)
 
 
-VARIANTS: dict[str, type[_SliceAttention]] = {
+VARIANTS: dict[str, type[SliceAttention]] = {
     "optimised": OptimisedAttention,
     "efficient": EfficientAttention,
     "super": SuperAttention,
@@ -194,7 +195,7 @@ def state_from_deit(state: dict[str, torch.Tensor], model: nn.Module) -> dict[st
     """
     out = dict(state)
     for name, module in model.named_modules():
-        if not isinstance(module, _SliceAttention):
+        if not isinstance(module, SliceAttention):
             continue
         dim = module.attn_dim
         rows = 2 * dim if module.with_key_projection else dim
