@@ -88,7 +88,7 @@ def test_user_errors_are_one_line_exit_2(args, message):
     proc = run_cli(*args, "--out", "/tmp/robeval-test-unused", "--quiet")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
 
 

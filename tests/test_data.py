@@ -27,7 +27,7 @@ def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_fold
     batches = list(data.batches(4))
     assert [b[0] for b in batches] == [0, 1] and [len(b[1]) for b in batches] == [4, 2]
     _, idx, x, y = batches[0]
-    assert x.shape == (4, 3, 224, 224) and 0.0 <= x.min() and x.max() <= 1.0
+    assert x.shape == (4, 3, 224, 224) and x.min() >= 0.0 and x.max() <= 1.0
     # n01440764 -> 0, n01443537 -> 1, n01484850 -> 2 in the standard ImageNet-1k order
     labels = torch.cat([b[3] for b in batches])
     assert sorted(labels.tolist()) == [0, 0, 1, 1, 2, 2]

@@ -104,8 +104,8 @@ def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
 def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
     store = tmp_path / "s.sqlite"
     args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,spsa", "--quiet",
-            "--store", str(store), "--out", str(tmp_path / "o")]
-    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa")
+            "--set", "spsa.iterations=20", "--set", "spsa.samples=32", "--store", str(store), "--out", str(tmp_path / "o")]
+    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 20, "samples": 32}})
     with pytest.raises(KeyboardInterrupt):
         evaluate_full(store=str(store), reporter=StopAfter(1), **options)
     run_id = Store(store).runs()["id"].iloc[0]
@@ -126,18 +126,34 @@ def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.reset_index(drop=True), check_dtype=False)
 
 
-def test_a_holder_that_is_gone_is_taken_over(tmp_path):
+def exited_process(reaped: bool) -> tuple[subprocess.Popen, str]:
+    """A process that has exited, reaped by its parent or left a zombie (as a killed run's workers stay
+    in a container whose first process reaps nothing), and when it started."""
+    from robeval.machine import process_start
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    start = process_start(proc.pid)
+    if reaped:
+        proc.wait()
+    else:
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.05)
+    return proc, str(start)
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+def test_a_holder_that_is_gone_is_taken_over(tmp_path, reaped):
     store = Store(tmp_path / "s.sqlite")
     options = dict(models="digits-deit", n_examples=20, batch_size=10, attacks="fgsm")
     with pytest.raises(KeyboardInterrupt):
         evaluate_full(store=store, reporter=StopAfter(1), **options)
     run_id = store.runs()["id"].iloc[0]
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    fake = {"host": socket.gethostname(), "pid": dead.pid, "start": "1", "beat": "2026-01-01T00:00:00+00:00"}
+    dead, start = exited_process(reaped)
+    fake = {"host": socket.gethostname(), "pid": dead.pid, "start": start, "beat": "2026-01-01T00:00:00+00:00"}
     store.update_run(run_id, holder=json.dumps(fake), status="running")  # as a SIGKILLed run leaves it
     assert "process is gone" in Store.shown_status("running", json.dumps(fake))
     res = evaluate_full(store=store, resume=run_id, **options)
+    dead.wait()
     assert res.run["status"] == "finished" and store.runs()["holder"].iloc[0] is None
 
 

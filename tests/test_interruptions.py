@@ -20,9 +20,9 @@ from .test_store import units_done
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, signum, code):
     store = tmp_path / "s.sqlite"
-    # SPSA at its defaults keeps each batch busy for about a second: the signal lands mid-run
-    args = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
-            "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
+    # SPSA keeps each batch busy for about half a second: the signal lands mid-run
+    args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
+            "--set", "spsa.iterations=20", "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
     # a shell that starts jobs in the background (as CI may) leaves SIGINT ignored in its children:
     # restore the default so the child gets Ctrl-C as a terminal would deliver it
     proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -35,8 +35,8 @@ def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, si
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     kept = units_done(store)
-    assert 5 <= kept < 24 and Store(store).runs()["status"].iloc[0] == "interrupted"
+    assert 5 <= kept < 16 and Store(store).runs()["status"].iloc[0] == "interrupted"
     command = re.search(r"resume with: (robeval .*)", err).group(1)
     resumed = run_cli(*shlex.split(command)[1:])
     assert resumed.returncode == 0, resumed.stderr
-    assert units_done(store) == 24 and Store(store).runs()["status"].iloc[0] == "finished"
+    assert units_done(store) == 16 and Store(store).runs()["status"].iloc[0] == "finished"

@@ -84,7 +84,7 @@ def test_simplex_projection_and_the_spkde_solver_against_scipy():
     beta = 1 / 0.9
     ours = spkde_weights(gram, beta, 300)
     for g, a in zip(gram.numpy(), ours.numpy()):
-        def objective(w):
+        def objective(w, g=g):
             return 0.5 * w @ g @ w - beta / len(w) * g.sum(1) @ w
         ref = minimize(objective, np.full(len(g), 1 / len(g)), method="SLSQP", bounds=[(0, 1)] * len(g),
                        constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}], options={"ftol": 1e-14, "maxiter": 500})

@@ -6,9 +6,9 @@ import torch
 
 import robeval
 from robeval.api import evaluate_full, make_config
-from robeval.evaluation.plan import make_plan
 from robeval.attacks import create, list_attacks, parse_attack_list
 from robeval.data.digits import digits_split
+from robeval.evaluation.plan import make_plan
 from robeval.report.paper import render
 from robeval.results.flags import flags_from_model_checks
 
@@ -24,7 +24,7 @@ def test_all_is_still_the_seven_attack_suite_and_aa_plus_brings_its_six():
 
 def test_aa_plus_is_at_least_as_strong_as_the_standard_protocol_on_the_same_examples():
     settings = {"apgd-ce": {"n_iter": 10}, "apgd-dlr": {"n_iter": 10}, "fab": {"n_iter": 10}}
-    common = dict(models="digits-deit", attacks="apgd-ce,apgd-dlr,fab", eps="8/255", n_examples=40, settings=settings)
+    common = dict(models="digits-deit", attacks="apgd-ce,apgd-dlr,fab", eps="8/255", n_examples=20, settings=settings)
     standard = evaluate_full(protocol="standard", **common).summary.set_index("attack")
     plus = evaluate_full(protocol="aa-plus", **common)
     assert plus.run["attack_settings"]["apgd-dlr"]["n_restarts"] == 5

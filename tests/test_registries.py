@@ -20,7 +20,6 @@ from robeval.cli.listing import catalog
 from robeval.data.digits import digits_split
 from robeval.evaluation.plan import make_plan
 from robeval.models import build_network, get_spec, list_models, register_model
-from robeval.models.checkpoint import load_state_dict_strict
 from robeval.models.digits import DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
@@ -45,8 +44,10 @@ def test_every_registered_model_builds_runs_and_round_trips_its_weights(name):
     with torch.no_grad():
         out = model(x)
     assert out.shape == (1, model.meta.num_classes) and torch.isfinite(out).all()
-    fresh = build_network(name)
-    load_state_dict_strict(fresh, model.net.state_dict(), name, "round trip")  # strict: same keys, same shapes
+    with torch.device("meta"):  # a second build, without the seconds a large model's initialisation takes
+        fresh = build_network(name)
+    shapes = {k: tuple(v.shape) for k, v in fresh.state_dict().items()}
+    assert shapes == {k: tuple(v.shape) for k, v in model.net.state_dict().items()}  # a strict load would fit
     if spec.is_adaptive:
         plan = make_plan(robeval.api.make_config(models=name, attacks="pgd", adaptive=True))
         assert [j.name for j in plan.jobs] == [name, name + "+adaptive"]

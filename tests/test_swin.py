@@ -72,7 +72,7 @@ def test_super_attention_never_mixes_tokens_that_the_shift_mask_separates():
     bias = attn.relative_position_bias_table[attn.relative_position_index.view(-1)].view(n, n, -1).permute(2, 0, 1)
     scores = bias.unsqueeze(0) + mask.unsqueeze(1)
     with torch.no_grad():
-        leak = attn._attend(moved, scores)[window, others] - attn._attend(x, scores)[window, others]
+        leak = attn.attend(moved, scores)[window, others] - attn.attend(x, scores)[window, others]
     assert leak.abs().max() > 1e-3
 
 

@@ -23,12 +23,12 @@ SEQ = (32 // 8) ** 2 + 1  # 16 patches + class token
 DIGITS_VARIANT_NAMES = [f"digits-deit-{k}" for k in ("optimised", "efficient", "super", "rkde", "mom")]
 
 
-def expected_attention_params(kind: str, d: int, l: int, qkv_bias: bool, proj_bias: bool = True) -> int:
-    """The paper's counts: Optimised 3 d^2, Efficient 2 d^2, Super 2 d^2 + l^2; plus the biases."""
+def expected_attention_params(kind: str, d: int, tokens: int, qkv_bias: bool, proj_bias: bool = True) -> int:
+    """The paper's counts: Optimised 3 d^2, Efficient 2 d^2, Super 2 d^2 + tokens^2; plus the biases."""
     projections = {"optimised": 3, "efficient": 2, "super": 2}[kind]
     input_projections = projections - 1  # all but W^O
     count = projections * d * d + (input_projections * d if qkv_bias else 0) + (d if proj_bias else 0)
-    return count + (l * l if kind == "super" else 0)
+    return count + (tokens * tokens if kind == "super" else 0)
 
 
 def variant_net(kind: str, **kwargs) -> VisionTransformer:
@@ -55,11 +55,11 @@ def test_attention_parameter_counts_follow_the_formulas(kind, qkv_bias):
 
 
 def test_deit_tiny_variant_counts_against_deit_tiny():
-    d, layers, l = 192, 12, 197
+    d, layers, tokens = 192, 12, 197
     base = count_parameters("deit-tiny")
     standard = 4 * d * d + 3 * d + d  # timm qkv (with bias) + proj (with bias)
     for kind in VARIANTS:
-        delta = layers * (expected_attention_params(kind, d, l, True) - standard)
+        delta = layers * (expected_attention_params(kind, d, tokens, True) - standard)
         assert count_parameters(f"deit-tiny-{kind}") == base + delta
     assert count_parameters("deit-tiny-rkde") == count_parameters("deit-tiny-mom") == base
 
