@@ -53,7 +53,7 @@ def test_eps_zero_gives_clean_accuracy_for_every_attack():
 
 @pytest.fixture(scope="module")
 def eps_sweep():
-    return evaluate_full(models="digits-deit-elliptical", eps="2/255,8/255,32/255", n_examples=30, settings=FAST_SETTINGS)
+    return evaluate_full(models="digits-deit-elliptical", eps="2/255,8/255,32/255", n_examples=20, settings=FAST_SETTINGS)
 
 
 def test_top1_never_rises_with_eps(eps_sweep):
