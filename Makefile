@@ -26,12 +26,12 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(VENV)/bin/robeval run
 
-# linters, the type checker, then the suite
+# linters, the type checker, then the suite (one pytest worker per core, at most 4; each computes on one thread)
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check robeval tests
 	$(VENV)/bin/ruff format --check robeval
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist worksteal
 
 clean:
 	rm -rf $(VENV) results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -20,9 +21,13 @@ FAST_SETTINGS = {
 }
 
 
+# Under pytest-xdist (make test runs one worker per core) each worker computes on one thread.
+THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+
+
 @pytest.fixture(autouse=True)
 def _threads():
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
 
 
 # Commands run from a scratch folder, so default outputs (results/robeval.sqlite, results/<run id>)
