@@ -37,9 +37,12 @@ RECORD_COLUMNS = [
     "forward_passes",
     "backward_passes",
     "min_norm",
+    "fp32_top1",
 ]
 # Columns a record may leave out, with the value it then gets (min_norm: only minimum-norm attacks
 # fill it, with the example's smallest fooling perturbation; NaN elsewhere).
-RECORD_DEFAULTS = {"min_norm": float("nan")}
+# fp32_top1: under a reduced --precision, the top-1 hit of the same attack crafted again in strict
+# fp32 on a sample of the examples (NaN elsewhere): the evidence of the precision flag.
+RECORD_DEFAULTS = {"min_norm": float("nan"), "fp32_top1": float("nan")}
 # The leading columns of results.csv and of `robeval table -f csv` (the rest follow in summary order).
 SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]

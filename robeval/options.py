@@ -138,7 +138,16 @@ class EvalConfig:
     workers: Optional[int] = option(
         None, identity=False, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."
     )
-    amp: str = option("off", help="Autocast the model: off, bf16 or fp16 (fp16 on GPU only).")
+    precision: str = option(
+        "fp32",
+        help="How attacks craft: fp32 (strict, TF32 off), tf32 (GPU), bf16 or fp16 (GPU) autocast. "
+        "Every counted prediction runs in strict fp32; reduced precisions are re-checked in fp32.",
+    )
+    cascade: bool = option(
+        False,
+        help="AutoAttack's cascade: each attack only on the examples every earlier one failed on; each "
+        "attack's row is the robust accuracy after it and those before (the last is the worst case).",
+    )
     channels_last: bool = option(False, help="Channels-last memory format for model and images.")
     strict_data: bool = option(False, help="Unreadable image files are an error (default: skipped and listed).")
     class_map: Optional[str] = option(

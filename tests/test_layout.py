@@ -25,7 +25,7 @@ LAYERS = [
     ("robeval.models",),
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.zoo"),
+     "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo"),
 ]
 MAX_BODY_LINES = 40
 

@@ -49,6 +49,8 @@ def _keep_lowest_margin(
 class _AutoAttackRunner(Attack):
     """Shared frame: split correct / misclassified, collect lowest-margin points."""
 
+    library_draws = True
+
     n_iter: int  # the settings every AutoAttack attack here has (each class's defaults say which it uses)
     n_restarts: int
     eot_iter: int

@@ -49,6 +49,9 @@ class Attack:
     name: str = "attack"  # set by register_attack
     defaults: dict[str, Any] = {}  # every setting with its default (robeval.settings gives their meaning)
     examples: list[int] | None = None  # the data-set index of each row, during a call that names them
+    # True for attacks from AutoAttack's code: called with the run seed and no examples they draw exactly
+    # as AutoAttack does (--cascade uses that to give AutoAttack's own robust examples)
+    library_draws: bool = False
 
     def __init__(
         self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0, clip: Box = (0.0, 1.0), **settings: Any

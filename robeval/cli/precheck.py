@@ -10,6 +10,7 @@ from typing import Any
 
 from ..eps import parse_eps_list
 from ..errors import UserError, lookup
+from ..precision import PRECISIONS
 from ..seeds import check_seed
 from ..settings import check_set_targets, parse_attack_names, parse_set_items
 from .listing import catalog
@@ -55,7 +56,7 @@ def precheck_run(opts: dict[str, Any]) -> None:
     parse_eps_list(opts["eps"], opts["norm"])
     for option, value, choices in (
         ("--weights", opts["weights"], ("default", "random")),
-        ("--amp", opts["amp"], ("off", "bf16", "fp16")),
+        ("--precision", opts["precision"], tuple(PRECISIONS)),
     ):
         if value not in choices:
             raise UserError(f"invalid {option} {value!r}: choose {' or '.join(choices)}")

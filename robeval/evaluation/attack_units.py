@@ -5,6 +5,7 @@ against its budget)."""
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, minimal_nor
 from ..attacks.transfer import TransferAttack
 from ..eps import Eps
 from ..norms import perturbation_norms
+from ..precision import crafting, strict_fp32
 from .attack_calls import (
     AttackBoundsError,
     PassCounter,
@@ -25,7 +27,9 @@ from .attack_calls import (
     topk_hits,
     verify_adversarial,
 )
+from .cascade import Cascade
 from .plan import ModelJob, RunPlan
+from .precision_check import PrecisionCheck
 from .progress import throttled
 from .units import BatchOutcome, Unit, add_records
 
@@ -62,28 +66,60 @@ class BatchAttack:
 
 
 class AttackUnits:
-    """The attacks of ``job`` under ``plan`` on the counted ``target``, one per (eps, attack)."""
+    """The attacks of ``job`` under ``plan`` on the counted ``target``, one per (eps, attack); under a
+    reduced precision each white-box attack crafts again in fp32 on ``checking`` (the model as
+    counted) for the examples of :attr:`check`."""
 
     def __init__(
-        self, job: ModelJob, plan: RunPlan, counted: PassCounter, logits: Logits, outcome: BatchOutcome, source=None
+        self,
+        job: ModelJob,
+        plan: RunPlan,
+        counted: PassCounter,
+        logits: Logits,
+        outcome: BatchOutcome,
+        check: PrecisionCheck,
+        source=None,
     ) -> None:
         self.job, self.plan, self.counted, self.logits, self.outcome = job, plan, counted, logits, outcome
-        config = plan.config
-        self.attacks = {
-            (e.text, a): create(
-                a, counted, e.value, norm=config.norm, seed=config.seed, clip=plan.protocol.box(a), **plan.settings[a]
-            )
-            for e in config.eps
-            for a in job.attacks
-        }
+        self.check = check
+        self.attacks = {(e.text, a): self._create(a, e, counted) for e in plan.config.eps for a in job.attacks}
         for attack in self.attacks.values():
             if isinstance(attack, TransferAttack):  # transfer attacks craft on the run's source model
                 attack.source = source
+        self.checkers = {
+            (e.text, a): self._create(a, e, check.model)
+            for e in plan.config.eps
+            for a in job.attacks
+            if check.covers(a)
+        }
+        self.cascade = Cascade(job.attacks, self._records) if plan.config.cascade else None
         self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
         self.progress: Callable[[Unit, float], None] | None = None
 
+    def _create(self, attack: str, eps: Eps, model):
+        config = self.plan.config
+        clip = self.plan.protocol.box(attack)
+        return create(
+            attack, model, eps.value, norm=config.norm, seed=config.seed, clip=clip, **self.plan.settings[attack]
+        )
+
     def records(self, columns: dict[str, list], batch: BatchAttack, eps: Eps, attack: str) -> None:
-        """Run one unit into ``columns``; a failed attack becomes a :class:`~.units.ModelFailure` message."""
+        """Run one unit into ``columns`` (under ``--cascade``: on the examples still robust)."""
+        if self.cascade is None:
+            self._records(columns, batch, eps, attack)
+            return
+        attacked = self.cascade.records(columns, batch, eps, attack)
+        self.outcome.count(self.outcome.attacked, f"{self.job.name}|{eps.text}|{attack}", attacked)
+
+    def _seeding(self, attacker, batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
+        """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
+        AutoAttack's own seeding for attacks from its code."""
+        if self.cascade is not None and attacker.library_draws:
+            return self.plan.config.seed, None
+        return derive_seed(self.plan.config.seed, attack, eps.text, batch.b), batch.base["example"]
+
+    def _records(self, columns: dict[str, list], batch, eps: Eps, attack: str) -> None:
+        """One unit's records into ``columns``; its attack's points checked against the threat model."""
         x_adv, adv_logits, (fwd, bwd), min_norm = self._run(batch, eps, attack)
         verify_adversarial(attack, x_adv, batch.xa, eps.value, self.plan.config.norm, self.plan.protocol.box(attack))
         if adv_logits is None:
@@ -104,7 +140,36 @@ class AttackUnits:
             forward_passes=fwd + 1.0,
             backward_passes=bwd,
             min_norm=min_norm,
+            fp32_top1=self._timed_fp32_check(batch, eps, attack),
         )
+
+    def _timed_fp32_check(self, batch, eps: Eps, attack: str) -> list[float]:
+        """:meth:`_fp32_check`, its time kept apart in run.json (``model|eps|attack|fp32-check``)."""
+        tick = time.perf_counter()
+        hits = self._fp32_check(batch, eps, attack)
+        if (eps.text, attack) in self.checkers:
+            self.outcome.time(f"{self.job.name}|{eps.text}|{attack}|fp32-check", time.perf_counter() - tick)
+        return hits
+
+    def _fp32_check(self, batch: BatchAttack, eps: Eps, attack: str) -> list[float]:
+        """The unit's attack crafted again in strict fp32 on the batch's sampled examples (same seed,
+        same per-example draws): each one's counted top-1 hit, NaN for the others."""
+        out = [float("nan")] * len(batch.y)
+        rows = self.check.rows(batch.base["example"]) if (eps.text, attack) in self.checkers else []
+        if not rows:
+            return out
+        idx = torch.tensor(rows, device=batch.y.device)
+        x, labels = batch.xa[idx], self._labels(batch, attack)[idx]
+        checker = self.checkers[(eps.text, attack)]
+        seed, examples = self._seeding(checker, batch, eps, attack)
+        examples = None if examples is None else [examples[r] for r in rows]
+        with strict_fp32():
+            x_adv = attack_with_halving(checker, x, labels, seed, self.outcome, examples)
+        verify_adversarial(attack, x_adv, x, eps.value, self.plan.config.norm, self.plan.protocol.box(attack))
+        hits = self.logits(x_adv, f"{attack} images crafted in fp32 (batch {batch.b})").argmax(1) == batch.y[idx]
+        for r, hit in zip(rows, hits.tolist()):
+            out[r] = float(hit)
+        return out
 
     def _labels(self, batch: BatchAttack, attack: str) -> torch.Tensor:
         return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
@@ -125,10 +190,11 @@ class AttackUnits:
         self.counted.reset()
         self._listen((self.job.name, eps.text, attack, batch.b), attacker, len(batch.y))
         try:
-            seed = derive_seed(self.plan.config.seed, attack, eps.text, batch.b)
-            x_adv = attack_with_halving(
-                attacker, batch.xa, self._labels(batch, attack), seed, self.outcome, batch.base["example"]
-            )
+            seed, examples = self._seeding(attacker, batch, eps, attack)
+            with crafting(self.plan.precision):
+                x_adv = attack_with_halving(
+                    attacker, batch.xa, self._labels(batch, attack), seed, self.outcome, examples
+                )
         finally:
             self.counted.listener = None
         n = len(batch.y)
@@ -151,9 +217,10 @@ class AttackUnits:
             self.counted.reset()
             labels = self._labels(batch, attack)
             seed = derive_seed(self.plan.config.seed, attack, batch.b)
-            points = attack_with_halving(
-                attacker.find_points, batch.xa, labels, seed, self.outcome, batch.base["example"]
-            )
+            with crafting(self.plan.precision):
+                points = attack_with_halving(
+                    attacker.find_points, batch.xa, labels, seed, self.outcome, batch.base["example"]
+                )
             passes = (self.counted.forward_images / len(labels), self.counted.backward_images / len(labels))
             logits = self.logits(points, f"{attack} images (batch {batch.b})")
             norms = minimal_norms(

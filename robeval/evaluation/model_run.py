@@ -19,12 +19,14 @@ from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import load_model
+from ..precision import strict_fp32
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_calls import AttackBoundsError, Autocast, PassCounter, topk_hits
 from .attack_units import AttackUnits, BatchAttack, attack_failure
 from .conditions import ConditionContext, run_conditions
 from .model_checks import model_checks
 from .plan import ModelJob, RunPlan
+from .precision_check import precision_check
 from .units import BatchOutcome, Deliver, ModelFailure, Unit, add_records, new_columns
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
@@ -51,7 +53,9 @@ class ModelEvaluation:
         }
         self.target = self._target()
         self.outcome = BatchOutcome()
-        self.attack_units = AttackUnits(job, plan, PassCounter(self.target), self.logits, self.outcome, source)
+        counted = PassCounter(self._crafting())
+        check = precision_check(plan.precision, self.target, len(self.data.indices), self.config.seed)
+        self.attack_units = AttackUnits(job, plan, counted, self.logits, self.outcome, check, source)
         self.need_checks = need_checks
         governed = self.config.threads is None and self.device.type == "cpu"
         self.threads = ThreadGovernor() if governed else FixedThreads()
@@ -81,14 +85,17 @@ class ModelEvaluation:
         return model.to(memory_format=self.memory_format)
 
     def _target(self) -> nn.Module:
-        """What attacks see: the [0,1] model, or the bare network in normalized space (a shift may
-        restrict its classes); autocast on top."""
+        """What predictions are counted on: the [0,1] model, or the bare network in normalized space
+        (a shift may restrict its classes).  Attacks see :attr:`crafting`."""
         target: nn.Module = self.model if self.plan.protocol.space == "pixel" else self.model.net
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
-        if self.plan.amp_dtype is not None:
-            target = Autocast(target, self.plan.amp_dtype, self.device.type)
         return target
+
+    def _crafting(self) -> nn.Module:
+        """What attacks see: the target, autocast when the run's precision says so."""
+        dtype = self.plan.precision.autocast_dtype()
+        return self.target if dtype is None else Autocast(self.target, dtype, self.device.type)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -166,7 +173,7 @@ class ModelEvaluation:
 
     def logits(self, xa: torch.Tensor, what: str) -> torch.Tensor:
         """The target's logits on ``xa`` (no gradients); a :class:`ModelFailure` if any is NaN or inf."""
-        with torch.inference_mode():
+        with torch.inference_mode(), strict_fp32():
             out = self.target(xa)
         if not torch.isfinite(out).all():
             raise ModelFailure(f"NaN or inf logits on {what}; check the checkpoint")
@@ -179,7 +186,8 @@ class ModelEvaluation:
         clean_logits = self.logits(xa, f"clean images (batch {b})")  # (waits for the GPU: the time below is real)
         seconds = time.perf_counter() - tick
         if self.need_checks:
-            self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
+            with strict_fp32():
+                self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
             self.need_checks = False
         clean1, clean5 = topk_hits(clean_logits, y)
         self.clean_hits[b] = dict(zip(idx.tolist(), zip(clean1.tolist(), clean5.tolist())))

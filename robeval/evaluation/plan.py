@@ -16,6 +16,7 @@ from ..defaults import CLEAN, DIGITS
 from ..errors import UserError
 from ..models import get_spec
 from ..options import EvalConfig
+from ..precision import Precision, get_precision
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
 from .config import ADAPTIVE_SUFFIX, attack_settings, semantic_config
@@ -26,7 +27,6 @@ from .protocols import Protocol, get_protocol
 # keeps ~19 MB of activations per image; on a GPU larger batches pay off.
 DIGITS_BATCH = 128
 FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
-AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # --amp choices
 
 
 @dataclass
@@ -58,8 +58,9 @@ class RunPlan:
         return [*clean, *job.attacks, *(c.name for c in self.conditions)]
 
     @property
-    def amp_dtype(self) -> torch.dtype | None:
-        return AMP_DTYPES.get(self.config.amp)
+    def precision(self) -> Precision:
+        """How the attacks craft (counted predictions are strict fp32 whatever it is)."""
+        return get_precision(self.config.precision)
 
     def identity(self) -> dict[str, Any]:
         """What determines the records (:func:`~.config.semantic_config`)."""
@@ -142,15 +143,17 @@ def make_plan(config: EvalConfig) -> RunPlan:
 
 def check_plan(plan: RunPlan) -> None:
     config = plan.config
-    if config.amp not in ("off", *AMP_DTYPES):
-        raise UserError(f"invalid --amp {config.amp!r}: choose off, bf16 or fp16")
-    if config.amp == "fp16" and plan.device.type != "cuda":
-        raise UserError("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
+    get_precision(config.precision, on_gpu=plan.device.type == "cuda")
     for attack in config.attacks:
         spec = get_attack_spec(attack)
         if config.norm not in spec.norms:
             raise UserError(
                 f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})"
+            )
+        if spec.minimum_norm and config.cascade:
+            raise UserError(
+                f"--cascade runs fixed-eps attacks one after another; {attack} searches each example's smallest "
+                "fooling perturbation: run it without --cascade"
             )
         if spec.minimum_norm and plan.protocol.space != "pixel":
             raise UserError(

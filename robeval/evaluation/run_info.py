@@ -15,6 +15,7 @@ from .. import __version__
 from ..attacks import get_attack_spec
 from ..defaults import RECORD_COLUMNS
 from ..machine import cpu_peak_bytes
+from .cascade import CASCADE_RANDOMNESS
 from .plan import RunPlan
 
 
@@ -47,6 +48,7 @@ class RunState:
         self.models_meta: dict[str, dict] = dict(previous.get("models", {}))
         self.model_checks: dict[str, dict] = dict(previous.get("model_checks", {}))
         self.timings: dict[str, float] = dict(previous.get("timings_seconds", {}))
+        self.attacked: dict[str, int] = dict(previous.get("examples_attacked", {}))
         self.skipped: set[str] = set(previous.get("skipped_files", []))
         self.failed_models: dict[str, str] = {}
         self.oom_splits = int(previous.get("oom_batch_splits", 0))
@@ -75,7 +77,19 @@ class RunState:
                 self.model_checks[model] = outcome.checks
             for key, seconds in outcome.timings.items():
                 self.timings[key] = self.timings.get(key, 0.0) + seconds
+            for key, n in outcome.attacked.items():
+                self.attacked[key] = self.attacked.get(key, 0) + n
             self.oom_splits += outcome.oom_splits
+
+
+def randomness(config) -> dict[str, str]:
+    """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks)."""
+    out = {a: get_attack_spec(a).randomness for a in config.attacks}
+    if config.cascade:
+        out.update(
+            {a: CASCADE_RANDOMNESS for a in config.attacks if getattr(get_attack_spec(a).cls, "library_draws", False)}
+        )
+    return out
 
 
 def describe_run(plan: RunPlan, run_id: str | None, state: RunState, workers: int) -> dict[str, Any]:
@@ -99,7 +113,7 @@ def describe_run(plan: RunPlan, run_id: str | None, state: RunState, workers: in
         },
         "attack_settings": dict(plan.settings),
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
-        "randomness": {a: get_attack_spec(a).randomness for a in config.attacks},
+        "randomness": randomness(config),
         "shift": None if plan.shift is None else plan.shift.info(config),
         "models": state.models_meta,
         "data": state.data_info,
@@ -114,5 +128,6 @@ def describe_run(plan: RunPlan, run_id: str | None, state: RunState, workers: in
         "seed": config.seed,
         "versions": versions(),
         "timings_seconds": {k: round(v, 4) for k, v in state.timings.items()},
+        "examples_attacked": state.attacked,  # --cascade: per model|eps|attack, the examples still robust before it
         "peak_memory_MB": peak_memory_mb(plan.device),
     }

@@ -37,8 +37,13 @@ class BatchOutcome:
     skipped: list[str] = field(default_factory=list)
     checks: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    attacked: dict[str, int] = field(default_factory=dict)  # --cascade: examples each unit attacked
     oom_splits: int = 0
     error: tuple[str, str] | None = None
 
     def time(self, key: str, seconds: float) -> None:
-        self.timings[key] = self.timings.get(key, 0.0) + seconds
+        self.count(self.timings, key, seconds)
+
+    @staticmethod
+    def count(counter: dict, key: str, value: float) -> None:
+        counter[key] = counter.get(key, 0) + value

@@ -7,6 +7,7 @@ import pandas as pd
 from ..defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
 from ..eps import eps_label
 from ..evaluation.protocols import get_protocol
+from ..precision import FP32
 from ..shifts.catalog import parse_condition
 from .naming import NORM_MATH, data_label, latex_escape
 
@@ -45,7 +46,7 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
     if not facts.valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
     parts += [note for attack, note in facts.attack_notes.items() if attack in set(sel["attack"])]
-    parts += transfer_parts(sel)
+    parts += transfer_parts(sel) + precision_parts(sel) + cascade_parts(sel, top5)
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
@@ -60,6 +61,30 @@ def transfer_parts(rows: pd.DataFrame) -> list[str]:
     sources = rows[rows["source_model"].fillna("") != ""]
     pairs = dict.fromkeys(zip(sources["attack"], sources["source_model"]))
     return [f"{attack}: images crafted on {source}" for attack, source in pairs]
+
+
+def cascade_parts(rows: pd.DataFrame, top5: bool) -> list[str]:
+    """What the attack columns of a --cascade run mean."""
+    if "cascade" not in rows or not rows["cascade"].fillna(False).astype(bool).any():
+        return []
+    attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS]
+    part = (
+        f"cascade (as AutoAttack): each attack ran only on the examples every earlier one ({' > '.join(attacks)}) "
+        "failed to fool, so each column is the robust accuracy after it and those before"
+    )
+    if top5:
+        part += "; top-5 is measured at the point that fooled top-1 (an upper bound on the worst-case top-5)"
+    return [part]
+
+
+def precision_parts(rows: pd.DataFrame) -> list[str]:
+    """How the attacks crafted, when not in strict fp32 (what is counted is strict fp32, except in
+    runs stored before --precision, whose value says so)."""
+    return [
+        f"attacks crafted in {p}" + ("" if "(" in p else ", every prediction counted in strict fp32")
+        for p in dict.fromkeys(_column(rows, "precision", FP32))
+        if p != FP32
+    ]
 
 
 def _column(rows: pd.DataFrame, name: str, default: str = "") -> pd.Series:

@@ -26,6 +26,7 @@ from ..results.flags import (
     kind_vs_white,
     minimum_norm_comparison,
     noise_points,
+    precision_flags,
     rising_with_eps,
 )
 from .captions import incomplete_parts
@@ -258,6 +259,27 @@ def adaptive(model, rows, ev):
     return Finding(
         "RAISED" if worst > MASKING_GAP else "ok", f"largest top-1 drop with gradients through it: {worst:+.2f}"
     )
+
+
+@indicator(
+    "Reduced precision does not weaken the attacks",
+    "Carlini et al. checklist (verify the attack is as strong as it can be): attacks crafted in bf16/fp16 "
+    "checked again in fp32",
+)
+def precision(model, rows, ev):
+    crafted = [p for p in dict.fromkeys(rows.get("precision", pd.Series(["fp32"]))) if p != "fp32"]
+    checked = rows[rows["fp32_checked"] > 0] if "fp32_checked" in rows else rows.iloc[0:0]
+    if not crafted:
+        return Finding("n/a", "attacks crafted in strict fp32")
+    if checked.empty:
+        return Finding("not run", f"crafted in {crafted[0]}, with no white-box attack re-checked in fp32")
+    raised = {f.message for f in precision_flags(checked)}
+    lines = [
+        f"eps {r.eps}: {r.attack} {r.fp32_fooled} of {r.fp32_checked} fooled only in fp32, {r.fp32_rescued} only "
+        f"in {r.precision}"
+        for r in checked.itertuples()
+    ]
+    return Finding("RAISED" if raised else "ok", "; ".join(sorted(raised) or lines))
 
 
 def _kind(attack: str) -> str | None:

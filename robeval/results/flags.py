@@ -7,6 +7,7 @@ robeval.evaluation.model_checks); their values, and the summaries of the stored 
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..evaluation.config import ADAPTIVE_SUFFIX
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 MASKING_GAP = 1.0  # percentage points
+PRECISION_P = 0.05  # one-sided p-value of the paired test below which reduced precision weakened an attack
 
 
 @dataclass
@@ -135,17 +137,53 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                     "or restarts (--set) — a larger budget can only help a correct attack",
                 )
             )
+    return flags + precision_flags(summary) + adaptive_flags(summary)
+
+
+def adaptive_flags(summary: pd.DataFrame) -> list[Flag]:
+    """Models whose attacks with gradients through the data-dependent weight do better than without."""
     gaps = adaptive_gaps(summary)
-    for r in (gaps[gaps["gap"] > MASKING_GAP] if len(gaps) else gaps).itertuples():
-        flags.append(
-            Flag(
-                "adaptive-gap",
-                r.model,
-                f"at eps {r.eps}, {r.attack} with gradients through M gives top-1 "
-                f"{r.top1_adaptive:.2f}, {r.gap:.2f} points below the default ({r.top1_default:.2f})",
-                "the detached M masks gradients; report the adaptive numbers",
-            )
+    return [
+        Flag(
+            "adaptive-gap",
+            r.model,
+            f"at eps {r.eps}, {r.attack} with gradients through M gives top-1 "
+            f"{r.top1_adaptive:.2f}, {r.gap:.2f} points below the default ({r.top1_default:.2f})",
+            "the detached M masks gradients; report the adaptive numbers",
         )
+        for r in (gaps[gaps["gap"] > MASKING_GAP] if len(gaps) else gaps).itertuples()
+    ]
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely."""
+    n = worse + better
+    return sum(math.comb(n, k) for k in range(worse, n + 1)) / 2**n if n else 1.0
+
+
+def precision_flags(summary: pd.DataFrame) -> list[Flag]:
+    """Rows whose attack, crafted again in fp32 on a sample, fools more examples than it did in the
+    run's reduced precision, beyond chance: the examples it fooled only in fp32 against those it fooled
+    only in the reduced precision (robeval.evaluation.precision_check)."""
+    if "fp32_checked" not in summary:
+        return []
+    flags = []
+    for r in summary[summary["fp32_checked"] > 0].itertuples():
+        worse, better = int(r.fp32_fooled), int(r.fp32_rescued)
+        p = paired_p_value(worse, better)
+        if worse > better and p < PRECISION_P:
+            gap = 100.0 * (worse - better) / r.fp32_checked
+            flags.append(
+                Flag(
+                    "reduced-precision",
+                    r.model,
+                    f"at eps {r.eps}, {r.attack} crafted in {r.precision} left {worse} of {r.fp32_checked} "
+                    f"re-checked examples robust that it fools crafted in fp32 ({better} the other way, "
+                    f"p = {p:.3g}): its top-1 is about {gap:.1f} points too high",
+                    "reduced precision weakens this attack on this model: report a --precision fp32 run",
+                )
+            )
     return flags
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from ..defaults import CLEAN
 from ..errors import UserError
 from .store import Store
-from .summary import run_summary
+from .summary import crafting_precision, run_summary
 
 
 @dataclass
@@ -75,7 +75,12 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
     so only protocol and norm must agree."""
     first = runs[0]
     for other in runs[1:]:
-        checks = [("protocol", first.protocol, other.protocol), ("norm", first.config["norm"], other.config["norm"])]
+        checks = [
+            ("protocol", first.protocol, other.protocol),
+            ("norm", first.config["norm"], other.config["norm"]),
+            ("precision", crafting_precision(first.config), crafting_precision(other.config)),
+            ("cascade", bool(first.config.get("cascade")), bool(other.config.get("cascade"))),
+        ]
         same_shift = _shift(first) == _shift(other)
         if same_shift:
             checks.append(("data", first.data, other.data))

@@ -28,7 +28,7 @@ from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..machine import process_start
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _RECORD_TYPES = {
     "model": "TEXT",
@@ -81,6 +81,7 @@ MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
     2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
+    3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
 }
 OUR_TABLES = {"runs", "units", "records"}
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -357,7 +358,8 @@ class Store:
         )
         for col in BOOL_COLUMNS:
             df[col] = df[col].astype(bool)
-        df["min_norm"] = pd.to_numeric(df["min_norm"], errors="coerce").astype(float)
+        for col in ("min_norm", "fp32_top1"):
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
         return df
 
 

@@ -66,7 +66,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
     agg["attack"] = ANY
     agg["adv_pred"] = -1
-    agg["min_norm"] = float("nan")  # a worst case over attacks is no minimum-norm search
+    agg["min_norm"] = agg["fp32_top1"] = float("nan")  # a worst case is no minimum-norm search nor re-checked
     return agg[RECORD_COLUMNS]
 
 
@@ -96,7 +96,38 @@ def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> d
         "forward_passes_per_example": float(g["forward_passes_per_example"]),
         "backward_passes_per_example": float(g["backward_passes_per_example"]),
         "median_min_norm": float(g["median_min_norm"]),  # minimum-norm attacks only (NaN elsewhere)
+        # reduced --precision: examples re-checked in fp32, robust as crafted but fooled in fp32, and the reverse
+        "fp32_checked": int(g["fp32_checked"]),
+        "fp32_fooled": int(g["fp32_fooled"]),
+        "fp32_rescued": int(g["fp32_rescued"]),
     }
+
+
+def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Per (model, eps, attack): the figures of its summary row (one group-by)."""
+    fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
+    robust = records["adv_top1"].astype(bool)
+    records = records.assign(
+        fp32_checked=fp32.notna(), fp32_fooled=robust & (fp32 == 0), fp32_rescued=~robust & (fp32 == 1)
+    )
+    return (
+        records.groupby(["model", "eps", "attack"], sort=False)
+        .agg(
+            n=("adv_top1", "size"),
+            top1=("adv_top1", "mean"),
+            top5=("adv_top5", "mean"),
+            eps_value=("eps_value", "first"),
+            mean_linf=("linf", "mean"),
+            mean_l2=("l2", "mean"),
+            forward_passes_per_example=("forward_passes", "mean"),
+            backward_passes_per_example=("backward_passes", "mean"),
+            median_min_norm=("min_norm", "median"),
+            fp32_checked=("fp32_checked", "sum"),
+            fp32_fooled=("fp32_fooled", "sum"),
+            fp32_rescued=("fp32_rescued", "sum"),
+        )
+        .to_dict("index")
+    )
 
 
 def summarize(
@@ -121,21 +152,7 @@ def summarize(
     )
     if full.empty:
         return pd.DataFrame()
-    groups = (
-        full.groupby(["model", "eps", "attack"], sort=False)
-        .agg(
-            n=("adv_top1", "size"),
-            top1=("adv_top1", "mean"),
-            top5=("adv_top5", "mean"),
-            eps_value=("eps_value", "first"),
-            mean_linf=("linf", "mean"),
-            mean_l2=("l2", "mean"),
-            forward_passes_per_example=("forward_passes", "mean"),
-            backward_passes_per_example=("backward_passes", "mean"),
-            median_min_norm=("min_norm", "median"),
-        )
-        .to_dict("index")
-    )
+    groups = unit_aggregates(full)
     over = any_coverage(records, attacks, coverage)
     order = [CLEAN, *attacks] + ([ANY] if attacks else []) + list(shifted or [])
     present = list(dict.fromkeys(records["model"]))
@@ -194,6 +211,8 @@ def run_summary(
     settings = run.get("attack_settings") or config.get("attack_settings", {})
     v = run.get("versions") or {}
     summary["protocol"] = config["protocol"]
+    summary["precision"] = crafting_precision(config)
+    summary["cascade"] = bool(config.get("cascade", False))
     summary["data"] = run.get("data", {}).get("data", config["data"])
     summary["seed"] = config["seed"]
     summary["settings"] = [json.dumps(settings.get(a, {}), sort_keys=True) for a in summary["attack"]]
@@ -203,6 +222,15 @@ def run_summary(
     transfer = {spec.name for spec in list_attacks() if spec.kind == "transfer"}
     summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
     return summary
+
+
+def crafting_precision(config: dict[str, Any]) -> str:
+    """The run's ``--precision``; a run stored before it existed says what its ``--amp`` did (autocast
+    for crafting *and* counting)."""
+    if "precision" in config:
+        return str(config["precision"])
+    amp = config.get("amp", "off")
+    return "fp32" if amp == "off" else f"{amp} (counted in {amp}: --amp)"
 
 
 def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:

@@ -1,0 +1,128 @@
+"""--precision: attacks craft in reduced precision, every counted prediction is strict fp32, and the
+white-box attacks are checked again in fp32 on a sample (the precision flag)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robeval.api import evaluate_full
+from robeval.errors import UserError
+from robeval.models import get_spec, register_model
+from robeval.models.registry import MODELS as MODEL_REGISTRY
+from robeval.models.weights import embedded_weights
+from robeval.precision import float32_math, get_precision
+from robeval.report.paper import render
+from robeval.results.flags import flags_from_summary
+from robeval.results.runs import combine, resolve_runs
+from robeval.results.store import Store
+
+from .conftest import one_line_error
+
+RUN = dict(models="digits-deit", eps="8/255", n_examples=40, attacks="fgsm,pgd", settings={"pgd": {"steps": 5}})
+
+
+@pytest.fixture(scope="module")
+def fp32_and_bf16():
+    return evaluate_full(**RUN), evaluate_full(**RUN, precision="bf16", channels_last=True)
+
+
+def test_bf16_crafting_counts_clean_predictions_in_fp32_exactly(fp32_and_bf16):
+    fp32, bf16 = fp32_and_bf16
+    key = ["model", "attack", "eps", "example"]
+    a, b = (r.records.sort_values(key).reset_index(drop=True) for r in (fp32, bf16))
+    for column in ("clean_top1", "clean_top5", "label"):
+        assert a[column].equals(b[column])
+    clean = a["attack"] == "clean"
+    assert a.loc[clean, "adv_pred"].equals(b.loc[clean, "adv_pred"])
+    assert (b.loc[~clean, "linf"] <= 8 / 255 + 1e-6).all()  # every adversarial batch passed the eps check
+    assert bf16.run["config"]["precision"] == "bf16" and bf16.run["config"]["channels_last"] is True
+    assert set(bf16.summary["precision"]) == {"bf16"} and set(fp32.summary["precision"]) == {"fp32"}
+
+
+def test_counted_predictions_ignore_a_global_reduced_matmul_precision():
+    """A user's torch.set_float32_matmul_precision('medium') makes oneDNN matmuls bf16 on a CPU; the
+    counted predictions stay IEEE float32."""
+    reference = evaluate_full(models="digits-deit", eps="8/255", n_examples=40, attacks="none").records
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    try:
+        medium = evaluate_full(models="digits-deit", eps="8/255", n_examples=40, attacks="none").records
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert reference["adv_pred"].tolist() == medium["adv_pred"].tolist()
+
+
+def test_float32_math_sets_and_restores_every_backend_switch():
+    backends = torch.backends
+    before = (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision)
+    with float32_math(tf32=True):
+        assert backends.cuda.matmul.fp32_precision == "tf32" and backends.mkldnn.matmul.fp32_precision == "ieee"
+    with float32_math():
+        assert backends.cudnn.conv.fp32_precision == "ieee"
+    assert (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision) == before
+
+
+def test_a_table_names_the_crafting_precision_and_never_mixes_two(tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    kw = dict(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm", store=store)
+    evaluate_full(**kw, precision="bf16")
+    evaluate_full(**kw)
+    runs = resolve_runs(Store(store), Store(store).runs()["id"].tolist())
+    bf16 = next(r for r in runs if r.config["precision"] == "bf16")
+    assert "attacks crafted in bf16, every prediction counted in strict fp32" in render(bf16.summary, "md")
+    with pytest.raises(UserError, match="differ in precision"):
+        combine(runs)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--precision", "fp8"], ["invalid --precision 'fp8'", "fp32 or tf32 or bf16 or fp16"]),
+    (["--precision", "tf32"], ["--precision tf32 needs a CUDA GPU"]),
+    (["--precision", "fp16"], ["--precision fp16 needs a CUDA GPU"]),
+])
+def test_precisions_this_machine_cannot_run_are_one_line(cli, args, words):
+    result = cli("run", "-n", "4", "--attacks", "fgsm", *args)
+    assert result.returncode == 2 and one_line_error(result, *words)
+
+
+def test_get_precision_knows_gpu_only_ones():
+    assert get_precision("tf32", on_gpu=True).tf32 and get_precision("bf16", on_gpu=False).autocast == "bfloat16"
+
+
+@pytest.fixture()
+def masked_in_bf16():
+    """digits-deit with its trained weights, whose input gradient vanishes under autocast (as a model
+    whose gradients underflow in reduced precision would): attacks crafted in bf16 cannot move."""
+    deit = get_spec("digits-deit")
+
+    @register_model("toy-bf16-masked", family="toy", weights=embedded_weights("digits-deit"))
+    def build():
+        net = deit.builder()
+        forward = net.forward
+
+        def masked(x):
+            if torch.is_autocast_enabled(x.device.type):
+                x = x.detach() + 0 * x
+            return forward(x)
+
+        net.forward = masked
+        return net
+
+    yield "toy-bf16-masked"
+    MODEL_REGISTRY.remove("toy-bf16-masked")
+
+
+def precision_flags(result):
+    return [f for f in flags_from_summary(result.summary) if f.check == "reduced-precision"]
+
+
+def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):
+    run = dict(models=["digits-deit", masked_in_bf16], eps="8/255", n_examples=100, attacks="pgd,apgd-ce",
+               settings={"pgd": {"steps": 10}, "apgd-ce": {"n_iter": 10}}, precision="bf16")
+    result = evaluate_full(**run)
+    flagged = {(f.model, f.message.split(" ")[3].rstrip(",")) for f in precision_flags(result)}
+    assert flagged == {(masked_in_bf16, "pgd"), (masked_in_bf16, "apgd-ce")}
+    checked = result.records.dropna(subset=["fp32_top1"])
+    assert 30 <= checked["example"].nunique() < 100  # a sample, the same examples for every attack and model
+    assert checked.groupby(["model", "attack"])["example"].apply(frozenset).nunique() == 1
+    assert result.records.loc[result.records["attack"] == "clean", "fp32_top1"].isna().all()
