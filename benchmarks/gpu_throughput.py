@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""Benchmark 5: deit-small clean and PGD throughput on a GPU, with and without ``--amp``.
+"""Benchmark 5: deit-small clean and PGD throughput on a GPU at each ``--precision``.
 
 Generates an ImageFolder of 512 images and a random-weight deit-small checkpoint (nothing
 downloads), then runs ``robeval run --attacks pgd`` for deit-small and deit-small-elliptical with
-``--amp off``, ``bf16`` and (CUDA only) ``fp16`` and reads each run's ``run.json``: img/s of the
-clean pass and of PGD-20 (the attack and its final pass), peak GPU memory allocated, and how many
-clean and adversarial predictions autocast changes against ``--amp off`` on the same images.
+``--precision fp32``, ``bf16`` and (CUDA only) ``tf32`` and ``fp16`` and reads each run's
+``run.json``: img/s of the clean pass and of PGD-20 (the attack, its final pass and the fp32
+re-check of a sample), peak GPU memory allocated, and how many adversarial predictions the
+crafting precision changes against fp32 on the same images (clean ones are counted in fp32: 0).
 Finally the efficiency table, ``robeval profile --device cuda``.
 
-    bash benchmarks/gpu.sh                          (= this script with --device cuda)
+    bash benchmarks/gpu.sh                          (runs this script among others)
     .venv/bin/python benchmarks/gpu_throughput.py --device cpu --images 16 --batch-size 8 --steps 2   (a dry run)
 
 Paste the output into benchmarks/RESULTS.md with the date and the device.
@@ -65,20 +66,20 @@ def main() -> None:
     name = torch.cuda.get_device_name(0) if cuda else "CPU"
     print(f"device: {name}; torch {torch.__version__}; {args.images} generated 224x224 images, batch {args.batch_size}, "
           f"PGD-{args.steps} at eps 1/255")
-    print("| model | --amp | clean img/s | PGD img/s | peak GPU MB | changed clean / PGD predictions vs off | command s |")
+    print("| model | --precision | clean img/s | PGD img/s | peak GPU MB | changed clean / PGD predictions vs fp32 | command s |")
     print("|---|---|---:|---:|---:|---:|---:|")
     reference: dict[str, dict] = {}
-    for amp in ["off", "bf16"] + (["fp16"] if cuda else []):
+    for amp in ["fp32", "bf16"] + (["tf32", "fp16"] if cuda else []):
         out = work / f"out-{amp}"
         tick = time.perf_counter()
         robeval("run", *[a for m in MODELS for a in ("-m", m)], *[a for m in MODELS for a in ("--checkpoint", f"{m}={ckpt}")],
                 "--data", str(data), "--attacks", "pgd", "--set", f"pgd.steps={args.steps}", "--eps", "1/255",
-                "--batch-size", str(args.batch_size), "--device", args.device, "--amp", amp, "--quiet",
+                "--batch-size", str(args.batch_size), "--device", args.device, "--precision", amp, "--quiet",
                 "--store", str(store), "--out", str(out))
         wall = time.perf_counter() - tick
         run = json.loads((out / "run.json").read_text())
         preds = predictions(store, run["run_id"])
-        if amp == "off":
+        if amp == "fp32":
             reference = preds
         n = run["data"]["n"]
         for model in MODELS:

@@ -47,23 +47,31 @@ SETTINGS = {  # budgets short enough for a CPU; PGD-20 is the paper's
 }
 
 
+# Square and the APGD family stop on examples they fool; a random-weight model's margins are tiny, so
+# they get a budget small enough that they keep working
+EPS = {"pgd": "4/255", "fgsm": "4/255", "apgd-ce": "0.0005", "square": "0.0005", "spsa": "0.0005"}
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def matmul_peak(dtype: torch.dtype, device: torch.device, n: int, tf32: bool = False, repeats: int = 5) -> float:
-    """The best FLOP/s of an n x n matrix product in ``dtype``."""
+def matmul_peak(dtype: torch.dtype, device: torch.device, n: int, tf32: bool = False, seconds: float = 2.0) -> float:
+    """The best FLOP/s of an n x n matrix product in ``dtype``, through ``F.linear`` as the models'
+    layers run it (on a CPU without bf16 instructions ``a @ b`` in bf16 takes a far slower path),
+    repeated for about ``seconds``."""
     a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
-    best = float("inf")
+    best, spent = float("inf"), 0.0
     with float32_math(tf32=tf32):
-        a @ b
-        for _ in range(repeats):
+        torch.nn.functional.linear(a, b)
+        while spent < seconds or best == float("inf"):
             sync(device)
             tick = time.perf_counter()
-            a @ b
+            torch.nn.functional.linear(a, b)
             sync(device)
-            best = min(best, time.perf_counter() - tick)
+            took = time.perf_counter() - tick
+            best, spent = min(best, took), spent + took
     return 2 * n**3 / best
 
 
@@ -79,17 +87,30 @@ def pass_flops(model_name: str, device: torch.device) -> tuple[float, float]:
             model(x)
     forward = counter.get_total_flops()
     with FlopCounterMode(display=False) as counter:
-        torch.autograd.grad(model(x).sum(), x)
+        model(x).sum().backward()
     return float(forward), float(counter.get_total_flops())
+
+
+def predicted_classes(args, data: Path) -> Path:
+    """A --class-map giving each image's folder (one image per folder) the random-weight model's own
+    clean prediction: every image is then correctly classified, so every attack has all of them to
+    attack (Square and the APGD family skip misclassified ones)."""
+    probe = evaluate_full(models=args.model, weights="random", data=str(data), n_examples=args.n,
+                          batch_size=args.n, attacks="none", device=args.device).records.sort_values("example")
+    folders = sorted(p.name for p in data.iterdir() if p.is_dir())
+    class_map = data.parent / "class_map.txt"
+    class_map.write_text("".join(f"{folders[e]} {p}\n" for e, p in zip(probe["example"], probe["adv_pred"])))
+    return class_map
 
 
 def attack_rate(args, data: Path, attack: str, precision: str, flops: tuple[float, float]) -> dict:
     """One run of ``attack``: img/s and achieved FLOP/s of its crafting."""
     result = evaluate_full(
-        models=args.model, weights="random", data=str(data), n_examples=args.n, batch_size=args.n, eps="4/255",
+        models=args.model, weights="random", data=str(data), n_examples=args.n, batch_size=args.n, eps=EPS[attack],
         attacks=attack, settings={attack: SETTINGS.get(attack, {})}, precision=precision, device=args.device,
+        class_map=str(args.class_map),
     )
-    key = f"{args.model}|4/255|{attack}"
+    key = f"{args.model}|{EPS[attack]}|{attack}"
     timings = result.run["timings_seconds"]
     check = timings.get(f"{key}|fp32-check", 0.0)
     seconds = timings[key] - check
@@ -97,7 +118,30 @@ def attack_rate(args, data: Path, attack: str, precision: str, flops: tuple[floa
     fwd, bwd = float(rec["forward_passes"].sum()), float(rec["backward_passes"].sum())
     work = fwd * flops[0] + bwd * (flops[1] - flops[0])
     return {"img/s": args.n / seconds, "flop/s": work / seconds, "check s": check, "seconds": seconds,
-            "passes": (fwd + bwd) / args.n}
+            "passes": (fwd + bwd) / args.n, "fwd": fwd, "bwd": bwd}
+
+
+def suite_passes(digits_n: int = 100) -> dict[str, tuple[float, float]]:
+    """Forward and backward passes per image of each suite attack at its full settings, counted by the
+    engine on a digits run at 8/255 (whose robust accuracy, ~68%, sets how long early-stopping
+    attacks keep working)."""
+    digits = evaluate_full(models="digits-deit", eps="8/255", n_examples=digits_n).records
+    return {
+        attack: (float(sel["forward_passes"].mean()), float(sel["backward_passes"].mean()))
+        for attack, sel in digits[digits["attack"] != "clean"].groupby("attack", sort=False)
+    }
+
+
+def table_e_hours(rows: dict, precision: str, passes: dict[str, tuple[float, float]]) -> tuple[float, dict[str, float]]:
+    """Hours of the paper's Table E (2 models x 50,000 images x the seven attacks at their full
+    settings) on this device at ``precision``: the passes per image each attack spends (counted by
+    the engine on a digits run at 8/255) times the seconds per image pass measured above (a forward
+    from Square, which only runs forwards; a backward from PGD, net of its forwards)."""
+    square, pgd = rows[("square", precision)], rows[("pgd", precision)]
+    t_fwd = square["seconds"] / square["fwd"]
+    t_bwd = max(0.0, (pgd["seconds"] - pgd["fwd"] * t_fwd) / pgd["bwd"])
+    per_attack = {attack: fwd * t_fwd + bwd * t_bwd for attack, (fwd, bwd) in passes.items()}
+    return 2 * 50_000 * sum(per_attack.values()) / 3600, per_attack
 
 
 def main() -> None:
@@ -105,13 +149,15 @@ def main() -> None:
     parser.add_argument("--model", default="deit-tiny")
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--attacks", default="pgd,fgsm,apgd-ce,square")
+    parser.add_argument("--attacks", default=None, help="default: pgd,fgsm,square (CPU); and apgd-ce (GPU)")
     parser.add_argument("--precisions", default=None, help="default: fp32,bf16 (CPU); fp32,tf32,bf16 (GPU)")
     parser.add_argument("--matmul", type=int, default=None, help="matmul size for the peak (CPU 2048, GPU 8192)")
+    parser.add_argument("--estimate", action="store_true", help="also the Table E estimate from these rates")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
     precisions = (args.precisions or ("fp32,tf32,bf16" if gpu else "fp32,bf16")).split(",")
+    args.attacks = args.attacks or ("pgd,fgsm,apgd-ce,square" if gpu else "pgd,fgsm,square")
     n = args.matmul or (8192 if gpu else 2048)
     peaks = {"fp32": matmul_peak(torch.float32, device, n), "bf16": matmul_peak(torch.bfloat16, device, n)}
     if gpu:
@@ -122,8 +168,10 @@ def main() -> None:
     flops = pass_flops(args.model, device)
     print(f"{args.model}: {flops[0] / 1e9:.3f} GFLOPs forward, {flops[1] / 1e9:.3f} forward + input gradient per image")
     with tempfile.TemporaryDirectory() as tmp:
-        make_folder(Path(tmp), args.n)
-        rows = {(a, p): attack_rate(args, Path(tmp), a, p, flops) for a in args.attacks.split(",") for p in precisions}
+        data = Path(tmp) / "val"
+        make_folder(data, args.n, classes=args.n)
+        args.class_map = predicted_classes(args, data)
+        rows = {(a, p): attack_rate(args, data, a, p, flops) for a in args.attacks.split(",") for p in precisions}
     print(f"\n| attack | precision | img/s | passes/img | GFLOP/s | of {'/'.join(precisions)} peak | vs fp32 img/s "
           "| fp32 re-check s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -131,6 +179,13 @@ def main() -> None:
         base = rows[(attack, "fp32")]["img/s"]
         print(f"| {attack} | {precision} | {r['img/s']:.2f} | {r['passes']:.0f} | {r['flop/s'] / 1e9:,.1f} | "
               f"{100 * r['flop/s'] / peaks[precision]:.0f}% | {r['img/s'] / base:.2f}x | {r['check s']:.1f} |")
+    if args.estimate:
+        passes = suite_passes()
+        for precision in precisions:
+            hours, per_attack = table_e_hours(rows, precision, passes)
+            shares = ", ".join(f"{a} {s * 1e3:.1f} ms" for a, s in per_attack.items())
+            print(f"Table E estimate ({args.model}, {precision}, 2 models x 50,000 images, one {device.type} device): "
+                  f"{hours:,.1f} h (per image: {shares})")
 
 
 if __name__ == "__main__":

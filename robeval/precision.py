@@ -66,6 +66,22 @@ def get_precision(name: str, on_gpu: bool | None = None) -> Precision:
     return precision
 
 
+def slower_here(precision: Precision, device_type: str) -> str | None:
+    """A warning when ``precision`` crafts slower than fp32 on this machine: bf16 on a CPU without
+    bf16 instructions (AVX-512 BF16 or AMX), where oneDNN falls back to far slower kernels."""
+    if precision.autocast != "bfloat16" or device_type != "cpu":
+        return None
+    import torch
+
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    if any(getattr(torch.cpu, name, lambda: True)() for name in checks):
+        return None
+    return (
+        "warning: this CPU has no bf16 instructions (AVX-512 BF16, AMX): --precision bf16 crafts several "
+        "times slower than fp32 here (benchmarks/roofline.py)"
+    )
+
+
 def _settings(tf32: bool) -> list[tuple[Any, str, Any]]:
     """(object, attribute, value) for every backend switch of float32 math, in the API this torch has."""
     import torch

@@ -126,3 +126,14 @@ def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):
     assert 30 <= checked["example"].nunique() < 100  # a sample, the same examples for every attack and model
     assert checked.groupby(["model", "attack"])["example"].apply(frozenset).nunique() == 1
     assert result.records.loc[result.records["attack"] == "clean", "fp32_top1"].isna().all()
+
+
+def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(monkeypatch):
+    from robeval.precision import slower_here
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    assert "no bf16 instructions" in slower_here(get_precision("bf16"), "cpu")
+    assert slower_here(get_precision("fp32"), "cpu") is None and slower_here(get_precision("bf16"), "cuda") is None
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert slower_here(get_precision("bf16"), "cpu") is None

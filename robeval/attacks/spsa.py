@@ -6,7 +6,9 @@ its time outside the model; its defaults (eps 0.3, 1 iteration) are also a trap.
 draws independent Rademacher directions per example, evaluates the +/- pairs of as many examples
 and samples as fit in ``max_batch`` images in one forward pass, runs Adam element-wise on the
 perturbation, and keeps each example's best iterate (lowest margin), so a point once fooled stays
-fooled.  ``samples`` counts evaluated inputs per step as in cleverhans' SPSA, which the
+fooled.  It runs under ``torch.inference_mode`` (it needs no autograd at all): on this project's
+2-core AVX2 CPU that made it 1.4x faster than under ``no_grad`` (benchmarks/spsa_vs_torchattacks.py,
+9.47 s -> 6.72 s), with the same records.  ``samples`` counts evaluated inputs per step as in cleverhans' SPSA, which the
 Elliptical-Attention paper used: 128 samples = 64 antithetic +/- pairs (torchattacks' ``nb_sample``
 counts pairs instead, so its 128 means 256 forward passes per step).
 With ``early_stop`` (the default) an example that was correctly classified stops being optimised once
@@ -57,7 +59,7 @@ class SPSA(Attack):
             dim=1,
         )
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def estimate_gradient(self, x: torch.Tensor, y: torch.Tensor, gens: list | None = None) -> torch.Tensor:
         """SPSA estimate of d margin / d x for each example of ``x`` (``gens``: one generator per example)."""
         b = x.shape[0]
@@ -79,7 +81,7 @@ class SPSA(Attack):
     def budget(self) -> float:
         return self.iterations * (self.samples + 1) + 1
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         x_adv = self.random_init(x) if self.random_start else x.clone()
         best = x_adv.clone()

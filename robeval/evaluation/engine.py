@@ -21,6 +21,7 @@ from ..attacks.transfer import SourceModel
 from ..defaults import CLEAN, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..options import EvalConfig
+from ..precision import slower_here
 from .attack_calls import AttackBoundsError
 from .distributed import SINGLE, DistContext, announce_run
 from .model_run import ModelEvaluation
@@ -123,6 +124,9 @@ def execute_run(prepared: PreparedRun, reporter: Reporter | None = None, ctx: Di
     reporter, plan = reporter or NullReporter(), prepared.plan
     opened = open_run(plan, prepared.store, prepared.resume, ctx, prepared.outline())
     announce_run(opened.run_id, ctx)
+    slow = slower_here(plan.precision, plan.device.type)
+    if slow and ctx.is_main:
+        reporter.note(slow)
     state = RunState(opened.previous, started=time.time())
     state.plan = prepared.outline()
     source = load_source(plan)
