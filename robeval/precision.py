@@ -43,9 +43,9 @@ PRECISIONS = {
     p.name: p
     for p in (
         Precision(FP32, None, False, False, "strict float32 everywhere (TF32 off)"),
-        Precision("tf32", None, True, True, "TF32 tensor cores for crafting (NVIDIA GPUs)"),
+        Precision("tf32", None, True, True, "TF32 tensor cores for crafting"),
         Precision("bf16", "bfloat16", False, False, "bfloat16 autocast for crafting"),
-        Precision("fp16", "float16", False, True, "float16 autocast for crafting (GPUs)"),
+        Precision("fp16", "float16", False, True, "float16 autocast for crafting"),
     )
 }
 

@@ -36,6 +36,11 @@ def print_diagnostics(run: dict, summary) -> None:
             "Soundness checks: no flags (randomness, softmax outputs, zero gradients, black-box vs "
             "white-box, transfer vs white-box, eps monotonicity, minimum-norm vs fixed-eps"
             + (", adaptive gap" if not gaps.empty else "")
+            + (
+                ", reduced precision vs fp32"
+                if "fp32_checked" in summary and summary["fp32_checked"].gt(0).any()
+                else ""
+            )
             + ")",
             markup=False,
         )

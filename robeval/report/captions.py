@@ -68,13 +68,13 @@ def cascade_parts(rows: pd.DataFrame, top5: bool) -> list[str]:
     if "cascade" not in rows or not rows["cascade"].fillna(False).astype(bool).any():
         return []
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS]
-    part = (
+    parts = [
         f"cascade (as AutoAttack): each attack ran only on the examples every earlier one ({' > '.join(attacks)}) "
         "failed to fool, so each column is the robust accuracy after it and those before"
-    )
+    ]
     if top5:
-        part += "; top-5 is measured at the point that fooled top-1 (an upper bound on the worst-case top-5)"
-    return [part]
+        parts.append("top-5 is measured at the point that fooled top-1 (an upper bound on the worst-case top-5)")
+    return parts
 
 
 def precision_parts(rows: pd.DataFrame) -> list[str]:
