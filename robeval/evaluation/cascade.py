@@ -21,7 +21,7 @@ import torch
 
 from ..defaults import RECORD_COLUMNS
 from ..eps import Eps
-from .units import add_records, new_columns
+from .units import add_clean_records, new_columns
 
 Columns = dict[str, list]
 AttackRecords = Callable[[Columns, "SubBatch", Eps, str], None]
@@ -54,21 +54,7 @@ def sub_batch(batch, rows: list[int]) -> SubBatch:
 def clean_state(batch, eps: Eps) -> Columns:
     """Before the first attack: every example as the clean pass left it (misclassified ones are done)."""
     columns = new_columns()
-    hit1, hit5 = batch.base["clean_top1"], batch.base["clean_top5"]
-    add_records(
-        columns,
-        **batch.base,
-        attack="",
-        eps=eps.text,
-        eps_value=eps.value,
-        adv_top1=hit1,
-        adv_top5=hit5,
-        adv_pred=batch.clean_logits.argmax(1).tolist(),
-        linf=0.0,
-        l2=0.0,
-        forward_passes=0.0,
-        backward_passes=0.0,
-    )
+    add_clean_records(columns, batch, eps, "", forward_passes=0.0)
     return columns
 
 

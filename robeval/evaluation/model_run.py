@@ -27,7 +27,7 @@ from .conditions import ConditionContext, run_conditions
 from .model_checks import model_checks
 from .plan import ModelJob, RunPlan
 from .precision_check import precision_check
-from .units import BatchOutcome, Deliver, ModelFailure, Unit, add_records, new_columns
+from .units import BatchOutcome, Deliver, ModelFailure, Unit, add_clean_records, new_columns
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
@@ -223,21 +223,7 @@ class ModelEvaluation:
     def unit(self, columns: dict[str, list], batch: BatchAttack, eps, attack: str) -> None:
         """One unit's records: the clean row, or an attack (a failed attack stops this model)."""
         if attack == CLEAN:
-            hit1, hit5 = batch.base["clean_top1"], batch.base["clean_top5"]
-            add_records(
-                columns,
-                **batch.base,
-                attack=CLEAN,
-                eps=eps.text,
-                eps_value=eps.value,
-                adv_top1=hit1,
-                adv_top5=hit5,
-                adv_pred=batch.clean_logits.argmax(1).tolist(),
-                linf=0.0,
-                l2=0.0,
-                forward_passes=1.0,
-                backward_passes=0.0,
-            )
+            add_clean_records(columns, batch, eps, CLEAN, forward_passes=1.0)
             return
         try:
             self.attack_units.records(columns, batch, eps, attack)

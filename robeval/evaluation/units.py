@@ -30,6 +30,24 @@ def add_records(columns: dict[str, list], **values: Any) -> None:
         columns[column].extend(value if isinstance(value, list) else [value] * n)
 
 
+def add_clean_records(columns: dict[str, list], batch: Any, eps: Any, attack: str, forward_passes: float) -> None:
+    """Records of ``batch`` as its clean pass left it (no perturbation), under the name ``attack``."""
+    add_records(
+        columns,
+        **batch.base,
+        attack=attack,
+        eps=eps.text,
+        eps_value=eps.value,
+        adv_top1=batch.base["clean_top1"],
+        adv_top5=batch.base["clean_top5"],
+        adv_pred=batch.clean_logits.argmax(1).tolist(),
+        linf=0.0,
+        l2=0.0,
+        forward_passes=forward_passes,
+        backward_passes=0.0,
+    )
+
+
 @dataclass
 class BatchOutcome:
     """What one worker learns while evaluating a model, shared with rank 0 in distributed runs."""

@@ -103,6 +103,20 @@ def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> d
     }
 
 
+# A summary row's figures: name -> (record column, how the unit's records combine)
+UNIT_FIGURES = {
+    "n": ("adv_top1", "size"),
+    "top1": ("adv_top1", "mean"),
+    "top5": ("adv_top5", "mean"),
+    "eps_value": ("eps_value", "first"),
+    "mean_linf": ("linf", "mean"),
+    "mean_l2": ("l2", "mean"),
+    "forward_passes_per_example": ("forward_passes", "mean"),
+    "backward_passes_per_example": ("backward_passes", "mean"),
+    "median_min_norm": ("min_norm", "median"),
+}
+
+
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Per (model, eps, attack): the figures of its summary row (one group-by)."""
     fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
@@ -112,20 +126,7 @@ def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], dict[st
     )
     return (
         records.groupby(["model", "eps", "attack"], sort=False)
-        .agg(
-            n=("adv_top1", "size"),
-            top1=("adv_top1", "mean"),
-            top5=("adv_top5", "mean"),
-            eps_value=("eps_value", "first"),
-            mean_linf=("linf", "mean"),
-            mean_l2=("l2", "mean"),
-            forward_passes_per_example=("forward_passes", "mean"),
-            backward_passes_per_example=("backward_passes", "mean"),
-            median_min_norm=("min_norm", "median"),
-            fp32_checked=("fp32_checked", "sum"),
-            fp32_fooled=("fp32_fooled", "sum"),
-            fp32_rescued=("fp32_rescued", "sum"),
-        )
+        .agg(**UNIT_FIGURES, **{c: (c, "sum") for c in ("fp32_checked", "fp32_fooled", "fp32_rescued")})
         .to_dict("index")
     )
 
