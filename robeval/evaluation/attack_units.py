@@ -67,8 +67,8 @@ class BatchAttack:
 
 class AttackUnits:
     """The attacks of ``job`` under ``plan`` on the counted ``target``, one per (eps, attack); under a
-    reduced precision each white-box attack crafts again in fp32 on ``checking`` (the model as
-    counted) for the examples of :attr:`check`."""
+    reduced precision each white-box attack crafts again in fp32 on ``check.model`` (the model as
+    counted, its passes uncounted) for the examples ``check`` samples."""
 
     def __init__(
         self,
