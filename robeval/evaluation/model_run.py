@@ -86,7 +86,7 @@ class ModelEvaluation:
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space
-        (a shift may restrict its classes).  Attacks see :attr:`crafting`."""
+        (a shift may restrict its classes).  Attacks see :meth:`_crafting`."""
         target: nn.Module = self.model if self.plan.protocol.space == "pixel" else self.model.net
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
