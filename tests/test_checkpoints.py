@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,7 +64,8 @@ def test_safetensors_and_key_choice(tmp_path, state):
         robeval.load_model(MODEL, checkpoint=both, checkpoint_key="ema")
 
 
-def test_code_in_pickle_is_not_run(tmp_path):
+def hostile_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
+    """A checkpoint whose unpickling would create ``marker`` (code in the file), and that marker."""
     marker = tmp_path / "pwned"
 
     class Evil:
@@ -73,6 +75,11 @@ def test_code_in_pickle_is_not_run(tmp_path):
 
     path = tmp_path / "evil.pth"
     torch.save({"model": Evil()}, path)
+    return path, marker
+
+
+def test_code_in_pickle_is_not_run(tmp_path):
+    path, marker = hostile_checkpoint(tmp_path)
     with pytest.raises(UserError, match="cannot be loaded safely"):
         robeval.load_model(MODEL, checkpoint=path)
     assert not marker.exists()
@@ -154,15 +161,7 @@ def test_a_saved_load_model_state_dict_loads_back(tmp_path):
 
 
 def test_hostile_pickle_is_refused_from_the_cli(tmp_path):
-    marker = tmp_path / "marker"
-
-    class Payload:
-        def __reduce__(self):
-            import os
-            return (os.system, (f"touch {marker}",))
-
-    ckpt = tmp_path / "evil.pth"
-    torch.save({"model": Payload()}, ckpt)
+    ckpt, marker = hostile_checkpoint(tmp_path)
     proc = run_cli("run", "-m", "digits-deit", "--checkpoint", str(ckpt), "--quiet", "--store", str(tmp_path / "s.sqlite"))
     assert proc.returncode == 2 and "cannot be loaded safely" in proc.stderr and "--trust-checkpoint" in proc.stderr
     assert not marker.exists()
