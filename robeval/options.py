@@ -68,7 +68,22 @@ class EvalConfig:
     checkpoint_key: Optional[str] = option(
         None, help="Key holding the weights in a training checkpoint (model, model_ema, state_dict)."
     )
-    data: str = option("digits", help="'digits' (embedded) or an ImageNet-style folder PATH/<wnid>/*.JPEG.")
+    data: str = option(
+        "digits",
+        help="'digits' (embedded), a published data set read from --data-dir (cifar10, cifar100, mnist), "
+        "or an ImageNet-style folder PATH/<wnid>/*.JPEG.",
+    )
+    data_dir: str = option(
+        "./data",
+        identity=False,
+        help="Where --data cifar10/cifar100/mnist finds its published files (RobustBench's default ./data).",
+    )
+    split: str = option("test", help="The split of --data cifar10/cifar100/mnist: test or train.")
+    selection: str = option(
+        "balanced",
+        help="Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
+        "(the first N, RobustBench's convention for CIFAR).",
+    )
     n_examples: Optional[int] = option(
         None,
         flags=("--n-examples", "-n"),

@@ -11,7 +11,7 @@ from torch.utils.data import Dataset
 from ..defaults import DIGITS
 from .examples import EvalData
 from .labels import LabelSpace
-from .subsets import balanced_subset
+from .subsets import choose_examples
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,13 +50,13 @@ class TensorImages(Dataset):
         return self.images[i], self.labels[i]
 
 
-def load_digits_data(n_examples: int | None) -> EvalData:
+def load_digits_data(n_examples: int | None, selection: str = "balanced") -> EvalData:
     images, labels = digits_split("test")
     space = LabelSpace({str(c): c for c in range(10)}, 10, "digits (10 classes)")
     return EvalData(
         DIGITS,
         TensorImages(images, labels),
-        balanced_subset(labels.tolist(), n_examples),
+        choose_examples(labels.tolist(), n_examples, selection),
         space,
         input_size=tuple(images.shape[1:]),
     )

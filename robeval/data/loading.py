@@ -1,18 +1,81 @@
-"""The data a run names: ``digits`` (embedded) or an image folder."""
+"""The data a run names (``--data``): a registered data set (the embedded ``digits``; ``cifar10``,
+``cifar100`` and ``mnist`` read from ``--data-dir``) or an ImageNet-style image folder.
+
+A run's configuration is read by attribute (``data``, ``data_dir``, ``split``, ``selection``,
+``n_examples``, ``subset``, ``class_map``): the evaluation's config, duck-typed.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..defaults import DIGITS
 from ..errors import UserError
-from .digits import DIGITS, load_digits_data
+from ..registry import Registry
+from .arrays import array_data, cifar_label_space
+from .digits import load_digits_data
 from .examples import EvalData, ImageSpec
 from .folders import load_folder_data
+from .labels import LabelSpace
+from .published import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
+
+CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
+MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"
 
 
-def load_data(
-    data: str, meta: ImageSpec, n_examples: int | None, subset: list[str] | None = None, class_map: str | None = None
-) -> EvalData:
+@dataclass(frozen=True)
+class PublishedSet:
+    """A data set read from its published files under ``--data-dir``."""
+
+    name: str
+    title: str
+    num_classes: int
+    formats: tuple[FileFormat, ...]
+    where: str  # where the files are published
+
+    def label_space(self, names: list[str] | None) -> LabelSpace:
+        if self.name.startswith("cifar"):
+            return cifar_label_space(self.num_classes, names)
+        return LabelSpace({str(c): c for c in range(self.num_classes)}, self.num_classes, f"{self.title} (10 classes)")
+
+    def load(self, config: Any) -> EvalData:
+        split = getattr(config, "split", "test")
+        images, labels, names = read_published(self.name, self.formats, Path(config.data_dir), split, self.where)
+        selection = getattr(config, "selection", "balanced")
+        name = f"{self.name} ({split})"
+        return array_data(name, images, labels, config.n_examples, selection, self.label_space(names))
+
+
+PUBLISHED: Registry[PublishedSet] = Registry("data set", "robeval run --help (--data)")
+for _set in (
+    PublishedSet("cifar10", "CIFAR-10", 10, cifar10_formats(), CIFAR_WHERE),
+    PublishedSet("cifar100", "CIFAR-100", 100, cifar100_formats(), CIFAR_WHERE),
+    PublishedSet("mnist", "MNIST", 10, mnist_formats(), MNIST_WHERE),
+):
+    PUBLISHED.add(_set.name, _set)
+
+IN_MEMORY = (DIGITS, *PUBLISHED)  # data sets served from memory: no DataLoader workers needed
+
+
+def is_in_memory(data: str) -> bool:
+    return data in IN_MEMORY
+
+
+def load_data(config: Any, spec: ImageSpec) -> EvalData:
+    """The examples of the run's ``--data`` (see the module docstring)."""
+    data = config.data
+    if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):
+        raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --data {data}")
+    if data not in PUBLISHED and getattr(config, "split", "test") != "test":
+        raise UserError(f"--split applies to --data {', '.join(PUBLISHED)}, not to --data {data}")
     if data == DIGITS:
-        if subset is not None or class_map is not None:
-            raise UserError("--subset / --subset-file / --class-map apply to an image folder, not to the digits data")
-        return load_digits_data(n_examples)
-    return load_folder_data(data, meta, n_examples, subset, class_map)
+        return load_digits_data(config.n_examples, getattr(config, "selection", "balanced"))
+    if data in PUBLISHED:
+        return PUBLISHED.get(data).load(config)
+    if getattr(config, "selection", "balanced") != "balanced":
+        raise UserError(
+            "--selection first applies to --data digits/cifar10/cifar100/mnist; an image folder takes --subset"
+        )
+    return load_folder_data(data, spec, config.n_examples, config.subset, config.class_map)

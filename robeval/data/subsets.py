@@ -40,6 +40,17 @@ def balanced_subset(labels: Sequence[int], n: int | None, usable: Callable[[int]
     return sorted(chosen)
 
 
+def choose_examples(labels: Sequence[int], n: int | None, selection: str = "balanced") -> list[int]:
+    """``--selection balanced`` (:func:`balanced_subset`) or ``first``: the first ``n`` examples of the
+    split in its published order (RobustBench's convention for CIFAR)."""
+    if selection == "balanced":
+        return balanced_subset(labels, n)
+    if selection != "first":
+        raise UserError(f"invalid --selection {selection!r}: choose balanced or first")
+    balanced_subset(labels, n)  # the same checks of n
+    return list(range(len(labels) if n is None else n))
+
+
 def read_list(path: str | Path) -> list[str]:
     p = Path(path)
     if not p.is_file():

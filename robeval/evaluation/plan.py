@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from ..attacks import get_attack_spec
-from ..defaults import CLEAN, DIGITS
+from ..data.loading import is_in_memory
+from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import get_spec
 from ..options import EvalConfig
@@ -25,7 +26,7 @@ from .protocols import Protocol, get_protocol
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
 # (benchmarks/batch_size.py: deit-tiny, 2 threads, 1.08-1.16x the img/s of batch 64) while autograd
 # keeps ~19 MB of activations per image; on a GPU larger batches pay off.
-DIGITS_BATCH = 128
+DIGITS_BATCH = 128  # in-memory data sets (digits, CIFAR, MNIST): small images
 FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 
 
@@ -84,9 +85,9 @@ def resolve_device(device: str) -> torch.device:
 
 
 def resolve_workers(config: EvalConfig) -> int:
-    """DataLoader processes: image folders decode JPEGs in worker processes; digits sit in memory."""
+    """DataLoader processes: image folders decode JPEGs in worker processes; digits, CIFAR and MNIST sit in memory."""
     if config.workers is None:
-        return 0 if config.data == DIGITS else min(8, os.cpu_count() or 1)
+        return 0 if is_in_memory(config.data) else min(8, os.cpu_count() or 1)
     if config.workers < 0:
         raise UserError(f"--workers must not be negative, got {config.workers}")
     return config.workers
@@ -97,7 +98,7 @@ def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
         if config.batch_size <= 0:
             raise UserError(f"--batch-size must be positive, got {config.batch_size}")
         return config.batch_size
-    return DIGITS_BATCH if config.data == DIGITS else FOLDER_BATCH[device.type == "cuda"]
+    return DIGITS_BATCH if is_in_memory(config.data) else FOLDER_BATCH[device.type == "cuda"]
 
 
 def model_jobs(config: EvalConfig, protocol: Protocol) -> list[ModelJob]:

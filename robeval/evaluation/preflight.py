@@ -32,7 +32,7 @@ def preflight(plan: RunPlan) -> EvalData:
     if plan.shift is not None:
         data = plan.shift.load(config, metas[0])
     else:
-        data = load_data(config.data, metas[0], config.n_examples, config.subset, config.class_map)
+        data = load_data(config, metas[0])
     check_settings_fit(plan, metas)
     if config.source_model:
         metas.append(_source_meta(config, metas))

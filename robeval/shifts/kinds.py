@@ -62,7 +62,7 @@ class ShiftKind:
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         from ..data.loading import load_data
 
-        return load_data(config.data, spec, config.n_examples, config.subset, config.class_map)
+        return load_data(config, spec)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
         raise NotImplementedError
