@@ -12,7 +12,7 @@ from ..errors import UserError
 # importing the builders registers the models: this order is the order `robeval models` and 'digits-*' list them
 # isort: off
 from . import deit, digits  # noqa: F401
-from . import deit_attention, distilled, external, rvt, swin  # noqa: F401
+from . import deit_attention, distilled, external, rvt, small_vits, swin  # noqa: F401
 
 # isort: on
 from .attention.elliptical import EllipticalAttention, set_elliptical_options
