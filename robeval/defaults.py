@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 DIGITS = "digits"  # the embedded demo data set
+SPLITS = ("test", "train")  # --split of a published data set (cifar10, cifar100, mnist)
+SELECTIONS = ("balanced", "first")  # --selection: class round-robin, or the first N (RobustBench's convention)
 DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
 DEFAULT_EPS = "8/255"
 DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores

@@ -14,8 +14,6 @@ from .examples import EvalData
 from .labels import LabelSpace
 from .subsets import choose_examples
 
-SELECTIONS = ("balanced", "first")  # --selection: class round-robin, or the first N (RobustBench's convention)
-
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 

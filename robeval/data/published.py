@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import SPLITS
 from ..errors import UserError
 from .unpickle import load_arrays_pickle
 
 Arrays = tuple[np.ndarray, np.ndarray, "list[str] | None"]
-SPLITS = ("test", "train")
 CIFAR_PIXELS = 3 * 32 * 32
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..defaults import SELECTIONS
 from ..errors import UserError
 
 
@@ -45,8 +46,8 @@ def choose_examples(labels: Sequence[int], n: int | None, selection: str = "bala
     split in its published order (RobustBench's convention for CIFAR)."""
     if selection == "balanced":
         return balanced_subset(labels, n)
-    if selection != "first":
-        raise UserError(f"invalid --selection {selection!r}: choose balanced or first")
+    if selection not in SELECTIONS:
+        raise UserError(f"invalid --selection {selection!r}: choose {' or '.join(SELECTIONS)}")
     balanced_subset(labels, n)  # the same checks of n
     return list(range(len(labels) if n is None else n))
 

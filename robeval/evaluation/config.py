@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..attacks import parse_attack_list, parse_set_options, resolve_settings
-from ..defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS
+from ..defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
 from ..eps import parse_eps_list
 from ..errors import UserError
 from ..models import expand_model_patterns
@@ -100,8 +100,9 @@ def make_config(**values: Any) -> EvalConfig:
     unknown = sorted(set(values) - {f.name for f in fields(EvalConfig)})
     if unknown:
         raise TypeError(f"unknown run option {unknown[0]!r}; the options are the fields of robeval.options.EvalConfig")
-    if values.get("weights", "default") not in ("default", "random"):
-        raise UserError(f"invalid --weights {values['weights']!r}: choose default or random")
+    for option, allowed in (("weights", ("default", "random")), ("split", SPLITS), ("selection", SELECTIONS)):
+        if option in values and values[option] not in allowed:
+            raise UserError(f"invalid --{option} {values[option]!r}: choose {' or '.join(allowed)}")
     config = EvalConfig(**{**values, **_user_forms(values), **_data_defaults(values)})
     check_seed(config.seed)
     for attack in set(config.settings) - set(config.attacks):  # a settings dict may cover attacks not run: checked too
