@@ -78,11 +78,11 @@ def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
         subset=resolve_subset(values.get("subset"), values.get("subset_file")),
     )
     shift = values.get("shift")
-    if shift is not None and get_shift(shift).has_conditions:
-        from ..shifts import parse_corruptions, parse_severities
+    if shift is not None and (kind := get_shift(shift)).has_conditions:  # --corruptions: the kind's set
+        from ..shifts import parse_severities
 
         out.update(
-            corruptions=parse_corruptions(values.get("corruptions")),
+            corruptions=kind.corruption_set.parse(values.get("corruptions")),
             severities=parse_severities(values.get("severities")),
         )
     return out

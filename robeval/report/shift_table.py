@@ -1,7 +1,10 @@
 """The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns ImageNet-R
-and ImageNet-A (top-1, logits restricted to their 200 classes), ImageNet-C (mCE, or the unnormalised
-mean corruption error where mCE does not apply), then the attack columns (top-1) when the runs have
-them; and a detail table of each corruption's top-1 averaged over its severities.
+and ImageNet-A (top-1, logits restricted to their 200 classes) and the other clean-image shifts
+(ImageNet-V2, -Sketch, CIFAR-10.1: top-1, and any attack run on them), ImageNet-C (mCE, or the
+unnormalised mean corruption error where mCE does not apply) and the other corruption benchmarks as
+they are reported (CIFAR-10-C, ImageNet-3DCC: mean top-1; ImageNet-C-bar: mean error), then the
+attack columns (top-1) when the runs have them; and a detail table of each corruption's top-1
+averaged over its severities.
 
 Runs of different shifts combine into one table (``robeval table RUN_C RUN_A RUN_R``): each
 contributes its own columns.  A condition's accuracy does not depend on eps; the first eps is used.
@@ -13,11 +16,10 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
-from ..shifts.kinds import get_shift
+from ..shifts.kinds import SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .naming import attack_title, data_label
 
-CLASS_SETS = (("imagenet-r", "ImageNet-R"), ("imagenet-a", "ImageNet-A"))
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
 
 
@@ -38,15 +40,56 @@ def attack_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[shift_of(summary).isin(CLEAN_DATA_SHIFTS) & ~is_condition(summary)]
 
 
-def model_metrics(rows: pd.DataFrame) -> CorruptionMetrics | None:
-    """Corruption metrics of one model's rows (first eps)."""
+def condition_kinds(summary: pd.DataFrame) -> list[str]:
+    """The shift kinds whose conditions the summary has, in order of appearance."""
+    return [k for k in dict.fromkeys(shift_of(summary[is_condition(summary)])) if k]
+
+
+def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetrics | None:
+    """Corruption metrics of one model's conditions of one shift kind (the first with conditions when
+    not given; first eps), by that kind's corruption set."""
     rows = rows[rows["eps"] == rows["eps"].iloc[0]]
-    conditions = rows[is_condition(rows)]
+    kind = kind if kind is not None else next(iter(condition_kinds(rows)), "")
+    conditions = rows[is_condition(rows) & (shift_of(rows) == kind)]
     if conditions.empty:
         return None
+    shift = get_shift(kind)
     clean = rows[(rows["attack"] == CLEAN) & shift_of(rows).isin(CLEAN_DATA_SHIFTS)]
-    imagenet = bool((conditions["data"] != "digits").all()) if "data" in conditions else False
-    return corruption_metrics(conditions, float(clean["top1"].iloc[0]) if len(clean) else None, imagenet)
+    imagenet = "data" in conditions and all(shift.on_imagenet(str(d)) for d in conditions["data"])
+    clean_top1 = float(clean["top1"].iloc[0]) if len(clean) else None
+    return corruption_metrics(conditions, clean_top1, imagenet, shift.corruption_set)
+
+
+def _na(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+REPORTED = {  # a corruption benchmark's cells, as it is reported (ShiftKind.reported_as)
+    "mce": lambda title, m: {
+        f"{title} mCE": _na(m.mce),
+        "Relative mCE": _na(m.relative_mce),
+        "Mean corruption error": f"{m.mean_error:.2f}",
+    },
+    "accuracy": lambda title, m: {f"{title} Top-1": f"{m.mean_accuracy:.2f}"},
+    "error": lambda title, m: {f"{title} mean error": f"{m.mean_error:.2f}"},
+}
+REPORTED_PHRASE = {
+    "mce": "mean corruption error (%, lower is better)",
+    "accuracy": "mean top-1 over the corruptions x severities run",
+    "error": "mean top-1 error over the corruptions x severities run (%, lower is better)",
+}
+
+
+def _other_image_cells(rows: pd.DataFrame) -> dict[str, str]:
+    """The clean-image shifts' (ImageNet-R, -A, -V2, -Sketch, CIFAR-10.1) top-1, clean and attacked."""
+    cells: dict[str, str] = {}
+    for kind in [k for k, shift in SHIFT_KINDS.items() if not shift.has_conditions]:
+        mine = rows[shift_of(rows) == kind]
+        mine = mine[(mine["eps"] == mine["eps"].iloc[0]) | (mine["attack"] != CLEAN)] if len(mine) else mine
+        for r in mine[~is_condition(mine)].itertuples():
+            what = "" if r.attack == CLEAN else f" {attack_title(r.attack)} {r.eps}"
+            cells.setdefault(f"{get_shift(kind).title}{what} Top-1", f"{r.top1:.2f}")
+    return cells
 
 
 def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
@@ -55,15 +98,11 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
     first = clean[clean["eps"] == clean["eps"].iloc[0]] if len(clean) else clean
     if len(hit := first[first["attack"] == CLEAN]):
         cells["Clean Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
-    for kind, title in CLASS_SETS:
-        hit = rows[(shift_of(rows) == kind) & (rows["attack"] == CLEAN)]
-        if len(hit):
-            cells[f"{title} Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
-    metrics = model_metrics(rows)
-    if metrics is not None:
-        cells["ImageNet-C mCE"] = "n/a" if metrics.mce is None else f"{metrics.mce:.2f}"
-        cells["Relative mCE"] = "n/a" if metrics.relative_mce is None else f"{metrics.relative_mce:.2f}"
-        cells["Mean corruption error"] = f"{metrics.mean_error:.2f}"
+    cells.update(_other_image_cells(rows))
+    for kind in condition_kinds(rows):
+        metrics, shift = model_metrics(rows, kind), get_shift(kind)
+        if metrics is not None:
+            cells.update(REPORTED[shift.reported_as](shift.title, metrics))
     many_eps = clean["eps"].nunique() > 1
     for r in clean[~clean["attack"].isin([CLEAN])].itertuples():
         cells[f"{attack_title(r.attack)}{f' {r.eps}' if many_eps else ''} Top-1"] = f"{r.top1:.2f}"
@@ -82,32 +121,40 @@ def shift_grid(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
-    """Rows = models; each corruption's top-1 averaged over its severities (first eps)."""
-    rows = {}
+    """Rows = models; each corruption's top-1 averaged over its severities (first eps); with several
+    corruption benchmarks in the table each column names its benchmark."""
+    kinds, rows = condition_kinds(summary), {}
     for model in dict.fromkeys(summary["model"]):
-        metrics = model_metrics(summary[summary["model"] == model])
-        if metrics is not None:
-            rows[model] = {c.replace("_", " "): f"{v:.2f}" for c, v in metrics.per_corruption.items()}
+        cells = {}
+        for kind in kinds:
+            metrics = model_metrics(summary[summary["model"] == model], kind)
+            prefix = f"{get_shift(kind).title}: " if len(kinds) > 1 else ""
+            for c, v in (metrics.per_corruption if metrics is not None else {}).items():
+                cells[prefix + c.replace("_", " ")] = f"{v:.2f}"
+        if cells:
+            rows[model] = cells
     return pd.DataFrame.from_dict(rows, orient="index").fillna("") if rows else None
 
 
+def _kind_part(summary: pd.DataFrame, kind: str) -> str:
+    rows, shift = summary[shift_of(summary) == kind], get_shift(kind)
+    n = f"n = {int(rows['n'].max())}"
+    where = f"data: {data_label(rows['data'].iloc[0])}, {n}" if "data" in rows else n
+    reported = shift.has_conditions and shift.reported_as != "mce"
+    phrase = f", {shift.title} as {REPORTED_PHRASE[shift.reported_as]}" if reported else ""
+    return f"{kind}: {shift.description} ({where}{phrase})"
+
+
 def shift_caption(summary: pd.DataFrame) -> str:
-    parts = ["Distribution shift: top-1 accuracy (%), ImageNet-C as mean corruption error (%, lower is better)"]
-    for kind in [k for k in dict.fromkeys(shift_of(summary)) if k]:
-        rows = summary[shift_of(summary) == kind]
-        where = (
-            f"data: {data_label(rows['data'].iloc[0])}, n = {int(rows['n'].max())}"
-            if "data" in rows
-            else f"n = {int(rows['n'].max())}"
-        )
-        parts.append(f"{kind}: {get_shift(kind).description} ({where})")
-    notes = {
-        m.note
-        for m in (model_metrics(summary[summary["model"] == x]) for x in dict.fromkeys(summary["model"]))
-        if m is not None and m.note
-    }
-    parts += sorted(notes)
-    parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")
+    benchmarks = condition_kinds(summary)
+    mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
+    parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
+    parts += [_kind_part(summary, kind) for kind in dict.fromkeys(shift_of(summary)) if kind]
+    models = summary["model"].unique()
+    metrics = [model_metrics(summary[summary["model"] == m], k) for m in models for k in benchmarks]
+    parts += sorted({m.note for m in metrics if m is not None and m.note})
+    if mce:
+        parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")
     return "; ".join(parts)
 
 

@@ -1,14 +1,19 @@
-"""Robustness to corruptions and distribution shift (ImageNet-C, -A, -R) in the same runs as attacks:
-the benchmarks' facts (catalog), the shift kinds (kinds), the shifted datasets and the metrics."""
+"""Robustness to corruptions and distribution shift (ImageNet-C, -3DCC, -C-bar, -A, -R, -V2, -Sketch;
+CIFAR-10-C, CIFAR-100-C, CIFAR-10.1) in the same runs as attacks: the benchmarks' facts (catalog),
+the shift kinds (kinds), the shifted datasets (datasets: image folders; arrays: .npy files) and the
+metrics."""
 
 from .catalog import (
     ALEXNET_CLEAN_ERROR,
     ALEXNET_ERRORS,
     COMMON,
+    CORRUPTION_SETS,
     EXTRA,
     FAMILIES,
     FAMILY_OF,
+    IMAGENET_C,
     SEVERITIES,
+    CorruptionSet,
     class_set,
     condition_name,
     parse_condition,
@@ -21,11 +26,14 @@ __all__ = [
     "ALEXNET_CLEAN_ERROR",
     "ALEXNET_ERRORS",
     "COMMON",
+    "CORRUPTION_SETS",
     "EXTRA",
     "FAMILIES",
     "FAMILY_OF",
+    "IMAGENET_C",
     "SEVERITIES",
     "SHIFT_KINDS",
+    "CorruptionSet",
     "ShiftKind",
     "class_set",
     "condition_name",

@@ -1,11 +1,12 @@
-"""The shifted data of a run: one dataset per (corruption, severity) condition, and the 200-class
-restriction of ImageNet-A / ImageNet-R.
+"""The shifted image folders of a run: one dataset per (corruption, severity) condition, the checks
+of the published folder layouts (ImageNet-C's tree, ImageNet-V2's class-index folders, wnid folders)
+and the 200-class restriction of ImageNet-A / ImageNet-R.
 
 A condition dataset serves the run's own examples (same indices, same labels) changed by the
 condition, as ``(image, label, [linf, l2])``: generated from the clean image in the DataLoader
 workers (``--shift corruptions``), or read from a pre-generated ImageNet-C tree
-(``--shift imagenet-c``: ``ROOT/<corruption>/<severity>/<class>/<file>``, the file names of the
-clean validation set).  An image whose corruption raises comes back with label
+(``--shift imagenet-c``, ``imagenet-3dcc``, ``imagenet-c-bar``:
+``ROOT/<corruption>/<severity>/<class>/<file>``, the file names of the clean validation set).  An image whose corruption raises comes back with label
 :data:`CORRUPTION_FAILED`; the run skips it, counts it and names it in ``run.json``.
 """
 
@@ -79,12 +80,35 @@ class TreeImages(Dataset):
         return image, label, torch.full((2,), float("nan"))
 
 
-def check_tree(root: Path, wanted: list[Condition]) -> None:
+def check_tree(root: Path, wanted: list[Condition], title: str) -> None:
     """Every requested ``ROOT/<corruption>/<severity>`` exists (one line naming the first missing one)."""
     for c in wanted:
         folder = root / c.corruption / str(c.severity)
         if not folder.is_dir():
-            raise UserError(f"ImageNet-C folder missing: {folder} (expected ROOT/<corruption>/<severity>/<class>/...)")
+            raise UserError(f"{title} folder missing: {folder} (expected ROOT/<corruption>/<severity>/<class>/...)")
+
+
+def check_class_indices(classes: list[str], data: str) -> None:
+    """ImageNet-V2's folders are ImageNet-1k class indices written as plain integers ``0``..``999``."""
+    stray = [c for c in classes if not (c.isdigit() and str(int(c)) == c and int(c) < 1000)]
+    if stray:
+        raise UserError(
+            f"data {data}: folder {stray[0]!r} is not a class index 0..999 written as a plain integer "
+            f"({len(stray)} such folders); ImageNet-V2's layout is ROOT/<class index>/<image>"
+        )
+
+
+def check_wnids(classes: list[str], data: str, title: str) -> None:
+    """Every folder of a wnid-folder copy (ImageNet-Sketch) is one of ImageNet-1k's wnids."""
+    from ..data.labels import imagenet_wnids
+
+    known = set(imagenet_wnids() or classes)
+    stray = [c for c in classes if c not in known]
+    if stray:
+        raise UserError(
+            f"data {data}: folder {stray[0]!r} is not an ImageNet-1k wnid ({len(stray)} such folders); "
+            f"{title}'s layout is ROOT/<wnid>/<image>"
+        )
 
 
 def check_class_set(classes: list[str], shift: str, data: str) -> None:

@@ -1,10 +1,12 @@
 """The kinds of distribution shift a run can ask for (``--shift``), each an object that says what the
-run's data and conditions are under it: whether the data has clean images, the conditions it adds,
-how a model is seen (ImageNet-A/-R: 200 of its 1000 classes), how its data is found and read, what
-``run.json`` says of it.  The engine asks the kind; it never tests which kind it is.
+run's data and conditions are under it: whether the data has clean images, the conditions it adds
+(its benchmark's corruption set), how a model is seen (ImageNet-A/-R: 200 of its 1000 classes), how
+its data is found and read, how tables report it, what ``run.json`` says of it.  The engine asks the
+kind; it never tests which kind it is.
 
 A run's configuration is read by attribute (``shift``, ``data``, ``corruptions``, ``severities``,
-``attacks``, ``seed``, ``n_examples``, ``subset``, ``class_map``): the evaluation's config, duck-typed.
+``attacks``, ``seed``, ``n_examples``, ``subset``, ``class_map``, ``selection``): the evaluation's
+config, duck-typed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from ..defaults import DIGITS
 from ..errors import UserError
 from ..registry import Registry
-from .catalog import Condition, condition_name, parse_corruptions, parse_severities
+from .catalog import (
+    IMAGENET_3DCC,
+    IMAGENET_C,
+    IMAGENET_C_BAR,
+    Condition,
+    CorruptionSet,
+    condition_name,
+    parse_severities,
+)
 
 if TYPE_CHECKING:  # the data and dataset modules load torch: imported where used, so --shift is checked without it
     from torch import nn
@@ -26,10 +36,14 @@ if TYPE_CHECKING:  # the data and dataset modules load torch: imported where use
 
 
 class ShiftKind:
-    """A shift whose conditions are ImageNet-C's (corruption, severity) pairs (the base of the others)."""
+    """A shift whose conditions are (corruption, severity) pairs of its corruption set (the base of the others)."""
 
     name = ""
+    title = "ImageNet-C"  # how tables and messages name the benchmark
     description = ""
+    corruption_set: CorruptionSet = IMAGENET_C  # what --corruptions chooses from
+    reported_as = "mce"  # tables: "mce" (mCE, relative mCE, mean error), "accuracy" or "error" (the mean's)
+    imagenet_images: bool | None = None  # None: ImageNet's if the data is an image folder (mCE's condition)
     has_clean_images = True  # the data holds the clean images (attacks and a clean row are possible)
     needs_a_copy = False  # the data must be a copy of that data set, not the digits demo
     has_conditions = True  # it adds (corruption, severity) conditions (--corruptions, --severities)
@@ -37,7 +51,7 @@ class ShiftKind:
     def conditions(self, corruptions: Any = None, severities: Any = None) -> list[Condition]:
         return [
             Condition(condition_name(c, s), c, s)
-            for c in parse_corruptions(corruptions)
+            for c in self.corruption_set.parse(corruptions)
             for s in parse_severities(severities)
         ]
 
@@ -53,8 +67,13 @@ class ShiftKind:
         if not self.has_clean_images and config.attacks:
             raise UserError(
                 f"--shift {self.name} holds no clean images to attack: run the attacks on the clean "
-                "validation folder with --shift corruptions, or without --attacks here"
+                "data with --shift corruptions, or without --attacks here"
             )
+
+    def on_imagenet(self, data: str) -> bool:
+        """Whether the run's data (its name in the summary) are ImageNet images: an image folder's
+        name is its absolute path; the embedded and in-memory data sets have plain names."""
+        return self.imagenet_images if self.imagenet_images is not None else Path(data).is_absolute()
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
         return target
@@ -110,11 +129,23 @@ class GeneratedCorruptions(ShiftKind):
         }
 
 
+def folder_reader(config: Any, what: str) -> None:
+    """Folder copies are chosen from as image folders are (class-balanced, or --subset-file)."""
+    if getattr(config, "selection", "balanced") != "balanced":
+        raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
+
+
 class CorruptionTree(ShiftKind):
-    name = "imagenet-c"
-    description = "a pre-generated ImageNet-C tree <corruption>/<severity>/<wnid>/*.JPEG"
+    """A pre-generated tree ``ROOT/<corruption>/<severity>/<wnid>/*.JPEG`` (ImageNet-C's layout)."""
+
     has_clean_images = False
     needs_a_copy = True
+    imagenet_images = True
+
+    def __init__(self, name: str, corruption_set: CorruptionSet, reported_as: str) -> None:
+        self.name, self.corruption_set, self.reported_as = name, corruption_set, reported_as
+        self.title = corruption_set.title
+        self.description = f"a pre-generated {self.title} tree <corruption>/<severity>/<wnid>/*.JPEG"
 
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         """The first condition's folder names the examples (its file names are every condition's);
@@ -122,15 +153,16 @@ class CorruptionTree(ShiftKind):
         from ..data.folders import load_folder_data
         from .datasets import check_tree
 
+        folder_reader(config, self.name)
         root = Path(config.data)
         if not root.is_dir():
-            raise UserError(f"ImageNet-C folder not found: {root}")
+            raise UserError(f"{self.title} folder not found: {root}")
         wanted = self.conditions(config.corruptions, config.severities)
-        check_tree(root, wanted)
+        check_tree(root, wanted, self.title)
         first = root / wanted[0].corruption / str(wanted[0].severity)
         cropped = replace(spec, crop_pct=1.0)  # type: ignore[type-var]
         data = load_folder_data(first, cropped, config.n_examples, config.subset, config.class_map)
-        return replace(data, name=f"{root.resolve()} (ImageNet-C)", crop_pct=1.0)
+        return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
         from .datasets import TreeImages
@@ -138,17 +170,25 @@ class CorruptionTree(ShiftKind):
         return TreeImages(data.dataset, config.data, condition)
 
 
-class ClassSubset(ShiftKind):
-    """ImageNet-A / ImageNet-R: other images of 200 of ImageNet's classes, no added conditions."""
+class OtherImages(ShiftKind):
+    """Other images of the model's classes, no added conditions: the clean row is the shift's number
+    (attacks possible).  The base reads an image folder whose folders are ImageNet wnids."""
 
     needs_a_copy = True
     has_conditions = False
 
-    def __init__(self, name: str, title: str) -> None:
-        self.name, self.description = name, f"{title} (200 classes; logits restricted to them)"
+    def __init__(self, name: str, title: str, description: str) -> None:
+        self.name, self.title, self.description = name, title, f"{title} ({description})"
 
     def conditions(self, corruptions: Any = None, severities: Any = None) -> list[Condition]:
         return []
+
+
+class ClassSubset(OtherImages):
+    """ImageNet-A / ImageNet-R: other images of 200 of ImageNet's classes."""
+
+    def __init__(self, name: str, title: str) -> None:
+        super().__init__(name, title, "200 classes; logits restricted to them")
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
         from .datasets import RestrictedLogits
@@ -166,12 +206,119 @@ class ClassSubset(ShiftKind):
         return {**super().info(config), "classes": f"{self.name}: 200 ImageNet-1k classes, the other logits masked"}
 
 
+class WnidFolders(OtherImages):
+    """ImageNet-Sketch: ``ROOT/<wnid>/*`` over the 1000 classes; ROOT may be the folder holding the
+    download's ``sketch/``."""
+
+    unpacked_as = "sketch"
+
+    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+        from ..data.folders import load_folder_data
+        from .datasets import check_wnids
+
+        folder_reader(config, self.name)
+        root = Path(config.data)
+        root = root / self.unpacked_as if (root / self.unpacked_as).is_dir() else root
+        data = load_folder_data(root, spec, config.n_examples, config.subset, config.class_map)
+        check_wnids(list(data.dataset.classes), str(root), self.title)
+        return data
+
+
+class ClassIndexFolders(OtherImages):
+    """ImageNet-V2: ``ROOT/<class index>/*.jpeg``, the folder named by the ImageNet-1k class index as a
+    plain integer.  Folders are listed as strings ("0", "1", "10", "100", ...): each is mapped by its
+    integer value, not by its sorted position."""
+
+    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+        from ..data.folders import load_folder_data
+        from ..data.labels import LabelSpace
+        from .datasets import check_class_indices
+
+        folder_reader(config, self.name)
+        if config.class_map is not None:
+            raise UserError(f"--shift {self.name}: its folders are class indices already; drop --class-map")
+        data = load_folder_data(config.data, spec, config.n_examples, config.subset)
+        classes = list(data.dataset.classes)
+        check_class_indices(classes, config.data)
+        data.dataset.samples = [(path, int(classes[position])) for path, position in data.dataset.samples]
+        space = LabelSpace({c: int(c) for c in classes}, 1000, f"{self.title} class-index folders (1000 classes)")
+        return replace(data, label_space=space)
+
+
+def array_reader(config: Any, what: str) -> Path:
+    """The folder of a published ``.npy`` copy (no --subset / --class-map: in-memory examples)."""
+    if config.subset is not None or config.class_map is not None:
+        raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --shift {what}")
+    root = Path(config.data)
+    if not root.is_dir():
+        raise UserError(f"--shift {what}: data folder not found: {root}")
+    return root
+
+
+class ArrayCorruptions(ShiftKind):
+    """CIFAR-10-C / CIFAR-100-C: ``ROOT/<corruption>.npy`` (severities 1-5 one after another) and
+    ``ROOT/labels.npy`` (see :mod:`.arrays`); ImageNet-C's corruption set, 32 x 32 images."""
+
+    has_clean_images = False
+    needs_a_copy = True
+    imagenet_images = False
+    reported_as = "accuracy"  # RobustBench: mean accuracy over the 15 corruptions x 5 severities
+
+    def __init__(self, name: str, title: str, num_classes: int) -> None:
+        self.name, self.title, self.num_classes = name, title, num_classes
+        self.description = f"{title}: <corruption>.npy of 5 severities x the {title[:-2]} test set"
+
+    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+        """Every requested corruption's file is checked (shape, rows) before any work; the first
+        condition's images name the examples (indices into the test set)."""
+        from ..data.arrays import array_data, cifar_label_space
+        from .arrays import labels_per_severity, severity_rows
+
+        root = array_reader(config, self.name)
+        labels = labels_per_severity(root)
+        wanted = self.conditions(config.corruptions, config.severities)
+        for corruption in dict.fromkeys(c.corruption for c in wanted):
+            severity_rows(root / f"{corruption}.npy", 1, labels)
+        first = severity_rows(root / f"{wanted[0].corruption}.npy", wanted[0].severity, labels)
+        selection = getattr(config, "selection", "balanced")
+        space = cifar_label_space(self.num_classes)
+        return array_data(f"{root.resolve()} ({self.title})", first, labels, config.n_examples, selection, space)
+
+    def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
+        from .arrays import SeverityImages
+
+        return SeverityImages(config.data, condition, data.dataset.labels)
+
+
+class CleanArrays(OtherImages):
+    """CIFAR-10.1 (v6): 2,000 new test images of CIFAR-10's classes, attacked as the clean set is."""
+
+    imagenet_images = False
+
+    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+        from ..data.arrays import array_data, cifar_label_space
+        from .arrays import cifar10_1_arrays
+
+        root = array_reader(config, self.name)
+        images, labels = cifar10_1_arrays(root)
+        selection = getattr(config, "selection", "balanced")
+        name = f"{root.resolve()} ({self.title})"
+        return array_data(name, images, labels, config.n_examples, selection, cifar_label_space(10))
+
+
 SHIFT_KINDS: Registry[ShiftKind] = Registry("shift")
 for _kind in (
     GeneratedCorruptions(),
-    CorruptionTree(),
+    CorruptionTree("imagenet-c", IMAGENET_C, "mce"),
+    CorruptionTree("imagenet-3dcc", IMAGENET_3DCC, "accuracy"),  # RobustBench reports its mean accuracy
+    CorruptionTree("imagenet-c-bar", IMAGENET_C_BAR, "error"),  # Mintun et al. report its mean error
+    ClassSubset("imagenet-r", "ImageNet-R"),  # R before A: the Elliptical paper's column order
     ClassSubset("imagenet-a", "ImageNet-A"),
-    ClassSubset("imagenet-r", "ImageNet-R"),
+    ClassIndexFolders("imagenet-v2", "ImageNet-V2", "folders are class indices 0..999; 1000 classes"),
+    WnidFolders("imagenet-sketch", "ImageNet-Sketch", "sketch/<wnid>/ folders; 1000 classes"),
+    ArrayCorruptions("cifar10-c", "CIFAR-10-C", 10),
+    ArrayCorruptions("cifar100-c", "CIFAR-100-C", 100),
+    CleanArrays("cifar10.1", "CIFAR-10.1", "v6: 2,000 new test images of CIFAR-10's 10 classes"),
 ):
     SHIFT_KINDS.add(_kind.name, _kind)
 

@@ -1,17 +1,19 @@
-"""Corruption metrics of the ImageNet-C benchmark from a run's per-condition accuracies.
+"""Corruption metrics of a corruption benchmark from a run's per-condition accuracies.
 
 Per corruption ``c`` with top-1 errors ``E(c, s)`` over severities ``s = 1..5``:
 
 * corruption error ``CE_c = sum_s E(c, s) / sum_s E_AlexNet(c, s)``; the published AlexNet constants
-  are averages over the five severities, so ``CE_c = mean_s E(c, s) / ALEXNET_ERRORS[c]``;
-* mCE = the mean of ``CE_c`` over the 15 benchmark corruptions (in %);
+  are averages over the five severities, so ``CE_c = mean_s E(c, s) / alexnet_errors[c]``;
+* mCE = the mean of ``CE_c`` over the benchmark's corruptions (ImageNet-C's 15; in %);
 * relative ``CE_c = sum_s (E(c, s) - E_clean) / sum_s (E_AlexNet(c, s) - E_AlexNet_clean)``, relative
   mCE their mean;
-* the unnormalised mean error: the mean of ``E(c, s)`` over every condition evaluated.
+* the unnormalised mean error: the mean of ``E(c, s)`` over every condition evaluated (100 minus it is
+  the mean accuracy RobustBench reports for CIFAR-10-C and ImageNet-3DCC).
 
-mCE needs all 15 corruptions at all five severities and ImageNet images (AlexNet's errors are
+mCE needs a set with published AlexNet errors (ImageNet-C's; not ImageNet-3DCC's or -C-bar's), all
+of its benchmark corruptions at all five severities, and ImageNet images (AlexNet's errors are
 ImageNet's): otherwise it is reported as not applicable, with the reason, and the unnormalised mean
-error stands in (the digits demo).
+error stands in (the digits demo, CIFAR-10-C).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .catalog import ALEXNET_CLEAN_ERROR, ALEXNET_ERRORS, COMMON, SEVERITIES, parse_condition
+from .catalog import IMAGENET_C, SEVERITIES, CorruptionSet, parse_condition
 
 
 @dataclass
@@ -31,6 +33,10 @@ class CorruptionMetrics:
     per_corruption: dict[str, float] = field(default_factory=dict)  # mean top-1 over severities, %
     note: str = ""  # why mCE does not apply
 
+    @property
+    def mean_accuracy(self) -> float:
+        return round(100.0 - self.mean_error, 2)
+
 
 def condition_errors(rows: pd.DataFrame) -> pd.DataFrame:
     """``corruption, severity, error`` (fraction) of the summary rows that are shifted conditions."""
@@ -39,25 +45,35 @@ def condition_errors(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(data, columns=["corruption", "severity", "error"])
 
 
-def corruption_metrics(rows: pd.DataFrame, clean_top1: float | None, imagenet: bool) -> CorruptionMetrics | None:
-    """The metrics of one model's conditions (summary rows of one eps); None if it has none."""
+def why_no_mce(errors: pd.DataFrame, imagenet: bool, corruptions: CorruptionSet) -> str:
+    """Why mCE does not apply to these errors, or "" when it does."""
+    if not corruptions.alexnet_errors:
+        return corruptions.no_mce
+    if not imagenet:
+        return "mCE needs ImageNet images (AlexNet's errors are ImageNet's): the mean error is unnormalised"
+    wanted = corruptions.benchmark
+    if not all(set(errors[errors["corruption"] == c]["severity"]) == set(SEVERITIES) for c in wanted):
+        return f"mCE needs the {len(wanted)} corruptions at severities 1-5: the mean error is over the conditions run"
+    return ""
+
+
+def corruption_metrics(
+    rows: pd.DataFrame, clean_top1: float | None, imagenet: bool, corruptions: CorruptionSet = IMAGENET_C
+) -> CorruptionMetrics | None:
+    """The metrics of one model's conditions of one set (summary rows of one eps); None if it has none."""
     errors = condition_errors(rows)
     if errors.empty:
         return None
     by_corruption = errors.groupby("corruption", sort=False)["error"]
     per_corruption = {c: round(100.0 * (1.0 - e), 2) for c, e in by_corruption.mean().items()}
     metrics = CorruptionMetrics(round(100.0 * errors["error"].mean(), 2), None, None, per_corruption)
-    complete = all(set(errors[errors["corruption"] == c]["severity"]) == set(SEVERITIES) for c in COMMON)
-    if not imagenet:
-        metrics.note = "mCE needs ImageNet images (AlexNet's errors are ImageNet's): the mean error is unnormalised"
+    metrics.note = why_no_mce(errors, imagenet, corruptions)
+    if metrics.note:
         return metrics
-    if not complete:
-        metrics.note = "mCE needs the 15 corruptions at severities 1-5: the mean error is over the conditions run"
-        return metrics
-    mean_error = by_corruption.mean()
-    metrics.mce = round(100.0 * sum(mean_error[c] / ALEXNET_ERRORS[c] for c in COMMON) / len(COMMON), 2)
-    if clean_top1 is not None:
-        clean_error = 1.0 - clean_top1 / 100.0
-        relative = [(mean_error[c] - clean_error) / (ALEXNET_ERRORS[c] - ALEXNET_CLEAN_ERROR) for c in COMMON]
-        metrics.relative_mce = round(100.0 * sum(relative) / len(COMMON), 2)
+    mean_error, alexnet, wanted = by_corruption.mean(), corruptions.alexnet_errors, corruptions.benchmark
+    metrics.mce = round(100.0 * sum(mean_error[c] / alexnet[c] for c in wanted) / len(wanted), 2)
+    if clean_top1 is not None and corruptions.alexnet_clean_error is not None:
+        clean_error, alexnet_clean = 1.0 - clean_top1 / 100.0, corruptions.alexnet_clean_error
+        relative = [(mean_error[c] - clean_error) / (alexnet[c] - alexnet_clean) for c in wanted]
+        metrics.relative_mce = round(100.0 * sum(relative) / len(wanted), 2)
     return metrics
