@@ -17,18 +17,22 @@ from .conftest import FAST_SETTINGS, run_cli
 TABLES = [t.name for t in list_tables()]
 
 
-@pytest.mark.parametrize("name", TABLES)
-def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypatch):
-    from robeval.evaluation import profiling
+def digits_options(table, tmp_path) -> dict:
+    """The cheapest digits run of ``table`` (4 examples, short attacks; the shift table at severity 1)."""
+    if table.runner == "profile":
+        return dict(repeats=2, memory=False)
+    options = dict(n_examples=4, store=str(tmp_path / "s.sqlite"), settings=FAST_SETTINGS)
+    if table.kind == "shift":
+        options = dict(options, severities="1", settings={})
+    return options
 
-    monkeypatch.setattr(profiling, "MIN_TIMED_SECONDS", 0.01)  # the layout is tested here, not the timing
-    table = get_table(name)
-    options = dict(repeats=2, memory=False) if table.kind == "efficiency" else dict(n_examples=4, store=str(tmp_path / "s.sqlite"), settings=FAST_SETTINGS)
-    rep = reproduce(name, data="digits", out=tmp_path / "o", **options)
-    assert set(rep.files) == {"md", "csv", "tex"} and all(p.exists() for p in rep.files.values())
-    labels = [r.label for r in table.rows]
-    md = rep.files["md"].read_text()
-    assert table.title in md and table.source in md and "digits" in md
+
+def values_of(grid: pd.DataFrame) -> pd.DataFrame:
+    """The grid's numbers (a change "(+x%)" and thousands commas dropped; n/a as NaN)."""
+    return grid.map(lambda v: float("nan") if v == "n/a" else float(str(v).split(" (")[0].replace(",", "")))
+
+
+def check_single_run_layout(table, rep, labels) -> None:
     titles = ["Clean", *(attack_title(a) for a in table.attacks)]
     if table.layout == "attacks-as-rows":  # rows = Clean and the attacks; columns = each row label's Top-1 / Top-5
         assert list(rep.grid.index) == titles
@@ -36,17 +40,68 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypa
     elif table.layout == "models-as-rows":  # rows = the models; columns = Clean and each attack's Top-1 / Top-5
         assert list(rep.grid.index) == labels
         assert list(rep.grid.columns) == [(t, k) for t in titles for k in ("Top-1", "Top-5")]
-    else:
+    else:  # accuracy per parameter
         assert list(rep.grid.index) == labels and "Params (M)" in rep.grid.columns
+
+
+def check_profile_layout(table, rep, labels) -> None:
+    """Rows = the paper's rows; the efficiency columns (changes against the row named), or one latency
+    column per model family; every figure positive, rows of one model alike."""
+    assert list(rep.grid.index) == labels
+    if table.layout == "efficiency":
+        assert list(rep.grid.columns) == ["Speed (it/s)", "Max memory (MB)", "FLOPs/sample (G)", "Params (M)"]
+        assert all(("%)" in rep.grid.loc[r.label, "Speed (it/s)"]) == bool(r.against) for r in table.rows)
+        assert "it/s): iterations per second, one iteration = a forward and a backward pass" in rep.text
+    else:
+        assert list(rep.grid.columns) == [c.title for c in table.digits_columns]
+        assert "inference time per image (ms)" in rep.text and "batch size 1" in rep.text
+    values = values_of(rep.grid).drop(columns=["Max memory (MB)"], errors="ignore")
+    assert (values > 0).all().all()
+    if table.layout == "efficiency":  # on digits the sizes' rows repeat their model's figures
+        assert (values.groupby([r.digits for r in table.rows]).nunique() <= 1).all().all()
+
+
+def check_column_runs_layout(table, rep, labels, runs) -> None:
+    """Rows = the paper's rows, columns = the digits version's; n/a columns n/a throughout, the rest
+    percentages; one finished stored run per column that runs."""
+    assert list(rep.grid.index) == labels
+    assert list(rep.grid.columns) == [c.title for c in table.digits_columns]
+    values = values_of(rep.grid)
+    for column in table.digits_columns:
+        cells = values[column.title]
+        assert cells.isna().all() if not column.runs else ((cells >= 0) & (cells <= 100)).all()
+    assert set(rep.results) == {c.key for c in table.digits_columns if c.runs}
+    assert sorted(runs["id"]) == sorted(r.run["run_id"] for r in rep.results.values())
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypatch):
+    from robeval.evaluation import profiling
+
+    monkeypatch.setattr(profiling, "MIN_TIMED_SECONDS", 0.01)  # the layout is tested here, not the timing
+    table = get_table(name)
+    rep = reproduce(name, data="digits", out=tmp_path / "o" / "{run_id}", **digits_options(table, tmp_path))
+    assert set(rep.files) == {"md", "csv", "tex"} and all(p.exists() for p in rep.files.values())
+    labels = [r.label for r in table.rows]
+    md = rep.files["md"].read_text()
+    assert table.title in md and table.source in md and "digits" in md
+    if table.runner == "run":
+        check_single_run_layout(table, rep, labels)
+    elif table.runner == "profile":
+        check_profile_layout(table, rep, labels)
     if table.kind == "attacks":
         values = rep.grid.map(float)
         assert ((values >= 0) & (values <= 100)).all().all()
         assert f"protocol: {table.protocol}" in md and "--protocol standard gives the valid threat model" in md
-    if table.kind != "efficiency":
+    if table.runner != "profile":
         runs = Store(tmp_path / "s.sqlite").runs()
-        assert list(runs["status"]) == ["finished"]  # stored like any run
+        assert set(runs["status"]) == {"finished"}  # stored like any run
         csv = pd.read_csv(rep.files["csv"], index_col=0)
         assert list(csv.index) == list(rep.grid.index)
+        if table.runner == "column-runs":
+            check_column_runs_layout(table, rep, labels, runs)
+        else:
+            assert len(runs) == 1
     if table.kind == "accuracy":  # accuracy per parameter: 1 for the reference row, from the run's top-1 and the counts
         top1 = rep.grid["Top-1 (%)"].map(float)
         params = pd.Series([count_parameters(m) for m in table.models(digits=True)], index=top1.index)

@@ -17,29 +17,59 @@ from ..errors import UserError
 from ..options import EvalConfig
 from .app import app, console
 
+SETTINGS = {  # what --list says a table of each kind runs
+    "attacks": lambda t: f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
+    "accuracy": lambda t: f"clean accuracy; {t.protocol}",
+    "efficiency": lambda t: (
+        "robeval profile" + "".join(f"; {k.replace('_', ' ')} {v}" for k, v in t.profile_options.items())
+    ),
+    "shift": lambda t: "a run per column; --data-for " + ", ".join(t.data_keys(digits=False)),
+    "accuracy-by-data": lambda t: "a run per column; --data-for " + ", ".join(t.data_keys(digits=False)),
+}
+
 
 def _list_tables() -> None:
     from ..reproduce import list_tables
 
     table = Table(title="paper tables (robeval reproduce NAME)")
-    for col in ("name", "kind", "rows", "attacks, eps, protocol", "what it is"):
+    for col in ("name", "kind", "rows", "what it runs", "what it is"):
         table.add_column(col)
     for t in list_tables():
-        setting = {
-            "attacks": f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
-            "accuracy": f"clean accuracy; {t.protocol}",
-        }.get(t.kind, "robeval profile")
-        table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), setting, t.title)
+        table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), SETTINGS[t.kind](t), t.title)
     console.print(table)
 
 
 # The run options a reproduction takes (their declarations and help are robeval.options'), with the
 # defaults that mean "the table's own" where the table fixes them.
-RUN_OPTIONS = ("data", "checkpoints", "n_examples", "protocol", "eps", "seed", "batch_size", "device", "weights")
+RUN_OPTIONS = (
+    "data",
+    "data_dir",
+    "split",
+    "selection",
+    "checkpoints",
+    "n_examples",
+    "protocol",
+    "eps",
+    "severities",
+    "seed",
+    "batch_size",
+    "device",
+    "weights",
+)
 OWN_DEFAULTS = {"protocol": None, "eps": None}  # None: the table's own (on digits: eps 8/255)
 COMMAND_OPTIONS = {
     "name": (Optional[str], typer.Argument(None, help="Paper table (see --list).")),
     "list_": (bool, typer.Option(False, "--list", help="List the paper tables.")),
+    "data_for": (
+        Optional[list[str]],
+        typer.Option(
+            None,
+            "--data-for",
+            metavar="KEY=PATH",
+            help="Tables whose columns read their own data (see --list): each column's folder, e.g. "
+            "imagenet-r=PATH (repeatable; none: the digits version).",
+        ),
+    ),
     "out": (Optional[Path], typer.Option(None, help="Output folder (default results/reproduce-NAME/<run id>).")),
     "store": (Path, typer.Option(DEFAULT_STORE, help="Results store (attack tables).")),
     "resume": (
@@ -77,11 +107,12 @@ def reproduce_cmd(**values: Any) -> None:
 
     name, store = values["name"], values["store"]
     table = get_table(name)
-    # an attack table is a run: by default each reproduction gets a folder of its own (runs never overwrite)
-    out = values["out"] or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.kind != "efficiency" else "")
-    result = _efficiency(name, values, out) if table.kind == "efficiency" else _attack_table(table, values, out)
+    # a table that runs gets a folder of its own per reproduction (runs never overwrite); a profile does not
+    out = values["out"] or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.runner != "profile" else "")
+    result = _efficiency(name, values, out) if table.runner == "profile" else _stored_runs(table, values, out)
     console.print(result.files["md"].read_text(), markup=False, soft_wrap=True)
-    stored = f"; run {result.result.run['run_id']} stored in {store}" if result.result is not None else ""
+    runs = [r.run["run_id"] for r in ([result.result] if result.result else list((result.results or {}).values()))]
+    stored = f"; run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))} stored in {store}" if runs else ""
     console.print("Wrote " + ", ".join(str(p) for p in result.files.values()) + stored, markup=False, soft_wrap=True)
 
 
@@ -98,31 +129,44 @@ def _efficiency(name: str, values: dict[str, Any], out: Path):
             f"{name} profiles the architectures (weights do not change speed, memory or FLOPs); "
             "--checkpoint does not apply"
         )
-    device = "cpu" if values["device"] == "auto" else values["device"]
+    given = {"batch_size": values["batch_size"], "device": None if values["device"] == "auto" else values["device"]}
     return reproduce(
         name,
         data=values["data"],
         out=out,
-        batch_size=values["batch_size"] or 8,
-        device=device,
         repeats=values["repeats"],
+        **{k: v for k, v in given.items() if v is not None},  # else the table's own, or robeval profile's
     )
 
 
-def _attack_table(table, values: dict[str, Any], out: Path):
-    """An attack (or accuracy) table: a stored run of the table's models, resumable as `robeval run` is."""
+def split_data_for(items: list[str]) -> dict[str, str]:
+    """``--data-for KEY=PATH`` (repeatable) as a dict."""
+    out = {}
+    for item in items:
+        key, eq, path = item.partition("=")
+        if not (eq and key and path):
+            raise UserError(f"--data-for {item!r}: write KEY=PATH")
+        out[key.strip()] = path.strip()
+    return out
+
+
+def _stored_runs(table, values: dict[str, Any], out: Path):
+    """A table that runs (attacks, accuracy, a run per column): stored runs of the table's models,
+    resumable as `robeval run` is."""
     from ..api import reproduce
     from ..evaluation.config import split_checkpoints
     from .stopping import raise_terminated, report_interrupt
 
-    models = [r.digits if values["data"] == DIGITS else r.imagenet for r in table.rows]
-    options = {k: values[k] for k in RUN_OPTIONS if k != "checkpoints"}
+    data_for = split_data_for(values["data_for"] or [])
+    digits = not data_for if table.runner == "column-runs" else values["data"] == DIGITS
+    options = {k: values[k] for k in RUN_OPTIONS if k != "checkpoints" and values.get(k) is not None}
     signal.signal(signal.SIGTERM, raise_terminated)
     try:
         return reproduce(
             table.name,
             out=out,
-            checkpoints=split_checkpoints(list(values["checkpoints"] or []), models),
+            checkpoints=split_checkpoints(list(values["checkpoints"] or []), table.every_model(digits)),
+            data_for=data_for,
             store=values["store"],
             resume=values["resume"],
             progress=not values["quiet"],

@@ -13,12 +13,18 @@ from .tables import PaperTable
 
 
 def caption(
-    table: PaperTable, digits: bool, summary: pd.DataFrame | None = None, eps: str = "", latex: bool = False
+    table: PaperTable,
+    digits: bool,
+    summary: pd.DataFrame | None = None,
+    eps: str = "",
+    latex: bool = False,
+    extra: tuple[str, ...] | list[str] = (),
 ) -> str:
     """The table's title and source, then (attack and accuracy tables) the run's own caption phrases
     — threat model, data, protocol, random weights, what is incomplete — as every robeval table states
-    them; ``latex``: escaped, the budget in math."""
-    parts = [table.title, f"source: {table.source}"]
+    them, then ``extra`` (what a profile or the columns' runs were), the table's and its columns'
+    notes, and what the digits version changes; ``latex``: escaped, the budget in math."""
+    parts = [table.title, f"source: {table.source}", *extra]
     notes = list(table.notes)
     if summary is not None and not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
         notes.insert(0, "--protocol standard gives the valid threat model")
@@ -27,6 +33,7 @@ def caption(
             "embedded digits demo: each row is the digits version of the paper's model"
             + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else "")
         )
+    notes += [c.note for c in table.table_columns(digits) if c.note] + list(table.digits_notes if digits else ())
     escape = latex_escape if latex else str
     run_parts = caption_parts(summary, eps, latex, top5=table.kind == "attacks") if summary is not None else []
     return "; ".join([*map(escape, parts), *run_parts, *map(escape, notes)])
@@ -85,28 +92,6 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
 
 
 LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accuracy-per-parameter": accuracy_grid}
-
-
-def efficiency_grid(profile: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """Rows = models, columns = the efficiency measures, with the change against the first row."""
-
-    def with_change(col: str, value_digits: int, r) -> str:
-        value, change = r[col], r[f"{col}_change_%"]
-        if value is None or pd.isna(value):
-            return "n/a"
-        text = f"{value:,.{value_digits}f}"
-        return text if change is None or pd.isna(change) or r.name == profile.index[0] else f"{text} ({change:+.1f}%)"
-
-    out = pd.DataFrame(index=[labels[m] for m in profile["model"]])
-    for col, title, digits in (
-        ("forward_img_s", "Speed (img/s)", 1),
-        ("forward_backward_img_s", "Fwd+bwd (img/s)", 1),
-        ("pass_memory_MB", "Memory of a pass (MB)", 1),
-        ("gflops_per_image", "GFLOPs/sample", 3),
-        ("params_M", "Params (M)", 2),
-    ):
-        out[title] = [with_change(col, digits, r) for _, r in profile.iterrows()]
-    return out
 
 
 def to_markdown(grid: pd.DataFrame, text: str) -> str:

@@ -1,30 +1,27 @@
 """``robeval reproduce NAME``: run exactly what a paper table ran, then render it in the table's layout.
 
-Attack tables are ordinary runs (same store, so ``--resume``, ``table``, ``compare`` and ``plot``
-work on them); efficiency tables are ``robeval profile``.  Either way the table is written as
-``table.md``, ``table.csv`` and ``table.tex`` next to the run's own files.
+Attack and accuracy tables are one ordinary run (same store, so ``--resume``, ``table``, ``compare``
+and ``plot`` work on them); efficiency tables are ``robeval profile``; a table whose columns are runs
+of their own (a shift per column, a data set per column) makes one ordinary run per column, each
+reading the data ``data_for`` names for it.  Either way the table is written as ``table.md``,
+``table.csv`` and ``table.tex`` next to the run's own files (a column's run in a folder of its own
+under the table's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..report.files import atomic_write, prepare_out_dir
+from ..report.files import prepare_out_dir
 from . import render
+from .column_runs import column_runs
+from .request import RUN_ID_FIELD, Reproduction, Request, write
 from .tables import PaperTable, get_table
 
-
-@dataclass
-class Reproduction:
-    table: PaperTable
-    text: str  # the caption
-    grid: Any  # pandas DataFrame in the table's layout
-    files: dict[str, Path]
-    result: Any = None  # the EvalResult of an attack table
+PROFILE_OPTIONS = {"batch_size": 8, "device": "cpu", "repeats": 5, "memory": True}  # robeval profile's
 
 
 def reproduce(
@@ -35,59 +32,111 @@ def reproduce(
     checkpoints: dict[str, str] | None = None,
     protocol: str | None = None,
     eps: str | None = None,
+    data_for: dict[str, str] | None = None,
     **run_options: Any,
 ) -> Reproduction:
     """Run table ``name`` on ``data`` ("digits" maps every row to its digits model) and write it to ``out``.
 
     ``checkpoints`` may name models by the paper's row label too (``DeiT-Elliptical=ckpt.pth``);
-    ``run_options`` go to ``evaluate`` (:func:`robeval.api.evaluate_full`: ``n_examples``, ``store``,
-    ``resume``, ...) for attack tables and to :func:`robeval.evaluation.profiling.profile`
-    (``batch_size``, ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
+    ``data_for`` gives a table whose columns read their own data each column's data by key
+    (``{"imagenet-r": PATH, ...}``; none: its digits version); ``run_options`` go to ``evaluate``
+    (:func:`robeval.api.evaluate_full`: ``n_examples``, ``store``, ``resume``, ``severities``, ...) for
+    the tables that run, and to :func:`robeval.evaluation.profiling.profile` (``batch_size``,
+    ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
     :func:`robeval.api.reproduce`, which gives ``evaluate``."""
     table = get_table(name)
     if out is not None:
-        prepare_out_dir(Path(str(out).partition("{run_id}")[0] or "."))  # writable, before any work
-    digits = data == "digits"
-    labels = table.labels(digits)
-    models = table.models(digits)
-    by_label = {label: model for model, label in labels.items()}
-    checkpoints = {by_label.get(k, k): v for k, v in (checkpoints or {}).items()}
-    if table.kind == "efficiency":
-        from ..evaluation.profiling import profile
+        prepare_out_dir(Path(str(out).partition(RUN_ID_FIELD)[0] or "."))  # writable, before any work
+    digits = _digits_version(table, data, data_for or {})
+    request = Request(
+        table, digits, evaluate, None if out is None else str(out), {}, protocol, eps, data, data_for or {}, run_options
+    )
+    request.checkpoints = resolve_checkpoints(table, digits, checkpoints or {})
+    return RUNNERS[table.runner](request)
 
-        unknown = set(run_options) - {"batch_size", "device", "repeats", "memory"}
-        if unknown or checkpoints:
+
+def _digits_version(table: PaperTable, data: str, data_for: dict[str, str]) -> bool:
+    """Whether the digits version runs; a column-runs table takes its data per column only."""
+    if table.runner != "column-runs":
+        if data_for:
             raise UserError(
-                f"{name} is an efficiency table (robeval profile): it takes --batch-size, --device and "
-                f"--repeats, not {', '.join(sorted(unknown | ({'--checkpoint'} if checkpoints else set())))}"
+                f"{table.name} reads one data set (--data PATH); --data-for is for tables whose columns read their own"
             )
-        grid = render.efficiency_grid(profile(models, **run_options), labels)
-        return _write(table, render.caption(table, digits), render.caption(table, digits, latex=True), grid, out, None)
-    chosen_eps = eps or (table.digits_eps if digits else table.eps)
-    result = evaluate(
-        models=models,
-        data=data,
+        return data == "digits"
+    if data != "digits":
+        keys = ", ".join(table.data_keys(digits=False))
+        raise UserError(f"{table.name} reads each column's data with --data-for KEY=PATH (KEY: {keys}), not --data")
+    return not data_for
+
+
+def row_models(table: PaperTable, digits: bool) -> dict[str, list[str]]:
+    """Row label -> the models filling that row (one per column that runs, or the row's own)."""
+    columns = [c for c in table.table_columns(digits) if c.runs and c.models]
+    return {
+        r.label: list(dict.fromkeys([table.column_models(c, digits)[i] for c in columns] or [r.model(digits)]))
+        for i, r in enumerate(table.rows)
+    }
+
+
+def resolve_checkpoints(table: PaperTable, digits: bool, checkpoints: dict[str, str]) -> dict[str, str]:
+    """Checkpoints by model name; a row label stands for its row's model when the row is one model."""
+    by_label, known = row_models(table, digits), table.every_model(digits)
+    out = {}
+    for key, path in checkpoints.items():
+        models = by_label.get(key, [key])
+        if len(models) > 1:
+            raise UserError(f"--checkpoint {key}: that row is several models ({', '.join(models)}): name the model")
+        if models[0] not in known:
+            raise UserError(f"--checkpoint {key}: not a row or model of {table.name} (its models: {', '.join(known)})")
+        out[models[0]] = path
+    return out
+
+
+def _one_run(req: Request) -> Reproduction:
+    """An attack or accuracy table: one stored run of the table's models."""
+    table = req.table
+    chosen_eps = req.eps or (table.digits_eps if req.digits else table.eps)
+    result = req.evaluate(
+        models=table.every_model(req.digits),
+        data=req.data,
         eps=chosen_eps,
         attacks=",".join(table.attacks) or "none",
         norm=table.norm,
-        protocol=protocol or table.protocol,
-        checkpoints=checkpoints,
-        out=out,
-        **run_options,
+        protocol=req.protocol or table.protocol,
+        checkpoints=req.checkpoints,
+        out=req.out,
+        **req.options,
     )
-    text, latex = (render.caption(table, digits, result.summary, chosen_eps, latex=flag) for flag in (False, True))
-    return _write(table, text, latex, render.LAYOUTS[table.layout](table, result.summary, labels), out, result)
+    text, latex = (render.caption(table, req.digits, result.summary, chosen_eps, latex=flag) for flag in (False, True))
+    grid = render.LAYOUTS[table.layout](table, result.summary, table.labels(req.digits))
+    folder = None if req.out is None else req.out.replace(RUN_ID_FIELD, str(result.run["run_id"]))
+    return write(Reproduction(table, text, grid, {}, result), latex, folder)
 
 
-def _write(table: PaperTable, text: str, latex: str, grid, out: str | Path | None, result) -> Reproduction:
-    files: dict[str, Path] = {}
-    if out is not None:
-        folder = prepare_out_dir(Path(str(out).replace("{run_id}", str(result.run["run_id"]) if result else "")))
-        for suffix, body in (
-            ("md", render.to_markdown(grid, text)),
-            ("csv", render.to_csv(grid)),
-            ("tex", render.to_latex(grid, latex)),
-        ):
-            files[suffix] = folder / f"table.{suffix}"
-            atomic_write(files[suffix], body)
-    return Reproduction(table, text, grid, files, result)
+def _profile(req: Request) -> Reproduction:
+    """An efficiency table: robeval profile of the table's distinct models, once each."""
+    from ..evaluation.profiling import profile
+    from .efficiency import PROFILE_LAYOUTS, profile_parts
+
+    table = req.table
+    unknown = set(req.options) - set(PROFILE_OPTIONS)
+    if unknown or req.checkpoints:
+        given = sorted(unknown | ({"--checkpoint"} if req.checkpoints else set()))
+        raise UserError(
+            f"{table.name} is an efficiency table (robeval profile): it takes --batch-size, --device and "
+            f"--repeats, not {', '.join(given)}"
+        )
+    measured = profile(table.every_model(req.digits), **{**PROFILE_OPTIONS, **table.profile_options, **req.options})
+    grid = PROFILE_LAYOUTS[table.layout](table, measured, req.digits)
+    parts = profile_parts(table, measured)
+    text, latex = (render.caption(table, req.digits, latex=flag, extra=parts) for flag in (False, True))
+    return write(
+        Reproduction(table, text, grid, {}), latex, None if req.out is None else req.out.replace(RUN_ID_FIELD, "")
+    )
+
+
+RUNNERS: dict[str, Callable[[Request], Reproduction]] = {
+    "run": _one_run,
+    "profile": _profile,
+    "column-runs": column_runs,
+}

@@ -1,32 +1,77 @@
-"""The papers' tables that ``robeval reproduce NAME`` regenerates: one registration per table.
+"""The papers' tables that ``robeval reproduce NAME`` regenerates: the registration types and their registry.
 
 Each :class:`PaperTable` names the models (with the row label the paper prints, the ImageNet model
 and its digits demo counterpart), the attacks, eps, norm and protocol the paper used, and the layout
-it printed.  Registering a table is all it takes for ``reproduce --list``, the run, the store and the
-three renderings (Markdown, CSV, LaTeX) to know it.
+it printed.  A table whose columns are runs of their own (a shift per column, a data set per column,
+a model family per column) lists them as :class:`Column` s, once for the paper's version and once
+for the digits demo.  Registering a table is all it takes for ``reproduce --list``, the run(s), the
+store and the three renderings (Markdown, CSV, LaTeX) to know it.  The registrations themselves are
+in ``elliptical.py`` and ``hosseini.py`` (one module per paper).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..attacks import SUITE
 from ..registry import Registry
 
-TABLE_KINDS = {  # what a table measures -> the layouts it can be printed in (robeval.reproduce.render)
-    "attacks": ("attacks-as-rows", "models-as-rows"),
-    "accuracy": ("accuracy-per-parameter",),
-    "efficiency": ("efficiency",),
+
+@dataclass(frozen=True)
+class Kind:
+    """What a table measures: the layouts it can be printed in (robeval.reproduce.render) and how it
+    is made (robeval.reproduce.run): ``run`` one stored run, ``profile`` robeval profile, ``column-runs``
+    one stored run per column."""
+
+    layouts: tuple[str, ...]
+    runner: str
+
+
+TABLE_KINDS = {
+    "attacks": Kind(("attacks-as-rows", "models-as-rows"), "run"),
+    "accuracy": Kind(("accuracy-per-parameter",), "run"),
+    "efficiency": Kind(("efficiency", "latency-as-columns"), "profile"),
+    "shift": Kind(("runs-as-columns",), "column-runs"),
+    "accuracy-by-data": Kind(("runs-as-columns",), "column-runs"),
 }
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row of a paper table: what the paper calls it, and which model fills it."""
+    """One row of a paper table: what the paper calls it, and which model fills it.  ``against``: the
+    label of the row this one's change (%) is computed against (efficiency tables), if any."""
 
     label: str
-    imagenet: str
-    digits: str
+    imagenet: str = ""
+    digits: str = ""
+    against: str = ""
+
+    def model(self, digits: bool) -> str:
+        return self.digits if digits else self.imagenet
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table whose columns are runs (or profiles) of their own.
+
+    ``measure``: how a cell is read (a key of robeval.reproduce.render.MEASURES); ``data``: the
+    ``--data-for`` key whose path its run reads (an image folder, or with ``published`` the folder of
+    that published data set's files); ``options``: the run options the column fixes (``shift``,
+    ``corruptions``); ``models``: one per row where the column's models are not the rows' own;
+    ``note``: what the caption says of it (for measure ``n/a``: why it does not apply)."""
+
+    key: str
+    title: str
+    measure: str
+    data: str = ""
+    published: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    models: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def runs(self) -> bool:
+        return self.measure != "n/a"
 
 
 @dataclass(frozen=True)
@@ -34,7 +79,7 @@ class PaperTable:
     name: str
     title: str
     source: str
-    kind: str  # "attacks" (a run: top-1/top-5 per attack), "accuracy" (a clean run) or "efficiency" (robeval profile)
+    kind: str  # a key of TABLE_KINDS
     rows: tuple[Row, ...]
     attacks: tuple[str, ...] = ()
     eps: str = "1/255"
@@ -43,13 +88,40 @@ class PaperTable:
     protocol: str = "nielsen2024"  # the protocol the paper's numbers come from
     layout: str = "attacks-as-rows"  # a layout of robeval.reproduce.render.LAYOUTS
     notes: tuple[str, ...] = field(default_factory=tuple)
+    digits_notes: tuple[str, ...] = field(default_factory=tuple)  # what the digits version changes
+    columns: tuple[Column, ...] = ()  # the paper's columns, each a run of its own (column-runs, latency)
+    digits_columns: tuple[Column, ...] = ()  # the digits version's columns
+    profile_options: dict[str, Any] = field(default_factory=dict)  # what the paper's profile fixes
+
+    @property
+    def runner(self) -> str:
+        return TABLE_KINDS[self.kind].runner
 
     def models(self, digits: bool) -> list[str]:
-        return [r.digits if digits else r.imagenet for r in self.rows]
+        """The rows' models, in row order (a model may fill several rows)."""
+        return [r.model(digits) for r in self.rows]
 
     def labels(self, digits: bool) -> dict[str, str]:
         """Model name -> the row label the paper prints."""
-        return {(r.digits if digits else r.imagenet): r.label for r in self.rows}
+        return {r.model(digits): r.label for r in self.rows}
+
+    def table_columns(self, digits: bool) -> tuple[Column, ...]:
+        return self.digits_columns if digits else self.columns
+
+    def column_models(self, column: Column, digits: bool) -> list[str]:
+        """The model of each row in ``column``."""
+        return list(column.models) or self.models(digits)
+
+    def every_model(self, digits: bool) -> list[str]:
+        """Every model the table evaluates or profiles, once each, in order of appearance."""
+        columns = [c for c in self.table_columns(digits) if c.runs]
+        if not self.table_columns(digits):
+            return list(dict.fromkeys(self.models(digits)))
+        return list(dict.fromkeys(m for c in columns for m in self.column_models(c, digits)))
+
+    def data_keys(self, digits: bool) -> list[str]:
+        """The ``--data-for`` keys the paper's version reads."""
+        return list(dict.fromkeys(c.data for c in self.table_columns(digits) if c.runs and c.data))
 
 
 TABLES: Registry[PaperTable] = Registry("paper table", "robeval reproduce --list")
@@ -58,10 +130,12 @@ TABLES: Registry[PaperTable] = Registry("paper table", "robeval reproduce --list
 def register_table(table: PaperTable) -> PaperTable:
     if table.kind not in TABLE_KINDS:
         raise ValueError(f"paper table {table.name!r}: kind must be one of {', '.join(TABLE_KINDS)}")
-    if table.layout not in TABLE_KINDS[table.kind]:
-        raise ValueError(
-            f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(TABLE_KINDS[table.kind])}"
-        )
+    layouts = TABLE_KINDS[table.kind].layouts
+    if table.layout not in layouts:
+        raise ValueError(f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(layouts)}")
+    for column in (*table.columns, *table.digits_columns):
+        if column.models and len(column.models) != len(table.rows):
+            raise ValueError(f"paper table {table.name!r}: column {column.key!r} needs one model per row")
     return TABLES.add(table.name, table)
 
 
@@ -71,105 +145,3 @@ def list_tables() -> list[PaperTable]:
 
 def get_table(name: str) -> PaperTable:
     return TABLES.get(name)
-
-
-ELLIPTICAL = "Nielsen, Abdullaev, Teo, Nguyen: Elliptical Attention, NeurIPS 2024"
-
-
-def _deit_vs_elliptical(size: str) -> tuple[Row, Row]:
-    return (
-        Row("DeiT", f"deit-{size}", "digits-deit"),
-        Row("DeiT-Elliptical", f"deit-{size}-elliptical", "digits-deit-elliptical"),
-    )
-
-
-for _name, _size, _eps, _where in (
-    ("elliptical-table-e", "small", "3/255", "rebuttal, Table E"),
-    ("elliptical-tiny-attacks", "tiny", "1/255", "the paper's ImageNet attack table"),
-):
-    register_table(
-        PaperTable(
-            name=_name,
-            title=f"DeiT-{_size} vs DeiT-Elliptical-{_size} under seven attacks, eps {_eps} ({_where})",
-            source=f"{ELLIPTICAL}, {_where}",
-            kind="attacks",
-            rows=_deit_vs_elliptical(_size),
-            attacks=SUITE,
-            eps=_eps,
-        )
-    )
-
-register_table(
-    PaperTable(
-        name="elliptical-efficiency",
-        title="Efficiency of DeiT vs DeiT-Elliptical: throughput, memory of a pass, FLOPs per image, parameters",
-        source=f"{ELLIPTICAL}, efficiency comparison",
-        kind="efficiency",
-        rows=_deit_vs_elliptical("tiny"),
-        layout="efficiency",
-    )
-)
-
-
-def _tiny(label: str, kind: str) -> Row:
-    """A row of a DeiT-tiny attention baseline (``deit-tiny-<kind>`` / ``digits-deit-<kind>``)."""
-    return Row(label, f"deit-tiny-{kind}", f"digits-deit-{kind}")
-
-
-ROBUST_BASELINES = (
-    Row("DeiT", "deit-tiny", "digits-deit"),
-    Row("Distill", "deit-tiny-distilled", "digits-deit-distilled"),
-    _tiny("FourierFormer", "fourier"),
-    _tiny("RVT", "rvt"),
-    _tiny("DeiT-KDE", "kde"),
-    _tiny("DeiT-RKDE", "rkde"),
-    _tiny("DeiT-SPKDE", "spkde"),
-    _tiny("DeiT-MoM", "mom"),
-    _tiny("DeiT-Elliptical", "elliptical"),
-)
-BASELINES_NOTE = (
-    "RVT is the authors' RVT-style DeiT-tiny (deit-tiny-rvt: normalised keys, learned attention mask), "
-    "as their robustness zoo builds it; Mao et al.'s own RVT is rvt-tiny"
-)
-
-register_table(
-    PaperTable(
-        name="elliptical-robust-baselines",
-        title="DeiT-tiny and the robust baselines under FGSM, PGD and SPSA, eps 1/255",
-        source=f"{ELLIPTICAL}, robustness table against robust baselines (after Han et al. 2023)",
-        kind="attacks",
-        rows=ROBUST_BASELINES,
-        attacks=("fgsm", "pgd", "spsa"),
-        eps="1/255",
-        layout="models-as-rows",
-        notes=(BASELINES_NOTE,),
-    )
-)
-
-register_table(
-    PaperTable(
-        name="elliptical-efficiency-baselines",
-        title="Efficiency of DeiT-Elliptical against the robust baselines (changes against DeiT-Elliptical)",
-        source=f"{ELLIPTICAL}, efficiency comparison with the robust baselines",
-        kind="efficiency",
-        rows=(ROBUST_BASELINES[-1], *ROBUST_BASELINES[:-1]),
-        layout="efficiency",
-        notes=(BASELINES_NOTE,),
-    )
-)
-
-register_table(
-    PaperTable(
-        name="swin-s-attention",
-        title="Swin-S with standard, Optimised, Efficient and Super attention: top-1, parameters, accuracy per parameter",
-        source='Hosseini & Hosseini, "You Need to Pay Better Attention", arXiv 2403.01643, Swin-S table',
-        kind="accuracy",
-        rows=(
-            Row("Standard", "swin-small", "digits-swin"),
-            *(Row(k.capitalize(), f"swin-small-{k}", f"digits-swin-{k}") for k in ("optimised", "efficient", "super")),
-        ),
-        protocol="standard",
-        layout="accuracy-per-parameter",
-        notes=("accuracy per parameter = (top-1 / the standard model's) / (parameters / the standard model's)",),
-    )
-)

@@ -1,0 +1,115 @@
+"""A table whose columns are runs of their own: one ordinary stored run per column (its shift, its data,
+its models), through the same ``evaluate`` as ``robeval run`` — so each is in the store, ``robeval
+table RUN...`` reads it, and ``--resume`` takes up every column where the store left it.
+
+The runs' files go to a folder per column under the table's folder; the table's folder is named by
+the first column's run id where ``out`` holds ``{run_id}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ..errors import UserError
+from ..options import EvalConfig
+from . import render
+from .columns import run_parts, runs_grid
+from .request import RUN_ID_FIELD, Reproduction, Request, write
+from .tables import Column
+
+PER_COLUMN = ("data", "models", "attacks", "eps")  # what every column's run sets itself
+
+
+def check_request(req: Request) -> None:
+    """One line for options a column sets itself, unknown ``--data-for`` keys, and missing data."""
+    table = req.table
+    fixed = set(PER_COLUMN).union(*(c.options for c in table.columns + table.digits_columns))
+    clash = sorted(fixed & set(req.options)) + (["eps"] if req.eps else [])
+    if clash:
+        raise UserError(
+            f"{table.name} sets {', '.join('--' + k.replace('_', '-') for k in clash)} for each column itself"
+        )
+    keys = table.data_keys(digits=False)
+    unknown = sorted(set(req.data_for) - set(keys))
+    if unknown:
+        raise UserError(f"--data-for {unknown[0]}: {table.name}'s columns read {', '.join(keys)}")
+    needed = [c.data for c in table.columns if c.runs and c.data and not c.published]
+    missing = [k for k in dict.fromkeys(needed) if k not in req.data_for]
+    if not req.digits and missing:
+        raise UserError(
+            f"{table.name} is missing "
+            + ", ".join(f"--data-for {k}=PATH" for k in missing)
+            + " (each column reads its own data; without any --data-for it runs its digits version)"
+        )
+
+
+def run_options(req: Request, column: Column) -> dict[str, Any]:
+    """The options of ``column``'s run: the request's, the column's own, its data and its models."""
+    options = {**req.options, **column.options}
+    if column.published:  # a published data set: --data-for gives the folder of its files
+        options["data"] = column.published
+        if column.data in req.data_for:
+            options["data_dir"] = req.data_for[column.data]
+    else:
+        options["data"] = req.data_for[column.data] if column.data else "digits"
+    models = req.table.column_models(column, req.digits)
+    checkpoints = {m: p for m, p in req.checkpoints.items() if m in models}
+    return dict(
+        options, models=models, attacks="none", protocol=req.protocol or req.table.protocol, checkpoints=checkpoints
+    )
+
+
+def newest_matching_run(store: Any, options: dict[str, Any]) -> str | None:
+    """The newest run in ``store`` (finished or not) with the configuration ``options`` give, if any."""
+    import json
+
+    from ..evaluation.config import config_difference, make_config
+    from ..evaluation.plan import make_plan
+    from ..results.store import Store
+
+    names = {f.name for f in fields(EvalConfig)}
+    identity = make_plan(make_config(**{k: v for k, v in options.items() if k in names})).identity()
+    opened = store if isinstance(store, Store) else Store(store)
+    try:
+        runs = opened.runs()
+    finally:
+        if opened is not store:
+            opened.close()
+    matching = [r.id for r in runs.itertuples() if config_difference(json.loads(r.config), identity) is None]
+    return matching[-1] if matching else None
+
+
+def resume_points(req: Request, columns: list[Column], resume: str | None) -> dict[str, str]:
+    """Column key -> the stored run it continues (a finished one is taken as it is: nothing is redone)."""
+    if resume is None:
+        return {}
+    store = req.options.get("store")
+    if store is None:
+        raise UserError("--resume needs a results store")
+    found = {c.key: newest_matching_run(store, run_options(req, c)) for c in columns}
+    points = {k: v for k, v in found.items() if v is not None}
+    if not points or (resume != "latest" and resume not in points.values()):
+        what = "" if resume == "latest" else f" {resume}"
+        raise UserError(f"--resume{what}: no run of {req.table.name}'s columns with these options in {store}")
+    return points
+
+
+def column_runs(req: Request) -> Reproduction:
+    """One stored run per column, then the table in its layout (``runs-as-columns``)."""
+    check_request(req)
+    table = req.table
+    columns = [c for c in table.table_columns(req.digits) if c.runs]
+    resume = req.options.pop("resume", None)
+    points = resume_points(req, columns, resume)
+    folder, results = req.out, {}
+    for column in columns:
+        out = None if folder is None else f"{folder}/{column.key}"
+        results[column.key] = req.evaluate(**run_options(req, column), out=out, resume=points.get(column.key))
+        if folder is not None:
+            folder = folder.replace(RUN_ID_FIELD, str(results[column.key].run["run_id"]))
+    summaries = {key: result.summary for key, result in results.items()}
+    grid, notes = runs_grid(table, summaries, req.digits)
+    parts = [p for c in columns for p in run_parts(c, summaries[c.key])] + notes
+    text, latex = (render.caption(table, req.digits, latex=flag, extra=parts) for flag in (False, True))
+    return write(Reproduction(table, text, grid, {}, None, results), latex, folder)

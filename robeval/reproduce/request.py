@@ -1,0 +1,54 @@
+"""What a reproduction was asked for (resolved), what it made, and the writing of its table files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..report.files import atomic_write, prepare_out_dir
+from . import render
+from .tables import PaperTable
+
+RUN_ID_FIELD = "{run_id}"
+
+
+@dataclass
+class Reproduction:
+    table: PaperTable
+    text: str  # the caption
+    grid: Any  # pandas DataFrame in the table's layout
+    files: dict[str, Path]
+    result: Any = None  # the EvalResult of a one-run table
+    results: dict[str, Any] | None = None  # column key -> the EvalResult of each column's run
+
+
+@dataclass
+class Request:
+    """What one reproduction was asked for, resolved: the table, its version, the checkpoints by model."""
+
+    table: PaperTable
+    digits: bool
+    evaluate: Callable[..., Any]
+    out: str | None
+    checkpoints: dict[str, str]
+    protocol: str | None
+    eps: str | None
+    data: str
+    data_for: dict[str, str]
+    options: dict[str, Any]
+
+
+def write(rep: Reproduction, latex: str, folder: str | None) -> Reproduction:
+    """``table.md``, ``table.csv`` and ``table.tex`` in ``folder`` (nothing when None)."""
+    if folder is not None:
+        where = prepare_out_dir(Path(folder))
+        for suffix, body in (
+            ("md", render.to_markdown(rep.grid, rep.text)),
+            ("csv", render.to_csv(rep.grid)),
+            ("tex", render.to_latex(rep.grid, latex)),
+        ):
+            rep.files[suffix] = where / f"table.{suffix}"
+            atomic_write(rep.files[suffix], body)
+    return rep
