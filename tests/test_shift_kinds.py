@@ -33,6 +33,8 @@ from robeval.shifts.catalog import Condition
 from robeval.shifts.corrupt import corrupt_tensor
 from robeval.shifts.datasets import CorruptedImages
 
+from . import published_files
+
 
 class ColourReader(torch.nn.Module):
     """Predicts class k for a red channel of k * step / 255 (a parameter, so it is a model to the engine)."""
@@ -335,3 +337,22 @@ def test_several_corruption_benchmarks_in_one_table_keep_their_own_columns():
     assert {"CIFAR-10-C: fog", "ImageNet-C: fog", "ImageNet-3DCC: near focus"} <= set(detail.columns)
     caption = shift_caption(summary)
     assert "mCE needs the 15 corruptions at severities 1-5" in caption and "ImageNet-3DCC has no published" in caption
+
+
+@pytest.mark.parametrize("data, model, write", [
+    ("cifar10", "cifar10-vit", published_files.cifar10_python),
+    ("mnist", "mnist-vit", published_files.mnist),
+])
+def test_generated_corruptions_run_on_the_published_32_and_28_px_data(data, model, write, tmp_path):
+    write(tmp_path / "data")
+    res = evaluate_full(models=model, weights="random", data=data, data_dir=str(tmp_path / "data"), shift="corruptions",
+                        corruptions="fog,gaussian_noise", severities="2", n_examples=4, batch_size=4)
+    assert set(res.summary["attack"]) == {"clean", "fog@2", "gaussian_noise@2"} and (res.summary["n"] == 4).all()
+    assert (res.records[res.records["attack"] == "gaussian_noise@2"]["linf"] > 0).all()  # corrupted, at its size
+    assert "mCE needs ImageNet images" in shift_caption(res.summary)  # AlexNet's errors are not CIFAR's or MNIST's
+
+
+def test_a_32_px_registered_model_runs_on_cifar10_c(tmp_path):
+    write_cifar_c(tmp_path / "c", ["fog"])
+    res = run("cifar10-vit", tmp_path / "c", "cifar10-c", corruptions="fog", severities="5", n_examples=4)
+    assert list(res.summary["attack"]) == ["fog@5"] and int(res.summary["n"].iloc[0]) == 4

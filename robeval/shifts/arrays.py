@@ -24,13 +24,15 @@ from .catalog import SEVERITIES, Condition
 
 CIFAR_IMAGE = (32, 32, 3)  # height, width, channels of every published CIFAR array
 CIFAR_10_1 = ("cifar10.1_v6_data.npy", "cifar10.1_v6_labels.npy")
+CIFAR_C_LAYOUT = "the published layout is ROOT/<corruption>.npy and ROOT/labels.npy"
+CIFAR_10_1_LAYOUT = f"the published layout is ROOT/{CIFAR_10_1[0]} and ROOT/{CIFAR_10_1[1]}"
 
 
-def read_npy(path: Path, expected: str) -> np.ndarray:
-    """``path`` memory-mapped; one line naming ``expected`` for a missing file, an object (pickled)
-    array or anything that is not one plain ``.npy`` array."""
+def read_npy(path: Path, expected: str, layout: str) -> np.ndarray:
+    """``path`` memory-mapped; one line naming ``expected`` for a missing file (and the data set's
+    ``layout``), an object (pickled) array or anything that is not one plain ``.npy`` array."""
     if not path.is_file():
-        raise UserError(f"file missing: {path} (expected {expected})")
+        raise UserError(f"file missing: {path} (expected {expected}; {layout})")
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
@@ -46,17 +48,17 @@ def read_npy(path: Path, expected: str) -> np.ndarray:
     return array
 
 
-def read_images(path: Path, rows: int | None = None) -> np.ndarray:
+def read_images(path: Path, rows: int, layout: str) -> np.ndarray:
     """A published CIFAR image array: uint8 ``(rows, 32, 32, 3)``."""
-    expected = f"uint8 ({rows if rows is not None else 'N'}, 32, 32, 3) images"
-    images = read_npy(path, expected)
-    if images.dtype != np.uint8 or images.shape[1:] != CIFAR_IMAGE or (rows is not None and len(images) != rows):
+    expected = f"uint8 ({rows}, 32, 32, 3) images"
+    images = read_npy(path, expected, layout)
+    if images.dtype != np.uint8 or images.shape[1:] != CIFAR_IMAGE or len(images) != rows:
         raise UserError(f"{path} holds {images.dtype} {tuple(images.shape)}, expected {expected}")
     return images
 
 
-def read_labels(path: Path) -> np.ndarray:
-    labels = read_npy(path, "integer labels (N,)")
+def read_labels(path: Path, layout: str) -> np.ndarray:
+    labels = read_npy(path, "integer labels (N,)", layout)
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
         raise UserError(f"{path} holds {labels.dtype} {tuple(labels.shape)}, expected integer labels (N,)")
     return np.asarray(labels, dtype=np.int64)
@@ -65,7 +67,7 @@ def read_labels(path: Path) -> np.ndarray:
 def labels_per_severity(root: Path) -> np.ndarray:
     """The test set's labels from ``labels.npy``: 5 equal copies, one per severity."""
     path = root / "labels.npy"
-    labels = read_labels(path)
+    labels = read_labels(path, CIFAR_C_LAYOUT)
     if len(labels) == 0 or len(labels) % len(SEVERITIES):
         raise UserError(
             f"{path} has {len(labels)} labels, expected 5 severities x the test set (published: 50000 = 5 x 10000)"
@@ -79,7 +81,7 @@ def labels_per_severity(root: Path) -> np.ndarray:
 def severity_rows(path: Path, severity: int, labels: np.ndarray) -> np.ndarray:
     """The images of ``severity`` in a ``<corruption>.npy`` of 5 x ``len(labels)`` rows."""
     n = len(labels)
-    return read_images(path, len(SEVERITIES) * n)[(severity - 1) * n : severity * n]
+    return read_images(path, len(SEVERITIES) * n, CIFAR_C_LAYOUT)[(severity - 1) * n : severity * n]
 
 
 class SeverityImages(Dataset):
@@ -107,5 +109,5 @@ class SeverityImages(Dataset):
 def cifar10_1_arrays(root: Path) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10.1 v6's images and labels from ROOT (or ROOT/datasets, as the repository keeps them)."""
     folder = root / "datasets" if not (root / CIFAR_10_1[0]).exists() and (root / "datasets").is_dir() else root
-    labels = read_labels(folder / CIFAR_10_1[1])
-    return read_images(folder / CIFAR_10_1[0], len(labels)), labels
+    labels = read_labels(folder / CIFAR_10_1[1], CIFAR_10_1_LAYOUT)
+    return read_images(folder / CIFAR_10_1[0], len(labels), CIFAR_10_1_LAYOUT), labels
