@@ -129,6 +129,8 @@ def _efficiency(name: str, values: dict[str, Any], out: Path):
             f"{name} profiles the architectures (weights do not change speed, memory or FLOPs); "
             "--checkpoint does not apply"
         )
+    if values["data_for"]:
+        raise UserError(f"{name} profiles architectures and reads no data: --data-for does not apply")
     given = {"batch_size": values["batch_size"], "device": None if values["device"] == "auto" else values["device"]}
     return reproduce(
         name,
