@@ -264,9 +264,9 @@ class ArrayCorruptions(ShiftKind):
     imagenet_images = False
     reported_as = "accuracy"  # RobustBench: mean accuracy over the 15 corruptions x 5 severities
 
-    def __init__(self, name: str, title: str, num_classes: int) -> None:
+    def __init__(self, name: str, title: str, clean: str, num_classes: int) -> None:
         self.name, self.title, self.num_classes = name, title, num_classes
-        self.description = f"{title}: <corruption>.npy of 5 severities x the {title[:-2]} test set"
+        self.description = f"{title}'s <corruption>.npy (severities 1-5 of the {clean} test set one after another)"
 
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         """Every requested corruption's file is checked (shape, rows) before any work; the first
@@ -316,8 +316,8 @@ for _kind in (
     ClassSubset("imagenet-a", "ImageNet-A"),
     ClassIndexFolders("imagenet-v2", "ImageNet-V2", "folders are class indices 0..999; 1000 classes"),
     WnidFolders("imagenet-sketch", "ImageNet-Sketch", "sketch/<wnid>/ folders; 1000 classes"),
-    ArrayCorruptions("cifar10-c", "CIFAR-10-C", 10),
-    ArrayCorruptions("cifar100-c", "CIFAR-100-C", 100),
+    ArrayCorruptions("cifar10-c", "CIFAR-10-C", "CIFAR-10", 10),
+    ArrayCorruptions("cifar100-c", "CIFAR-100-C", "CIFAR-100", 100),
     CleanArrays("cifar10.1", "CIFAR-10.1", "v6: 2,000 new test images of CIFAR-10's 10 classes"),
 ):
     SHIFT_KINDS.add(_kind.name, _kind)
