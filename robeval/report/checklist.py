@@ -19,6 +19,7 @@ from ..defaults import NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
 from ..models import get_spec
+from ..results.convergence import convergence_rows, why_no_curves
 from ..results.flags import (
     MASKING_GAP,
     adaptive_gaps,
@@ -282,11 +283,75 @@ def precision(model, rows, ev):
     return Finding("RAISED" if raised else "ok", "; ".join(sorted(raised) or lines))
 
 
+@indicator(
+    "The attacks converged",
+    "Pintor et al.: Non-converging Attack; Carlini et al. checklist (run attacks to convergence: accuracy "
+    "against iterations levels off)",
+)
+def converged(model, rows, ev):
+    """Each curve's fall over the last tenth of its budget against the noise test (results.convergence)."""
+    found = convergence_rows(rows)
+    if not found:
+        return Finding("not run", why_no_curves(rows))
+    lines = [
+        f"eps {r['eps']}: {r['attack']} {r['start']:.2f} -> {r['end']:.2f} over the last tenth (standard error "
+        f"{r['noise']:.2f})" + (f", still falling: {r['advice']}" if r["falling"] else "")
+        for r in found
+    ]
+    return Finding("RAISED" if any(r["falling"] for r in found) else "ok", "; ".join(lines))
+
+
 def _kind(attack: str) -> str | None:
     try:
         return get_attack_spec(attack).kind
     except Exception:  # a shifted condition, or an attack no longer registered
         return None
+
+
+@dataclass
+class ModelChecklist:
+    """One model's findings, indicator by indicator, and its verdict line."""
+
+    model: str
+    findings: list[tuple[Indicator, Finding]]
+
+    @property
+    def verdict(self) -> str:
+        raised = [ind.name for ind, f in self.findings if f.status == "RAISED"]
+        missing = sum(f.status == "not run" for _, f in self.findings)
+        text = (
+            f"RAISED: {'; '.join(raised)}"
+            if raised
+            else f"no indicator of a failed attack among the {len(self.findings) - missing} checked"
+        )
+        return text + (f" ({missing} not run)" if missing else "")
+
+
+def checklist_findings(
+    summary: pd.DataFrame,
+    checks: dict,
+    norms: pd.DataFrame | None = None,
+    companion: pd.DataFrame | None = None,
+) -> list[ModelChecklist]:
+    """Every indicator's finding for every model of the run (adaptive evaluations inside their model's)."""
+    ev = Evidence(
+        summary,
+        checks,
+        norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]),
+        companion if companion is not None else pd.DataFrame(),
+    )
+    models = [m for m in dict.fromkeys(summary["model"]) if not m.endswith(ADAPTIVE_SUFFIX)]
+    return [
+        ModelChecklist(m, [(ind, ind.judge(m, summary[summary["model"] == m], ev)) for ind in INDICATORS])
+        for m in models
+    ]
+
+
+CHECKLIST_INTRO = (
+    "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
+    "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
+    "the evidence; the command that gives it is named)."
+)
 
 
 def checklist(
@@ -300,35 +365,10 @@ def checklist(
     """The checklist document (Markdown) of one run; ``norms``: its per-example minimal norms
     (report.runs.minimal_norms), for the indicators that read the minimum-norm curve; ``companion``:
     the summary of a run of the other restart protocol on the same examples (report.runs.restart_companion)."""
-    ev = Evidence(
-        summary,
-        checks,
-        norms if norms is not None else pd.DataFrame(columns=["model", "attack", "min_norm"]),
-        companion if companion is not None else pd.DataFrame(),
-    )
-    lines = [
-        f"# Evaluation checklist: run {run_id} (protocol {protocol})",
-        "",
-        "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
-        "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
-        "the evidence; the command that gives it is named).",
-        "",
-    ]
+    lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "", CHECKLIST_INTRO, ""]
     lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
-    for model in [m for m in dict.fromkeys(summary["model"]) if not m.endswith(ADAPTIVE_SUFFIX)]:
-        rows = summary[summary["model"] == model]
-        findings = []
-        for ind in INDICATORS:
-            found = ind.judge(model, rows, ev)
-            findings.append((ind, found))
-        lines += [f"## {model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
-        lines += [f"| {ind.name} | {ind.covers} | {f.status} | {f.evidence} |" for ind, f in findings]
-        raised = [ind.name for ind, f in findings if f.status == "RAISED"]
-        missing = sum(f.status == "not run" for _, f in findings)
-        verdict = (
-            f"RAISED: {'; '.join(raised)}"
-            if raised
-            else f"no indicator of a failed attack among the {len(findings) - missing} checked"
-        )
-        lines += ["", f"**Verdict for {model}: {verdict}" + (f" ({missing} not run)" if missing else "") + ".**", ""]
+    for one in checklist_findings(summary, checks, norms, companion):
+        lines += [f"## {one.model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
+        lines += [f"| {ind.name} | {ind.covers} | {f.status} | {f.evidence} |" for ind, f in one.findings]
+        lines += ["", f"**Verdict for {one.model}: {one.verdict}.**", ""]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The one renderer of a table's grid as Markdown or LaTeX: rows = the index, columns one level
+"""The one renderer of a table's grid as Markdown, LaTeX or HTML: rows = the index, columns one level
 (``Top-1 (%)``) or two (``(attack, Top-1)``: grouped under a LaTeX multicolumn), cells as they are
 (escaped for LaTeX), ``bold`` a set of (row, column) cells to mark."""
 
@@ -74,4 +74,32 @@ def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Coll
             r"\end{tabular}",
             r"\end{table}",
         ]
+    )
+
+
+def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+    """A ``<table>`` (class ``sortable``: the report's script sorts it by a header click) with the
+    caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``."""
+    from html import escape
+
+    if _two_levels(grid):
+        groups = list(dict.fromkeys(a for a, _ in grid.columns))
+        spans = [sum(1 for a, _ in grid.columns if a == g) for g in groups]
+        top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in zip(groups, spans))
+        subs = "".join(f'<th scope="col" data-sort>{escape(str(b))}</th>' for _, b in grid.columns)
+        head = f'<tr><th rowspan="2" scope="col" data-sort>{escape(corner)}</th>{top}</tr><tr>{subs}</tr>'
+    else:
+        cells = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in grid.columns)
+        head = f'<tr><th scope="col" data-sort>{escape(corner)}</th>{cells}</tr>'
+    body = "".join(
+        f'<tr><th scope="row">{escape(index)}</th>'
+        + "".join(
+            f'<td class="best"><strong>{escape(t)}</strong></td>' if b else f"<td>{escape(t)}</td>" for t, b in cells
+        )
+        + "</tr>"
+        for index, cells in _rows(grid, bold)
+    )
+    return (
+        f'<table class="sortable"><caption>{escape(caption)}</caption>'
+        f"<thead>{head}</thead><tbody>{body}</tbody></table>"
     )

@@ -1,31 +1,27 @@
-"""Figures from stored runs: robust accuracy against eps (one panel per attack, one line per model)
-and a grouped bar chart per eps (models x attacks).  PNG and SVG, non-interactive backend."""
+"""Figures from stored runs, in the paper style of :mod:`.style`: robust accuracy against eps (a panel
+per attack, the clean accuracy at eps = 0), a bar chart per eps, the minimum-norm curve and accuracy
+against corruption severity; 95% bootstrap intervals as error bars.
+
+:func:`figures` builds them (name -> matplotlib figure) for any page that embeds them (the HTML
+report inlines their SVG); :func:`make_plots` writes each as PNG, SVG and PDF.  A figure that would
+carry no information is not drawn: no eps curve for a single-eps run, no panel whose every value is
+the same (top-5 of a minimum-norm attack at 100%).
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 from ..defaults import CLEAN
-from ..eps import eps_label  # noqa: E402
-from .captions import is_incomplete  # noqa: E402
-from .naming import attack_title, ordered_attacks  # noqa: E402
-
-DPI = 100
-
-
-def _save(fig, out: Path, stem: str) -> list[Path]:
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=DPI, bbox_inches=None)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+from ..eps import eps_label
+from . import style
+from .captions import is_incomplete
+from .naming import attack_title, ordered_attacks
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
@@ -33,149 +29,162 @@ def marked(title: str, summary: pd.DataFrame) -> str:
     return f"{title}\nINCOMPLETE: see robeval table" if is_incomplete(summary) else title
 
 
-def accuracy_vs_eps(summary: pd.DataFrame, out: Path, metric: str = "top1") -> list[Path]:
+def _models(summary: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(summary["model"]))
+
+
+def _informative(rows: pd.DataFrame, metric: str) -> bool:
+    """Whether a panel's values differ somewhere (a flat, identical panel tells nothing)."""
+    return rows[metric].nunique() > 1
+
+
+def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list[str]) -> None:
+    scale = 255.0 if summary["norm"].iloc[0] == "Linf" else 1.0
+    for i, model in enumerate(models):
+        sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
+        clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
+        sel = pd.concat([clean.assign(eps_value=0.0), sel]) if len(sel) else sel
+        ax.errorbar(sel["eps_value"] * scale, sel[metric], yerr=style.error_bars(sel[metric], sel["n"]),
+                    capsize=2, markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
+    ax.set_title(attack_title(attack))
+    ax.set_xlabel("eps (x/255, 0 = clean)" if scale == 255.0 else "eps (L2, 0 = clean)")
+    ax.set_ylim(0, 100)
+
+
+def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
+    """One panel per attack whose values vary, a line per model from its clean accuracy at eps = 0;
+    None for a single-eps run (a curve of one point is no curve)."""
+    if summary["eps_value"].nunique() < 2:
+        return None
     attacks = [a for a in ordered_attacks(summary) if a != CLEAN]
-    cols = min(4, max(1, len(attacks)))
-    rows = (len(attacks) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False, sharey=True)
-    eps_values = sorted(set(summary["eps_value"]))
-    for ax, attack in zip(axes.flat, attacks):
-        for model in dict.fromkeys(summary["model"]):
-            sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
-            ax.plot(sel["eps_value"], sel[metric], marker="o", label=model)
-        ax.set_title(attack_title(attack))
-        ax.set_xticks(eps_values)
-        ax.set_xticklabels([eps_label(v) for v in eps_values], rotation=45, ha="right")
-        ax.set_xlabel("eps")
-        ax.set_ylim(0, 100)
-        ax.grid(alpha=0.3)
-    for ax in axes.flat[len(attacks) :]:
-        ax.axis("off")
-    for ax in axes[:, 0]:
+    attacks = [a for a in attacks if _informative(summary[summary["attack"].isin([a, CLEAN])], metric)]
+    if not attacks:
+        return None
+    models = _models(summary)
+    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(attacks))
+    for ax, attack in zip(axes, attacks):
+        _eps_panel(ax, summary, attack, metric, models)
+    for ax in axes[:: min(4, len(axes))]:
         ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
-    axes.flat[0].legend(fontsize=8)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
     fig.suptitle(marked(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})", summary))
-    fig.tight_layout()
-    return _save(fig, out, f"robust_{metric}_vs_eps")
+    style.legend_below(fig, *axes[0].get_legend_handles_labels())
+    return fig
 
 
-def bars_per_eps(summary: pd.DataFrame, out: Path) -> list[Path]:
-    paths = []
-    for eps in dict.fromkeys(summary["eps"]):
-        sel = summary[summary["eps"] == eps]
-        attacks = ordered_attacks(sel)
-        models = list(dict.fromkeys(sel["model"]))
-        width = 0.8 / max(1, len(models))
-        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(attacks) + 2), 4))
-        for i, model in enumerate(models):
-            vals = [
-                float(sel[(sel["model"] == model) & (sel["attack"] == a)]["top1"].iloc[0])
-                if len(sel[(sel["model"] == model) & (sel["attack"] == a)])
-                else 0.0
-                for a in attacks
-            ]
-            ax.bar([j + i * width for j in range(len(attacks))], vals, width, label=model)
-        ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
-        ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
-        ax.set_ylabel("top-1 accuracy (%)")
-        ax.set_ylim(0, 100)
-        ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
-        ax.legend(fontsize=8)
-        ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        safe = eps.replace("/", "_").replace(".", "p")
-        paths += _save(fig, out, f"bars_eps_{safe}")
-    return paths
+def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
+    rows = sel[sel["model"] == model].set_index("attack")
+    return ([float(rows.loc[a, "top1"]) if a in rows.index else np.nan for a in attacks],
+            [int(rows.loc[a, "n"]) if a in rows.index else 0 for a in attacks])  # fmt: skip
 
 
-def accuracy_vs_severity(summary: pd.DataFrame, out: Path) -> list[Path]:
-    """Top-1 against severity, one panel per corruption family, one line per (model, corruption);
-    the model's clean accuracy at severity 0."""
-    from ..shifts.catalog import FAMILIES, FAMILY_OF, parse_condition
+def bars_for_eps(sel: pd.DataFrame):
+    """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
+    attacks, models = ordered_attacks(sel), _models(sel)
+    width = 0.8 / max(1, len(models))
+    fig, (ax,) = style.figure(style.FULL_WIDTH, 2.6)
+    for i, model in enumerate(models):
+        values, counts = _bar_values(sel, model, attacks)
+        color = style.model_style(i)["color"]
+        ax.bar([j + i * width for j in range(len(attacks))], values, width, label=model, color=color,
+               yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
+    ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
+    ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
+    style.legend_below(fig, *ax.get_legend_handles_labels())
+    return fig
+
+
+def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    from ..shifts.catalog import parse_condition
 
     rows = summary[summary["eps"] == summary["eps"].iloc[0]]
     parsed = rows["attack"].map(parse_condition)
-    rows = rows[parsed.notna()].assign(
-        corruption=parsed.dropna().map(lambda p: p[0]), severity=parsed.dropna().map(lambda p: p[1])
-    )
-    families = [f for f in FAMILIES if f in set(rows["corruption"].map(FAMILY_OF))]
-    fig, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4), squeeze=False, sharey=True)
-    for ax, family in zip(axes.flat, families):
-        for model in dict.fromkeys(rows["model"]):
-            clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)]["top1"]
-            for corruption in [c for c in FAMILIES[family] if c in set(rows["corruption"])]:
-                sel = rows[(rows["model"] == model) & (rows["corruption"] == corruption)].sort_values("severity")
-                xs, ys = [0, *sel["severity"]] if len(clean) else list(sel["severity"]), [*clean.iloc[:1], *sel["top1"]]
-                ax.plot(xs, ys, marker="o", label=f"{model}: {corruption.replace('_', ' ')}")
-        ax.set_title(family)
+    rows = rows[parsed.notna()]
+    return rows.assign(corruption=parsed.dropna().map(lambda p: p[0]), severity=parsed.dropna().map(lambda p: p[1]))
+
+
+def accuracy_vs_severity(summary: pd.DataFrame):
+    """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
+    family's corruptions run), from the model's clean accuracy at severity 0."""
+    from ..shifts.catalog import FAMILY_OF
+
+    rows = _severity_rows(summary)
+    rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
+    families, models = list(dict.fromkeys(rows["family"])), _models(rows)
+    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(families))
+    for ax, family in zip(axes, families):
+        for i, model in enumerate(models):
+            sel = rows[(rows["family"] == family) & (rows["model"] == model)]
+            mean = sel.groupby("severity").agg(top1=("top1", "mean"), n=("n", "sum")).reset_index()
+            clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
+            if len(clean):
+                mean = pd.concat([clean[["top1", "n"]].assign(severity=0), mean], ignore_index=True)
+            ax.errorbar(mean["severity"], mean["top1"], yerr=style.error_bars(mean["top1"], mean["n"]), capsize=2,
+                        markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
+        members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
+        ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
         ax.set_xlabel("severity (0 = clean)")
         ax.set_ylim(0, 100)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    axes[0, 0].set_ylabel("top-1 (%)")
-    fig.suptitle(marked("Top-1 accuracy against corruption severity", summary))
-    fig.tight_layout()
-    return _save(fig, out, "accuracy_vs_severity")
+    axes[0].set_ylabel("top-1 (%)")
+    fig.suptitle(marked("Top-1 accuracy against corruption severity (mean over each family's corruptions)", summary))
+    style.legend_below(fig, *axes[0].get_legend_handles_labels())
+    return fig
 
 
-def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, out: Path) -> list[Path]:
-    """Robust top-1 against eps from each minimum-norm search (one line per model and attack), with
-    the run's fixed-eps white-box attacks as points at their eps (same colour per model)."""
+def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
+    """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
+    run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""
     from ..results.flags import attacks_of_kind
     from .minimum_norm import curve
 
     norm = summary["norm"].iloc[0]
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
-    grid = np.linspace(0.0, top, 200)
-    scale = 255.0 if norm == "Linf" else 1.0
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    models, searches = list(dict.fromkeys(norms["model"])), list(dict.fromkeys(norms["attack"]))
+    grid, scale = np.linspace(0.0, top, 200), 255.0 if norm == "Linf" else 1.0
+    fig, (ax,) = style.figure(style.FULL_WIDTH * 0.75, 3.0)
+    models, searches = _models(norms), list(dict.fromkeys(norms["attack"]))
+    white = [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
     for (model, attack), rows in norms.groupby(["model", "attack"], sort=False):
-        color = f"C{models.index(model) % 10}"
-        ax.plot(
-            grid * scale,
-            curve(rows["min_norm"], grid),
-            color=color,
-            ls=["-", "--", ":"][searches.index(attack) % 3],
-            label=f"{model}: {attack_title(attack)} (minimum norm)",
-        )
-        fixed = summary[
-            (summary["model"] == model)
-            & summary["attack"].isin(
-                [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
-            )
-        ]
-        for r in fixed.itertuples():
-            ax.plot(r.eps_value * scale, r.top1, marker="o", ls="", color=color, alpha=0.7)
+        look = style.model_style(models.index(model))
+        ax.plot(grid * scale, curve(rows["min_norm"], grid), color=look["color"],
+                ls=style.LINESTYLES[searches.index(attack) % 4], label=f"{model}: {attack_title(attack)}")  # fmt: skip
+        fixed = summary[(summary["model"] == model) & summary["attack"].isin(white)]
+        ax.plot(fixed["eps_value"] * scale, fixed["top1"], marker=look["marker"], ls="", color=look["color"])
     ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
     ax.set_ylabel("robust top-1 (%)")
     ax.set_ylim(0, 100)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
     ax.set_title(
-        marked(f"Robust top-1 against {norm} eps from one minimum-norm run (dots: fixed-eps attacks)", summary),
-        fontsize=9,
+        marked(f"Robust top-1 against {norm} eps from one minimum-norm run (markers: fixed-eps attacks)", summary)
     )
-    fig.tight_layout()
-    return _save(fig, out, "robust_top1_vs_min_norm")
+    style.legend_below(fig, *ax.get_legend_handles_labels())
+    return fig
+
+
+def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[str, object]:
+    """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
+    results.runs.minimal_norms) adds the minimum-norm curve."""
+    from .shift_table import is_condition, split
+
+    attacks, _ = split(summary)
+    makers: dict[str, Callable[[], object]] = {}
+    if len(attacks):
+        makers["robust_top1_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top1")
+        makers["robust_top5_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top5")
+        for eps in dict.fromkeys(attacks["eps"]):
+            safe = eps.replace("/", "_").replace(".", "p")
+            makers[f"bars_eps_{safe}"] = functools.partial(bars_for_eps, attacks[attacks["eps"] == eps])
+    if norms is not None and len(norms) and len(attacks):
+        makers["robust_top1_vs_min_norm"] = lambda: minimum_norm_curves(attacks, norms)
+    if is_condition(summary).any():
+        makers["accuracy_vs_severity"] = lambda: accuracy_vs_severity(summary)
+    built = {stem: make() for stem, make in makers.items()}
+    return {stem: fig for stem, fig in built.items() if fig is not None}
 
 
 def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:
-    """Every figure the runs support; ``norms`` (per-example minimal norms, report.runs.minimal_norms)
-    adds the minimum-norm curve."""
-    from .shift_table import is_condition, split
-
+    """Every figure of :func:`figures` as PNG, SVG and PDF in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    attacks, _ = split(summary)
-    paths = []
-    if len(attacks):
-        paths += (
-            accuracy_vs_eps(attacks, out, "top1") + accuracy_vs_eps(attacks, out, "top5") + bars_per_eps(attacks, out)
-        )
-    if norms is not None and len(norms):
-        paths += minimum_norm_curves(attacks, norms, out)
-    if is_condition(summary).any():
-        paths += accuracy_vs_severity(summary, out)
-    return paths
+    return [path for stem, fig in figures(summary, norms).items() for path in style.save(fig, out, stem)]

@@ -1,0 +1,129 @@
+"""How robeval's figures look, in one place: sized and lettered for a two-column paper, a distinct
+colour, marker and line style per model (distinct for 20 models), legends outside the axes,
+binomial-bootstrap confidence intervals, and the files written (PNG, SVG, PDF for LaTeX).
+
+A figure is 7.0 in wide (a two-column paper's full text width; 3.4 in is one column) with 8 pt
+text, so it reads at print size; PNGs are written at 200 dpi.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+FULL_WIDTH, COLUMN_WIDTH = 7.0, 3.4  # inches: a two-column paper's text width and column width
+FONT_SIZE = 8
+PNG_DPI = 200
+FORMATS = ("png", "svg", "pdf")
+INTERVAL_LEVEL = 0.95
+BOOTSTRAP_SAMPLES = 2000
+
+RC: dict[str, Any] = {
+    "font.size": FONT_SIZE,
+    "axes.titlesize": FONT_SIZE + 1,
+    "axes.labelsize": FONT_SIZE,
+    "xtick.labelsize": FONT_SIZE - 1,
+    "ytick.labelsize": FONT_SIZE - 1,
+    "legend.fontsize": FONT_SIZE - 1,
+    "figure.titlesize": FONT_SIZE + 1,
+    "svg.fonttype": "none",  # text stays text in SVG (searchable, scalable)
+    "pdf.fonttype": 42,  # TrueType in PDF: the fonts journals accept
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+
+# tab20's dark shades first, then the light ones: the first ten are tab10's distinct colours, the next
+# ten their light partners, which the marker and the line style (cycles of 10 and 4) still tell apart.
+_TAB20 = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]  # a ListedColormap
+PALETTE = [_TAB20[i] for i in range(0, 20, 2)] + [_TAB20[i] for i in range(1, 20, 2)]
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def paper_style():
+    """A context in which matplotlib draws with :data:`RC`."""
+    return plt.rc_context(RC)  # type: ignore[arg-type]  # matplotlib types the keys as a Literal union
+
+
+def model_style(index: int) -> dict[str, Any]:
+    """The colour, marker and line style of the ``index``-th model of a figure (distinct up to 40)."""
+    return dict(
+        color=PALETTE[index % len(PALETTE)],
+        marker=MARKERS[index % len(MARKERS)],
+        linestyle=LINESTYLES[(index // len(MARKERS)) % len(LINESTYLES)],
+    )
+
+
+def binomial_interval(accuracy: float, n: int, seed: int = 0) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of an accuracy (%) over ``n`` examples.
+
+    Resampling the examples' hits with replacement draws the number of hits from Binomial(n, p), so
+    the bootstrap is drawn from that directly (the same distribution, without the records)."""
+    if n <= 0 or not math.isfinite(accuracy):
+        return (accuracy, accuracy)
+    rng = np.random.default_rng(seed)
+    draws = rng.binomial(int(n), min(1.0, max(0.0, accuracy / 100.0)), size=BOOTSTRAP_SAMPLES) * (100.0 / n)
+    tail = 100.0 * (1 - INTERVAL_LEVEL) / 2
+    low, high = np.percentile(draws, [tail, 100.0 - tail])
+    return (float(low), float(high))
+
+
+def error_bars(values: Any, counts: Any) -> np.ndarray:
+    """``yerr`` for matplotlib: distances below and above each value to its bootstrap interval."""
+    pairs = [binomial_interval(float(v), int(n)) for v, n in zip(values, counts)]
+    return np.array([[max(0.0, v - lo) for (lo, _), v in zip(pairs, values)],
+                     [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
+
+
+def figure(width: float, height: float, panels: int = 1, share_y: bool = True):
+    """A figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style."""
+    with paper_style():
+        cols = min(4, max(1, panels))
+        rows = (panels + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, sharey=share_y)
+    for ax in axes.flat[panels:]:
+        ax.remove()
+    return fig, list(axes.flat[:panels])
+
+
+def legend_below(fig, handles: list, labels: list[str], title: str = "") -> None:
+    """One legend for the whole figure, below the axes (never over the data), in as many columns as fit."""
+    if not handles:
+        fig.tight_layout()
+        return
+    with paper_style():
+        columns = max(1, min(len(labels), 4 if max(len(lab) for lab in labels) < 26 else 2))
+        rows = math.ceil(len(labels) / columns)
+        legend_height = 0.17 * rows + (0.2 if title else 0.05)  # inches
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + legend_height)
+        fig.legend(handles, labels, loc="lower center", ncol=columns, frameon=False, title=title or None)
+        fig.tight_layout(rect=(0, legend_height / (height + legend_height), 1, 1))
+
+
+def save(fig, out: Path, stem: str) -> list[Path]:
+    """``stem`` as PNG, SVG and PDF in ``out``; the figure is closed."""
+    paths = [out / f"{stem}.{fmt}" for fmt in FORMATS]
+    with paper_style():
+        for path in paths:
+            fig.savefig(path, dpi=PNG_DPI if path.suffix == ".png" else None)
+    plt.close(fig)
+    return paths
+
+
+def svg_text(fig) -> str:
+    """The figure as an SVG document (for inlining in HTML); the figure is closed."""
+    buffer = io.StringIO()
+    with paper_style():
+        fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
