@@ -1,30 +1,65 @@
-"""RobustBench's model names: ``robustbench:<name>``, its ImageNet L-inf zoo, when the optional
-package is installed (README: RobustBench).  The network is built from RobustBench's model zoo;
-its weights are a source of their own (``robustbench``), read through RobustBench's loader."""
+"""RobustBench's model names: ``robustbench:<dataset>/<threat model>/<entry>`` for any entry of its model
+zoo (``robustbench:cifar10/Linf/Carmon2019Unlabeled``, ``robustbench:cifar100/Linf/...``,
+``robustbench:cifar10/L2/...``, ``robustbench:imagenet/Linf/...``), and ``robustbench:<entry>`` for its
+ImageNet L-inf entries, when the optional package is installed (README: RobustBench).  The network is
+built from RobustBench's model zoo; its weights are a source of their own (``robustbench``), read
+through RobustBench's loader (its download and checksum)."""
 
 from __future__ import annotations
 
 import importlib.util
+import socket
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import timm
 import torch
 from torch import nn
 
-from ..errors import UserError
+from ..errors import UserError, lookup
 from ..models.hub import hub_offline, hub_reachable
 from ..models.registry import ModelSpec, register_prefix
 from ..models.weights import WEIGHT_SOURCES, Loaded, Weights
-from ..models.wrapper import IMAGENET_CONFIG, set_config
+from ..models.wrapper import set_config
+from .datasets import BENCHMARK_DATA, THREAT_MODELS
 
-# RobustBench's ImageNet preprocessing ("Res256Crop224": resize 256, centre crop 224, bilinear).  Its
-# models normalise inside, so the wrapper in front of them must not: mean 0, std 1.
-ROBUSTBENCH_CFG: dict[str, Any] = dict(
-    IMAGENET_CONFIG, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0), interpolation="bilinear"
-)
+DRIVE_HOST = ("drive.google.com", 443)  # where RobustBench's loader downloads its zoo's checkpoints
+ZOO_DATASETS = {"cifar10": "cifar_10", "cifar100": "cifar_100", "imagenet": "imagenet"}  # its enum's members
+BARE_ENTRY = ("imagenet", "Linf")  # what robustbench:<entry> names (robeval's first RobustBench names)
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    dataset: str
+    threat_model: str
+    name: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.dataset}/{self.threat_model}/{self.name}"
+
+    @property
+    def timm_name(self) -> str:
+        """The timm model RobustBench registers for some entries (its own naming)."""
+        return f"{self.name.lower().replace('-', '_')}_{self.dataset}_{self.threat_model.lower()}"
+
+
+def parse_entry(text: str) -> ZooEntry:
+    """``<entry>`` (ImageNet, Linf) or ``<dataset>/<threat model>/<entry>``; one line when malformed."""
+    parts = text.split("/")
+    if len(parts) == 1 and text:
+        return ZooEntry(*BARE_ENTRY, text)
+    if len(parts) != 3 or not all(parts):
+        raise UserError(
+            "robustbench model names look like robustbench:DATASET/THREAT_MODEL/NAME "
+            "(robustbench:cifar10/Linf/Carmon2019Unlabeled) or robustbench:NAME (an ImageNet Linf entry)"
+        )
+    dataset, threat_model, name = parts
+    lookup(ZOO_DATASETS, dataset, "RobustBench model zoo data set")
+    lookup(dict.fromkeys(THREAT_MODELS), threat_model, "RobustBench threat model")
+    return ZooEntry(dataset, threat_model, name)
 
 
 def _robustbench_package() -> None:
@@ -59,41 +94,79 @@ def _robustbench_utils():
     return rb_utils
 
 
-def _failed(model_name: str, exc: Exception) -> UserError:
-    reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-    return UserError(f"could not load RobustBench model {model_name!r} (imagenet, Linf): {reason}")
-
-
-def robustbench_network(model_name: str) -> nn.Module:
-    """The entry's network, randomly initialised, taking [0,1] images (RobustBench models normalise inside)."""
+def zoo_models(entry: ZooEntry) -> dict:
+    """RobustBench's zoo for the entry's data set and threat model (entry name -> its facts)."""
     _robustbench_utils()
-    timm_name = f"{model_name.lower().replace('-', '_')}_imagenet_linf"  # RobustBench's own timm naming
+    from robustbench.model_zoo import model_dicts
+    from robustbench.model_zoo.enums import BenchmarkDataset, ThreatModel
+
+    threat_model = entry.threat_model.replace("_3d", "")  # RobustBench keeps 3D-corruption models with the 2D ones
+    return model_dicts[getattr(BenchmarkDataset, ZOO_DATASETS[entry.dataset])].get(ThreatModel(threat_model), {})
+
+
+def _failed(entry: ZooEntry, exc: Exception) -> UserError:
+    reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+    return UserError(f"could not load RobustBench model {entry.text!r}: {reason}")
+
+
+def robustbench_network(entry: ZooEntry) -> nn.Module:
+    """The entry's network, randomly initialised, taking [0,1] images (RobustBench models normalise inside)."""
+    config = dict(BENCHMARK_DATA.get(entry.dataset).image_config)
     try:
-        if timm.is_model(timm_name):
-            net = timm.create_model(timm_name, pretrained=False, num_classes=1000)
+        if timm.is_model(entry.timm_name):
+            net = timm.create_model(entry.timm_name, pretrained=False, num_classes=config["num_classes"])
         else:
-            from robustbench.model_zoo import model_dicts
-            from robustbench.model_zoo.enums import BenchmarkDataset, ThreatModel
+            what = f"RobustBench {entry.dataset} {entry.threat_model} model"
+            facts = lookup(zoo_models(entry), entry.name, what, "robustbench.model_zoo.model_dicts")
+            net = facts["model"]()
+    except UserError:
+        raise
+    except Exception as exc:  # an entry whose definition does not build here
+        raise _failed(entry, exc) from None
+    return set_config(net, config)
 
-            net = model_dicts[BenchmarkDataset.imagenet][ThreatModel.Linf][model_name]["model"]()
-    except Exception as exc:  # unknown name: no model here
-        raise _failed(model_name, exc) from None
-    return set_config(net, ROBUSTBENCH_CFG)
+
+def download_reachable(timeout: float = 2.0) -> bool:
+    """Whether RobustBench's download host answers (so an offline machine fails fast, in one line)."""
+    try:
+        socket.create_connection(DRIVE_HOST, timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
-def robustbench_weights(model_name: str) -> Loaded:
+def checkpoint_dir() -> Path:
+    """Where RobustBench's loader keeps the zoo's checkpoints for robeval: ``<torch hub>/robustbench``."""
+    return Path(torch.hub.get_dir()) / "robustbench"
+
+
+def _check_downloadable(entry: ZooEntry) -> None:
+    """A zoo checkpoint that is neither on disk nor downloadable here: one line saying where it belongs."""
+    if timm.is_model(entry.timm_name):
+        return  # timm's hub weights: hub_offline below makes an absent one a one-line error
+    path = checkpoint_dir() / entry.dataset / entry.threat_model.replace("_3d", "") / f"{entry.name}.pt"
+    if not path.is_file() and not download_reachable():
+        raise UserError(
+            f"could not load RobustBench model {entry.text!r}: its weights are not at {path} and RobustBench's "
+            f"download host ({DRIVE_HOST[0]}) is unreachable; put the checkpoint there or connect"
+        )
+
+
+def robustbench_weights(source: str) -> Loaded:
     """The entry's weights through RobustBench's own loader (its download and checksum)."""
+    entry = parse_entry(source)
     rb_utils = _robustbench_utils()
+    _check_downloadable(entry)
     try:
         with hub_offline(not hub_reachable()):  # some entries are timm models on the hub
             net = rb_utils.load_model(
-                model_name=model_name,
-                model_dir=str(Path(torch.hub.get_dir()) / "robustbench"),
-                dataset="imagenet",
-                threat_model="Linf",
+                model_name=entry.name,
+                model_dir=str(checkpoint_dir()),
+                dataset=entry.dataset,
+                threat_model=entry.threat_model,
             )
     except Exception as exc:  # unknown name, network, checksum: all mean no weights here
-        raise _failed(model_name, exc) from None
+        raise _failed(entry, exc) from None
     return net.state_dict(), None, None
 
 
@@ -102,17 +175,16 @@ WEIGHT_SOURCES.add("robustbench", robustbench_weights)
 
 @register_prefix("robustbench")
 def _resolve_robustbench(model_name: str) -> ModelSpec:
-    if not model_name:
-        raise UserError("robustbench model names look like robustbench:NAME (a RobustBench ImageNet Linf entry)")
+    entry = parse_entry(model_name)
     _robustbench_utils()  # fail early, with one line, when the package is missing
 
     def build() -> nn.Module:
-        return robustbench_network(model_name)
+        return robustbench_network(entry)
 
     return ModelSpec(
         f"robustbench:{model_name}",
         "robustbench",
         build,
-        weights=Weights("robustbench", model_name, "imagenet, Linf"),
-        description="RobustBench ImageNet L-inf model (normalizes inside)",
+        weights=Weights("robustbench", entry.text),
+        description=f"RobustBench {entry.dataset} {entry.threat_model} model (normalizes inside)",
     )

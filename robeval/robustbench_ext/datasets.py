@@ -1,0 +1,123 @@
+"""RobustBench's data sets and threat models as data: how its ``benchmark()`` reads each data set's test
+examples (robeval's run options for them), how a model takes its images, its default eps per threat
+model (REFERENCE: RobustBench conventions), and its named ImageNet preprocessings.
+
+RobustBench's models normalise inside, so the image configuration of every entry has mean 0, std 1:
+robeval's wrapper in front of such a model leaves the [0,1] pixels as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..models.digits import DIGITS_CFG
+from ..models.wrapper import IMAGENET_CONFIG
+from ..registry import Registry
+from .subsets import ROBUSTBENCH_5000
+
+ADVERSARIAL = ("Linf", "L2")  # the threat models benchmark() attacks (robeval's norms)
+CORRUPTIONS = ("corruptions", "corruptions_3d")  # RobustBench's other two: shifts, not attacks
+THREAT_MODELS = ADVERSARIAL + CORRUPTIONS
+NO_NORMALIZATION: dict[str, Any] = dict(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+
+@dataclass(frozen=True)
+class BenchmarkData:
+    """One of RobustBench's data sets (or robeval's digits demo, so benchmark() runs in seconds)."""
+
+    name: str
+    image_config: dict[str, Any]  # a model's pretrained_cfg: input size, classes, crop, interpolation
+    eps: dict[str, str]  # RobustBench's eps per threat model (none: the caller must give one)
+    run_data: Callable[[str], dict[str, Any]]  # data_dir -> the run options that read its test examples
+    zoo: bool = True  # whether RobustBench's model zoo has entries for it (robustbench:<name>/...)
+    preprocessed: bool = False  # whether benchmark() takes a named preprocessing (ImageNet's)
+
+    def default_eps(self, threat_model: str) -> str:
+        if threat_model not in self.eps:
+            raise UserError(f"RobustBench has no default eps for {self.name} {threat_model}: pass eps=")
+        return self.eps[threat_model]
+
+
+BENCHMARK_DATA: Registry[BenchmarkData] = Registry("RobustBench data set")
+
+
+def _cifar(name: str, classes: int, eps: dict[str, str]) -> BenchmarkData:
+    """A CIFAR test set: the first N of the published test split, read from ``data_dir`` as
+    RobustBench (torchvision) keeps it."""
+    config = dict(
+        input_size=(3, 32, 32), num_classes=classes, interpolation="bilinear", crop_pct=1.0, **NO_NORMALIZATION
+    )
+
+    def run_data(data_dir: str) -> dict[str, Any]:
+        return dict(data=name, data_dir=data_dir, split="test", selection="first")
+
+    return BENCHMARK_DATA.add(name, BenchmarkData(name, config, eps, run_data))
+
+
+def _imagenet_data(data_dir: str) -> dict[str, Any]:
+    """RobustBench's ImageNet: ``data_dir/val/<wnid>/*.JPEG``, its fixed list of 5,000 images."""
+    return dict(data=str(Path(data_dir) / "val"), subset=ROBUSTBENCH_5000)
+
+
+def _digits_data(data_dir: str) -> dict[str, Any]:
+    """robeval's embedded 8x8 digits (``data_dir`` unused): the first N, as RobustBench takes CIFAR's."""
+    return dict(data="digits", selection="first")
+
+
+_cifar("cifar10", 10, {"Linf": "8/255", "L2": "0.5"})
+_cifar("cifar100", 100, {"Linf": "8/255"})
+BENCHMARK_DATA.add(
+    "imagenet",
+    BenchmarkData(
+        "imagenet",
+        dict(IMAGENET_CONFIG, interpolation="bilinear", **NO_NORMALIZATION),
+        {"Linf": "4/255"},
+        _imagenet_data,
+        preprocessed=True,
+    ),
+)
+BENCHMARK_DATA.add(
+    "digits",
+    BenchmarkData(
+        "digits", dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)), {"Linf": "8/255", "L2": "0.5"}, _digits_data, False
+    ),
+)
+
+# RobustBench's named ImageNet preprocessings that robeval's folder reader does the same way: resize
+# the shorter side to 256, centre crop 224 (crop_pct 224/256), with this interpolation.
+PREPROCESSINGS: dict[str, dict[str, Any]] = {
+    "Res256Crop224": dict(input_size=(3, 224, 224), crop_pct=0.875, interpolation="bilinear"),
+    "BicubicRes256Crop224": dict(input_size=(3, 224, 224), crop_pct=0.875, interpolation="bicubic"),
+}
+DEFAULT_PREPROCESSING = "Res256Crop224"  # RobustBench's ImageNet loader's default
+
+
+def image_config(data: BenchmarkData, preprocessing: Any) -> dict[str, Any]:
+    """How a model given to benchmark() takes ``data``'s images, with RobustBench's ``preprocessing``."""
+    if not data.preprocessed:
+        if preprocessing is not None:
+            raise UserError(f"{data.name} images are read as published: preprocessing applies to imagenet only")
+        return dict(data.image_config)
+    name = DEFAULT_PREPROCESSING if preprocessing is None else preprocessing
+    if not isinstance(name, str) or name not in PREPROCESSINGS:
+        shown = name if isinstance(name, str) else type(name).__name__
+        raise UserError(
+            f"preprocessing {shown!r} is not one robeval's image reader does; name one of {', '.join(PREPROCESSINGS)}"
+        )
+    return {**data.image_config, **PREPROCESSINGS[name]}
+
+
+def threat_model_name(threat_model: Any) -> str:
+    """RobustBench's threat model as text (its ``ThreatModel`` enum or a string), checked."""
+    name = str(getattr(threat_model, "value", threat_model))
+    if name not in THREAT_MODELS:
+        raise UserError(f"unknown threat model {name!r}; RobustBench's are {', '.join(THREAT_MODELS)}")
+    return name
+
+
+def benchmark_data(dataset: Any) -> BenchmarkData:
+    """RobustBench's data set (its ``BenchmarkDataset`` enum or a string)."""
+    return BENCHMARK_DATA.get(str(getattr(dataset, "value", dataset)))
