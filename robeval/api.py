@@ -9,6 +9,7 @@ with its help text there (``models``, ``eps``, ``attacks``, ``settings``, ``prot
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def open_store(store: str | Path | Store | None, ctx: DistContext) -> Store | No
 def summarise(result: EvalResult) -> EvalResult:
     """The summary every table reads, and the soundness flags, from the records the run stored."""
     if not result.records.empty or result.run.get("models"):
-        result.summary = run_summary(result.records, result.run, done_units=result.done_units)
+        result.summary = run_summary(result.records, result.run, done_units=result.done_units, curves=result.curves)
         result.run["flags"] = as_dicts(all_flags(result.summary, result.run.get("model_checks", {})))
     return result
 
@@ -159,6 +160,95 @@ def reproduce(name: str, **options: Any):
     from .reproduce.run import reproduce as reproduce_table
 
     return reproduce_table(name, evaluate=evaluate_full, **options)
+
+
+def benchmark(
+    model: Any,
+    n_examples: int = 10000,
+    dataset: Any = "cifar10",
+    threat_model: Any = "Linf",
+    to_disk: bool = False,
+    model_name: str | None = None,
+    data_dir: str = "./data",
+    corruptions_data_dir: str | None = None,
+    device: Any = None,
+    batch_size: int = 32,
+    eps: float | None = None,
+    log_path: str | None = None,
+    version: str = "standard",
+    preprocessing: Any = None,
+    aa_state_path: str | Path | None = None,
+    **options: Any,
+) -> tuple[float, float]:
+    """RobustBench's ``benchmark()`` on robeval's engine (``robeval.robustbench_ext.benchmark``): the same
+    arguments and return value, ``(clean_accuracy, robust_accuracy)`` as fractions, from AutoAttack's
+    ``version`` run as AutoAttack runs it (``cascade=True``) on RobustBench's examples.
+
+    ``model``: an ``nn.Module`` taking [0,1] images (normalisation inside), evaluated as a copy named
+    ``module:<model_name>@<hash of its state dict>``.  ``aa_state_path``: a results store through which
+    the run resumes (the newest unfinished run there with this configuration); ``to_disk``: RobustBench's
+    ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
+    there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
+    ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
+    from .robustbench_ext.benchmark_run import BenchmarkArgs, accuracies, evaluate_module
+
+    args = BenchmarkArgs(
+        n_examples, dataset, threat_model, model_name, data_dir, corruptions_data_dir, device, batch_size, eps,
+        version, preprocessing, aa_state_path,
+    )  # fmt: skip
+    path = args.info_path() if to_disk else None  # checked before the run
+    run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
+    result, name = evaluate_module(model, args, run, options)
+    if _is_main():
+        _benchmark_files(result, name, path, log_path)
+    return accuracies(result.records, list(result.run["config"]["attacks"]), name)
+
+
+def _resuming(store: str | Path, options: dict[str, Any]):
+    """``evaluate_full`` on the store at ``store`` (RobustBench's ``aa_state_path``), continuing the newest
+    unfinished run there with the same configuration, else starting one."""
+    if "store" in options or "resume" in options:
+        raise TypeError("benchmark() takes aa_state_path or store/resume, not both")
+
+    def run(**run_options: Any) -> EvalResult:
+        resume = None
+        if Path(store).exists():
+            from .evaluation.config import config_difference
+            from .evaluation.plan import make_plan
+
+            plain = {k: v for k, v in run_options.items() if k not in ("out", "progress", "reporter", "ctx")}
+            identity = make_plan(make_config(**plain)).identity()
+            db = Store(Path(store))
+            try:
+                matching = (r for r, stored in db.unfinished_runs() if config_difference(stored, identity) is None)
+                resume = next(matching, None)
+            finally:
+                db.close()
+        return evaluate_full(store=store, resume=resume, **run_options)
+
+    return run
+
+
+def _is_main() -> bool:
+    """Rank 0 of a torchrun launch, or a single process: the one that writes a run's files."""
+    from .evaluation.distributed import launched_by_torchrun
+
+    return not launched_by_torchrun() or os.environ.get("RANK") == "0"
+
+
+def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_path: str | None) -> None:
+    """benchmark()'s ``to_disk`` model-info file and its ``log_path`` log (the run's table, appended)."""
+    if info_path is not None:
+        from .report.files import atomic_write
+        from .report.robustbench import updated_model_info
+
+        info_path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(info_path, updated_model_info(info_path, result.summary[result.summary["model"] == name]))
+    if log_path is not None:
+        from .report.paper import render
+
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"robeval run {result.run['run_id']} ({name})\n\n{render(result.summary, 'md')}\n")
 
 
 def evaluate(**kwargs: Any) -> pd.DataFrame:

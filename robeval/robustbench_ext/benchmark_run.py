@@ -1,0 +1,138 @@
+"""RobustBench's ``benchmark()`` arguments as a robeval run: the run options that evaluate a module
+instance on RobustBench's examples (the first N of the CIFAR test set, a prefix of its ImageNet list)
+under an AutoAttack version, run as AutoAttack runs it (``cascade=True``), and the two accuracies
+RobustBench returns.  No engine here: :func:`robeval.api.benchmark` hands this module the evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..defaults import CLEAN
+from ..errors import UserError
+from .datasets import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
+from .instances import registered
+from .versions import VERSIONS
+
+# Run options benchmark() sets from its own arguments: passing one of them too is an error, as a
+# keyword given twice is in Python.
+DERIVED = (
+    "models",
+    "data",
+    "data_dir",
+    "split",
+    "selection",
+    "subset",
+    "n_examples",
+    "eps",
+    "norm",
+    "attacks",
+    "protocol",
+    "cascade",
+    "batch_size",
+    "device",
+)
+MODEL_INFO_DIR = Path("model_info")  # RobustBench's to_disk folder: model_info/<dataset>/<threat model>/<name>.json
+
+
+@dataclass(frozen=True)
+class BenchmarkArgs:
+    """RobustBench's ``benchmark()`` arguments other than the model (its defaults)."""
+
+    n_examples: int = 10000
+    dataset: Any = "cifar10"
+    threat_model: Any = "Linf"
+    model_name: str | None = None
+    data_dir: str = "./data"
+    corruptions_data_dir: str | None = None
+    device: Any = None
+    batch_size: int = 32
+    eps: float | None = None
+    version: str = "standard"
+    preprocessing: Any = None
+    aa_state_path: Any = None
+
+    @property
+    def data(self) -> BenchmarkData:
+        return benchmark_data(self.dataset)
+
+    @property
+    def threat(self) -> str:
+        threat = threat_model_name(self.threat_model)
+        if threat not in ADVERSARIAL:
+            raise UserError(
+                f"benchmark() runs the {'/'.join(ADVERSARIAL)} threat models; for {threat} run robeval's shifts "
+                "(robeval run --shift corruptions or --shift imagenet-c --data DIR; README: Corruptions), "
+                "and `robeval table RUN -f robustbench` writes its corruptions_acc"
+            )
+        return threat
+
+    def eps_text(self) -> str:
+        """``eps`` as robeval writes budgets (``8/255`` where it is one), or RobustBench's default."""
+        if self.eps is None:
+            return self.data.default_eps(self.threat)
+        steps = float(self.eps) * 255
+        return f"{round(steps)}/255" if round(steps) > 0 and abs(steps - round(steps)) < 1e-6 else repr(float(self.eps))
+
+    def info_path(self) -> Path:
+        """Where ``to_disk`` writes the model-info JSON (RobustBench's path)."""
+        if not self.model_name:
+            raise UserError(
+                "to_disk=True writes model_info/<dataset>/<threat model>/<model_name>.json: pass model_name"
+            )
+        return MODEL_INFO_DIR / self.data.name / self.threat / f"{self.model_name}.json"
+
+
+def run_options(args: BenchmarkArgs, model: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of :func:`robeval.evaluate_full` for ``args`` on model ``model`` (plus ``options``:
+    any other run option, and ``store`` / ``resume`` / ``out`` / ``progress``)."""
+    clash = sorted(set(options) & set(DERIVED))
+    if clash:
+        raise TypeError(f"benchmark() sets the run option {clash[0]!r} from its own arguments")
+    version = VERSIONS.get(args.version)
+    settings = {a: dict(s) for a, s in version.settings.items()}
+    for attack, values in (options.get("settings") or {}).items():
+        settings[attack] = {**settings.get(attack, {}), **values}
+    device = "auto" if args.device is None else str(args.device)
+    return {
+        **options,
+        **args.data.run_data(args.data_dir),
+        "models": [model],
+        "n_examples": args.n_examples,
+        "eps": args.eps_text(),
+        "norm": args.threat,
+        "protocol": version.protocol,
+        "attacks": ",".join(version.attacks) if version.attacks else None,
+        "settings": settings,
+        "cascade": True,
+        "batch_size": args.batch_size,
+        "device": device,
+    }
+
+
+def evaluate_module(model: Any, args: BenchmarkArgs, evaluate: Callable[..., Any], options: dict[str, Any]):
+    """Run ``evaluate`` (:func:`robeval.api.evaluate_full`) on ``model`` for ``args``; returns the
+    result and the model's name in it."""
+    config = image_config(args.data, args.preprocessing)
+    args.threat  # noqa: B018  (the threat model checked before the module is hashed)
+    if getattr(model, "training", False):
+        import warnings
+
+        warnings.warn("the given model is in training mode; robeval evaluates a copy of it in eval mode", stacklevel=3)
+    with registered(model, config, args.model_name) as name:
+        return evaluate(**run_options(args, name, options)), name
+
+
+def accuracies(records: pd.DataFrame, attacks: list[str], model: str) -> tuple[float, float]:
+    """RobustBench's return value, as fractions: the clean accuracy, and the accuracy under the cascade
+    of ``attacks`` (its last attack's records: the worst case over all of them), from the per-example records."""
+    rows = records[records["model"] == model]
+    hits = {unit: rows[rows["attack"] == unit]["adv_top1"] for unit in (CLEAN, attacks[-1])}
+    for unit, found in hits.items():
+        if found.empty:
+            raise UserError(f"the run of {model} has no {unit} records (did it finish?)")
+    return float(hits[CLEAN].mean()), float(hits[attacks[-1]].mean())
