@@ -158,38 +158,54 @@ def age(created: str) -> str:
 def table_cmd(
     run_ids: Optional[list[str]] = typer.Argument(None, help="Run ids (default: the newest finished run)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
-    format: str = typer.Option("md", "--format", "-f", help="md, csv, latex or json."),
+    format: str = typer.Option(
+        "md",
+        "--format",
+        "-f",
+        help="md, csv, latex, json, or robustbench (RobustBench's model-info JSON: one object per model, "
+        "a list for several).",
+    ),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
+    from rich.console import Console
+
     from ..report.files import check_out_file
-    from ..report.paper import render
+    from ..report.paper import FORMAT_NOTES, render
     from ..results.runs import combine
 
     if out is not None:
         check_out_file(out)  # before the store is read
 
     emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
+    if format in FORMAT_NOTES:
+        Console(stderr=True).print(FORMAT_NOTES[format], markup=False, soft_wrap=True)
 
 
 @app.command("compare")
 def compare_cmd(
-    a: str = typer.Argument(..., help="Model A: NAME (newest run that evaluated it) or RUN_ID:NAME."),
-    b: str = typer.Argument(..., help="Model B, likewise."),
+    a: str = typer.Argument(
+        ..., help="Model A: NAME (newest run that evaluated it), RUN_ID:NAME, or a RobustBench model-info FILE.json."
+    ),
+    b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     format: str = typer.Option("md", "--format", "-f", help="md, csv or json."),
     seed: int = typer.Option(0, help="Seed of the bootstrap."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
-    """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p."""
+    """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p (against
+    a RobustBench model-info file: the run's accuracies with their CI against the published ones)."""
     from ..report.compare import compare, to_markdown
+    from ..report.published import compare_published, published_markdown
     from ..results.store import Store
+    from ..robustbench_ext.leaderboard import is_model_info_path
 
     if not store.exists():
         raise UserError(f"results store not found: {store}")
-    result = compare(Store(store), a, b, seed=seed)
+    published = is_model_info_path(a) or is_model_info_path(b)
+    result = (compare_published if published else compare)(Store(store), a, b, seed=seed)
     renderers = {
-        "md": to_markdown,
+        "md": published_markdown if published else to_markdown,
         "csv": lambda r: r.to_csv(index=False),
         "json": lambda r: r.to_json(orient="records", indent=2) + "\n",
     }
@@ -205,11 +221,16 @@ def plot_cmd(
     out: Path = typer.Option(Path("results") / "plots", help="Folder for the PNG and SVG files."),
 ) -> None:
     """Plot robust accuracy against eps (panel per attack), a bar chart per eps, the minimum-norm curve
-    (with --attacks fmn or fab-mn) and accuracy against corruption severity (with --shift)."""
+    (with --attacks fmn or fab-mn), accuracy against corruption severity (with --shift) and robust
+    accuracy against each attack's iterations or queries (its convergence)."""
+    from ..report.convergence import write_convergence_plots
     from ..report.files import prepare_out_dir
     from ..report.plots import make_plots
-    from ..results.runs import combine, minimal_norms
+    from ..results.runs import combine, convergence_curves, minimal_norms
+    from ..results.store import Store
 
     runs = stored_runs(store, list(run_ids or []))
-    paths = make_plots(combine(runs), prepare_out_dir(out), minimal_norms(runs))
+    folder = prepare_out_dir(out)
+    paths = make_plots(combine(runs), folder, minimal_norms(runs))
+    paths += write_convergence_plots(convergence_curves(Store(store), runs), folder)
     console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))

@@ -13,6 +13,7 @@ from scipy.stats import binomtest
 
 from ..defaults import ANY, CLEAN
 from ..errors import UserError
+from ..models.registry import PREFIXES
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
 from ..results.summary import any_attack_records
@@ -30,18 +31,24 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
     return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
-def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
-    """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
+def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+    """95% percentile interval of mean(values), in percent (points), resampling the examples."""
     rng = np.random.default_rng(seed)
-    diff = b.astype(float) - a.astype(float)
-    draws = rng.integers(0, len(diff), size=(samples, len(diff)))
-    means = diff[draws].mean(axis=1) * 100.0
+    values = values.astype(float)
+    draws = rng.integers(0, len(values), size=(samples, len(values)))
+    means = values[draws].mean(axis=1) * 100.0
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+    """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
+    return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed, samples)
+
+
 def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
-    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it)."""
-    if ":" in ref and not ref.startswith("timm:"):
+    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; a name with a model
+    prefix, ``timm:`` or ``robustbench:``, is a model name)."""
+    if ":" in ref and ref.partition(":")[0] not in PREFIXES:
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:

@@ -1,6 +1,7 @@
 """Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold.
 
-Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON.
+Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON, and
+RobustBench's model-info JSON (:mod:`.robustbench`).
 Several eps values give one block per eps; a minimum-norm block and the shift tables follow.
 This module assembles the blocks; the grids are rendered by :mod:`.grid`, named by :mod:`.naming`.
 """
@@ -16,18 +17,22 @@ import pandas as pd
 from ..defaults import ANY, SUMMARY_COLUMNS
 from ..errors import UserError
 from . import grid as grids
+from . import robustbench
 from .captions import caption
 from .minimum_norm import minimum_norm_block
 from .naming import attack_title, latex_escape, ordered_attacks
 from .shift_table import shift_blocks, split
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {}
+FORMAT_NOTES: dict[str, str] = {}  # what a format's reader must know, said on stderr (not in the file)
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))
 
 
-def table_format(name: str):
+def table_format(name: str, note: str = ""):
     def decorate(fn: Callable[[pd.DataFrame], str]) -> Callable[[pd.DataFrame], str]:
         FORMATS[name] = fn
+        if note:
+            FORMAT_NOTES[name] = note
         return fn
 
     return decorate
@@ -109,6 +114,9 @@ def to_json(summary: pd.DataFrame) -> str:
 
     rows = [{k: plain(v) for k, v in row.items()} for row in summary.to_dict(orient="records")]
     return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
+
+
+table_format("robustbench", note=robustbench.NOTE)(robustbench.to_model_info)
 
 
 def render(summary: pd.DataFrame, fmt: str) -> str:

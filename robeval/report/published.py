@@ -1,0 +1,121 @@
+"""A stored model against published numbers: ``robeval compare RUN:model path/to/Entry.json`` reads a
+RobustBench model-info file as one side and compares its clean, AutoAttack and corruption accuracies
+with the run's on the run's examples.
+
+A file holds aggregate accuracies only, no per-example outcomes, so no paired test is possible: each
+row gives the run's accuracy with a seeded 95% bootstrap interval over its examples, the published
+value, the difference B - A, and whether the published value lies inside the run's interval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..defaults import ANY, CLEAN
+from ..eps import parse_one
+from ..errors import UserError
+from ..results.runs import StoredRun
+from ..results.store import Store
+from ..results.summary import any_attack_records
+from ..robustbench_ext.leaderboard import is_model_info_path, published_accuracy, read_model_info
+from ..robustbench_ext.versions import STANDARD
+from ..shifts.catalog import parse_condition
+from .compare import bootstrap_mean_ci, find_model, finished_attacks
+from .robustbench import THREE_D, standard_problem
+
+EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
+
+
+def _eps(info: dict, run: StoredRun, model: str, path: str) -> str:
+    """The run's eps that the file's eps names (the run's first when the file has none)."""
+    have = run.records[run.records["model"] == model][["eps", "eps_value"]].drop_duplicates()
+    wanted = info.get("eps")
+    if wanted in (None, ""):
+        return str(have["eps"].iloc[0])
+    value = parse_one(str(wanted), run.config["norm"]).value
+    match = have[(have["eps_value"] - value).abs() < EPS_TOLERANCE]
+    if match.empty:
+        raise UserError(f"{path} is for eps {wanted}; run {run.run_id} evaluated {model} at {', '.join(have['eps'])}")
+    return str(match["eps"].iloc[0])
+
+
+def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Per metric the run's per-example scores (1 = correct; corruptions: the mean over the conditions),
+    and notes on what could not be compared."""
+    records = run.records[(run.records["model"] == model) & (run.records["eps"] == eps)]
+    scores = {"clean": records[records["attack"] == CLEAN]["adv_top1"].to_numpy(float)}
+    notes = []
+    missing = [a for a in STANDARD.attacks if a not in finished_attacks(run, model)]
+    if missing:
+        notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
+    else:
+        worst = any_attack_records(records, list(STANDARD.attacks))
+        scores["autoattack"] = worst["adv_top1"].to_numpy(float)
+        rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
+        problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
+        notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
+    conditions = records[records["attack"].map(lambda a: parse_condition(a) is not None)]
+    if len(conditions):
+        three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
+        per_example = conditions.groupby("example", sort=False)["adv_top1"].mean()
+        scores["corruptions_3d" if three_d else "corruptions"] = per_example.to_numpy(float)
+    return {k: v for k, v in scores.items() if len(v)}, notes
+
+
+def published_row(metric: str, scores: np.ndarray, published: float, run_is_a: bool, seed: int) -> dict:
+    low, high = bootstrap_mean_ci(scores, seed)
+    accuracy = 100.0 * float(scores.mean())
+    diff = published - accuracy if run_is_a else accuracy - published
+    return {
+        "metric": metric,
+        "n": len(scores),
+        "run": round(accuracy, 2),
+        "ci_low": round(low, 2),
+        "ci_high": round(high, 2),
+        "published": round(published, 2),
+        "diff": round(diff, 2),
+        "inside_ci": bool(low <= published <= high),
+    }
+
+
+def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
+    """One stored model (``RUN_ID:model`` or ``model``) against one model-info file, in either order."""
+    run_is_a = is_model_info_path(ref_b)
+    if run_is_a == is_model_info_path(ref_a):
+        raise UserError("compare takes one stored model and one RobustBench model-info file (or two stored models)")
+    ref, path = (ref_a, ref_b) if run_is_a else (ref_b, ref_a)
+    info = read_model_info(path)
+    run, model = find_model(store, ref)
+    eps = _eps(info, run, model, path)
+    scores, notes = run_scores(run, model, eps)
+    rows = []
+    for metric, values in scores.items():
+        published = published_accuracy(info, metric)
+        if published is not None:
+            rows.append(published_row(metric, values, published, run_is_a, seed))
+    labels = [f"{run.run_id}:{model}", Path(path).name]
+    a, b = labels if run_is_a else labels[::-1]
+    out = pd.DataFrame(rows)
+    out.attrs.update(a=a, b=b, eps=eps, notes=notes)
+    return out
+
+
+def published_markdown(result: pd.DataFrame) -> str:
+    attrs = result.attrs
+    head = (
+        f"Against published numbers: A = {attrs.get('a', 'A')}, B = {attrs.get('b', 'B')} (eps {attrs.get('eps', '')}); "
+        "diff = B - A in points. No paired test: a model-info file holds aggregate accuracies, not per-example "
+        "outcomes; the 95% CI is a bootstrap of the run's accuracy over its examples, and inside = the published "
+        "value lies in it"
+    )
+    columns = ["| metric | n | run | 95% CI | published | diff | inside CI |", "|---|---:|---:|---|---:|---:|---|"]
+    body = [
+        f"| {r.metric} | {r.n} | {r.run:.2f} | [{r.ci_low:.2f}, {r.ci_high:.2f}] | {r.published:.2f} | "
+        f"{r.diff:+.2f} | {'yes' if r.inside_ci else 'no'} |"
+        for r in result.itertuples()
+    ]
+    notes = [f"\nNote: {note}" for note in attrs.get("notes", [])]
+    return "\n".join([head, "", *columns, *body, *notes]) + "\n"
