@@ -1,0 +1,273 @@
+"""RobustBench's API on robeval's engine: ``robeval.robustbench_ext.benchmark`` against ``robeval run`` on
+the same digits examples, its arguments as run options, module instances as models, the model-info
+JSON of ``robeval table -f robustbench``, ``robeval compare`` against such a file, and the
+``robustbench:<dataset>/<threat model>/<entry>`` names (resolution only: no download)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+import robeval
+from robeval.errors import UserError
+from tests.conftest import FAST_SETTINGS, one_line_error
+
+AA = ["apgd-ce", "apgd-t", "fab-t", "square"]
+FAST_AA = {a: FAST_SETTINGS[a] for a in AA}
+N = 8
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """benchmark() on a digits module and ``robeval run`` on digits-deit, the same 8 first examples,
+    each in a store of its own; and the module, as benchmark() left it."""
+    from robeval.robustbench_ext import benchmark
+
+    root = tmp_path_factory.mktemp("rb")
+    module = robeval.load_model("digits-deit").train()
+    module.requires_grad_(True)
+    with pytest.warns(UserWarning, match="training mode"):
+        fractions = benchmark(
+            module, n_examples=N, dataset="digits", device="cpu", settings=FAST_AA, store=root / "bench.sqlite"
+        )
+    reference = robeval.evaluate_full(
+        models=["digits-deit"], data="digits", selection="first", n_examples=N, attacks=",".join(AA),
+        cascade=True, settings=FAST_AA, batch_size=32, device="cpu", eps="8/255", store=root / "run.sqlite",
+    )  # fmt: skip
+    return dict(root=root, module=module, fractions=fractions, reference=reference)
+
+
+def _stored(path):
+    from robeval.results.runs import load_run
+    from robeval.results.store import Store
+
+    store = Store(path)
+    return load_run(store, store.runs()["id"].iloc[-1])
+
+
+def test_benchmark_gives_robeval_runs_numbers_on_the_same_examples(runs):
+    summary = runs["reference"].summary.set_index("attack")
+    clean, robust = runs["fractions"]
+    assert clean == pytest.approx(summary.loc["clean", "top1"] / 100)
+    assert robust == pytest.approx(summary.loc["any", "top1"] / 100)
+    bench = _stored(runs["root"] / "bench.sqlite")
+    [name] = bench.config["models"]
+    assert name.startswith("module:NormalizedModel@") and bench.config["cascade"] and bench.config["attacks"] == AA
+    keys = ["attack", "example", "adv_top1", "adv_top5", "adv_pred"]
+    ours = bench.records[keys].sort_values(["attack", "example"], ignore_index=True)
+    theirs = runs["reference"].records[keys].sort_values(["attack", "example"], ignore_index=True)
+    pd.testing.assert_frame_equal(ours, theirs)  # the same examples, the same outcome of each
+
+
+def test_benchmark_leaves_the_callers_module_as_it_was(runs):
+    module = runs["module"]
+    assert module.training and all(p.requires_grad for p in module.parameters())
+
+
+def test_module_names_carry_their_state_dicts_hash():
+    from robeval.models import get_spec
+    from robeval.robustbench_ext.instances import registered
+
+    a, b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    b.load_state_dict(a.state_dict())
+    config = {"input_size": (1, 2, 2), "num_classes": 3}
+    with registered(a, config, "mine") as name_a, registered(b, config, "mine") as name_b:
+        assert name_a == name_b and name_a.startswith("module:mine@")
+        with torch.no_grad():
+            b.weight[0, 0] += 1
+        with registered(b, config, "mine") as name_c:
+            assert name_c != name_a
+        built = get_spec(name_a).builder()  # the copy taken at registration: b's change is not in it
+        assert built is not a and built is not b and torch.equal(built.weight, a.weight)
+        assert get_spec(name_a).builder().weight[0, 0] != b.weight[0, 0]
+    with pytest.raises(UserError, match="another process"):
+        get_spec(name_a)
+
+
+def test_benchmark_arguments_are_robustbenchs_conventions():
+    from robeval.robustbench_ext.benchmark_run import BenchmarkArgs, run_options
+
+    class Enum:  # RobustBench's enums: their value is the name
+        value = "cifar10"
+
+    assert BenchmarkArgs(dataset=Enum()).eps_text() == "8/255"
+    assert BenchmarkArgs(threat_model="L2").eps_text() == "0.5"
+    assert BenchmarkArgs(dataset="imagenet").eps_text() == "4/255"
+    assert BenchmarkArgs(eps=8 / 255).eps_text() == "8/255" and BenchmarkArgs(eps=0.3).eps_text() == "0.3"
+    cifar = run_options(BenchmarkArgs(n_examples=100, data_dir="D"), "m", {})
+    assert (cifar["data"], cifar["data_dir"], cifar["selection"], cifar["split"]) == ("cifar10", "D", "first", "test")
+    assert cifar["cascade"] and cifar["attacks"] == ",".join(AA) and cifar["device"] == "auto"
+    imagenet = run_options(BenchmarkArgs(dataset="imagenet", n_examples=5000, data_dir="D"), "m", {})
+    assert imagenet["data"].replace("\\", "/") == "D/val" and imagenet["subset"] == "robustbench-5000"
+    plus = run_options(BenchmarkArgs(version="plus"), "m", {})
+    assert plus["protocol"] == "aa-plus" and plus["attacks"] is None
+    rand = run_options(BenchmarkArgs(version="rand"), "m", {"settings": {"apgd-ce": {"n_iter": 5}}})
+    assert rand["settings"]["apgd-ce"] == {"eot_iter": 20, "n_iter": 5} and rand["attacks"] == "apgd-ce,apgd-dlr"
+    with pytest.raises(TypeError, match="'attacks'"):
+        run_options(BenchmarkArgs(), "m", {"attacks": "pgd"})
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (dict(threat_model="corruptions"), ["--shift corruptions"]),
+        (dict(threat_model="Linf2"), ["unknown threat model"]),
+        (dict(dataset="svhn"), ["svhn"]),
+        (dict(dataset="cifar100", threat_model="L2"), ["no default eps", "cifar100 L2"]),
+        (dict(dataset="imagenet", preprocessing="Crop288"), ["Crop288", "Res256Crop224"]),
+        (dict(dataset="cifar10", preprocessing="Res256Crop224"), ["imagenet only"]),
+        (dict(version="fast"), ["AutoAttack version"]),
+        (dict(to_disk=True), ["model_name"]),
+    ],
+)
+def test_benchmark_refuses_what_it_cannot_run_in_one_line(args, words):
+    from robeval.robustbench_ext import benchmark
+
+    with pytest.raises(UserError) as info:
+        benchmark(torch.nn.Linear(2, 2).eval(), **args)
+    assert all(w in str(info.value) for w in words) and "\n" not in str(info.value)
+
+
+def test_aa_state_path_resumes_the_unfinished_run_with_the_same_configuration(runs, monkeypatch):
+    import robeval.api
+    from robeval.results.store import Store
+
+    store = runs["root"] / "bench.sqlite"
+    run_id = Store(store).runs()["id"].iloc[-1]
+    Store(store).update_run(run_id, status="interrupted")
+    seen = {}
+    monkeypatch.setattr(robeval.api, "evaluate_full", lambda **kw: seen.update(kw) or (_ for _ in ()).throw(KeyError))
+    with pytest.raises(KeyError):
+        robeval.api.benchmark(runs["module"], n_examples=N, dataset="digits", device="cpu", settings=FAST_AA,
+                              aa_state_path=store)  # fmt: skip
+    assert seen["store"] == store and seen["resume"] == run_id
+    with pytest.raises(KeyError):  # other settings: another configuration, a new run
+        robeval.api.benchmark(runs["module"], n_examples=N, dataset="digits", device="cpu", aa_state_path=store)
+    assert seen["resume"] is None
+    Store(store).update_run(run_id, status="finished")
+
+
+def test_table_robustbench_refuses_a_run_without_autoattacks_standard_settings(runs, cli):
+    store = runs["root"] / "bench.sqlite"
+    result = cli("table", _stored(store).run_id, "--store", str(store), "-f", "robustbench")
+    assert one_line_error(result, "apgd-ce ran with n_iter=10", "standard is n_iter=100")
+
+
+def test_table_robustbench_refuses_a_run_without_autoattacks_attacks(tmp_path, cli):
+    store = tmp_path / "s.sqlite"
+    robeval.evaluate(models=["digits-deit"], n_examples=4, attacks="fgsm", store=store, device="cpu")
+    result = cli("table", _stored(store).run_id, "--store", str(store), "-f", "robustbench")
+    assert one_line_error(result, "lacks apgd-ce, apgd-t, fab-t, square", "--attacks apgd-ce,apgd-t,fab-t,square")
+
+
+def test_model_info_of_a_standard_run_fills_what_a_run_knows(runs):
+    from robeval.attacks import resolve_settings
+    from robeval.report.paper import render
+
+    summary = _stored(runs["root"] / "run.sqlite").summary
+    standard = [json.dumps(resolve_settings(a), sort_keys=True) if a in AA else s
+                for a, s in zip(summary["attack"], summary["settings"])]  # fmt: skip
+    info = json.loads(render(summary.assign(settings=standard), "robustbench"))
+    from robeval.robustbench_ext.leaderboard import AUTHOR_FIELDS, MODEL_INFO_FIELDS
+
+    assert list(info) == list(MODEL_INFO_FIELDS)
+    clean, robust = runs["fractions"]
+    assert info["clean_acc"] == f"{100 * clean:.2f}" and info["autoattack_acc"] == f"{100 * robust:.2f}"
+    assert (info["dataset"], info["eps"], info["number_forward_passes"]) == ("digits", "8/255", 1)
+    assert all(info[f] == "" for f in AUTHOR_FIELDS) and "robeval run" in info["footnote"]
+    two = json.loads(render(pd.concat([summary, summary.assign(model="other")]).assign(
+        settings=standard * 2), "robustbench"))  # fmt: skip
+    assert [len(two), two[1]["clean_acc"]] == [2, info["clean_acc"]]  # several models: a list
+
+
+def test_table_robustbench_says_what_to_fill_on_stderr(runs, cli, monkeypatch):
+    import robeval.report.robustbench as rb
+
+    monkeypatch.setattr(rb, "standard_problem", lambda rows: None)
+    store = runs["root"] / "run.sqlite"
+    result = cli("table", _stored(store).run_id, "--store", str(store), "-f", "robustbench")
+    assert result.returncode == 0 and json.loads(result.stdout)["clean_acc"]
+    assert "fill link, name, authors" in result.stderr
+
+
+def _compare(cli, runs, path, *first):
+    run = _stored(runs["root"] / "run.sqlite")
+    return cli("compare", *(first or (f"{run.run_id}:digits-deit", str(path))), "--store", str(runs["root"] / "run.sqlite"))
+
+
+def test_compare_against_a_model_info_file(runs, cli, tmp_path):
+    clean, robust = runs["fractions"]
+    path = tmp_path / "Published2024.json"
+    path.write_text(json.dumps({"clean_acc": f"{100 * clean:.2f}", "autoattack_acc": "10.00", "eps": "8/255"}))
+    result = _compare(cli, runs, path)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("|")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("| ")}
+    assert "No paired test" in result.stdout
+    assert rows["clean"].rstrip().endswith("| +0.00 | yes |")
+    assert f"{100 * robust:.2f}" in rows["autoattack"] and rows["autoattack"].rstrip().endswith("| no |")
+
+
+def test_compare_refuses_a_json_that_is_no_model_info_file(runs, cli, tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps([{"model": "x"}]))
+    assert one_line_error(_compare(cli, runs, path), "is not a RobustBench model-info file")
+    path.write_text("{not json")
+    assert one_line_error(_compare(cli, runs, path), "is not JSON")
+    path.write_text(json.dumps({"clean_acc": "90.00", "autoattack_acc": "50.00", "eps": "4/255"}))
+    assert one_line_error(_compare(cli, runs, path), "is for eps 4/255")
+
+
+def _zoo():
+    from robeval.robustbench_ext.models import zoo_models
+
+    try:
+        from robeval.robustbench_ext.models import parse_entry
+
+        zoo_models(parse_entry("cifar10/Linf/x"))
+    except (UserError, ImportError) as exc:
+        pytest.skip(f"RobustBench's model zoo does not import here: {exc}")
+
+
+def test_robustbench_cifar_names_resolve_to_the_zoos_entries():
+    from robeval.models import build_network, get_spec, model_meta
+
+    _zoo()
+    spec = get_spec("robustbench:cifar10/Linf/Carmon2019Unlabeled")
+    assert spec.name == "robustbench:cifar10/Linf/Carmon2019Unlabeled"
+    assert spec.weights.kind == "robustbench" and spec.weights.source == "cifar10/Linf/Carmon2019Unlabeled"
+    with torch.device("meta"):
+        meta = model_meta(build_network(spec.name), spec, {})
+    assert (meta.input_size, meta.num_classes, meta.mean, meta.std) == ((3, 32, 32), 10, (0.0,) * 3, (1.0,) * 3)
+    assert get_spec("robustbench:cifar100/Linf/Cui2020Learnable_34_10_LBGAT6").weights.source.startswith("cifar100/")
+    assert get_spec("robustbench:Salman2020Do_R50").weights.source == "imagenet/Linf/Salman2020Do_R50"
+    with pytest.raises(UserError, match="did you mean Carmon2019Unlabeled"), torch.device("meta"):
+        build_network("robustbench:cifar10/Linf/Carmon2019Unlabelled")
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("robustbench:cifar10/Linf", ["robustbench:DATASET/THREAT_MODEL/NAME"]),
+        ("robustbench:cifar11/Linf/Carmon2019Unlabeled", ["cifar11"]),
+        ("robustbench:cifar10/L3/Carmon2019Unlabeled", ["L3"]),
+    ],
+)
+def test_malformed_robustbench_names_are_one_line(name, words):
+    from robeval.models import get_spec
+
+    with pytest.raises(UserError) as info:
+        get_spec(name)
+    assert all(w in str(info.value) for w in words)
+
+
+def test_robustbench_weights_absent_and_no_download_host_are_one_line(tmp_path, monkeypatch):
+    import robeval.robustbench_ext.models as rb_models
+
+    _zoo()
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(rb_models, "download_reachable", lambda timeout=2.0: False)
+    with pytest.raises(UserError, match="its weights are not at .*Carmon2019Unlabeled.pt.*unreachable"):
+        robeval.load_model("robustbench:cifar10/Linf/Carmon2019Unlabeled")
