@@ -1,0 +1,266 @@
+"""Stored adversarial examples crafted again, exactly: robeval keeps every example's record and the
+run's configuration, and its per-example attacks draw from (run seed, attack, eps, example) alone, so
+an image the run crafted need not be stored to be seen again.
+
+The run's plan is rebuilt from its stored configuration and must give that configuration back
+(:func:`rebuild_plan`); each model is then loaded and attacked by the engine's own code
+(:class:`~.model_run.ModelEvaluation`: the same model building, the same attack objects and seeds,
+the same precision and threat-model checks), which hands back the records it would have stored.
+
+Batches: each wanted example is crafted again inside its original batch (the stored batch number
+and the run's batch size say which examples were together), the whole batch attacked as the run
+attacked it.  A batched forward pass of another composition (the example alone, or with other
+neighbours) may round differently in the last bits, and a many-step attack can turn that into
+another prediction; inside its own batch every operation is the one the run made.  The cost is
+that of the run on those batches.
+
+Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
+runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
+are refused (:func:`refusal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..attacks import list_attacks
+from ..attacks.base import PER_BATCH_IN_LIBRARY
+from ..data.labels import LabelSpace
+from ..errors import UserError
+from ..options import identity_fields
+from ..threads import set_threads
+from .config import config_difference, make_config
+from .engine import load_source
+from .model_run import ModelEvaluation
+from .plan import ModelJob, RunPlan, make_plan
+from .preflight import preflight
+
+# What a regenerated record must repeat of the stored one: the prediction, its hits and the
+# perturbation's size (and a minimum-norm attack's smallest fooling norm).
+COMPARED = ("adv_pred", "adv_top1", "adv_top5", "linf", "l2", "min_norm")
+REBUILT = {"eps", "attacks", "settings", "batch_size"}  # stored in another form than the option takes
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to craft again: examples (by batch) of the models of a stored run, under one (attack, eps)."""
+
+    config: dict[str, Any]  # the run's stored configuration (its identity)
+    info: dict[str, Any]  # the run's stored description (models' checkpoints)
+    data_identity: str | None  # the stored example set
+    models: list[str]  # model names as the records name them (jobs: ``+adaptive`` included)
+    attack: str
+    eps: str  # as stored (``8/255``)
+    batches: dict[int, list[int]]  # batch number -> the wanted examples in it
+    device: str = "auto"
+    data_dir: str = "./data"
+    trust_checkpoint: bool = False
+    threads: int | None = None  # CPU threads (the run's own count: a reduction may round otherwise)
+
+
+@dataclass
+class Crafted:
+    """One example as a model of the run saw it: clean and adversarial images ([C, H, W] in the [0,1]
+    pixel space) and the record the engine made of it now."""
+
+    model: str
+    example: int
+    clean: np.ndarray
+    adversarial: np.ndarray
+    clean_pred: int  # the class predicted on the clean image (records keep only whether it was right)
+    record: dict[str, Any]
+
+
+@dataclass
+class Regeneration:
+    crafted: list[Crafted]
+    label_space: LabelSpace
+    batch_size: int
+    batches: list[int] = field(default_factory=list)  # the run's batches attacked again
+
+
+def per_batch_attacks() -> list[str]:
+    """The attacks whose draws depend on the batch they sit in (their spec's randomness)."""
+    return [s.name for s in list_attacks() if s.randomness == PER_BATCH_IN_LIBRARY]
+
+
+def refusal(attack: str, config: dict[str, Any]) -> str | None:
+    """Why ``attack`` of a run with stored ``config`` cannot be crafted again exactly, or None."""
+    if attack in per_batch_attacks():
+        others = ", ".join(a for a in per_batch_attacks() if a != attack)
+        return (
+            f"cannot regenerate {attack} exactly: its random draws are made per batch inside the AutoAttack code "
+            f"(as are {others}), not per example; the per-example attacks (fgsm, pgd, apgd-ce, apgd-t, spsa, ...) "
+            "can be regenerated"
+        )
+    if config.get("cascade"):
+        return (
+            f"cannot regenerate {attack} of a --cascade run: its records follow every earlier attack of the "
+            "cascade; regenerate from a run without --cascade"
+        )
+    return None
+
+
+def rebuild_plan(stored: dict[str, Any], **machine: Any) -> RunPlan:
+    """The plan of a stored run, from its stored configuration; one line when this machine's robeval
+    would not give that configuration back (another version's defaults, a missing option).
+    ``machine``: the options that are no part of it (device, data_dir, threads, trust_checkpoint)."""
+    kept = {f.name: stored[f.name] for f in identity_fields() if f.name in stored and f.name not in REBUILT}
+    config = make_config(
+        **kept,
+        eps=list(stored["eps"]),
+        attacks=list(stored["attacks"]),
+        settings=stored.get("attack_settings", {}),
+        batch_size=stored["batch_size"],
+        **machine,
+    )
+    plan = make_plan(config)
+    diff = config_difference(stored, plan.identity())
+    if diff is not None:
+        raise UserError(f"the stored run's configuration cannot be rebuilt here: {diff}")
+    return plan
+
+
+def regenerate(request: Request) -> Regeneration:
+    """Craft the request's examples again through the engine (see the module docstring)."""
+    machine = dict(
+        device=request.device,
+        data_dir=request.data_dir,
+        trust_checkpoint=request.trust_checkpoint,
+        threads=request.threads,
+    )
+    plan = rebuild_plan(request.config, **machine)
+    with _threads(request.threads):
+        return _regenerate(plan, request)
+
+
+@contextmanager
+def _threads(threads: int | None) -> Iterator[None]:
+    """``threads`` CPU threads while crafting (the caller's count afterwards)."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        set_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _regenerate(plan: RunPlan, request: Request) -> Regeneration:
+    data = preflight(plan)
+    if request.data_identity and data.identity != request.data_identity:
+        raise UserError(f"the run's examples cannot be read again: stored {request.data_identity}, now {data.identity}")
+    jobs = {job.name: job for job in plan.jobs}
+    source = load_source(plan)
+    try:
+        crafted = [c for name in request.models for c in _craft(jobs[name], plan, data, request, source)]
+    finally:
+        if source is not None:
+            source.close()
+    return Regeneration(crafted, data.label_space, plan.batch_size, sorted(request.batches))
+
+
+def _craft(job: ModelJob, plan: RunPlan, data, request: Request, source) -> list[Crafted]:
+    """One model: its wanted batches attacked by the engine, the wanted examples' images and records."""
+    evaluation = ModelEvaluation(job, plan, data, set(), need_checks=False, source=source)
+    _check_weights(evaluation, request)
+    eps = next(e for e in plan.config.eps if e.text == request.eps)
+    evaluation.conditions = []  # a shift's conditions are not this request's
+    evaluation.todo = {b: [(eps, request.attack)] for b in request.batches}
+    wanted = {e for examples in request.batches.values() for e in examples}
+    images = _capture(evaluation, wanted)
+    records: dict[int, dict[str, Any]] = {}
+
+    def deliver(unit, seconds: float, columns: dict[str, list], n: int, curve: Any = None) -> None:
+        for row in (dict(zip(columns, values)) for values in zip(*columns.values())):
+            if row["example"] in wanted:
+                records[int(row["example"])] = row
+
+    evaluation.run(sorted(request.batches), deliver)
+    return [Crafted(job.name, e, *images[e], records[e]) for e in sorted(wanted) if e in records]
+
+
+def _check_weights(evaluation: ModelEvaluation, request: Request) -> None:
+    """The weights loaded now are the run's (the checkpoint's SHA-256 the run stored)."""
+    stored = request.info.get("models", {}).get(evaluation.job.name, {}).get("checkpoint_sha256")
+    now = evaluation.meta.get("checkpoint_sha256")
+    if stored and now != stored:
+        raise UserError(
+            f"the weights of {evaluation.job.name} differ from the run's (SHA-256 {str(now)[:12]}, stored "
+            f"{stored[:12]}): {evaluation.meta.get('checkpoint')} changed since"
+        )
+
+
+def _capture(evaluation: ModelEvaluation, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
+    """Let the engine's attack call hand over the points it crafts (the call itself unchanged): the
+    wanted examples' clean and adversarial [0,1] pixel images and clean predictions."""
+    units, images = evaluation.attack_units, {}
+    attack_call = units._run
+    pixels = _pixel_images(evaluation)
+
+    def observed(batch, eps, attack):
+        out = attack_call(batch, eps, attack)
+        for row, example in enumerate(batch.base["example"]):
+            if example in wanted:
+                clean_pred = int(batch.clean_logits[row].argmax())
+                images[int(example)] = (pixels(batch.xa[row]), pixels(out[0][row]), clean_pred)
+        return out
+
+    units._run = observed  # type: ignore[method-assign]
+    return images
+
+
+def _pixel_images(evaluation: ModelEvaluation):
+    """Attacked tensors back in [0,1] pixels: as they are, or un-normalized under a protocol that
+    attacks the normalized tensor."""
+    model = evaluation.model
+    if evaluation.plan.protocol.space == "pixel":
+        return lambda x: x.detach().float().cpu().numpy()
+    mean, std = model.mean[0].to(torch.float32), model.std[0].to(torch.float32)
+    return lambda x: (x.detach().float() * std.to(x.device) + mean.to(x.device)).cpu().numpy()
+
+
+@dataclass(frozen=True)
+class Check:
+    """A regenerated record against the stored one: the columns of :data:`COMPARED` that differ."""
+
+    model: str
+    example: int
+    differences: dict[str, tuple[Any, Any]]  # column -> (stored, regenerated)
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences
+
+    def line(self) -> str:
+        if self.equal:
+            return f"{self.model} example {self.example}: the regenerated record equals the stored one"
+        what = "; ".join(f"{c} stored {s!r}, regenerated {r!r}" for c, (s, r) in self.differences.items())
+        return f"{self.model} example {self.example} differs from its stored record: {what}"
+
+
+def check(crafted: Crafted, stored: dict[str, Any]) -> Check:
+    """Compare a regenerated record with the stored one, column by column (NaN equals NaN)."""
+    differences = {}
+    for column in COMPARED:
+        a, b = _plain(stored.get(column)), _plain(crafted.record.get(column))
+        if a != b and not (_is_nan(a) and _is_nan(b)):
+            differences[column] = (a, b)
+    return Check(crafted.model, crafted.example, differences)
+
+
+def _plain(value: Any) -> Any:
+    """A stored or fresh record value in one form: bools and ints as int, floats as float."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value

@@ -1,0 +1,115 @@
+"""The gallery's figure: a row per example; for each model side by side its clean image, its
+adversarial image and the perturbation (amplified to the full grey range, its Linf and L2 size
+written), titled with the predicted classes (green: right, red: wrong) and the true class on the
+left.  Sized for a paper: 8 pt panel titles, grey images in grey, small images upscaled with
+nearest-neighbour pixels.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..data.labels import LabelSpace, imagenet_wnids  # noqa: E402
+from ..errors import UserError  # noqa: E402
+from .naming import attack_title  # noqa: E402
+
+PANEL = 1.3  # inches per image panel
+TITLE_ROOM = 0.45  # inches above each panel for its two title lines
+RIGHT, WRONG = "#1b7f3b", "#c0262d"
+NAME_CHARS = 18  # class names longer than this are cut (ImageNet's run long)
+
+
+def class_names(space: LabelSpace) -> dict[int, str]:
+    """Class index -> a short name: ImageNet's descriptions (timm's) where the labels are ImageNet
+    wnids, else the label space's own names (CIFAR's classes, the digits, folder names)."""
+    names = {index: str(name) for name, index in space.mapping.items()}
+    wnids = imagenet_wnids()
+    if wnids is not None and space.num_classes == len(wnids) and set(space.mapping) <= set(wnids):
+        from timm.data import ImageNetInfo
+
+        info = ImageNetInfo("imagenet-1k")
+        names = {i: info.index_to_description(i).split(",")[0] for i in range(len(wnids))}
+    return names
+
+
+def _name(names: dict[int, str], index: int) -> str:
+    name = names.get(int(index), f"class {int(index)}")
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+
+
+def draw(gallery: Any):
+    """The figure of a :class:`~robeval.report.gallery.Gallery`."""
+    plan, examples = gallery.plan, gallery.examples
+    rows, columns = len(examples), 3 * len(plan.models)
+    with plt.rc_context({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 10}):
+        fig = plt.figure(
+            figsize=(PANEL * columns + 0.4, (PANEL + TITLE_ROOM) * rows + 0.7), layout="constrained", dpi=100
+        )
+        fig.suptitle(
+            f"{attack_title(plan.attack)} at eps {plan.eps} ({plan.run.config['norm']}), run {plan.run.run_id}: "
+            "clean | adversarial | perturbation (amplified)"
+        )
+        parts = np.atleast_1d(fig.subfigures(1, len(plan.models), wspace=0.04))  # type: ignore[arg-type]
+        for part, model in zip(parts, plan.models):
+            part.suptitle(model, fontweight="bold")
+            axes = part.subplots(rows, 3, squeeze=False)
+            for row, example in zip(axes, examples):
+                _draw_row(row, gallery.crafted[(model, example)], gallery, label=model == plan.models[0])
+    return fig
+
+
+def _draw_row(axes, crafted, gallery: Any, label: bool) -> None:
+    record, names = crafted.record, gallery.class_name
+    true = int(record["label"])
+    _image(axes[0], crafted.clean)
+    _title(axes[0], f"clean\n→ {_name(names, crafted.clean_pred)}", crafted.clean_pred == true)
+    _image(axes[1], crafted.adversarial)
+    adv = int(record["adv_pred"])
+    _title(axes[1], f"{attack_title(gallery.plan.attack)}\n→ {_name(names, adv)}", adv == true)
+    _perturbation(axes[2], crafted.adversarial - crafted.clean, record)
+    if label:
+        axes[0].set_ylabel(f"#{crafted.example}\ntrue: {_name(names, true)}")
+
+
+def _image(ax, image: np.ndarray, vmin: float = 0.0, vmax: float = 1.0) -> None:
+    """A [C, H, W] image: grey ones in the grey colormap, every pixel a square (nearest)."""
+    if image.shape[0] == 1:
+        ax.imshow(image[0], cmap="gray", vmin=vmin, vmax=vmax, interpolation="nearest")
+    else:
+        ax.imshow(np.clip(image.transpose(1, 2, 0), 0.0, 1.0), interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _title(ax, text: str, right: bool) -> None:
+    ax.set_title(text, color=RIGHT if right else WRONG, linespacing=1.1)
+
+
+def _perturbation(ax, delta: np.ndarray, record: dict) -> None:
+    """The perturbation around mid-grey, scaled so its largest entry reaches black or white."""
+    largest = float(np.abs(delta).max())
+    gain = 0.5 / largest if largest > 0 else 0.0
+    _image(ax, 0.5 + delta * gain)
+    linf, l2 = float(record["linf"]), float(record["l2"])
+    amplified = f"×{gain:.0f}" if largest > 0 else "(none)"
+    ax.set_title(f"perturbation {amplified}\nL∞ {linf * 255:.1f}/255, L2 {l2:.2f}", linespacing=1.1)
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write via a temporary file in the same folder and rename: a reader never sees half a figure."""
+    tmp = Path(path.parent) / f".{path.name}.{os.getpid()}.part"
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    return path
