@@ -190,13 +190,13 @@ def benchmark(
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
     there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
     ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
-    from .robustbench_ext.benchmark_run import BenchmarkArgs, accuracies, evaluate_module
+    from .robustbench_ext.benchmark_run import BenchmarkArgs, accuracies, evaluate_module, model_info_path
 
     args = BenchmarkArgs(
         n_examples, dataset, threat_model, model_name, data_dir, corruptions_data_dir, device, batch_size, eps,
         version, preprocessing, aa_state_path,
     )  # fmt: skip
-    path = args.info_path() if to_disk else None  # checked before the run
+    path = model_info_path(args, options) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options)
     if _is_main():

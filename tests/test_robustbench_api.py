@@ -121,6 +121,8 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
         (dict(dataset="cifar10", preprocessing="Res256Crop224"), ["imagenet only"]),
         (dict(version="fast"), ["AutoAttack version"]),
         (dict(to_disk=True), ["model_name"]),
+        (dict(to_disk=True, model_name="x", settings={"apgd-ce": {"n_iter": 5}}), ["to_disk", "settings for apgd-ce"]),
+        (dict(to_disk=True, model_name="x", version="plus"), ["to_disk", "version 'plus'"]),
     ],
 )
 def test_benchmark_refuses_what_it_cannot_run_in_one_line(args, words):
@@ -271,3 +273,50 @@ def test_robustbench_weights_absent_and_no_download_host_are_one_line(tmp_path, 
     monkeypatch.setattr(rb_models, "download_reachable", lambda timeout=2.0: False)
     with pytest.raises(UserError, match="its weights are not at .*Carmon2019Unlabeled.pt.*unreachable"):
         robeval.load_model("robustbench:cifar10/Linf/Carmon2019Unlabeled")
+
+
+def _linear(pixels: int) -> torch.nn.Module:
+    """A linear classifier on [0,1] pixels: cheap enough for AutoAttack's standard settings in a test."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(pixels, 10)).eval()
+
+
+def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkeypatch):
+    from robeval.robustbench_ext import benchmark
+
+    monkeypatch.chdir(tmp_path)  # RobustBench's to_disk writes model_info/ where it runs
+    path = tmp_path / "model_info" / "digits" / "Linf" / "Mine2024.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"name": "My paper", "clean_acc": "0.00"}))  # an author's earlier file
+    clean, robust = benchmark(_linear(64), n_examples=6, dataset="digits", device="cpu", model_name="Mine2024",
+                              to_disk=True, log_path=str(tmp_path / "log.md"))  # fmt: skip
+    info = json.loads(path.read_text())
+    assert info["name"] == "My paper" and info["clean_acc"] == f"{100 * clean:.2f}"
+    assert info["autoattack_acc"] == f"{100 * robust:.2f}" and info["eps"] == "8/255"
+    assert "module:Mine2024@" in (tmp_path / "log.md").read_text()
+
+
+def test_benchmark_on_cifar10_takes_the_first_n_test_images(tmp_path):
+    from robeval.robustbench_ext import benchmark
+    from tests.published_files import cifar10_python
+
+    x, y = cifar10_python(tmp_path, n=12)
+    model = _linear(3 * 32 * 32)
+    first = torch.tensor(x[:5]).permute(0, 3, 1, 2).float() / 255
+    expected = float((model(first).argmax(1) == torch.tensor(y[:5])).float().mean())
+    clean, robust = benchmark(model, n_examples=5, data_dir=str(tmp_path), device="cpu", settings=FAST_AA)
+    assert clean == pytest.approx(expected) and robust <= clean
+
+
+def test_table_robustbench_of_a_corruption_run(tmp_path):
+    from robeval.report.paper import render
+    from robeval.results.runs import load_run
+    from robeval.results.store import Store
+
+    store = tmp_path / "s.sqlite"
+    result = robeval.evaluate_full(models=["digits-deit"], n_examples=6, shift="corruptions",
+                                   corruptions="gaussian_noise", severities="1,2", store=store, device="cpu")  # fmt: skip
+    info = json.loads(render(load_run(Store(store), result.run["run_id"]).summary, "robustbench"))
+    conditions = result.summary[result.summary["attack"].str.contains("@")]
+    assert info["corruptions_acc"] == f"{conditions['top1'].mean():.2f}" and info["eps"] is None
+    assert info["corruptions_mce"] == "" and "autoattack_acc" not in info and "mCE needs ImageNet" in info["footnote"]

@@ -16,7 +16,7 @@ from ..defaults import CLEAN
 from ..errors import UserError
 from .datasets import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
 from .instances import registered
-from .versions import VERSIONS
+from .versions import STANDARD, VERSIONS
 
 # Run options benchmark() sets from its own arguments: passing one of them too is an error, as a
 # keyword given twice is in Python.
@@ -85,6 +85,19 @@ class BenchmarkArgs:
                 "to_disk=True writes model_info/<dataset>/<threat model>/<model_name>.json: pass model_name"
             )
         return MODEL_INFO_DIR / self.data.name / self.threat / f"{self.model_name}.json"
+
+
+def model_info_path(args: BenchmarkArgs, options: dict[str, Any]) -> Path:
+    """Where ``to_disk`` writes (RobustBench's path), checked before the run: its autoattack_acc comes
+    only from AutoAttack's standard version with the standard settings."""
+    settings = options.get("settings") or {}
+    changed = [a for a in STANDARD.attacks if settings.get(a)]
+    if args.version != STANDARD.name or changed:
+        what = f"version {args.version!r}" if args.version != STANDARD.name else f"settings for {', '.join(changed)}"
+        raise UserError(
+            f"to_disk writes autoattack_acc, AutoAttack's standard version with its settings: not with {what}"
+        )
+    return args.info_path()
 
 
 def run_options(args: BenchmarkArgs, model: str, options: dict[str, Any]) -> dict[str, Any]:
