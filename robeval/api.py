@@ -173,7 +173,7 @@ def benchmark(
     corruptions_data_dir: str | None = None,
     device: Any = None,
     batch_size: int = 32,
-    eps: float | None = None,
+    eps: float | str | None = None,
     log_path: str | None = None,
     version: str = "standard",
     preprocessing: Any = None,

@@ -97,6 +97,7 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
     assert BenchmarkArgs(threat_model="L2").eps_text() == "0.5"
     assert BenchmarkArgs(dataset="imagenet").eps_text() == "4/255"
     assert BenchmarkArgs(eps=8 / 255).eps_text() == "8/255" and BenchmarkArgs(eps=0.3).eps_text() == "0.3"
+    assert BenchmarkArgs(eps="4/255").eps_text() == "4/255"
     cifar = run_options(BenchmarkArgs(n_examples=100, data_dir="D"), "m", {})
     assert (cifar["data"], cifar["data_dir"], cifar["selection"], cifar["split"]) == ("cifar10", "D", "first", "test")
     assert cifar["cascade"] and cifar["attacks"] == ",".join(AA) and cifar["device"] == "auto"

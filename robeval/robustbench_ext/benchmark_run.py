@@ -51,7 +51,7 @@ class BenchmarkArgs:
     corruptions_data_dir: str | None = None
     device: Any = None
     batch_size: int = 32
-    eps: float | None = None
+    eps: float | str | None = None
     version: str = "standard"
     preprocessing: Any = None
     aa_state_path: Any = None
@@ -75,6 +75,8 @@ class BenchmarkArgs:
         """``eps`` as robeval writes budgets (``8/255`` where it is one), or RobustBench's default."""
         if self.eps is None:
             return self.data.default_eps(self.threat)
+        if isinstance(self.eps, str):
+            return self.eps  # robeval's own form ("8/255"), parsed with the run's options
         steps = float(self.eps) * 255
         return f"{round(steps)}/255" if round(steps) > 0 and abs(steps - round(steps)) < 1e-6 else repr(float(self.eps))
 
