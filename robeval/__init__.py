@@ -18,13 +18,21 @@ from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
 
 __version__ = "0.1.0"
 
-_LAZY = {"evaluate": "api", "evaluate_full": "api", "load_model": "api", "attacks": None, "models": None}
+_LAZY = {
+    "evaluate": "api",
+    "evaluate_full": "api",
+    "load_model": "api",
+    "benchmark": "api",
+    "attacks": None,
+    "models": None,
+}
 
 __all__ = [
     "DEFAULT_EPS",
     "DEFAULT_MODELS",
     "DEFAULT_N_EXAMPLES",
     "__version__",
+    "benchmark",
     "evaluate",
     "evaluate_full",
     "load_model",

@@ -118,20 +118,22 @@ class EvalConfig:
     )
     shift: Optional[str] = option(
         None,
-        help="Distribution shift: corruptions (generated), imagenet-c (a pre-generated "
-        "tree), imagenet-a or imagenet-r.",
+        help="Distribution shift: corruptions (ImageNet-C's, generated from --data), imagenet-c / imagenet-3dcc / "
+        "imagenet-c-bar (pre-generated trees ROOT/<corruption>/<severity>/<wnid>/), cifar10-c / cifar100-c "
+        "(ROOT/<corruption>.npy + labels.npy), imagenet-a, imagenet-r, imagenet-v2 (ROOT/<class index>/), "
+        "imagenet-sketch (ROOT[/sketch]/<wnid>/) or cifar10.1 (ROOT/cifar10.1_v6_data.npy + _labels.npy).",
     )
     corruptions: Optional[list[str]] = option(
         None,
         cli_type=Optional[str],
-        help="With --shift corruptions/imagenet-c: "
-        "comma list, a family (noise, blur, weather, digital, extra), common "
-        "(the 15, default) or all.",
+        help="With a --shift that has corruptions: a comma list, or a group of that shift's set. ImageNet-C's "
+        "(corruptions, imagenet-c, cifar10-c, cifar100-c): a family (noise, blur, weather, digital, extra), "
+        "common (the 15, default) or all (19); imagenet-3dcc (12) and imagenet-c-bar (10): all (default).",
     )
     severities: Optional[list[int]] = option(
         None,
         cli_type=Optional[str],
-        help="With --shift corruptions/imagenet-c: comma list of severities 1-5 (default all five).",
+        help="With a --shift that has corruptions: comma list of severities 1-5 (default all five).",
     )
     protocol: str = option(
         "standard",

@@ -61,10 +61,11 @@ def precheck_run(opts: dict[str, Any]) -> None:
         if value not in choices:
             raise UserError(f"invalid {option} {value!r}: choose {' or '.join(choices)}")
     if opts.get("shift") is not None:
-        from ..shifts import get_shift, parse_corruptions, parse_severities
+        from ..shifts import get_shift, parse_severities
 
-        if get_shift(opts["shift"]).has_conditions:
-            parse_corruptions(opts.get("corruptions"))
+        kind = get_shift(opts["shift"])
+        if kind.has_conditions:  # --corruptions from the kind's own set (ImageNet-C's, 3DCC's, C-bar's)
+            kind.corruption_set.parse(opts.get("corruptions"))
             parse_severities(opts.get("severities"))
     listing = catalog()
     check_model_names(

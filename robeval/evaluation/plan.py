@@ -19,7 +19,7 @@ from ..models import get_spec
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
 from ..shifts.catalog import Condition
-from ..shifts.kinds import ShiftKind, get_shift
+from ..shifts.kinds import SHIFT_KINDS, ShiftKind, get_shift
 from .config import ADAPTIVE_SUFFIX, attack_settings, semantic_config
 from .protocols import Protocol, get_protocol
 
@@ -84,10 +84,15 @@ def resolve_device(device: str) -> torch.device:
     return dev
 
 
+def _in_memory(config: EvalConfig) -> bool:
+    """Whether the run's images are arrays in memory (digits, CIFAR, MNIST, CIFAR-10-C, CIFAR-10.1)."""
+    return is_in_memory(config.data) or (config.shift is not None and get_shift(config.shift).in_memory)
+
+
 def resolve_workers(config: EvalConfig) -> int:
-    """DataLoader processes: image folders decode JPEGs in worker processes; digits, CIFAR and MNIST sit in memory."""
+    """DataLoader processes: image folders decode JPEGs in worker processes; arrays sit in memory."""
     if config.workers is None:
-        return 0 if is_in_memory(config.data) else min(8, os.cpu_count() or 1)
+        return 0 if _in_memory(config) else min(8, os.cpu_count() or 1)
     if config.workers < 0:
         raise UserError(f"--workers must not be negative, got {config.workers}")
     return config.workers
@@ -98,7 +103,7 @@ def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
         if config.batch_size <= 0:
             raise UserError(f"--batch-size must be positive, got {config.batch_size}")
         return config.batch_size
-    return DIGITS_BATCH if is_in_memory(config.data) else FOLDER_BATCH[device.type == "cuda"]
+    return DIGITS_BATCH if _in_memory(config) else FOLDER_BATCH[device.type == "cuda"]
 
 
 def model_jobs(config: EvalConfig, protocol: Protocol) -> list[ModelJob]:
@@ -192,8 +197,7 @@ def check_shift(plan: RunPlan) -> None:
     config = plan.config
     if plan.shift is None:
         if config.corruptions or config.severities:
-            raise UserError(
-                "--corruptions / --severities choose conditions of --shift corruptions or --shift imagenet-c"
-            )
+            with_conditions = " / ".join(k for k, s in SHIFT_KINDS.items() if s.has_conditions)
+            raise UserError(f"--corruptions / --severities choose conditions of --shift {with_conditions}")
         return
     plan.shift.check(config)

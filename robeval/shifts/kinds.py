@@ -47,6 +47,7 @@ class ShiftKind:
     has_clean_images = True  # the data holds the clean images (attacks and a clean row are possible)
     needs_a_copy = False  # the data must be a copy of that data set, not the digits demo
     has_conditions = True  # it adds (corruption, severity) conditions (--corruptions, --severities)
+    in_memory = False  # its images are arrays (no JPEG decoding): DataLoader workers and small batches don't pay
 
     def conditions(self, corruptions: Any = None, severities: Any = None) -> list[Condition]:
         return [
@@ -262,6 +263,7 @@ class ArrayCorruptions(ShiftKind):
     has_clean_images = False
     needs_a_copy = True
     imagenet_images = False
+    in_memory = True
     reported_as = "accuracy"  # RobustBench: mean accuracy over the 15 corruptions x 5 severities
 
     def __init__(self, name: str, title: str, clean: str, num_classes: int) -> None:
@@ -294,6 +296,7 @@ class CleanArrays(OtherImages):
     """CIFAR-10.1 (v6): 2,000 new test images of CIFAR-10's classes, attacked as the clean set is."""
 
     imagenet_images = False
+    in_memory = True
 
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         from ..data.arrays import array_data, cifar_label_space
