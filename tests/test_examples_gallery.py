@@ -181,3 +181,16 @@ def test_a_run_without_records_is_one_line(stored, cli):
     run_id = _empty_run(store)
     result = cli("examples", run_id, "--store", str(store), "--attack", "pgd")
     assert one_line_error(result, f"run {run_id} has no stored records")
+
+
+def test_class_names_follow_the_label_space():
+    from robeval.data.arrays import cifar_label_space
+    from robeval.data.digits import load_digits_data
+    from robeval.data.labels import folder_label_space
+    from robeval.report.gallery_figure import class_names
+
+    assert class_names(load_digits_data(10).label_space)[3] == "3"
+    assert class_names(cifar_label_space(10))[3] == "cat"
+    imagenet = class_names(folder_label_space(["n01440764", "n01443537"]))  # ImageNet wnid folders: timm's names
+    assert (imagenet[0], imagenet[1], len(imagenet)) == ("tench", "goldfish", 1000)
+    assert class_names(folder_label_space(["cats", "dogs"]))[1] == "dogs"

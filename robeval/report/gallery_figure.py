@@ -23,6 +23,7 @@ from .naming import attack_title  # noqa: E402
 
 PANEL = 1.3  # inches per image panel
 TITLE_ROOM = 0.45  # inches above each panel for its two title lines
+MIN_WIDTH = 5.0  # inches: room for the figure's title when one model is drawn
 RIGHT, WRONG = "#1b7f3b", "#c0262d"
 NAME_CHARS = 18  # class names longer than this are cut (ImageNet's run long)
 
@@ -49,13 +50,16 @@ def draw(gallery: Any):
     """The figure of a :class:`~robeval.report.gallery.Gallery`."""
     plan, examples = gallery.plan, gallery.examples
     rows, columns = len(examples), 3 * len(plan.models)
+    sep = "\n" if len(plan.models) == 1 else "; "  # one model's figure is narrow: the title takes three lines
     with plt.rc_context({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 10}):
         fig = plt.figure(
-            figsize=(PANEL * columns + 0.4, (PANEL + TITLE_ROOM) * rows + 0.7), layout="constrained", dpi=100
+            figsize=(max(PANEL * columns + 0.4, MIN_WIDTH), (PANEL + TITLE_ROOM) * rows + 0.8),
+            layout="constrained",
+            dpi=100,
         )
         fig.suptitle(
-            f"{attack_title(plan.attack)} at eps {plan.eps} ({plan.run.config['norm']}), run {plan.run.run_id}: "
-            "clean | adversarial | perturbation (amplified)"
+            f"{attack_title(plan.attack)} at eps {plan.eps} ({plan.run.config['norm']}), run {plan.run.run_id}\n"
+            f"clean | adversarial | perturbation (amplified){sep}predictions green if right, red if wrong"
         )
         parts = np.atleast_1d(fig.subfigures(1, len(plan.models), wspace=0.04))  # type: ignore[arg-type]
         for part, model in zip(parts, plan.models):
