@@ -66,6 +66,9 @@ def examples_cmd(
     for line in shown.report():
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     shown.write(out)
-    console.print(f"Wrote {out} ({len(shown.examples)} examples x {len(plan.models)} models)", markup=False)
+    rows, models = len(shown.examples), len(plan.models)
+    console.print(
+        f"Wrote {out} ({rows} example{'s' * (rows != 1)} x {models} model{'s' * (models != 1)})", markup=False
+    )
     if shown.mismatches:
         raise typer.Exit(1)

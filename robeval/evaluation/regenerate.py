@@ -92,12 +92,13 @@ def per_batch_attacks() -> list[str]:
 
 def refusal(attack: str, config: dict[str, Any]) -> str | None:
     """Why ``attack`` of a run with stored ``config`` cannot be crafted again exactly, or None."""
-    if attack in per_batch_attacks():
-        others = ", ".join(a for a in per_batch_attacks() if a != attack)
+    per_batch = per_batch_attacks()
+    if attack in per_batch:
+        others = ", ".join(a for a in per_batch if a != attack)
+        fine = ", ".join(s.name for s in list_attacks() if s.name not in per_batch)
         return (
             f"cannot regenerate {attack} exactly: its random draws are made per batch inside the AutoAttack code "
-            f"(as are {others}), not per example; the per-example attacks (fgsm, pgd, apgd-ce, apgd-t, spsa, ...) "
-            "can be regenerated"
+            f"(as are {others}), not per example; these attacks can be regenerated: {fine}"
         )
     if config.get("cascade"):
         return (
