@@ -29,6 +29,7 @@ from pyautoattack.square import SquareAttack
 
 from ..norms import perturbation_size
 from .base import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, Attack, margin
+from .convergence import ITERATIONS, QUERIES, Watched
 from .registry import register_attack
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
@@ -66,6 +67,7 @@ class _AutoAttackRunner(Attack):
         with torch.no_grad():
             logits = self.model(x)
         correct = logits.argmax(1) == y
+        self.saw(0, logits, y)  # a convergence curve's start: the clean image (kept unless a run does better)
         best = x.clone()
         best_margin = margin(logits, y)
         self.run_correct(x, y, correct.nonzero().squeeze(1), logits, best, best_margin)
@@ -102,13 +104,29 @@ class _AutoAttackRunner(Attack):
             norm=self.norm, eps=self.eps, seed=self.seed, device=x.device, **{n: getattr(self, n) for n in names}
         )
 
-    def apgd_run(self, atk, x, y, rows, best, best_margin, *salt) -> torch.Tensor:
+    def apgd_run(self, atk, x, y, rows, best, best_margin, *salt, run: int | None = None) -> torch.Tensor:
         """One APGD run on the examples at ``rows`` from their seeded start; both of its points compete
-        for the lowest margin.  Returns which rows it left robust."""
+        for the lowest margin.  Returns which rows it left robust.  ``run``: its place among the
+        attack's runs (restarts, targets), where a watched call's curve puts its iterations."""
         start = self.apgd_start(x[rows], rows, *salt)
-        x_best, acc, _, x_best_adv = atk.attack_single_run(x[rows].clone(), y[rows].clone(), start)
+        if run is not None and self.fooling is not None:
+            atk.model = Watched(self.model, self._apgd_hearing(run * self.n_iter, y[rows], rows))
+        try:
+            x_best, acc, _, x_best_adv = atk.attack_single_run(x[rows].clone(), y[rows].clone(), start)
+        finally:
+            atk.model = self.model
         _keep_lowest_margin(self.model, y, best, best_margin, rows, x_best_adv, x_best)
         return acc.bool()
+
+    def _apgd_hearing(self, offset: int, y: torch.Tensor, rows: torch.Tensor):
+        """What a watched APGD run's forward calls tell the curve: iteration ``i``'s prediction (its
+        last EOT pass, the one APGD's own robust accuracy reads) at position ``offset + i``."""
+
+        def hear(call: int, _x: torch.Tensor, logits: torch.Tensor) -> None:
+            if (call + 1) % self.eot_iter == 0:
+                self.saw(offset + call // self.eot_iter, logits, y, rows)
+
+        return hear
 
 
 @register_attack(
@@ -119,9 +137,13 @@ class APGDCE(_AutoAttackRunner):
 
     defaults = APGD_DEFAULTS
     loss = "ce"
+    curve_axis, curve_setting = ITERATIONS, "n_iter"
 
     def budget(self) -> float:
         return (self.n_iter + 1) * self.n_restarts * self.eot_iter
+
+    def curve_budget(self) -> int:
+        return self.n_iter * self.n_restarts
 
     def _make(self, x):
         atk = APGDAttack(
@@ -136,7 +158,7 @@ class APGDCE(_AutoAttackRunner):
         for restart in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
             if robust.numel() == 0:
                 break
-            robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "restart", restart)]
+            robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "restart", restart, run=restart)]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         self.apgd_run(self._make(x), x, y, idx, best, best_margin, "misclassified")
@@ -162,9 +184,13 @@ class APGDT(_AutoAttackRunner):
     """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
 
     defaults = dict(APGD_DEFAULTS, n_target_classes=9)
+    curve_axis, curve_setting = ITERATIONS, "n_iter"
 
     def budget(self) -> float:
         return (self.n_iter + 2) * self.n_restarts * self.eot_iter * self.n_target_classes
+
+    def curve_budget(self) -> int:
+        return self.n_iter * self.n_restarts * self.n_target_classes
 
     def _make(self, x):
         names = ("n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes")
@@ -182,7 +208,10 @@ class APGDT(_AutoAttackRunner):
                 with torch.no_grad():
                     order = self.model(x[robust]).sort(dim=1)[1]
                 atk.y_target = order[:, -target_rank]
-                robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "target", target_rank, restart)]
+                run = (target_rank - 2) * self.n_restarts + restart
+                robust = robust[
+                    self.apgd_run(atk, x, y, robust, best, best_margin, "target", target_rank, restart, run=run)
+                ]
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
@@ -260,8 +289,12 @@ class Square(_AutoAttackRunner):
     """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
 
     defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
+    curve_axis, curve_setting = QUERIES, "n_queries"
 
     def budget(self) -> float:
+        return (self.n_queries + 1) * self.n_restarts
+
+    def curve_budget(self) -> int:
         return (self.n_queries + 1) * self.n_restarts
 
     def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
@@ -269,9 +302,29 @@ class Square(_AutoAttackRunner):
         atk = SquareAttack(self.model, loss="margin", resc_schedule=False, **self.library_options(x, *names))
         atk.init_hyperparam(x)
         robust = idx
-        for _ in range(self.n_restarts):
+        for restart in range(self.n_restarts):
             if robust.numel() == 0:
                 break
+            robust = self._restart(atk, x, y, robust, best, best_margin, restart)
+
+    def _restart(self, atk, x, y, robust, best, best_margin, restart: int) -> torch.Tensor:
+        """One restart on the examples at ``robust``; returns those it left robust."""
+        sizes: list[int] = []  # rows of each query: Square queries only the examples it has not fooled
+        atk.predict = Watched(self.model, lambda _call, x_in, _out: sizes.append(len(x_in)))
+        try:
             _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
-            _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
-            robust = robust[best_margin[robust] > 0]
+        finally:
+            atk.predict = self.model
+        _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
+        still = best_margin[robust] > 0
+        self._square_fell(robust[~still], sizes + [int(still.sum())], restart * (self.n_queries + 1))
+        return robust[still]
+
+    def _square_fell(self, fooled: torch.Tensor, sizes: list[int], offset: int) -> None:
+        """A watched restart's curve: query ``k`` (position ``offset + k``) was sent the ``sizes[k - 1]``
+        examples still robust before it, so ``sizes[k - 1] - sizes[k]`` fell at it (``sizes`` ends with
+        the count robust after the restart)."""
+        if self.fooling is None:
+            return
+        fell = [max(0, a - b) for a, b in zip(sizes, sizes[1:])]
+        self.fooling.fell(fooled, [float(offset + k + 1) for k, n in enumerate(fell) for _ in range(n)])

@@ -19,6 +19,7 @@ from torch import nn
 
 from ..seeds import derive_seed
 from ..settings import apply_settings
+from .convergence import Fooling
 
 Box = Optional[tuple[float, float]]
 
@@ -52,6 +53,12 @@ class Attack:
     # True for attacks from AutoAttack's code: called with the run seed and no examples they draw exactly
     # as AutoAttack does (--cascade uses that to give AutoAttack's own robust examples)
     library_draws: bool = False
+    # Convergence curves (robeval.attacks.convergence): the axis its budget counts along (None: no
+    # curve), the setting that sets the budget's length, and while a call is watched its observation
+    curve_axis: str | None = None
+    curve_setting: str = ""
+    observed: list[Fooling] | None = None  # set by the caller: each finished call's observation lands here
+    fooling: Fooling | None = None
 
     def __init__(
         self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0, clip: Box = (0.0, 1.0), **settings: Any
@@ -78,12 +85,28 @@ class Attack:
         """``method(x, y)`` inside the attack's forked, seeded RNG, with the rows' example indices set."""
         x, y = x.detach(), y.detach()
         self.examples = None if examples is None else [int(e) for e in examples]
+        watched = self.observed is not None and self.curve_axis is not None
+        self.fooling = Fooling(len(x), x.device) if watched else None
         try:
             with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
                 x_adv = method(x, y)
+            if (
+                self.fooling is not None and self.observed is not None
+            ):  # a call that failed (out of memory) tells nothing
+                self.observed.append(self.fooling)
         finally:
             self.examples = None
+            self.fooling = None
         return x_adv.detach()
+
+    def curve_budget(self) -> int:
+        """The positions a call's curve spans along ``curve_axis`` (0 = its start)."""
+        raise NotImplementedError
+
+    def saw(self, position: float, logits: torch.Tensor, y: torch.Tensor, rows: torch.Tensor | None = None) -> None:
+        """Tell a watched call's observation the logits the attack computed at ``position`` (for ``rows``)."""
+        if self.fooling is not None:
+            self.fooling.see(position, logits, y, rows)
 
     def example_generators(self, device: torch.device, *salt: Any, rows: Sequence[int] | None = None) -> list | None:
         """One generator per example (of ``rows``, positions in the batch), seeded by (run seed, attack,

@@ -10,18 +10,21 @@ from __future__ import annotations
 import torch
 
 from .base import PER_EXAMPLE, Attack, ce_loss
+from .convergence import ITERATIONS
 from .registry import register_attack
 
 
-def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> torch.Tensor:
+def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """The CE gradient at ``x_adv``; with ``eot_iter`` > 1 the mean over that many passes
-    (expectation over transformation, for models that are random at inference)."""
+    (expectation over transformation, for models that are random at inference).  Also the last
+    pass's logits (what a convergence curve reads, as APGD's own code does)."""
     total = torch.zeros_like(x_adv)
     for _ in range(max(1, eot_iter)):
         x = x_adv.clone().requires_grad_(True)
-        (grad,) = torch.autograd.grad(ce_loss(model(x), y), x)
+        logits = model(x)
+        (grad,) = torch.autograd.grad(ce_loss(logits, y), x)
         total += grad
-    return total / max(1, eot_iter)
+    return total / max(1, eot_iter), logits
 
 
 @register_attack("fgsm", title="FGSM", implementation="robeval (one gradient step)")
@@ -32,14 +35,18 @@ class FGSM(Attack):
     eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        grad = _loss_grad(self.model, x, y, self.eot_iter)
+        grad, _ = _loss_grad(self.model, x, y, self.eot_iter)
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
 @register_attack("pgd", title="PGD", implementation="robeval (projected gradient descent)", randomness=PER_EXAMPLE)
 class PGD(Attack):
-    """CE-loss PGD, step = rel_stepsize * eps, uniform random start"""
+    """CE-loss PGD, step = rel_stepsize * eps, uniform random start
 
+    It returns its last iterate.  Its convergence curve sees iterate ``k`` at position ``k`` (the
+    logits of its gradient pass); the last iterate is seen by the records' own pass."""
+
+    curve_axis, curve_setting = ITERATIONS, "steps"
     defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
     steps: int
     rel_stepsize: float
@@ -49,10 +56,14 @@ class PGD(Attack):
     def budget(self) -> float:
         return self.steps * self.eot_iter
 
+    def curve_budget(self) -> int:
+        return self.steps
+
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         step = self.rel_stepsize * self.eps
         x_adv = self.random_init(x) if self.random_start else x.clone()
-        for _ in range(self.steps):
-            grad = _loss_grad(self.model, x_adv, y, self.eot_iter)
+        for k in range(self.steps):
+            grad, logits = _loss_grad(self.model, x_adv, y, self.eot_iter)
+            self.saw(k, logits, y)
             x_adv = self.project(x_adv + self.steepest_step(grad, step), x)
         return x_adv

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from .base import PER_EXAMPLE, Attack, margin
+from .convergence import ITERATIONS
 from .registry import register_attack
 
 ADAM_BETAS = (0.9, 0.999)
@@ -37,8 +38,12 @@ ADAM_EPS = 1e-8
     randomness=PER_EXAMPLE,
 )
 class SPSA(Attack):
-    """gradient-free: finite differences along random +/-1 directions, Adam on the margin loss"""
+    """gradient-free: finite differences along random +/-1 directions, Adam on the margin loss
 
+    Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``
+    (the pass that decides whether it is the example's best)."""
+
+    curve_axis, curve_setting = ITERATIONS, "iterations"
     defaults = dict(
         iterations=40, samples=128, lr=0.01, delta=0.01, max_batch=1024, random_start=False, early_stop=True
     )
@@ -81,11 +86,16 @@ class SPSA(Attack):
     def budget(self) -> float:
         return self.iterations * (self.samples + 1) + 1
 
+    def curve_budget(self) -> int:
+        return self.iterations
+
     @torch.inference_mode()
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         x_adv = self.random_init(x) if self.random_start else x.clone()
         best = x_adv.clone()
-        best_margin = margin(self.model(best), y)
+        logits = self.model(best)
+        self.saw(0, logits, y)
+        best_margin = margin(logits, y)
         exp_avg = torch.zeros_like(x)
         exp_sq = torch.zeros_like(x)
         active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
@@ -106,7 +116,9 @@ class SPSA(Attack):
             denom = (m2 / (1 - beta2**step)).sqrt_().add_(ADAM_EPS)
             xa = self.project(xa - self.lr * (m1 / (1 - beta1**step)) / denom, x[idx])
             x_adv[idx] = xa
-            cur = margin(self.model(xa), ya)
+            logits = self.model(xa)
+            self.saw(step, logits, ya, idx)
+            cur = margin(logits, ya)
             better = cur < best_margin[idx]
             best[idx[better]] = xa[better]
             best_margin[idx[better]] = cur[better]

@@ -14,11 +14,12 @@ from pathlib import Path
 import torch
 
 from ..attacks import create
+from ..attacks.convergence import grid, robust_along
 from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, minimal_norms
 from ..attacks.transfer import TransferAttack
 from ..eps import Eps
 from ..norms import perturbation_norms
-from ..precision import crafting, strict_fp32
+from ..precision import Precision, crafting, strict_fp32
 from .attack_calls import (
     AttackBoundsError,
     PassCounter,
@@ -31,9 +32,20 @@ from .cascade import Cascade
 from .plan import ModelJob, RunPlan
 from .precision_check import PrecisionCheck
 from .progress import throttled
-from .units import BatchOutcome, Unit, add_records
+from .units import BatchOutcome, Unit, UnitCurve, add_records
 
 Logits = Callable[[torch.Tensor, str], torch.Tensor]  # the checked, gradient-free forward pass
+
+
+def curves_omitted(precision: Precision) -> str | None:
+    """Why a run crafting in ``precision`` records no convergence curves (None: it records them)."""
+    if not precision.reduced:
+        return None
+    return (
+        f"no convergence curves under --precision {precision.name}: the attacks' own passes are not the "
+        "strict-fp32 passes the records count, so a curve would not end at the records' robust accuracy "
+        "(a --precision fp32 run records them)"
+    )
 
 
 def attack_failure(attack: str, eps: str, batch: int, exc: Exception) -> str:
@@ -93,6 +105,8 @@ class AttackUnits:
             if check.covers(a)
         }
         self.cascade = Cascade(job.attacks, self._records) if plan.config.cascade else None
+        self.with_curves = curves_omitted(plan.precision) is None
+        self.curves: dict[tuple[int, str, str], UnitCurve | None] = {}  # (batch, eps, attack): this call's
         self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
         self.progress: Callable[[Unit, float], None] | None = None
 
@@ -103,13 +117,40 @@ class AttackUnits:
             attack, model, eps.value, norm=config.norm, seed=config.seed, clip=clip, **self.plan.settings[attack]
         )
 
-    def records(self, columns: dict[str, list], batch: BatchAttack, eps: Eps, attack: str) -> None:
-        """Run one unit into ``columns`` (under ``--cascade``: on the examples still robust)."""
+    def records(self, columns: dict[str, list], batch: BatchAttack, eps: Eps, attack: str) -> UnitCurve | None:
+        """Run one unit into ``columns`` (under ``--cascade``: on the examples still robust); returns its
+        convergence curve (None: its attack draws none, or the run records none)."""
+        self.curves, key = {}, (batch.b, eps.text, attack)
         if self.cascade is None:
             self._records(columns, batch, eps, attack)
-            return
+            return self.curves.get(key)
         attacked = self.cascade.records(columns, batch, eps, attack)
         self.outcome.count(self.outcome.attacked, f"{self.job.name}|{eps.text}|{attack}", attacked)
+        return self._cascade_curve(self.curves.get(key), eps, attack, len(batch.y))
+
+    def _cascade_curve(self, curve: UnitCurve | None, eps: Eps, attack: str, n: int) -> UnitCurve | None:
+        """Under ``--cascade`` an attack runs on the examples every earlier attack left robust: the
+        others count as fooled from its start (the unit's rows are the whole batch)."""
+        if curve is not None:
+            return UnitCurve(curve.positions, curve.robust, n)
+        attacker = self.attacks[(eps.text, attack)]
+        if not self._watched(attacker):
+            return None
+        positions = grid(attacker.curve_budget())  # it attacked no example
+        return UnitCurve(positions, [0] * len(positions), n)
+
+    def _watched(self, attacker) -> bool:
+        return self.with_curves and getattr(attacker, "curve_axis", None) is not None
+
+    def _curve(self, eps: Eps, attack: str, robust: torch.Tensor) -> UnitCurve | None:
+        """The unit's curve from its attack's watched calls; the records' own pass on the returned points
+        is the last look, at the end of the budget (for PGD the only look at its last iterate)."""
+        attacker = self.attacks[(eps.text, attack)]
+        observed, attacker.observed = getattr(attacker, "observed", None), None
+        if not observed:
+            return None
+        counts = robust_along(observed, attacker.curve_budget(), robust)
+        return None if counts is None else UnitCurve(grid(attacker.curve_budget()), counts, len(robust))
 
     def _seeding(self, attacker, batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
         """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
@@ -125,6 +166,7 @@ class AttackUnits:
         if adv_logits is None:
             adv_logits = self.logits(x_adv, f"{attack} images (batch {batch.b})")
         adv1, adv5 = topk_hits(adv_logits, batch.y)
+        self.curves[(batch.b, eps.text, attack)] = self._curve(eps, attack, adv1)
         linf, l2 = perturbation_norms(x_adv, batch.xa)
         add_records(
             columns,
@@ -189,6 +231,7 @@ class AttackUnits:
             )
         self.counted.reset()
         self._listen((self.job.name, eps.text, attack, batch.b), attacker, len(batch.y))
+        attacker.observed = [] if self._watched(attacker) else None
         try:
             seed, examples = self._seeding(attacker, batch, eps, attack)
             with crafting(self.plan.precision):

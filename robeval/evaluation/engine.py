@@ -30,7 +30,7 @@ from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
 from .progress import NullReporter, Reporter, model_bars, unit_key
 from .run_info import RunState, describe_run
-from .units import ModelFailure, Unit
+from .units import ModelFailure, Unit, UnitCurve
 
 
 @dataclass
@@ -40,6 +40,7 @@ class EvalResult:
     run: dict[str, Any]
     files: dict[str, Path] = field(default_factory=dict)  # results.csv / .md / run.json, when written
     done_units: dict[tuple[str, str, str], int] = field(default_factory=dict)  # batches per (model, eps, attack)
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # convergence-curve points (store.curves' rows)
 
 
 @dataclass
@@ -179,11 +180,11 @@ def _evaluate_model(job: ModelJob, active: ActiveRun, position: tuple[int, int])
     def key(unit: Unit) -> tuple[str, ...]:
         return unit_key(unit[0], unit[1], unit[2], evaluation.condition_names)
 
-    def deliver(unit: Unit, seconds: float, columns: dict[str, list], n: int) -> None:
+    def deliver(unit: Unit, seconds: float, columns: dict[str, list], n: int, curve: UnitCurve | None = None) -> None:
         if opened.store is not None:
-            opened.store.write_units(opened.run_id, [(unit, seconds)], columns)
+            opened.store.write_units(opened.run_id, [(unit, seconds)], columns, [(unit, curve)] if curve else [])
         elif ctx.is_main:
-            state.keep(unit, columns)
+            state.keep(unit, columns, curve)
         if unit[2] != CLEAN:
             reporter.advance(key(unit), n, seconds)
 
@@ -233,6 +234,7 @@ def _finish(plan: RunPlan, opened: OpenRun, state: RunState, ctx: DistContext) -
     records, done = (
         (store.records(opened.run_id), store.unit_counts(opened.run_id)) if store is not None else state.kept_records()
     )
+    curves = store.curves(opened.run_id) if store is not None else state.kept_curves()
     if records.empty and state.failed_models:
         if store is not None:
             store.release(opened.run_id, status="failed")
@@ -253,4 +255,4 @@ def _finish(plan: RunPlan, opened: OpenRun, state: RunState, ctx: DistContext) -
             data_identity=state.data_info.get("identity"),
             total_units=state.total_units,
         )
-    return EvalResult(records, pd.DataFrame(), run, done_units=done)
+    return EvalResult(records, pd.DataFrame(), run, done_units=done, curves=curves)

@@ -27,7 +27,7 @@ from .conditions import ConditionContext, run_conditions
 from .model_checks import model_checks
 from .plan import ModelJob, RunPlan
 from .precision_check import precision_check
-from .units import BatchOutcome, Deliver, ModelFailure, Unit, add_clean_records, new_columns
+from .units import BatchOutcome, Deliver, ModelFailure, Unit, UnitCurve, add_clean_records, new_columns
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
@@ -213,20 +213,21 @@ class ModelEvaluation:
             self.threads.look()  # share the cores with other processes between units
             tick = time.perf_counter()
             columns = new_columns()
-            self.unit(columns, batch, eps, attack)
+            curve = self.unit(columns, batch, eps, attack)
             seconds = time.perf_counter() - tick
             if attack == CLEAN:
                 seconds, clean_seconds = seconds + clean_seconds, 0.0
             self.outcome.time(f"{self.job.name}|{eps.text}|{attack}", seconds)
-            deliver((self.job.name, eps.text, attack, b), seconds, columns, len(y))
+            deliver((self.job.name, eps.text, attack, b), seconds, columns, len(y), curve)
 
-    def unit(self, columns: dict[str, list], batch: BatchAttack, eps, attack: str) -> None:
-        """One unit's records: the clean row, or an attack (a failed attack stops this model)."""
+    def unit(self, columns: dict[str, list], batch: BatchAttack, eps, attack: str) -> UnitCurve | None:
+        """One unit's records (and its attack's convergence curve): the clean row, or an attack (a
+        failed attack stops this model)."""
         if attack == CLEAN:
             add_clean_records(columns, batch, eps, CLEAN, forward_passes=1.0)
-            return
+            return None
         try:
-            self.attack_units.records(columns, batch, eps, attack)
+            return self.attack_units.records(columns, batch, eps, attack)
         except (ModelFailure, UserError):
             raise
         except Exception as exc:  # a failed attack stops this model; the run goes on with the others

@@ -17,6 +17,7 @@ from ..defaults import RECORD_COLUMNS
 from ..machine import cpu_peak_bytes
 from .cascade import CASCADE_RANDOMNESS
 from .plan import RunPlan
+from .units import CURVE_COLUMNS, Unit, UnitCurve, curve_rows
 
 
 def versions() -> dict[str, str]:
@@ -57,12 +58,20 @@ class RunState:
         self.plan: dict[str, Any] = {}
         self.status = "running"
         self.done_units: dict[tuple[str, str, str], int] = {}  # batches delivered (records kept in memory)
+        self.curve_points: list[tuple] = []  # convergence curves, when there is no store
 
-    def keep(self, unit: tuple, columns: dict[str, list]) -> None:
-        """A finished unit's records, kept in memory (a run without a store)."""
+    def keep(self, unit: Unit, columns: dict[str, list], curve: UnitCurve | None = None) -> None:
+        """A finished unit's records and curve, kept in memory (a run without a store)."""
         for c in RECORD_COLUMNS:
             self.memory[c].extend(columns[c])
         self.done_units[unit[:3]] = self.done_units.get(unit[:3], 0) + 1
+        if curve is not None:
+            self.curve_points += curve_rows(unit, curve)
+
+    def kept_curves(self) -> pd.DataFrame:
+        """The curves kept in memory, as the store gives them back."""
+        frame = pd.DataFrame(self.curve_points, columns=CURVE_COLUMNS)
+        return frame.sort_values(CURVE_COLUMNS[:5], kind="stable", ignore_index=True)
 
     def kept_records(self) -> tuple[pd.DataFrame, dict[tuple[str, str, str], int]]:
         """The records kept in memory, in the store's order, and the batches done per (model, eps, attack)."""

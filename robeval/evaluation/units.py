@@ -4,14 +4,37 @@ besides (skipped files, checks, timings, an error) travels in a :class:`BatchOut
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..defaults import RECORD_COLUMNS, RECORD_DEFAULTS
 
 Unit = tuple[str, str, str, int]  # (model, eps, attack, batch)
-Deliver = Callable[[Unit, float, dict[str, list], int], None]  # (unit, seconds, its records, images)
+
+
+@dataclass(frozen=True)
+class UnitCurve:
+    """A unit's convergence curve (robeval.attacks.convergence): at each of ``positions`` along the
+    attack's budget, how many of the unit's ``examples`` no point it evaluated so far had fooled."""
+
+    positions: list[int]
+    robust: list[int]
+    examples: int
+
+
+# How a curve is stored and kept: one row per unit and point (robeval.results.store's table curves)
+CURVE_COLUMNS = ["model", "eps", "attack", "batch", "point", "position", "robust", "examples"]
+
+
+def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:
+    """``curve`` of ``unit`` as rows of :data:`CURVE_COLUMNS`."""
+    return [(*unit, j, p, r, curve.examples) for j, (p, r) in enumerate(zip(curve.positions, curve.robust))]
+
+
+class Deliver(Protocol):
+    def __call__(
+        self, unit: Unit, seconds: float, columns: dict[str, list], n: int, curve: UnitCurve | None = None
+    ) -> None: ...  # (unit, seconds, its records, images, its convergence curve)
 
 
 class ModelFailure(Exception):

@@ -16,6 +16,7 @@ import pandas as pd
 from ..attacks import get_attack_spec, list_attacks
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
+from .convergence import convergence_rows
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 MASKING_GAP = 1.0  # percentage points
@@ -137,7 +138,23 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                     "or restarts (--set) — a larger budget can only help a correct attack",
                 )
             )
-    return flags + precision_flags(summary) + adaptive_flags(summary)
+    return flags + precision_flags(summary) + adaptive_flags(summary) + convergence_flags(summary)
+
+
+def convergence_flags(summary: pd.DataFrame) -> list[Flag]:
+    """Attacks whose convergence curve still falls over the last tenth of its budget by more than the
+    noise test allows (robeval.results.convergence)."""
+    return [
+        Flag(
+            "not-converged",
+            r["model"],
+            f"at eps {r['eps']}, {r['attack']} fooled {r['fell']} more examples over the last tenth of its budget "
+            f"(robust top-1 {r['start']:.2f} -> {r['end']:.2f}, more than the standard error {r['noise']:.2f})",
+            f"the attack has not converged: lengthen it ({r['advice']}) and report the lower number",
+        )
+        for r in convergence_rows(summary)
+        if r["falling"]
+    ]
 
 
 def adaptive_flags(summary: pd.DataFrame) -> list[Flag]:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..errors import UserError
+from .convergence import curves
 from .store import Store
 from .summary import crafting_precision, run_summary
 
@@ -39,7 +40,11 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     if records.empty:
         raise UserError(f"run {run_id} has no stored records yet")
     summary = run_summary(
-        records, {**info, "run_id": run_id, "status": row["status"]}, config, store.unit_counts(run_id)
+        records,
+        {**info, "run_id": run_id, "status": row["status"]},
+        config,
+        store.unit_counts(run_id),
+        store.curves(run_id),
     )
     return StoredRun(run_id, info, config, records, summary, row["status"])
 
@@ -130,6 +135,13 @@ def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
         rec = run.records[run.records["min_norm"].notna()]
         rec = rec[rec["eps"] == rec["eps"].iloc[0]] if len(rec) else rec
         parts.append(_labelled(rec[["model", "attack", "example", "min_norm"]], labels))
+    return pd.concat(parts, ignore_index=True)
+
+
+def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:
+    """The runs' convergence curves (robeval.results.convergence.curves), models named as :func:`combine`
+    names them."""
+    parts = [_labelled(curves(store, run.run_id), labels) for run, labels in zip(runs, _model_labels(runs))]
     return pd.concat(parts, ignore_index=True)
 
 

@@ -26,9 +26,10 @@ import pandas as pd
 
 from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
+from ..evaluation.units import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..machine import process_start
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _RECORD_TYPES = {
     "model": "TEXT",
@@ -77,11 +78,24 @@ CREATE TABLE records (
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
 """
 
+# A unit's convergence curve (robeval.attacks.convergence): at each point (0 = the attack's start,
+# then every 1/20 of its budget) the position along the attack's iterations or queries and how many of
+# the unit's examples no point the attack evaluated so far had fooled.  Written with the unit's records.
+_CURVES = """
+CREATE TABLE curves (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL,
+    PRIMARY KEY (run_id, model, eps, attack, batch, point)
+)
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
     2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
     3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
+    4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
 }
 OUR_TABLES = {"runs", "units", "records"}
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -250,6 +264,7 @@ class Store:
                     f"INSERT OR IGNORE INTO records ({cols}) SELECT {cols} FROM worker.records WHERE run_id = ?",
                     (run_id,),
                 )
+                conn.execute("INSERT OR IGNORE INTO curves SELECT * FROM worker.curves WHERE run_id = ?", (run_id,))
                 merged = conn.execute(
                     "INSERT OR IGNORE INTO units SELECT * FROM worker.units WHERE run_id = ?", (run_id,)
                 ).rowcount
@@ -327,17 +342,23 @@ class Store:
         return {(m, e, a): int(n) for m, e, a, n in rows}
 
     def write_units(
-        self, run_id: str, units: Iterable[tuple[tuple[str, str, str, int], float]], records: dict[str, list]
+        self,
+        run_id: str,
+        units: Iterable[tuple[tuple[str, str, str, int], float]],
+        records: dict[str, list],
+        curves: Iterable[tuple[tuple[str, str, str, int], UnitCurve]] = (),
     ) -> None:
-        """Store finished units and their records in one transaction."""
+        """Store finished units, their records and their convergence curves in one transaction."""
         columns = ["run_id", *RECORD_COLUMNS]
         # Python bools bind as SQLite integers (bool subclasses int): the columns go in as they are
         rows = list(zip(itertools.repeat(run_id), *(records[c] for c in RECORD_COLUMNS)))
+        points = [(run_id, *row) for unit, curve in curves for row in curve_rows(unit, curve)]
         try:
             with self.transaction() as conn:
                 conn.executemany(
                     f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
                 )
+                conn.executemany(f"INSERT INTO curves VALUES ({', '.join('?' * (1 + len(CURVE_COLUMNS)))})", points)
                 conn.executemany(
                     "INSERT INTO units (run_id, model, eps, attack, batch, seconds) VALUES (?, ?, ?, ?, ?, ?)",
                     [(run_id, *key, seconds) for key, seconds in units],
@@ -361,6 +382,15 @@ class Store:
         for col in ("min_norm", "fp32_top1"):
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
         return df
+
+    def curves(self, run_id: str) -> pd.DataFrame:
+        """The stored convergence-curve points of ``run_id``, one row per unit and point
+        (:data:`CURVE_COLUMNS`; robeval.results.convergence sums them over batches)."""
+        return pd.read_sql_query(
+            f"SELECT {', '.join(CURVE_COLUMNS)} FROM curves WHERE run_id = ? ORDER BY model, eps, attack, batch, point",
+            self.conn,
+            params=(run_id,),
+        )
 
 
 def worker_store_path(path: str | Path, rank: int) -> Path:

@@ -12,6 +12,7 @@ from ..attacks import list_attacks
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..evaluation.config import model_order
 from ..shifts.kinds import run_conditions
+from .convergence import last_tenth
 
 
 @dataclass
@@ -179,12 +180,15 @@ def run_summary(
     run: dict[str, Any],
     config: dict[str, Any] | None = None,
     done_units: dict[tuple[str, str, str], int] | None = None,
+    curves: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
     every table, for a run that just finished and for one read back from the store alike.
 
     ``done_units`` (batches stored per model, eps and attack) against the run's plan marks rows that
-    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish."""
+    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish.
+    ``curves`` (the run's stored convergence-curve points) give each attack's row the examples its
+    curve leaves robust at nine tenths of the budget and at its end (NaN: no curve)."""
     config = config or run["config"]
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     eps_order = [e for e in eps_order if e in set(records["eps"])]
@@ -203,6 +207,7 @@ def run_summary(
     )
     if summary.empty:
         return summary
+    add_curve_columns(summary, curves)
     summary["run_status"] = run.get("status", "finished")
     summary["not_run"] = not_run(summary, run.get("plan", {}).get("units", {}))
     summary["checkpoint"] = [
@@ -223,6 +228,15 @@ def run_summary(
     transfer = {spec.name for spec in list_attacks() if spec.kind == "transfer"}
     summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
     return summary
+
+
+def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame | None) -> None:
+    """``curve_robust_90``, ``curve_robust_end``, ``curve_examples``: the noise test's figures
+    (robeval.results.convergence), NaN on rows without a curve."""
+    found = last_tenth(curves) if curves is not None else {}
+    keys = list(zip(summary["model"], summary["eps"], summary["attack"]))
+    for i, column in enumerate(("curve_robust_90", "curve_robust_end", "curve_examples")):
+        summary[column] = [float(found[k][i]) if k in found else float("nan") for k in keys]
 
 
 def crafting_precision(config: dict[str, Any]) -> str:

@@ -1,0 +1,129 @@
+"""Convergence curves of a run: robust top-1 against an attack's iterations or queries, summed over
+the batches from the points each unit stored (:mod:`robeval.attacks.convergence` says what a point
+counts), and the noise test behind the "attack converged" flag and checklist indicator.
+
+The noise test: over the last tenth of the budget (from point 18 of 20 to the end) the curve may
+fall by at most one standard error of the robust accuracy it falls from, ``sqrt(a (1 - a) / n)`` with
+``a`` the share robust at nine tenths of the budget and ``n`` the examples.  A curve that falls by
+more is still falling: a longer attack would very likely report a lower number, by more than the
+sampling error the table already carries.  A running-best curve never rises, so every drop is real
+(a sign test would flag five newly fooled examples whatever ``n``); the question is whether the drop
+matters at the table's precision.  A curve that ends at 0 has nothing left to fool and never counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from ..attacks import get_attack_spec, list_attacks
+from ..attacks.convergence import CURVE_POINTS
+from ..evaluation.attack_units import curves_omitted
+from ..precision import PRECISIONS
+
+LAST_TENTH = CURVE_POINTS * 9 // 10  # the point at nine tenths of the budget
+KEYS = ["model", "eps", "attack"]
+CURVE_FRAME = [*KEYS, "point", "position", "robust", "examples", "robust_top1", "axis", "setting"]
+
+
+def axis_of(attack: str) -> str:
+    """What the attack's curve counts along (``iterations`` or ``queries``; "" for none)."""
+    try:
+        return getattr(get_attack_spec(attack).cls, "curve_axis", None) or ""
+    except Exception:  # an attack no longer registered
+        return ""
+
+
+def setting_of(attack: str) -> str:
+    """The setting whose value is the length of the attack's curve (``pgd.steps``, ...)."""
+    try:
+        name = getattr(get_attack_spec(attack).cls, "curve_setting", "")
+    except Exception:
+        return ""
+    return f"{attack}.{name}" if name else ""
+
+
+def summed(points: pd.DataFrame) -> pd.DataFrame:
+    """Stored curve points (one row per unit and point) summed over batches: per model, eps, attack
+    and point its position, examples robust and examples in all, robust top-1 (%), axis and setting."""
+    if points.empty:
+        return pd.DataFrame(columns=CURVE_FRAME)
+    out = (
+        points.groupby([*KEYS, "point"], sort=False)
+        .agg(position=("position", "first"), robust=("robust", "sum"), examples=("examples", "sum"))
+        .reset_index()
+    )
+    out["robust_top1"] = 100.0 * out["robust"] / out["examples"]
+    out["axis"] = out["attack"].map(axis_of)
+    out["setting"] = out["attack"].map(setting_of)
+    return out[CURVE_FRAME]
+
+
+def curves(store, run_id: str) -> pd.DataFrame:
+    """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`):
+    one row per model, eps, attack and point, columns :data:`CURVE_FRAME`."""
+    return summed(store.curves(run_id))
+
+
+def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, int, int]]:
+    """Per (model, eps, attack): examples robust at nine tenths of the budget, at its end, and in all."""
+    frame = summed(points)
+    frame = frame[frame["point"].isin([LAST_TENTH, CURVE_POINTS])]
+    out = {}
+    for key, rows in frame.groupby(KEYS, sort=False):
+        by_point = rows.set_index("point")
+        if len(by_point) == 2:
+            start, end = by_point.loc[LAST_TENTH], by_point.loc[CURVE_POINTS]
+            out[key] = (int(start["robust"]), int(end["robust"]), int(end["examples"]))
+    return out
+
+
+def standard_error(robust: int, n: int) -> float:
+    """The standard error (as a share) of a robust accuracy of ``robust`` of ``n`` examples."""
+    a = robust / max(n, 1)
+    return math.sqrt(a * (1 - a) / max(n, 1))
+
+
+def still_falling(robust_start: int, robust_end: int, n: int) -> bool:
+    """Whether a curve falling from ``robust_start`` to ``robust_end`` of ``n`` examples over the last
+    tenth of its budget falls by more than the noise test allows (the module docstring)."""
+    fell = robust_start - robust_end
+    return fell > 0 and robust_end > 0 and fell / max(n, 1) > standard_error(robust_start, n)
+
+
+def convergence_rows(summary: pd.DataFrame) -> list[dict]:
+    """The summary rows with a curve: model, eps, attack, robust top-1 (%) at nine tenths of the
+    budget and at its end, examples newly fooled, the standard error (points), whether the curve is
+    still falling, and the setting that lengthens it with its value doubled."""
+    if "curve_robust_90" not in summary:
+        return []
+    out = []
+    for r in summary[summary["curve_robust_90"].notna()].itertuples():
+        start, end, n = int(r.curve_robust_90), int(r.curve_robust_end), int(r.curve_examples)
+        setting = setting_of(r.attack)
+        value = json.loads(getattr(r, "settings", "{}") or "{}").get(setting.partition(".")[2])
+        out.append(
+            dict(
+                model=r.model,
+                eps=r.eps,
+                attack=r.attack,
+                start=100.0 * start / n,
+                end=100.0 * end / n,
+                fell=start - end,
+                noise=100.0 * standard_error(start, n),
+                falling=still_falling(start, end, n),
+                advice=f"--set {setting}={2 * value}" if isinstance(value, int) else f"--set {setting}=...",
+            )
+        )
+    return out
+
+
+def why_no_curves(summary: pd.DataFrame) -> str:
+    """Why rows of a run have no curve: its precision, or no attack that draws one."""
+    precision = str(summary["precision"].iloc[0]) if "precision" in summary and len(summary) else "fp32"
+    if precision in PRECISIONS and curves_omitted(PRECISIONS[precision]):
+        return str(curves_omitted(PRECISIONS[precision]))
+    drawn = ", ".join(s.name for s in list_attacks() if getattr(s.cls, "curve_axis", None))
+    return f"no attack with a convergence curve ({drawn}) in this run, or a run stored before curves were recorded"
