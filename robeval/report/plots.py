@@ -33,9 +33,22 @@ def _models(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["model"]))
 
 
-def _informative(rows: pd.DataFrame, metric: str) -> bool:
-    """Whether a panel's values differ somewhere (a flat, identical panel tells nothing)."""
-    return rows[metric].nunique() > 1
+def _informative(summary: pd.DataFrame, attack: str, metric: str) -> bool:
+    """Whether a panel tells something: some model's accuracy moves between its clean value and the
+    attack's eps (a panel of flat lines does not), and top-5 is no minimum-norm attack's (those stop at
+    the top-1 decision boundary, so their top-5 is no attack's)."""
+    from .minimum_norm import minimum_norm_attacks
+
+    if metric == "top5" and attack in minimum_norm_attacks(summary):
+        return False
+    rows = summary[summary["attack"].isin([attack, CLEAN])]
+    return bool((rows.groupby("model")[metric].nunique() > 1).any())
+
+
+def _lower_limit(values: pd.Series) -> float:
+    """The y axis starts at the tens below the lowest value (0 when values reach down there)."""
+    low = float(values.min()) if len(values) else 0.0
+    return max(0.0, 10.0 * ((low - 2.0) // 10.0))
 
 
 def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list[str]) -> None:
@@ -47,6 +60,8 @@ def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list
         ax.errorbar(sel["eps_value"] * scale, sel[metric], yerr=style.error_bars(sel[metric], sel["n"]),
                     capsize=2, markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
     ax.set_title(attack_title(attack))
+    ticks = [0.0, *sorted(set(summary["eps_value"]))]
+    ax.set_xticks([t * scale for t in ticks], [f"{t * scale:g}" for t in ticks])
     ax.set_xlabel("eps (x/255, 0 = clean)" if scale == 255.0 else "eps (L2, 0 = clean)")
     ax.set_ylim(0, 100)
 
@@ -57,13 +72,15 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     if summary["eps_value"].nunique() < 2:
         return None
     attacks = [a for a in ordered_attacks(summary) if a != CLEAN]
-    attacks = [a for a in attacks if _informative(summary[summary["attack"].isin([a, CLEAN])], metric)]
+    attacks = [a for a in attacks if _informative(summary, a, metric)]
     if not attacks:
         return None
     models = _models(summary)
     fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(attacks))
+    low = _lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric])
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
+        ax.set_ylim(low, 100)
     for ax in axes[:: min(4, len(axes))]:
         ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
@@ -73,7 +90,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
 
 
 def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
-    rows = sel[sel["model"] == model].set_index("attack")
+    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack")  # clean: once per run
     return ([float(rows.loc[a, "top1"]) if a in rows.index else np.nan for a in attacks],
             [int(rows.loc[a, "n"]) if a in rows.index else 0 for a in attacks])  # fmt: skip
 
@@ -100,10 +117,11 @@ def bars_for_eps(sel: pd.DataFrame):
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
     from ..shifts.catalog import parse_condition
 
-    rows = summary[summary["eps"] == summary["eps"].iloc[0]]
-    parsed = rows["attack"].map(parse_condition)
-    rows = rows[parsed.notna()]
-    return rows.assign(corruption=parsed.dropna().map(lambda p: p[0]), severity=parsed.dropna().map(lambda p: p[1]))
+    parsed = summary["attack"].map(parse_condition)
+    rows, parsed = summary[parsed.notna()], parsed[parsed.notna()]
+    first = rows["eps"] == rows["eps"].iloc[0]  # conditions are eps-free: one eps of the shift run
+    rows, parsed = rows[first], parsed[first]
+    return rows.assign(corruption=parsed.map(lambda p: p[0]), severity=parsed.map(lambda p: p[1]))
 
 
 def accuracy_vs_severity(summary: pd.DataFrame):
@@ -126,6 +144,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
                         markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
         members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
         ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
+        ax.set_xticks(range(0, 6))
         ax.set_xlabel("severity (0 = clean)")
         ax.set_ylim(0, 100)
     axes[0].set_ylabel("top-1 (%)")
@@ -144,21 +163,22 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
     grid, scale = np.linspace(0.0, top, 200), 255.0 if norm == "Linf" else 1.0
-    fig, (ax,) = style.figure(style.FULL_WIDTH * 0.75, 3.0)
-    models, searches = _models(norms), list(dict.fromkeys(norms["attack"]))
+    fig, (ax,) = style.figure(style.FULL_WIDTH, 3.0)
+    models = [m for m in _models(summary) if m in set(norms["model"])]  # the colours of the other figures
+    searches = list(dict.fromkeys(norms["attack"]))
     white = [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
     for (model, attack), rows in norms.groupby(["model", "attack"], sort=False):
-        look = style.model_style(models.index(model))
-        ax.plot(grid * scale, curve(rows["min_norm"], grid), color=look["color"],
-                ls=style.LINESTYLES[searches.index(attack) % 4], label=f"{model}: {attack_title(attack)}")  # fmt: skip
+        look = style.model_style(models.index(model) if model in models else len(models))
+        line = look["linestyle"] if len(searches) == 1 else style.LINESTYLES[searches.index(attack) % 4]
+        ax.plot(grid * scale, curve(rows["min_norm"], grid), color=look["color"], ls=line,
+                label=f"{model}: {attack_title(attack)}")  # fmt: skip
         fixed = summary[(summary["model"] == model) & summary["attack"].isin(white)]
         ax.plot(fixed["eps_value"] * scale, fixed["top1"], marker=look["marker"], ls="", color=look["color"])
     ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
     ax.set_ylabel("robust top-1 (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(
-        marked(f"Robust top-1 against {norm} eps from one minimum-norm run (markers: fixed-eps attacks)", summary)
-    )
+    title = f"Robust top-1 against {norm} eps from one minimum-norm search\n(lines; markers: the fixed-eps white-box attacks)"
+    ax.set_title(marked(title, summary))
     style.legend_below(fig, *ax.get_legend_handles_labels())
     return fig
 
