@@ -130,6 +130,31 @@ def test_schema_is_versioned(tmp_path):
         Store(path)
 
 
+def test_a_store_of_schema_5_lets_norms_be_missing_and_keeps_its_records(tmp_path):
+    from robeval.results.store import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        for version in range(5):
+            conn.executescript(MIGRATIONS[version] + ";")
+        conn.execute("PRAGMA user_version = 5")
+        conn.execute("INSERT INTO runs (id, created, status, protocol, config, info) VALUES ('r', 'now', 'finished', "
+                     "'standard', '{}', '{}')")
+        conn.execute("INSERT INTO records VALUES ('r', 'm', 'pgd', '8/255', 0.03, 0, 1, 3, 1, 1, 0, 1, 5, 0.03, 0.5, "
+                     "21, 20, NULL, NULL)")
+        with pytest.raises(sqlite3.IntegrityError):  # schema 5: a NaN norm (NULL) is refused
+            conn.execute("INSERT INTO records VALUES ('r', 'm', 'fog@1', '8/255', 0.03, 0, 2, 3, 1, 1, 0, 1, 5, "
+                         "NULL, NULL, 1, 0, NULL, NULL)")
+    store = Store(path)
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO records VALUES ('r', 'm', 'fog@1', '8/255', 0.03, 0, 2, 3, 1, 1, 0, 1, 5, "
+                     "NULL, NULL, 1, 0, NULL, NULL)")
+    records = store.records("r").set_index("attack")
+    assert records.loc["pgd", "linf"] == pytest.approx(0.03) and records.loc["pgd", "forward_passes"] == 21
+    assert np.isnan(records.loc["fog@1", "linf"]) and np.isnan(records.loc["fog@1", "l2"])
+
+
 @pytest.fixture(scope="module")
 def two_model_store(tmp_path_factory):
     path = tmp_path_factory.mktemp("tables") / "t.sqlite"

@@ -29,7 +29,7 @@ from ..errors import StoreFull, UserError
 from ..evaluation.units import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..machine import process_start
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _RECORD_TYPES = {
     "model": "TEXT",
@@ -90,12 +90,31 @@ CREATE TABLE curves (
 )
 """
 
+# Data without clean images (an ImageNet-C tree, CIFAR-10-C) has no perturbation to measure: its records
+# linf and l2 are NaN, which SQLite stores as NULL.  Schema 1 made them NOT NULL; SQLite cannot drop a
+# constraint, so schema 6 copies the records into a table that allows NULL there.
+NULLABLE = ("linf", "l2")
+_ALL_RECORD_COLUMNS = ", ".join(["run_id", *V1_COLUMNS, "min_norm", "fp32_top1"])
+_NULLABLE_NORMS = f"""
+CREATE TABLE records_v6 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    {", ".join(f"{c} {_RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
+    min_norm REAL, fp32_top1 REAL,
+    PRIMARY KEY (run_id, model, eps, attack, example)
+);
+INSERT INTO records_v6 ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
+DROP TABLE records;
+ALTER TABLE records_v6 RENAME TO records;
+CREATE INDEX records_by_run ON records(run_id, model, eps, attack)
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
     2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
     3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
     4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
+    5: _NULLABLE_NORMS,  # linf / l2 may be NULL (no clean image to measure against)
 }
 OUR_TABLES = {"runs", "units", "records"}
 SQLITE_MAGIC = b"SQLite format 3\x00"
