@@ -65,6 +65,18 @@ def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: t
     return count_flops(lambda: net(x))
 
 
+def static_efficiency(names: list[str]) -> pd.DataFrame:
+    """Per model what needs no timing: parameters (M) and FLOPs per image (G), counted on the CPU."""
+    rows = []
+    for name in names:
+        net = build_network(name).eval()
+        size = tuple(config_of(net).get("input_size", (3, 224, 224)))
+        params = sum(p.numel() for p in net.parameters())
+        gflops = flops_per_image(net, size, torch.device("cpu")) / 1e9
+        rows.append({"model": name, "params_M": round(params / 1e6, 4), "gflops_per_image": round(gflops, 4)})
+    return pd.DataFrame(rows, columns=["model", "params_M", "gflops_per_image"])
+
+
 class _Bench:
     """One model ready to be timed: its network, an input batch and the two steps."""
 

@@ -96,6 +96,12 @@ def to_latex(summary: pd.DataFrame) -> str:
     return _blocks(summary, grids.to_latex, latex_caption, shift_render)
 
 
+@table_format("html")
+def to_html(summary: pd.DataFrame) -> str:
+    """The Markdown table's blocks as HTML tables (what ``robeval report`` embeds)."""
+    return _blocks(summary, grids.to_html, caption, grids.to_html)
+
+
 @table_format("csv")
 def to_csv(summary: pd.DataFrame) -> str:
     ordered = SUMMARY_COLUMNS + [c for c in summary.columns if c not in SUMMARY_COLUMNS]

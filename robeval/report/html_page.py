@@ -1,0 +1,263 @@
+"""``robeval report``: one self-contained HTML page of stored runs — the paper table (sortable, best
+values marked, with its caption), the figures (SVG inline), the shift and minimum-norm tables, the
+attack-convergence curves, the soundness checklist, the efficiency of each model, the paired
+comparison of the first two models, a gallery of regenerated adversarial examples, and each run's
+configuration and versions.
+
+Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
+the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The page is a
+Jinja2 template (``templates/report.html.j2``) filled with sections; each section is built by one
+function here from the same code the other commands use (tables, plots, checklist, compare).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from html import escape
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+
+from ..errors import UserError
+from ..results.runs import StoredRun, combine, minimal_norms, restart_companion
+from ..results.store import Store
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    body: Markup
+    note: str = ""
+
+
+@dataclass
+class Page:
+    """What the sections read: the store, the runs and their combined summary."""
+
+    store: Store
+    runs: list[StoredRun]
+    summary: pd.DataFrame
+    gallery_attack: str | None = None  # None: the first per-example white-box attack of the first run
+    gallery_size: int = 6
+
+
+SECTIONS: list[Callable[[Page], Section | None]] = []
+
+
+def section(fn: Callable[[Page], Section | None]) -> Callable[[Page], Section | None]:
+    """Register a section builder; the page shows the sections in registration order."""
+    SECTIONS.append(fn)
+    return fn
+
+
+def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, ...] = ()) -> Markup:
+    """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
+    head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
+    rows = "".join(
+        "<tr>"
+        + "".join(f'<td class="{"text" if c in text_columns else ""}">{escape(_cell(v))}</td>' for c, v in row.items())
+        + "</tr>"
+        for _, row in frame.iterrows()
+    )
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return Markup(f'<table class="sortable">{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
+    return str(value)
+
+
+@section
+def paper_table(page: Page) -> Section:
+    from .paper import render
+
+    return Section(
+        "tables",
+        "Paper table",
+        Markup(render(page.summary, "html")),
+        "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
+        "Minimum-norm and distribution-shift tables follow where the runs have them.",
+    )
+
+
+@section
+def figures(page: Page) -> Section | None:
+    from . import plots, style
+
+    found = plots.figures(page.summary, minimal_norms(page.runs))
+    if not found:
+        return None
+    body = "".join(
+        f'<figure data-figure="{stem}">{style.svg_text(fig)}<figcaption>{escape(stem)}: the same figure as '
+        f"<code>robeval plot</code> writes ({', '.join(style.FORMATS)}); error bars: 95% bootstrap intervals"
+        "</figcaption></figure>"
+        for stem, fig in found.items()
+    )
+    return Section("figures", "Figures", Markup(body))
+
+
+@section
+def convergence(page: Page) -> Section | None:
+    from ..results.convergence import curves
+    from .convergence import convergence_svg
+
+    parts = []
+    for run in page.runs:
+        svg = convergence_svg(curves(page.store, run.run_id))
+        if svg:
+            parts.append(f'<figure data-figure="convergence-{run.run_id}">{svg}<figcaption>run {run.run_id}: '
+                         "robust top-1 along each attack's iterations or queries</figcaption></figure>")  # fmt: skip
+    if not parts:
+        return None
+    return Section(
+        "convergence", "Attack convergence", Markup("".join(parts)),
+        "Robust top-1 against iterations / queries; still falling at the end means more iterations would "
+        "find more adversarial examples (the checklist's convergence indicator reads the last 10%).",
+    )  # fmt: skip
+
+
+@section
+def checklist(page: Page) -> Section:
+    from .checklist import CHECKLIST_INTRO, checklist_findings
+
+    parts = []
+    for run in page.runs:
+        found = checklist_findings(
+            run.summary, run.info.get("model_checks", {}), minimal_norms([run]), restart_companion(page.store, run)
+        )
+        for one in found:
+            rows = "".join(
+                f'<tr><td class="text">{escape(ind.name)}</td><td class="text">{escape(ind.covers)}</td>'
+                f'<td class="text status-{f.status.replace(" ", "-").replace("/", "-")}">{escape(f.status)}</td>'
+                f'<td class="text">{escape(f.evidence)}</td></tr>'
+                for ind, f in one.findings
+            )
+            parts.append(
+                f"<h3>{escape(one.model)} (run {escape(run.run_id)})</h3><table><thead><tr><th>indicator</th>"
+                f"<th>covers</th><th>status</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>"
+                f'<p class="verdict"><strong>Verdict: {escape(one.verdict)}.</strong></p>'
+            )
+    return Section("checklist", "Soundness checklist", Markup("".join(parts)), CHECKLIST_INTRO)
+
+
+def _registered(model: str) -> str | None:
+    """The registered model behind a table row (``+adaptive`` and run-id labels removed), if any."""
+    from ..evaluation.config import ADAPTIVE_SUFFIX
+    from ..models import get_spec
+
+    name = model.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
+    try:
+        return get_spec(name).name
+    except UserError:
+        return None
+
+
+@section
+def efficiency(page: Page) -> Section:
+    from ..evaluation.profiling import static_efficiency
+
+    names = [n for n in dict.fromkeys(_registered(m) for m in page.summary["model"]) if n]
+    table = static_efficiency(names)
+    return Section(
+        "efficiency", "Efficiency", frame_html(table, text_columns=("model",)),
+        "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them); "
+        f"speed and memory need timing: robeval profile {' '.join('-m ' + n for n in names)}",
+    )  # fmt: skip
+
+
+@section
+def paired(page: Page) -> Section | None:
+    from .compare import compare
+
+    run = page.runs[0]
+    models = list(dict.fromkeys(run.summary["model"]))
+    if len(models) < 2:
+        return None
+    a, b = f"{run.run_id}:{models[0]}", f"{run.run_id}:{models[1]}"
+    try:
+        result = compare(page.store, a, b)
+    except UserError as exc:
+        return Section("compare", "Paired comparison", Markup(""), f"not possible: {exc}")
+    wanted = [c for c in result.columns if not c.startswith("top5")]
+    return Section(
+        "compare", f"Paired comparison: {models[1]} vs {models[0]}",
+        frame_html(result[wanted], text_columns=("eps", "attack")),
+        f"B = {b} minus A = {a} on the same examples: differences in top-1 points, 95% paired bootstrap "
+        "interval, exact McNemar p-value.",
+    )  # fmt: skip
+
+
+GALLERY_PREFERENCE = ("pgd", "apgd-ce", "apgd-t", "fgsm", "spsa")  # the first the run has is drawn
+
+
+def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
+    """The attack the report's gallery regenerates: ``wanted``, or the first of the run's attacks that
+    can be crafted again exactly (PGD first)."""
+    from ..evaluation.regenerate import refusal
+
+    attacks = list(run.config.get("attacks", []))
+    if wanted is not None:
+        return wanted
+    ordered = [a for a in GALLERY_PREFERENCE if a in attacks] + [a for a in attacks if a not in GALLERY_PREFERENCE]
+    return next((a for a in ordered if refusal(a, run.config) is None), None)
+
+
+@section
+def examples(page: Page) -> Section | None:
+    from .gallery import gallery
+
+    run = page.runs[0]
+    attack = gallery_attack(run, page.gallery_attack)
+    if page.gallery_size <= 0 or attack is None:
+        return None
+    models = [m for m in run.config["models"] if m in set(run.records["model"])][:2]  # the run's first two
+    eps = list(run.config["eps"])[0]
+    try:
+        shown = gallery(page.store, run.run_id, models=models, attack=attack, eps=eps, max_examples=page.gallery_size)
+    except UserError as exc:
+        return Section("gallery", "Gallery", Markup(""), f"no gallery: {exc}")
+    png = base64.b64encode(shown.png(dpi=110)).decode()
+    checks = "".join(f"<li>{escape(line)}</li>" for line in shown.report())
+    body = f'<div class="gallery"><img alt="regenerated adversarial examples" src="data:image/png;base64,{png}"><ul>{checks}</ul></div>'
+    note = (
+        f"{attack} at eps {eps} on run {run.run_id}: clean | adversarial | perturbation (amplified), crafted again "
+        f"from the stored seeds and checked against the records; robeval examples {run.run_id} --attack {attack} "
+        "draws any other selection."
+    )
+    return Section("gallery", f"Gallery: {' vs '.join(models)} under {attack}", Markup(body), note)
+
+
+@section
+def configuration(page: Page) -> Section:
+    parts = []
+    for run in page.runs:
+        shown = {"status": run.status, "versions": run.info.get("versions", {}), "config": run.config}
+        parts.append(f"<h3>Run {escape(run.run_id)}</h3><pre>{escape(json.dumps(shown, indent=2, default=str))}</pre>")
+    return Section("configuration", "Configuration and versions", Markup("".join(parts)))
+
+
+def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
+    """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
+    gallery_size (0: no gallery)."""
+    import jinja2
+
+    page = Page(store, runs, combine(runs), **options)
+    sections = [s for s in (build(page) for build in SECTIONS) if s is not None]
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    ids = ", ".join(r.run_id for r in runs)
+    return environment.get_template("report.html.j2").render(
+        title=f"robeval report: run{'s' if len(runs) > 1 else ''} {ids}",
+        subtitle=f"{len(runs)} run(s) in {store.path}; written {stamp}",
+        sections=sections,
+    )

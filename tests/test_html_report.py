@@ -1,0 +1,116 @@
+"""``robeval report``: one self-contained HTML page, opened offline in headless Chromium (no console
+error, no blocked fetch; the table, figures, checklist and gallery render at real sizes; sorting
+works), and its bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from robeval.results.store import Store
+
+from .conftest import one_line_error
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+# Put first in <head>: records every error, console.error and blocked fetch (CSP violation), then on
+# load measures each section and clicks a sortable header, and writes what it saw into <pre id=probe>.
+PROBE = """<script>
+window.__seen = [];
+window.addEventListener('error', e => window.__seen.push('error: ' + e.message));
+document.addEventListener('securitypolicyviolation', e => window.__seen.push('blocked: ' + e.blockedURI));
+const __error = console.error; console.error = (...a) => { window.__seen.push('console: ' + a.join(' ')); __error(...a); };
+window.addEventListener('load', () => {
+  const size = el => { if (!el) return null; const r = el.getBoundingClientRect(); return [r.width, r.height]; };
+  const out = {errors: window.__seen, sections: {}, figures: [], gallery: null, sorted: null};
+  document.querySelectorAll('section[data-section]').forEach(s => out.sections[s.id] = size(s));
+  out.tables = document.querySelectorAll('table.sortable').length;
+  out.first_table = size(document.querySelector('#tables table'));
+  document.querySelectorAll('figure svg').forEach(f => out.figures.push(size(f)));
+  const img = document.querySelector('.gallery img');
+  if (img) out.gallery = [img.naturalWidth, img.naturalHeight].concat(size(img));
+  const table = document.querySelector('#tables table.sortable');
+  const head = table.tHead.rows[table.tHead.rows.length - 1].cells[0];
+  const before = table.tBodies[0].rows[0].cells[1].textContent;
+  head.click();
+  out.sorted = [head.getAttribute('aria-sort'), before, table.tBodies[0].rows[0].cells[1].textContent];
+  const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    from robeval.api import evaluate_full
+
+    from .conftest import FAST_SETTINGS
+
+    store = tmp_path_factory.mktemp("report") / "s.sqlite"
+    result = evaluate_full(
+        models=["digits-deit", "digits-deit-elliptical"], n_examples=12, eps="4/255,8/255",
+        attacks="fgsm,pgd,square", settings={**FAST_SETTINGS, "pgd": {"steps": 5}}, store=str(store), progress=False,
+    )  # fmt: skip
+    return store, result.run["run_id"]
+
+
+@pytest.fixture(scope="module")
+def report(demo_run, tmp_path_factory):
+    from .conftest import invoke
+
+    store, run_id = demo_run
+    out = tmp_path_factory.mktemp("page") / "report.html"
+    result = invoke(["report", run_id, "--store", str(store), "--out", str(out)], out.parent)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_the_page_is_one_file_that_fetches_nothing(report):
+    page = report.read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", page)  # no remote source of any kind
+    assert "<link" not in page and "@import" not in page
+    assert not re.search(r"url\(\s*['\"]?(?!#)", page)  # only the figures' own url(#clip) references
+    assert "default-src 'none'" in page  # and the page's policy forbids any other source
+    for section in ("tables", "figures", "convergence", "checklist", "efficiency", "compare", "gallery", "configuration"):
+        assert f'<section id="{section}"' in page, section
+    assert page.count("<svg") >= 4 and "data:image/png;base64," in page
+    assert "regenerated predictions equal the stored records" in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs Debian's chromium)")
+def test_chromium_opens_it_offline_without_errors_and_every_section_renders(report, tmp_path):
+    probed = tmp_path / "probed.html"
+    probed.write_text(report.read_text().replace("<head>", "<head>" + PROBE, 1))
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
+             "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000"]  # fmt: skip
+    dom = subprocess.run([*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=180)
+    seen = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    assert seen["errors"] == []
+    assert all(w > 600 and h > 100 for w, h in seen["sections"].values()), seen["sections"]
+    assert seen["tables"] >= 3 and seen["first_table"][0] > 600 and seen["first_table"][1] > 100
+    assert len(seen["figures"]) >= 4 and all(w > 400 and h > 150 for w, h in seen["figures"]), seen["figures"]
+    natural_w, natural_h, shown_w, shown_h = seen["gallery"]
+    assert natural_w > 300 and natural_h > 100 and shown_w > 300 and shown_h > 100
+    assert seen["sorted"][0] == "ascending" and seen["sorted"][1] != seen["sorted"][2]  # the model column sorted
+    shot = tmp_path / "report.png"
+    subprocess.run([*flags, f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=180)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_bad_input_is_one_line(demo_run, cli, tmp_path):
+    store, run_id = demo_run
+    assert one_line_error(cli("report", "nope", "--store", str(store), "--out", "r.html"), "nope")
+    assert one_line_error(cli("report", run_id, "--store", str(tmp_path / "none.sqlite"), "--out", "r.html"), "not found")
+    assert one_line_error(cli("report", run_id, "--store", str(store), "--out", "r.md"), "HTML file")
+    (tmp_path / "a-file").write_text("not a folder")
+    assert one_line_error(cli("report", run_id, "--store", str(store), "--out", str(tmp_path / "a-file" / "r.html")))
+    empty = Store(tmp_path / "e.sqlite")
+    empty_id = empty.create_run({"models": ["digits-deit"]}, {}, "standard")
+    empty.close()
+    assert one_line_error(cli("report", empty_id, "--store", str(tmp_path / "e.sqlite"), "--out", "r.html"), "no stored records")
+    assert not (tmp_path / "r.html").exists()
+
