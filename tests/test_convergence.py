@@ -14,6 +14,7 @@ from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks
 from robeval.attacks.convergence import CURVE_POINTS, grid, robust_along
 from robeval.data.digits import digits_split
+from robeval.errors import UserError
 from robeval.models import load_model, register_model
 from robeval.models.digits import DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
@@ -108,6 +109,9 @@ def test_a_stored_run_reads_its_curves_back(curve_run):
     columns = ["attack", "curve_robust_90", "curve_robust_end", "curve_examples"]
     pd.testing.assert_frame_equal(run.summary[columns], result.summary[columns])
     assert run.summary.set_index("attack").loc["pgd", "curve_examples"] == 24
+    pd.testing.assert_frame_equal(curves(path, result.run["run_id"]), curves(Store(path), result.run["run_id"]))
+    with pytest.raises(UserError, match="no run 'nope'"):
+        curves(path, "nope")
 
 
 def test_the_cascade_curve_of_each_attack_starts_where_the_last_one_ended():

@@ -9,6 +9,13 @@ steps, APGD's counted over its restarts and targets; ``queries``: Square's model
 setting sets their number (``curve_setting``).  An attack tells its observation through
 :meth:`robeval.attacks.base.Attack.saw`; attacks from AutoAttack's code are watched through
 :class:`Watched`, a thin wrapper around the model their code calls.
+
+The end of the budget also counts the records' own pass on the returned points, so the curve's last
+point is the number of examples robust in the records *and* never fooled on the way.  For APGD,
+SPSA and Square, which return a fooling point whenever they found one, that is the records' robust
+count; PGD returns its last iterate, so its curve may end below its records by the examples an
+earlier iterate fooled and the last one did not.  The positions are integers: with a budget under
+20 some points share a position (PGD with 5 steps: points 16 to 19 are all step 4).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -22,6 +23,7 @@ from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
 from ..evaluation.attack_units import curves_omitted
 from ..precision import PRECISIONS
+from .store import Store
 
 LAST_TENTH = CURVE_POINTS * 9 // 10  # the point at nine tenths of the budget
 KEYS = ["model", "eps", "attack"]
@@ -61,10 +63,17 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
     return out[CURVE_FRAME]
 
 
-def curves(store, run_id: str) -> pd.DataFrame:
-    """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`):
-    one row per model, eps, attack and point, columns :data:`CURVE_FRAME`."""
-    return summed(store.curves(run_id))
+def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
+    """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`
+    or its path): one row per model, eps, attack and point, columns :data:`CURVE_FRAME`; empty for a
+    run without curves, a UserError for a run the store does not have."""
+    opened = store if isinstance(store, Store) else Store(store)
+    try:
+        opened.run(run_id)
+        return summed(opened.curves(run_id))
+    finally:
+        if opened is not store:
+            opened.close()
 
 
 def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, int, int]]:
