@@ -51,7 +51,7 @@ def convergence_figure(curves: pd.DataFrame):
     one_eps = curves["eps"].nunique() == 1
     fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(panels))
     for ax, (attack, eps) in zip(axes, panels):
-        _panel(ax, curves, attack, eps, models, attack_title(attack) + ("" if one_eps else f", eps {eps}"))
+        _panel(ax, curves, attack, eps, models, attack_title(attack) + ("" if one_eps else f"\neps {eps}"))
     for ax in axes[:: min(4, len(axes))]:
         ax.set_ylabel("robust top-1 (%)")
     handles = {label: h for ax in axes for h, label in zip(*ax.get_legend_handles_labels())}

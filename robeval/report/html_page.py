@@ -141,8 +141,9 @@ def checklist(page: Page) -> Section:
                 for ind, f in one.findings
             )
             parts.append(
-                f"<h3>{escape(one.model)} (run {escape(run.run_id)})</h3><table><thead><tr><th>indicator</th>"
-                f"<th>covers</th><th>status</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>"
+                f"<h3>{escape(one.model)} (run {escape(run.run_id)})</h3><table><thead><tr>"
+                + "".join(f'<th class="text">{h}</th>' for h in ("indicator", "covers", "status", "evidence"))
+                + f"</tr></thead><tbody>{rows}</tbody></table>"
                 f'<p class="verdict"><strong>Verdict: {escape(one.verdict)}.</strong></p>'
             )
     return Section("checklist", "Soundness checklist", Markup("".join(parts)), CHECKLIST_INTRO)
