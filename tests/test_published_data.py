@@ -103,9 +103,23 @@ def test_broken_files_are_one_line_errors(tmp_path):
     (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(pf.idx_bytes(np.zeros(3)))
     with pytest.raises(UserError, match="is not an idx file"):
         load_data(config("mnist", tmp_path), None)  # type: ignore[arg-type]
+    import zipfile
+
+    (tmp_path / "cifar-10-batches-py").mkdir()
+    with zipfile.ZipFile(tmp_path / "cifar-10-batches-py" / "test_batch", "w") as z:  # another program's file
+        z.writestr("a", "b")
+    with pytest.raises(UserError, match="not a CIFAR python-version batch") as caught:
+        load_data(config("cifar10", tmp_path), None)  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value)
     pf.write_pickle(tmp_path / "cifar-100-python" / "test", [1, 2, 3])
     with pytest.raises(UserError, match="not a dict"):
         load_data(config("cifar100", tmp_path), None)  # type: ignore[arg-type]
+
+
+def test_a_data_dir_given_as_data_is_pointed_to_the_data_set(tmp_path):
+    pf.cifar10_python(tmp_path, n=20)
+    with pytest.raises(UserError, match="holds cifar-10-batches-py: --data cifar10 --data-dir"):
+        load_data(config(str(tmp_path), tmp_path), None)  # type: ignore[arg-type]
 
 
 def test_options_that_do_not_apply_are_refused(tmp_path, image_folder):

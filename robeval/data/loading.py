@@ -78,4 +78,19 @@ def load_data(config: Any, spec: ImageSpec) -> EvalData:
         raise UserError(
             "--selection first applies to --data digits/cifar10/cifar100/mnist; an image folder takes --subset"
         )
-    return load_folder_data(data, spec, config.n_examples, config.subset, config.class_map)
+    try:
+        return load_folder_data(data, spec, config.n_examples, config.subset, config.class_map)
+    except UserError as exc:
+        hint = published_inside(Path(data))
+        raise UserError(
+            f"{exc}; it holds {hint[1]}: --data {hint[0]} --data-dir {data}" if hint else str(exc)
+        ) from None
+
+
+def published_inside(folder: Path) -> tuple[str, str] | None:
+    """(data set, its folder) when ``folder`` holds a published data set's download (a --data-dir given as --data)."""
+    for dataset in PUBLISHED.values():
+        for fmt in dataset.formats:
+            if fmt.folder and (folder / fmt.folder).is_dir():
+                return dataset.name, fmt.folder
+    return None

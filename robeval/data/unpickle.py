@@ -49,7 +49,8 @@ def load_arrays_pickle(path: Path) -> dict[Any, Any]:
             "is this file tampered with?)"
         ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
-        raise UserError(f"{path} is not a CIFAR python-version batch ({type(exc).__name__}: {exc})"[:300]) from None
+        why = " ".join(str(exc).split())  # one line, whatever the exception's text holds
+        raise UserError(f"{path} is not a CIFAR python-version batch ({type(exc).__name__}: {why})"[:300]) from None
     if not isinstance(out, dict):
         raise UserError(f"{path} is not a CIFAR python-version batch (holds {type(out).__name__}, not a dict)")
     return out
