@@ -47,6 +47,12 @@ def option(
     return field(default=default, metadata=metadata)
 
 
+SELECTION_HELP = (
+    "Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
+    "(the first N, RobustBench's convention for CIFAR)."
+)
+
+
 @dataclass
 class EvalConfig:
     """Everything a run evaluates, one field per option (see the module docstring)."""
@@ -79,11 +85,7 @@ class EvalConfig:
         help="Where --data cifar10/cifar100/mnist finds its published files (RobustBench's default ./data).",
     )
     split: str = option("test", help="The split of --data cifar10/cifar100/mnist: test or train.")
-    selection: str = option(
-        "balanced",
-        help="Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
-        "(the first N, RobustBench's convention for CIFAR).",
-    )
+    selection: str = option("balanced", help=SELECTION_HELP)
     n_examples: Optional[int] = option(
         None,
         flags=("--n-examples", "-n"),

@@ -13,6 +13,18 @@ from .weights import NO_WEIGHTS, timm_weights
 DEIT_SIZES = ("tiny", "small", "base")
 
 
+def register_elliptical(name: str, description: str):
+    """Register an elliptical model (no public weights; the elliptical options, adaptive ones included)."""
+    return register_model(
+        name,
+        family="deit-elliptical",
+        weights=NO_WEIGHTS,
+        options=ELLIPTICAL_OPTIONS,
+        adaptive=ADAPTIVE_OPTIONS,
+        description=description,
+    )
+
+
 def _register_deit(size: str) -> None:
     arch = f"deit_{size}_patch16_224"
 
@@ -22,14 +34,7 @@ def _register_deit(size: str) -> None:
     def build_deit() -> nn.Module:
         return timm.create_model(arch, pretrained=False)
 
-    @register_model(
-        f"deit-{size}-elliptical",
-        family="deit-elliptical",
-        weights=NO_WEIGHTS,
-        options=ELLIPTICAL_OPTIONS,
-        adaptive=ADAPTIVE_OPTIONS,
-        description=f"{arch} with elliptical attention in blocks 1..11",
-    )
+    @register_elliptical(f"deit-{size}-elliptical", f"{arch} with elliptical attention in blocks 1..11")
     def build_elliptical(**options) -> nn.Module:
         net = timm.create_model(arch, pretrained=False, attn_layer=EllipticalAttention)
         return make_elliptical(net, **options)

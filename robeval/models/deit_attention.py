@@ -32,17 +32,18 @@ def digits_variant_vit(kind: str, drop_path_rate: float = 0.0, **options) -> nn.
     return as_digits(vit_with_attention(kind, DIGITS_ARCH, drop_path_rate=drop_path_rate, **options))
 
 
+def register_with_kind(name: str, kind: AttentionKind, description: str):
+    """Register a model whose attention is ``kind`` (no public weights; the kind's options)."""
+    return register_model(
+        name, family=f"deit-{kind.name}", weights=NO_WEIGHTS, options=kind.options, adaptive=kind.adaptive,
+        description=description,
+    )  # fmt: skip
+
+
 def _register_imagenet(kind: AttentionKind, size: str) -> None:
     arch = f"deit_{size}_patch16_224"
 
-    @register_model(
-        f"deit-{size}-{kind.name}",
-        family=f"deit-{kind.name}",
-        weights=NO_WEIGHTS,
-        options=kind.options,
-        adaptive=kind.adaptive,
-        description=f"{arch} with {kind.what} attention ({kind.source})",
-    )
+    @register_with_kind(f"deit-{size}-{kind.name}", kind, f"{arch} with {kind.what} attention ({kind.source})")
     def build(**options) -> nn.Module:
         return timm_with_attention(kind.name, arch, **options)
 

@@ -24,8 +24,10 @@ from typing import Any
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from .attention.elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
+from .attention.elliptical import EllipticalAttention, make_elliptical
 from .attention.kinds import ATTENTION_KINDS, vit_with_attention
+from .deit import register_elliptical
+from .deit_attention import register_with_kind
 from .registry import register_model
 from .weights import NO_WEIGHTS
 from .wrapper import set_config
@@ -62,14 +64,7 @@ def _register_standard(data: str) -> None:
     def build() -> nn.Module:
         return set_config(VisionTransformer(**small_arch(data)), small_config(data))
 
-    @register_model(
-        f"{data}-vit-elliptical",
-        family="deit-elliptical",
-        weights=NO_WEIGHTS,
-        options=ELLIPTICAL_OPTIONS,
-        adaptive=ADAPTIVE_OPTIONS,
-        description=f"ViT-Lite-7/4 for {data} with elliptical attention in blocks 1..6",
-    )
+    @register_elliptical(f"{data}-vit-elliptical", f"ViT-Lite-7/4 for {data} with elliptical attention in blocks 1..6")
     def build_elliptical(**options) -> nn.Module:
         net = VisionTransformer(**small_arch(data), attn_layer=EllipticalAttention)
         return set_config(make_elliptical(net, **options), small_config(data))
@@ -78,13 +73,8 @@ def _register_standard(data: str) -> None:
 def _register_kind(data: str, kind_name: str) -> None:
     kind = ATTENTION_KINDS.get(kind_name)
 
-    @register_model(
-        f"{data}-vit-{kind.name}",
-        family=f"deit-{kind.name}",
-        weights=NO_WEIGHTS,
-        options=kind.options,
-        adaptive=kind.adaptive,
-        description=f"ViT-Lite-7/4 for {data} with {kind.what} attention ({kind.source})",
+    @register_with_kind(
+        f"{data}-vit-{kind.name}", kind, f"ViT-Lite-7/4 for {data} with {kind.what} attention ({kind.source})"
     )
     def build(**options) -> nn.Module:
         return set_config(vit_with_attention(kind.name, small_arch(data), **options), small_config(data))
