@@ -19,12 +19,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .compare import BOOTSTRAP_SAMPLES  # noqa: E402  (the one resample count, as robeval compare draws)
+
 FULL_WIDTH, COLUMN_WIDTH = 7.0, 3.4  # inches: a two-column paper's text width and column width
 FONT_SIZE = 8
 PNG_DPI = 200
 FORMATS = ("png", "svg", "pdf")
 INTERVAL_LEVEL = 0.95
-BOOTSTRAP_SAMPLES = 2000
 
 RC: dict[str, Any] = {
     "font.size": FONT_SIZE,
@@ -65,8 +66,9 @@ def model_style(index: int) -> dict[str, Any]:
 def binomial_interval(accuracy: float, n: int, seed: int = 0) -> tuple[float, float]:
     """The 95% percentile-bootstrap interval of an accuracy (%) over ``n`` examples.
 
-    Resampling the examples' hits with replacement draws the number of hits from Binomial(n, p), so
-    the bootstrap is drawn from that directly (the same distribution, without the records)."""
+    Resampling the examples' hits with replacement (robeval compare's bootstrap_mean_ci) draws the
+    number of hits from Binomial(n, p), so a figure, which has the summary and not the records, draws
+    from that directly: the same distribution."""
     if n <= 0 or not math.isfinite(accuracy):
         return (accuracy, accuracy)
     rng = np.random.default_rng(seed)
