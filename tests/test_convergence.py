@@ -232,3 +232,11 @@ def test_robeval_plot_draws_the_curves(demo_run, tmp_path):
         "robust_top1_vs_iterations.png",
         "robust_top1_vs_iterations.svg",
     }
+
+
+def test_curves_come_in_the_run_order_of_its_models():
+    from robeval.results.convergence import in_run_order
+
+    frame = pd.DataFrame({"model": ["a-model", "a-model", "z-model"], "point": [0, 1, 0]})  # the store: by name
+    ordered = in_run_order(frame, ["z-model", "a-model"])
+    assert list(dict.fromkeys(ordered["model"])) == ["z-model", "a-model"] and list(ordered["point"]) == [0, 0, 1]

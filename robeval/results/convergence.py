@@ -63,14 +63,24 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
     return out[CURVE_FRAME]
 
 
+def in_run_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """``frame``'s rows with the models in the run's order (the store returns them sorted by name), so
+    the convergence figure gives each model the look it has in every other figure."""
+    from ..evaluation.config import model_order
+
+    rank = {m: i for i, m in enumerate(model_order(models))}
+    key = frame["model"].map(lambda m: rank.get(m, len(rank)))
+    return frame.assign(_rank=key).sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
 def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
     """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`
     or its path): one row per model, eps, attack and point, columns :data:`CURVE_FRAME`; empty for a
     run without curves, a UserError for a run the store does not have."""
     opened = store if isinstance(store, Store) else Store(store)
     try:
-        opened.run(run_id)
-        return summed(opened.curves(run_id))
+        models = opened.run(run_id)["config"].get("models", [])
+        return in_run_order(summed(opened.curves(run_id)), models)
     finally:
         if opened is not store:
             opened.close()
