@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import UserError
@@ -71,6 +72,15 @@ def parse_eps_list(texts: str | list[str] | tuple[str, ...] | float, norm: str =
     if not out:
         raise UserError("no eps given")
     return out
+
+
+def find_budget(stored: Iterable[str], wanted: str, norm: str = "Linf", tolerance: float = SAME_BUDGET) -> str | None:
+    """The budget among ``stored`` (as a run wrote them) that ``wanted`` names: written the same, or the
+    same value within ``tolerance``; None if none is."""
+    value = parse_one(str(wanted), norm).value
+    stored = list(stored)
+    same = [e for e in stored if e == str(wanted).strip() or abs(parse_one(e, norm).value - value) <= tolerance]
+    return same[0] if same else None
 
 
 def eps_label(value: float) -> str:

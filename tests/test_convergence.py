@@ -240,3 +240,12 @@ def test_curves_come_in_the_run_order_of_its_models():
     frame = pd.DataFrame({"model": ["a-model", "a-model", "z-model"], "point": [0, 1, 0]})  # the store: by name
     ordered = in_run_order(frame, ["z-model", "a-model"])
     assert list(dict.fromkeys(ordered["model"])) == ["z-model", "a-model"] and list(ordered["point"]) == [0, 0, 1]
+
+
+def test_reading_curves_from_a_missing_store_creates_nothing(tmp_path):
+    from robeval.errors import UserError
+    from robeval.results.convergence import curves
+
+    with pytest.raises(UserError, match="results store not found"):
+        curves(tmp_path / "missing.sqlite", "some-run")
+    assert not (tmp_path / "missing.sqlite").exists()

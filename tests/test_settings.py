@@ -67,3 +67,11 @@ def test_what_is_stored_is_what_ran():
     # per example: one pass for the start, iterations x (samples + the new iterate), one final count
     assert row["forward_passes_per_example"] == 1 + 2 * (16 + 1) + 1
     json.dumps(res.run, default=str)  # run.json holds it as plain data
+
+
+def test_a_budget_is_found_by_text_or_value():
+    from robeval.eps import find_budget
+
+    assert find_budget(["4/255", "8/255"], "0.0313725490196") == "8/255"
+    assert find_budget(["8/255"], "0.03137", tolerance=5e-5) == "8/255" and find_budget(["8/255"], "0.03137") is None
+    assert find_budget(["4/255"], "16/255") is None

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..eps import parse_one
+from ..eps import find_budget
 from ..errors import UserError
 from ..evaluation.config import model_order
 from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
 from ..results.runs import StoredRun, load_run
 from ..results.selection import Selection, select_examples
-from ..results.store import Store
+from ..results.store import Store, existing_store
 
 FORMATS = (".png", ".svg")
 
@@ -167,7 +167,8 @@ def plan_gallery(
     **options,
 ) -> GalleryPlan:
     """The gallery's run, models, attack, eps and examples, checked; nothing is crafted yet."""
-    run = load_run(_store(store), run_id)
+    with existing_store(store) as db:
+        run = load_run(db, run_id)
     reason = refusal(attack, run.config)
     if reason is not None:
         raise UserError(reason)
@@ -193,14 +194,6 @@ def render(plan: GalleryPlan) -> Gallery:
     )
 
 
-def _store(store: str | Path | Store) -> Store:
-    if isinstance(store, Store):
-        return store
-    if not Path(store).exists():
-        raise UserError(f"results store not found: {store}")
-    return Store(store)
-
-
 def _run_eps(run: StoredRun, eps: str | None) -> str:
     """The run's eps named by ``eps`` (as written, or the same value), or its only one."""
     stored = list(run.config["eps"])
@@ -208,12 +201,10 @@ def _run_eps(run: StoredRun, eps: str | None) -> str:
         if len(stored) > 1:
             raise UserError(f"run {run.run_id} has several eps ({', '.join(stored)}); choose one with --eps")
         return stored[0]
-    norm = run.config["norm"]
-    value = parse_one(eps, norm).value
-    same = [e for e in stored if e == eps.strip() or abs(parse_one(e, norm).value - value) <= 1e-9]
-    if not same:
+    found = find_budget(stored, eps, run.config["norm"])
+    if found is None:
         raise UserError(f"run {run.run_id} has no eps {eps} (its eps: {', '.join(stored)})")
-    return same[0]
+    return found
 
 
 def _run_models(run: StoredRun, records: pd.DataFrame, models: list[str] | None, attack: str, eps: str) -> list[str]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..defaults import ANY, CLEAN
-from ..eps import parse_one
+from ..eps import find_budget
 from ..errors import UserError
 from ..results.runs import StoredRun
 from ..results.store import Store
@@ -35,11 +35,10 @@ def _eps(info: dict, run: StoredRun, model: str, path: str) -> str:
     wanted = info.get("eps")
     if wanted in (None, ""):
         return str(have["eps"].iloc[0])
-    value = parse_one(str(wanted), run.config["norm"]).value
-    match = have[(have["eps_value"] - value).abs() < EPS_TOLERANCE]
-    if match.empty:
+    found = find_budget(have["eps"], str(wanted), run.config["norm"], EPS_TOLERANCE)
+    if found is None:
         raise UserError(f"{path} is for eps {wanted}; run {run.run_id} evaluated {model} at {', '.join(have['eps'])}")
-    return str(match["eps"].iloc[0])
+    return found
 
 
 def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarray], list[str]]:

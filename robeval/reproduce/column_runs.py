@@ -63,19 +63,18 @@ def run_options(req: Request, column: Column) -> dict[str, Any]:
 def newest_matching_run(store: Any, options: dict[str, Any]) -> str | None:
     """The newest run in ``store`` (finished or not) with the configuration ``options`` give, if any."""
     import json
+    from pathlib import Path
 
     from ..evaluation.config import config_difference, make_config
     from ..evaluation.plan import make_plan
-    from ..results.store import Store
+    from ..results.store import Store, existing_store
 
+    if not isinstance(store, Store) and not Path(store).exists():
+        return None  # no store yet: nothing to continue
     names = {f.name for f in fields(EvalConfig)}
     identity = make_plan(make_config(**{k: v for k, v in options.items() if k in names})).identity()
-    opened = store if isinstance(store, Store) else Store(store)
-    try:
+    with existing_store(store) as opened:
         runs = opened.runs()
-    finally:
-        if opened is not store:
-            opened.close()
     matching = [r.id for r in runs.itertuples() if config_difference(json.loads(r.config), identity) is None]
     return matching[-1] if matching else None
 

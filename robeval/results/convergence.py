@@ -23,7 +23,7 @@ from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
 from ..evaluation.attack_units import curves_omitted
 from ..precision import PRECISIONS
-from .store import Store
+from .store import Store, existing_store
 
 LAST_TENTH = CURVE_POINTS * 9 // 10  # the point at nine tenths of the budget
 KEYS = ["model", "eps", "attack"]
@@ -77,13 +77,9 @@ def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
     """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`
     or its path): one row per model, eps, attack and point, columns :data:`CURVE_FRAME`; empty for a
     run without curves, a UserError for a run the store does not have."""
-    opened = store if isinstance(store, Store) else Store(store)
-    try:
+    with existing_store(store) as opened:
         models = opened.run(run_id)["config"].get("models", [])
         return in_run_order(summed(opened.curves(run_id)), models)
-    finally:
-        if opened is not store:
-            opened.close()
 
 
 def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, int, int]]:

@@ -412,6 +412,22 @@ class Store:
         )
 
 
+@contextmanager
+def existing_store(store: Store | str | Path) -> Iterator[Store]:
+    """``store`` itself, or the store at that path opened for the block and closed after it; a path
+    that does not exist is a one-line error (reading must not create an empty store)."""
+    if isinstance(store, Store):
+        yield store
+        return
+    if not Path(store).exists():
+        raise UserError(f"results store not found: {store}")
+    opened = Store(store)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 def worker_store_path(path: str | Path, rank: int) -> Path:
     """Where worker ``rank`` of a distributed run keeps its units until rank 0 merges them."""
     return Path(f"{path}.rank{rank}")
