@@ -115,7 +115,7 @@ def above_chance(model, rows, ev):
     return Finding(
         "ok",
         f"clean top-1 {r['top1']:.2f}% on {int(r['n'])} examples, chance {100 / r['classes']:.2f}% "
-        f"({int(r['classes'])} classes; p = {p:.2g} that guessing does as well)",
+        f"({int(r['classes'])} classes; exact test of it being above chance: p = {p:.2g})",
     )
 
 

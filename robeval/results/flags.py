@@ -185,7 +185,7 @@ def chance_flags(summary: pd.DataFrame) -> list[Flag]:
                     "near-chance",
                     r.model,
                     f"clean top-1 {r.top1:.2f}% on {r.n} examples is near chance ({100 / r.classes:.2f}% for "
-                    f"{int(r.classes)} classes; p = {p:.2g} that guessing does as well)",
+                    f"{int(r.classes)} classes; exact test of it being above chance: p = {p:.2g})",
                     "the model does not classify these images: check that it takes [0,1] images with its "
                     "normalisation inside (a module expecting normalised input does this), its weights "
                     "(--checkpoint; --weights random is untrained) and the label order (--class-map)",

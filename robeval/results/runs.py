@@ -10,10 +10,8 @@ from ..errors import UserError
 from .convergence import curves
 from .likeness import Side, refuse_unlike, settings_note
 from .store import Store
-from .stored_run import StoredRun
+from .stored_run import StoredRun  # (also imported from here by the readers of runs)
 from .summary import run_summary
-
-__all__ = ["StoredRun", "combine", "load_run", "resolve_runs"]
 
 
 def load_run(store: Store, run_id: str) -> StoredRun:
