@@ -173,9 +173,12 @@ def dtype_recorder():
     MODEL_REGISTRY.remove("toy-dtype-recorder")
 
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs below compute, and the caller's autocast
+
+
 def test_bf16_counts_adversarial_predictions_in_fp32_inside_a_callers_autocast(dtype_recorder):
-    run = dict(RUN, models=[dtype_recorder], n_examples=16, precision="bf16")
-    with torch.autocast("cpu", dtype=torch.bfloat16):  # the caller's own, around the whole evaluation
+    run = dict(RUN, models=[dtype_recorder], n_examples=16, precision="bf16", device=DEVICE)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):  # the caller's own, around the whole evaluation
         result = evaluate_full(**run)
     counted = {dtype for is_counted, dtype in SEEN if is_counted}
     crafted = {dtype for is_counted, dtype in SEEN if not is_counted}
@@ -185,6 +188,6 @@ def test_bf16_counts_adversarial_predictions_in_fp32_inside_a_callers_autocast(d
 
 
 def test_an_fp32_run_inside_a_callers_autocast_crafts_and_counts_in_fp32(dtype_recorder):
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        evaluate_full(**dict(RUN, models=[dtype_recorder], n_examples=8))
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        evaluate_full(**dict(RUN, models=[dtype_recorder], n_examples=8, device=DEVICE))
     assert {dtype for _, dtype in SEEN} == {torch.float32} and any(not counted for counted, _ in SEEN)

@@ -46,7 +46,7 @@ def check_benchmark(info: dict, path: str, run: StoredRun) -> None:
     """One line when the file is for another data set or threat model than the run evaluated."""
     dataset, threat = info_benchmark(path, info)
     ran = robustbench_dataset(run.data)
-    if dataset is not None and dataset != ran:
+    if dataset is not None and robustbench_dataset(dataset) != ran:  # (an older robeval wrote "cifar10 (test)")
         raise UserError(f"{path} is for data set {dataset}; run {run.run_id} evaluated {ran} ({run.data})")
     norm, shift = run.config.get("norm"), run.config.get("shift")
     if threat in ADVERSARIAL and threat != norm:
