@@ -175,14 +175,18 @@ def benchmark(
     batch_size: int = 32,
     eps: float | str | None = None,
     log_path: str | None = None,
-    version: str = "standard",
     preprocessing: Any = None,
     aa_state_path: str | Path | None = None,
+    *,
+    version: str = "standard",
     **options: Any,
 ) -> tuple[float, float]:
     """RobustBench's ``benchmark()`` on robeval's engine (``robeval.robustbench_ext.benchmark``): the same
-    arguments and return value, ``(clean_accuracy, robust_accuracy)`` as fractions, from AutoAttack's
-    ``version`` run as AutoAttack runs it (``cascade=True``) on RobustBench's examples.
+    parameters in the same order as robustbench 1.1.1's, the same return value, ``(clean_accuracy,
+    robust_accuracy)`` as fractions, and the same two lines printed (``Clean accuracy: 87.50%``,
+    ``Adversarial accuracy: 56.29%``), from AutoAttack's ``version`` (keyword-only, robeval's own, as are
+    ``options``) run as AutoAttack runs it (``cascade=True``) on RobustBench's examples.  What it refuses
+    raises :class:`~robeval.errors.UserError`, a ``ValueError`` as RobustBench's refusals are.
 
     ``model``: an ``nn.Module`` taking [0,1] images (normalisation inside), evaluated as a copy named
     ``module:<model_name>@<hash of its state dict>``.  ``aa_state_path``: a results store through which
@@ -190,7 +194,13 @@ def benchmark(
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
     there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
     ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
-    from .robustbench_ext.benchmark_run import BenchmarkArgs, accuracies, evaluate_module, model_info_path
+    from .robustbench_ext.benchmark_run import (
+        BenchmarkArgs,
+        accuracies,
+        evaluate_module,
+        model_info_path,
+        print_accuracies,
+    )
 
     args = BenchmarkArgs(
         n_examples, dataset, threat_model, model_name, data_dir, corruptions_data_dir, device, batch_size, eps,
@@ -199,9 +209,11 @@ def benchmark(
     path = model_info_path(args, options) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options)
+    clean, robust = accuracies(result.records, list(result.run["config"]["attacks"]), name)
     if _is_main():
         _benchmark_files(result, name, path, log_path)
-    return accuracies(result.records, list(result.run["config"]["attacks"]), name)
+        print_accuracies(clean, robust)
+    return clean, robust
 
 
 def _resuming(store: str | Path, options: dict[str, Any]):
@@ -245,10 +257,11 @@ def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_
         info_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(info_path, updated_model_info(info_path, result.summary[result.summary["model"] == name]))
     if log_path is not None:
+        from .report.naming import run_label
         from .report.paper import render
 
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"robeval run {result.run['run_id']} ({name})\n\n{render(result.summary, 'md')}\n")
+            log.write(f"{run_label(result.run['run_id'])} ({name})\n\n{render(result.summary, 'md')}\n")
 
 
 def evaluate(**kwargs: Any) -> pd.DataFrame:

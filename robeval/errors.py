@@ -14,8 +14,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-class UserError(Exception):
-    """An error caused by user input; reported as one line, exit code 2."""
+class UserError(ValueError):
+    """An error caused by user input; reported as one line, exit code 2.
+
+    A ``ValueError``: a library caller (RobustBench's ``benchmark()`` callers among them, whose refusals
+    are ValueErrors) catches it as one.  Code that catches ValueError around robeval's own calls must
+    let a UserError through (``except UserError: raise`` first), or its message would be replaced."""
 
 
 def closest(name: str, choices: Iterable[str], n: int = 3) -> str:

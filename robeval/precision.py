@@ -3,8 +3,9 @@
 so a precision can change how strong an attack is, never what a counted prediction means.
 
 Strict float32 means IEEE float32 matmuls and convolutions: TF32 off on NVIDIA GPUs (cuDNN allows it
-for convolutions by default) and no bf16 matmuls in oneDNN on CPUs (``torch.set_float32_matmul_precision
-("medium")`` turns them on), whatever the process set before.  PyTorch >= 2.9 has one attribute per
+for convolutions by default), no bf16 matmuls in oneDNN on CPUs (``torch.set_float32_matmul_precision
+("medium")`` turns them on) and no autocast a caller opened around robeval, whatever the process set
+before.  PyTorch >= 2.9 has one attribute per
 backend (``fp32_precision``); older versions have ``allow_tf32`` and the global matmul precision,
 which are used there (mixing the two APIs is an error in new versions).
 
@@ -14,7 +15,7 @@ Torch is imported inside the functions: the CLI checks ``--precision`` before to
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,17 +99,25 @@ def _settings(tf32: bool) -> list[tuple[Any, str, Any]]:
     return [(backends.cuda.matmul, "allow_tf32", tf32), (backends.cudnn, "allow_tf32", tf32)]  # pragma: no cover
 
 
+AUTOCAST_DEVICES = ("cpu", "cuda")  # where a caller's own torch.autocast could be open around robeval
+
+
 @contextmanager
 def float32_math(tf32: bool = False) -> Iterator[None]:
-    """Run a block with IEEE float32 matmuls and convolutions (``tf32``: TF32 allowed on GPUs),
-    restoring what was set before."""
+    """Run a block with IEEE float32 matmuls and convolutions (``tf32``: TF32 allowed on GPUs) and
+    with any autocast a caller opened around robeval switched off (``with torch.autocast("cuda"):
+    robeval.evaluate(...)`` would otherwise count bf16 predictions), restoring what was set before.
+    The crafting model's own autocast (``--precision bf16``) opens inside this block, as it should."""
     import torch
 
     settings = _settings(tf32)
     before = [getattr(obj, attr) for obj, attr, _ in settings]
     legacy = not hasattr(torch.backends.cuda.matmul, "fp32_precision")
     matmul = torch.get_float32_matmul_precision() if legacy else None
+    no_autocast = ExitStack()
     try:
+        for device in AUTOCAST_DEVICES:
+            no_autocast.enter_context(torch.autocast(device, enabled=False))
         for obj, attr, value in settings:
             setattr(obj, attr, value)
         if legacy:  # pragma: no cover - torch < 2.9
@@ -119,6 +128,7 @@ def float32_math(tf32: bool = False) -> Iterator[None]:
             setattr(obj, attr, value)
         if matmul is not None:  # pragma: no cover
             torch.set_float32_matmul_precision(matmul)
+        no_autocast.close()
 
 
 def strict_fp32() -> Any:

@@ -108,6 +108,17 @@ def cli(tmp_path):
     return lambda *args: invoke(list(args), tmp_path)
 
 
+def require_tool(found: object, what: str, how: str) -> None:
+    """For a test that needs something from outside robeval (Chromium, pdflatex, RobustBench's package):
+    where ``found`` is falsy, under ``CI=true`` (where .ci/run installs it) the test fails, elsewhere it
+    is skipped, saying what is missing and ``how`` to get it."""
+    if found:
+        return
+    if os.environ.get("CI", "").strip().lower() == "true":
+        pytest.fail(f"{what} is missing under CI=true ({how}): this test must run in CI", pytrace=False)
+    pytest.skip(f"{what} is not installed here ({how})")
+
+
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> bool:
     """Exit code 2, one ``error:`` line naming ``words``, no traceback."""
     lines = [line for line in result.stderr.splitlines() if line.strip()]

@@ -81,3 +81,38 @@ def test_check_command_and_adaptive(tmp_path):
     check = run_cli("check", run_id, "--store", str(store))
     assert check.returncode == 0 and "Soundness checks" in check.stdout
     assert run_cli("check", "nope", "--store", str(store)).returncode == 2
+
+
+@pytest.mark.parametrize("top1, n, classes, near", [
+    (100.0, 2, 10, True),  # two right of two is what guessing gets with p = 0.01: too few to tell
+    (100.0, 4, 10, False),
+    (50.0, 400, 10, False),
+    (15.0, 10_000, 10, True),  # far above chance statistically, still under twice it
+    (60.0, 5, 2, True),
+    (99.0, 100, 2, False),
+    (0.15, 50_000, 1000, True),
+])  # fmt: skip
+def test_near_chance_is_a_test_against_guessing(top1, n, classes, near):
+    from robeval.results.flags import near_chance
+
+    assert near_chance(top1, n, classes)[0] is near
+
+
+def test_a_module_fed_unnormalised_input_is_flagged_near_chance_and_the_checklist_says_so(tmp_path):
+    """The network of digits-deit without its normalisation (it expects (x - 0.5) / 0.5) given to
+    benchmark(): its clean accuracy is near chance, which robeval check and its checklist report."""
+    from robeval.robustbench_ext import benchmark
+
+    from .conftest import FAST_SETTINGS
+
+    store = tmp_path / "s.sqlite"
+    bare = robeval.load_model("digits-deit").net
+    settings = {a: FAST_SETTINGS[a] for a in ("apgd-ce", "apgd-t", "fab-t", "square")}
+    clean, _ = benchmark(bare, n_examples=16, dataset="digits", device="cpu", settings=settings, store=store)
+    assert clean < 0.2
+    checked = run_cli("check", "--store", str(store), "--report", str(tmp_path / "checklist.md"))
+    assert checked.returncode == 0 and "[near-chance]" in checked.stdout and "normalisation inside" in checked.stdout
+    row = (tmp_path / "checklist.md").read_text().split("| Clean accuracy is above chance |")[1].splitlines()[0]
+    assert "| RAISED | clean top-1" in row
+    trained = robeval.evaluate_full(models=["digits-deit"], n_examples=16, attacks="fgsm", device="cpu")
+    assert not [f for f in trained.run["flags"] if f["check"] == "near-chance"]

@@ -13,7 +13,7 @@ import pytest
 
 from robeval.results.store import Store
 
-from .conftest import one_line_error
+from .conftest import one_line_error, require_tool
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
@@ -81,8 +81,8 @@ def test_the_page_is_one_file_that_fetches_nothing(report):
     assert "regenerated predictions equal the stored records" in page
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs Debian's chromium)")
 def test_chromium_opens_it_offline_without_errors_and_every_section_renders(report, tmp_path):
+    require_tool(CHROMIUM, "Chromium", "apt-get install chromium; .ci/run installs it")
     probed = tmp_path / "probed.html"
     probed.write_text(report.read_text().replace("<head>", "<head>" + PROBE, 1))
     flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",

@@ -80,9 +80,16 @@ def test_a_table_names_the_crafting_precision_and_never_mixes_two(tmp_path):
     (["--precision", "tf32"], ["--precision tf32 needs a CUDA GPU"]),
     (["--precision", "fp16"], ["--precision fp16 needs a CUDA GPU"]),
 ])
-def test_precisions_this_machine_cannot_run_are_one_line(cli, args, words):
-    result = cli("run", "-n", "4", "--attacks", "fgsm", *args)
+def test_precisions_a_cpu_cannot_run_are_one_line(cli, args, words):
+    result = cli("run", "-n", "4", "--attacks", "fgsm", "--device", "cpu", *args)  # a GPU machine's CPU too
     assert result.returncode == 2 and one_line_error(result, *words)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="tf32 and fp16 run on a CUDA GPU only; none here")
+@pytest.mark.parametrize("precision", ["tf32", "fp16"])
+def test_gpu_only_precisions_run_on_the_gpu(cli, precision):
+    result = cli("run", "-n", "4", "--attacks", "fgsm", "--precision", precision, "--quiet")
+    assert result.returncode == 0, result.stderr
 
 
 def test_get_precision_knows_gpu_only_ones():
@@ -137,3 +144,50 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(monkeypatch):
     assert slower_here(get_precision("fp32"), "cpu") is None and slower_here(get_precision("bf16"), "cuda") is None
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
     assert slower_here(get_precision("bf16"), "cpu") is None
+
+
+SEEN: list[tuple[bool, torch.dtype]] = []  # per forward of toy-dtype-recorder: (counted, its logits' dtype)
+
+
+@pytest.fixture()
+def dtype_recorder():
+    """digits-deit with its weights, recording each forward: whether it is a counted one (robeval counts
+    under inference mode, attacks need gradients) and the dtype the network computed its logits in."""
+    deit = get_spec("digits-deit")
+
+    @register_model("toy-dtype-recorder", family="toy", weights=embedded_weights("digits-deit"))
+    def build():
+        net = deit.builder()
+        forward = net.forward
+
+        def recorded(x):
+            out = forward(x)
+            SEEN.append((torch.is_inference_mode_enabled(), out.dtype))
+            return out
+
+        net.forward = recorded
+        return net
+
+    SEEN.clear()
+    yield "toy-dtype-recorder"
+    MODEL_REGISTRY.remove("toy-dtype-recorder")
+
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs below compute, and the caller's autocast
+
+
+def test_bf16_counts_adversarial_predictions_in_fp32_inside_a_callers_autocast(dtype_recorder):
+    run = dict(RUN, models=[dtype_recorder], n_examples=16, precision="bf16", device=DEVICE)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):  # the caller's own, around the whole evaluation
+        result = evaluate_full(**run)
+    counted = {dtype for is_counted, dtype in SEEN if is_counted}
+    crafted = {dtype for is_counted, dtype in SEEN if not is_counted}
+    assert counted == {torch.float32}  # clean and adversarial predictions alike
+    assert torch.bfloat16 in crafted  # the attacks did craft in bf16: the recorder tells them apart
+    assert set(result.records["attack"]) == {"clean", "fgsm", "pgd"}
+
+
+def test_an_fp32_run_inside_a_callers_autocast_crafts_and_counts_in_fp32(dtype_recorder):
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        evaluate_full(**dict(RUN, models=[dtype_recorder], n_examples=8, device=DEVICE))
+    assert {dtype for _, dtype in SEEN} == {torch.float32} and any(not counted for counted, _ in SEEN)

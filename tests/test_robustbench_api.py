@@ -13,7 +13,7 @@ import torch
 
 import robeval
 from robeval.errors import UserError
-from tests.conftest import FAST_SETTINGS, one_line_error
+from tests.conftest import FAST_SETTINGS, one_line_error, require_tool
 
 AA = ["apgd-ce", "apgd-t", "fab-t", "square"]
 FAST_AA = {a: FAST_SETTINGS[a] for a in AA}
@@ -129,8 +129,9 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
 def test_benchmark_refuses_what_it_cannot_run_in_one_line(args, words):
     from robeval.robustbench_ext import benchmark
 
-    with pytest.raises(UserError) as info:
+    with pytest.raises(ValueError) as info:  # as RobustBench's own refusals: a UserError is a ValueError
         benchmark(torch.nn.Linear(2, 2).eval(), **args)
+    assert isinstance(info.value, UserError)
     assert all(w in str(info.value) for w in words) and "\n" not in str(info.value)
 
 
@@ -174,13 +175,14 @@ def test_model_info_of_a_standard_run_fills_what_a_run_knows(runs):
     standard = [json.dumps(resolve_settings(a), sort_keys=True) if a in AA else s
                 for a, s in zip(summary["attack"], summary["settings"])]  # fmt: skip
     info = json.loads(render(summary.assign(settings=standard), "robustbench"))
-    from robeval.robustbench_ext.leaderboard import AUTHOR_FIELDS, MODEL_INFO_FIELDS
+    from robeval.robustbench_ext.leaderboard import AUTHOR_FIELDS, BOOLEAN_FIELDS, MODEL_INFO_FIELDS
 
     assert list(info) == list(MODEL_INFO_FIELDS)
     clean, robust = runs["fractions"]
-    assert info["clean_acc"] == f"{100 * clean:.2f}" and info["autoattack_acc"] == f"{100 * robust:.2f}"
+    assert info["clean_acc"] == str(round(clean * 100, 2)) and info["autoattack_acc"] == str(round(robust * 100, 2))
     assert (info["dataset"], info["eps"], info["number_forward_passes"]) == ("digits", "8/255", 1)
-    assert all(info[f] == "" for f in AUTHOR_FIELDS) and "robeval run" in info["footnote"]
+    assert all(info[f] == "" for f in AUTHOR_FIELDS if f not in BOOLEAN_FIELDS) and info["additional_data"] is None
+    assert info["unreliable"] is False and info["footnote"].startswith("robeval run ")
     two = json.loads(render(pd.concat([summary, summary.assign(model="other")]).assign(
         settings=standard * 2), "robustbench"))  # fmt: skip
     assert [len(two), two[1]["clean_acc"]] == [2, info["clean_acc"]]  # several models: a list
@@ -223,15 +225,73 @@ def test_compare_refuses_a_json_that_is_no_model_info_file(runs, cli, tmp_path):
     assert one_line_error(_compare(cli, runs, path), "is for eps 4/255")
 
 
-def _zoo():
-    from robeval.robustbench_ext.models import zoo_models
+ROBUSTBENCH_RELEASE = "1.1.1"  # what make test installs (README: RobustBench)
+
+
+def _installed_release() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
-        from robeval.robustbench_ext.models import parse_entry
+        return version("robustbench")
+    except PackageNotFoundError:  # at most the old copy torchattacks' wheel puts into site-packages
+        return None
 
-        zoo_models(parse_entry("cifar10/Linf/x"))
-    except (UserError, ImportError) as exc:
-        pytest.skip(f"RobustBench's model zoo does not import here: {exc}")
+
+def test_compare_refuses_a_model_info_file_of_another_data_set_or_threat_model(runs, cli, tmp_path):
+    entry = {"clean_acc": "90.0", "autoattack_acc": "50.0", "eps": "8/255"}
+    other = tmp_path / "Other.json"
+    other.write_text(json.dumps({**entry, "dataset": "cifar10"}))
+    assert one_line_error(_compare(cli, runs, other), "is for data set cifar10", "evaluated digits")
+    for threat, fields, words in (("L2", entry, ["threat model L2", "attacked in Linf"]),
+                                  ("corruptions", {"clean_acc": "90.0", "corruptions_acc": "80.0"},
+                                   ["corruptions entry", "ran no shift"])):  # fmt: skip
+        path = tmp_path / "model_info" / "digits" / threat / "Mine.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(fields))
+        assert one_line_error(_compare(cli, runs, path), *words)
+    same = tmp_path / "model_info" / "digits" / "Linf" / "Mine.json"
+    same.parent.mkdir(parents=True)
+    same.write_text(json.dumps({**entry, "dataset": "digits"}))
+    assert _compare(cli, runs, same).returncode == 0
+
+
+def _zoo():
+    """RobustBench's release, installed (make test does; CI=true fails without it, elsewhere a skip)."""
+    found = _installed_release() == ROBUSTBENCH_RELEASE
+    require_tool(found, f"robustbench {ROBUSTBENCH_RELEASE}", f"pip install --no-deps robustbench=={ROBUSTBENCH_RELEASE}")
+
+
+@pytest.fixture()
+def robustbench_eval(monkeypatch):
+    """RobustBench's own ``robustbench.eval``.  It imports ``autoattack``, the name AutoAttack's git
+    repository installs under; the package index has that code as ``pyautoattack`` (a robeval
+    dependency), which the name points to while the module imports."""
+    import importlib.util
+    import sys
+
+    _zoo()
+    if importlib.util.find_spec("autoattack") is None:
+        import pyautoattack
+        import pyautoattack.state
+
+        monkeypatch.setitem(sys.modules, "autoattack", pyautoattack)
+        monkeypatch.setitem(sys.modules, "autoattack.state", pyautoattack.state)
+    return importlib.import_module("robustbench.eval")
+
+
+def test_benchmark_takes_robustbenchs_parameters_in_its_order(robustbench_eval):
+    import inspect
+
+    from robeval.robustbench_ext import benchmark
+
+    theirs = list(inspect.signature(robustbench_eval.benchmark).parameters.values())
+    ours = list(inspect.signature(benchmark).parameters.values())
+    assert [p.name for p in ours[: len(theirs)]] == [p.name for p in theirs]
+    for mine, their in zip(ours, theirs):
+        assert mine.kind == their.kind, mine.name
+        assert mine.default == getattr(their.default, "value", their.default), mine.name  # its enums: their value
+    extras = ours[len(theirs) :]
+    assert extras and all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in extras)  # robeval's own, after them
 
 
 def test_robustbench_cifar_names_resolve_to_the_zoos_entries():
@@ -282,7 +342,7 @@ def _linear(pixels: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(pixels, 10)).eval()
 
 
-def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkeypatch):
+def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkeypatch, capsys):
     from robeval.robustbench_ext import benchmark
 
     monkeypatch.chdir(tmp_path)  # RobustBench's to_disk writes model_info/ where it runs
@@ -291,10 +351,14 @@ def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkey
     path.write_text(json.dumps({"name": "My paper", "clean_acc": "0.00"}))  # an author's earlier file
     clean, robust = benchmark(_linear(64), n_examples=6, dataset="digits", device="cpu", model_name="Mine2024",
                               to_disk=True, log_path=str(tmp_path / "log.md"))  # fmt: skip
+    printed = [line for line in capsys.readouterr().out.splitlines() if "accuracy: " in line]
+    assert printed == [f"Clean accuracy: {clean:.2%}", f"Adversarial accuracy: {robust:.2%}"]  # RobustBench's lines
     info = json.loads(path.read_text())
-    assert info["name"] == "My paper" and info["clean_acc"] == f"{100 * clean:.2f}"
-    assert info["autoattack_acc"] == f"{100 * robust:.2f}" and info["eps"] == "8/255"
-    assert "module:Mine2024@" in (tmp_path / "log.md").read_text()
+    assert info["name"] == "My paper" and info["clean_acc"] == str(round(clean * 100, 2))
+    assert info["autoattack_acc"] == str(round(robust * 100, 2)) and info["eps"] == "8/255"
+    log = (tmp_path / "log.md").read_text()
+    assert "module:Mine2024@" in log and "robeval run None" not in log and "no results store" in log
+    assert "robeval run None" not in info["footnote"] and "no results store" in info["footnote"]
 
 
 def test_benchmark_on_cifar10_takes_the_first_n_test_images(tmp_path):
@@ -315,9 +379,52 @@ def test_table_robustbench_of_a_corruption_run(tmp_path):
     from robeval.results.store import Store
 
     store = tmp_path / "s.sqlite"
-    result = robeval.evaluate_full(models=["digits-deit"], n_examples=6, shift="corruptions",
+    result = robeval.evaluate_full(models=["digits-deit"], n_examples=6, shift="corruptions", selection="first",
                                    corruptions="gaussian_noise", severities="1,2", store=store, device="cpu")  # fmt: skip
     info = json.loads(render(load_run(Store(store), result.run["run_id"]).summary, "robustbench"))
     conditions = result.summary[result.summary["attack"].str.contains("@")]
-    assert info["corruptions_acc"] == f"{conditions['top1'].mean():.2f}" and info["eps"] is None
+    assert info["corruptions_acc"] == str(round(conditions["top1"].mean(), 2)) and info["eps"] is None
+    assert list(info)[-3:] == ["corruptions_acc", "corruptions_mce", "footnote"] and "unreliable" not in info
     assert info["corruptions_mce"] == "" and "autoattack_acc" not in info and "mCE needs ImageNet" in info["footnote"]
+
+
+def test_model_info_values_are_typed_as_robustbenchs_update_json_writes_them(runs, robustbench_eval, tmp_path,
+                                                                            monkeypatch):
+    from robustbench.model_zoo.enums import BenchmarkDataset, ThreatModel
+    from robustbench.utils import update_json
+
+    from robeval.report.robustbench import to_model_info
+    from robeval.robustbench_ext.datasets import robustbench_dataset
+
+    clean, robust = runs["fractions"]
+    monkeypatch.chdir(tmp_path)
+    update_json(BenchmarkDataset.cifar_10, ThreatModel.Linf, "Theirs", clean, robust, 8 / 255)
+    theirs = json.loads((tmp_path / "model_info" / "cifar10" / "Linf" / "Theirs.json").read_text())
+    ours = json.loads(to_model_info(_standard(_stored(runs["root"] / "run.sqlite").summary)))
+    assert (ours["clean_acc"], ours["autoattack_acc"]) == (theirs["clean_acc"], theirs["autoattack_acc"])
+    assert robustbench_dataset("cifar10 (test)") == theirs["dataset"] and robustbench_dataset("/d/val") == "imagenet"
+    assert type(ours["number_forward_passes"]) is int and type(ours["unreliable"]) is bool
+
+
+def _standard(summary: pd.DataFrame) -> pd.DataFrame:
+    """A summary whose AutoAttack rows say they ran with AutoAttack's standard settings (the tests run
+    them shortened): what -f robustbench takes."""
+    from robeval.attacks import resolve_settings
+
+    return summary.assign(settings=[json.dumps(resolve_settings(a), sort_keys=True) if a in AA else s
+                                    for a, s in zip(summary["attack"], summary["settings"])])  # fmt: skip
+
+
+def test_an_entry_with_random_weights_or_other_examples_is_marked_unreliable(tmp_path):
+    from robeval.report.robustbench import to_model_info
+    from robeval.results.runs import load_run
+    from robeval.results.store import Store
+
+    store = Store(tmp_path / "s.sqlite")
+    result = robeval.evaluate_full(models=["digits-deit"], data="digits", n_examples=N, attacks=",".join(AA),
+                                   settings=FAST_AA, weights="random", store=store, device="cpu")  # fmt: skip
+    info = json.loads(to_model_info(_standard(load_run(store, result.run["run_id"]).summary)))
+    assert info["unreliable"] is True and info["footnote"].startswith("Not a leaderboard number: ")
+    for words in ("random weights", f"a class-balanced subset of {N} examples, not RobustBench's first {N}",
+                  "near chance"):  # fmt: skip
+        assert words in info["footnote"]

@@ -20,7 +20,7 @@ from robeval.errors import UserError
 from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
 from robeval.results.store import SCHEMA_VERSION, Store
 
-from .conftest import run_cli
+from .conftest import require_tool, run_cli
 
 # Small but long enough to be killed part-way: 6 batches x 3 attacks.
 RUN_ARGS = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--eps", "8/255",
@@ -185,8 +185,7 @@ def test_latex_table_compiles(two_model_store, tmp_path):
     assert proc.returncode == 0, proc.stderr
     tex = out.read_text()
     assert tex.count(r"\begin{tabular}") == 2 and r"\textbf{" in tex and r"digits-deit-elliptical" in tex
-    if shutil.which("pdflatex") is None:
-        pytest.skip("pdflatex not installed (.ci/run installs it)")
+    require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
     doc = tmp_path / "doc.tex"
     doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
     result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,

@@ -72,6 +72,8 @@ def read_class_map(path: str | Path) -> dict[str, int]:
         if any(len(pair) != 2 for pair in pairs):
             raise ValueError("each line must be FOLDER INDEX")
         return {folder: _index(index, p, folder) for folder, index in pairs}
+    except UserError:
+        raise  # _index's own line (a UserError is a ValueError)
     except (ValueError, json.JSONDecodeError) as exc:
         raise UserError(
             f"class map {p} is not FOLDER INDEX lines or a JSON object ({str(exc).splitlines()[0][:100]})"

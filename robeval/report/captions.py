@@ -50,8 +50,14 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
-    parts += incomplete_parts(sel) + any_coverage_parts(sel)
+    parts += unlike_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
     return [measured_phrase(sel, eps, latex, top5), *(latex_escape(p) if latex else p for p in parts)]
+
+
+def unlike_parts(rows: pd.DataFrame) -> list[str]:
+    """Runs of one table whose shared attacks ran with different settings (robeval.results.likeness):
+    one line saying which, in every block, since any block may sit beside another run's."""
+    return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(_column(rows, "unlike")) if note]
 
 
 def transfer_parts(rows: pd.DataFrame) -> list[str]:

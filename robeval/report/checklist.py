@@ -23,9 +23,12 @@ from ..results.convergence import convergence_rows, why_no_curves
 from ..results.flags import (
     MASKING_GAP,
     adaptive_gaps,
+    chance_flags,
+    chance_rows,
     flags_from_model_checks,
     kind_vs_white,
     minimum_norm_comparison,
+    near_chance,
     noise_points,
     precision_flags,
     rising_with_eps,
@@ -93,6 +96,27 @@ def _evidence(check: str, values: dict) -> str:
         "zero-gradients": f"{100 * values['share_zero_or_nan_gradients']:.1f}% of checked examples have zero or NaN "
         "input gradients",
     }[check]
+
+
+@indicator(
+    "Clean accuracy is above chance",
+    "Carlini et al. checklist (sanity-check the evaluation: report clean accuracy; a model at chance on clean "
+    "images, e.g. one fed unnormalised input, measures nothing under attack)",
+)
+def above_chance(model, rows, ev):
+    found = chance_rows(rows)
+    if found.empty:
+        return Finding("n/a", "no clean row on the model's own data (a shift data set, or no class count stored)")
+    raised = chance_flags(found.head(1))
+    if raised:
+        return Finding("RAISED", f"{raised[0].message} — {raised[0].advice}")
+    r = found.iloc[0]
+    _, p = near_chance(float(r["top1"]), int(r["n"]), int(r["classes"]))
+    return Finding(
+        "ok",
+        f"clean top-1 {r['top1']:.2f}% on {int(r['n'])} examples, chance {100 / r['classes']:.2f}% "
+        f"({int(r['classes'])} classes; exact test of it being above chance: p = {p:.2g})",
+    )
 
 
 @indicator(

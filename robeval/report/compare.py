@@ -14,6 +14,7 @@ from scipy.stats import binomtest
 from ..defaults import ANY, CLEAN
 from ..errors import UserError
 from ..models.registry import PREFIXES
+from ..results.likeness import Side, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
 from ..results.summary import any_attack_records
@@ -102,12 +103,11 @@ def paired_row(sel: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
 
 
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
+    """A and B paired example by example; refused in one line when they were not evaluated alike
+    (robeval.results.likeness: protocol, threat model, precision, cascade, data, examples, eps, settings)."""
     run_a, model_a = find_model(store, ref_a)
     run_b, model_b = find_model(store, ref_b)
-    if run_a.protocol != run_b.protocol:
-        raise UserError(
-            f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})"
-        )
+    refuse_unlike(Side(run_a, model_a), Side(run_b, model_b), "compare pairs like with like only")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
     ra, rb = _with_any(run_a, model_a, both), _with_any(run_b, model_b, both)  # worst cases over the same attacks
     joined = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))

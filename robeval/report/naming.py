@@ -56,3 +56,11 @@ def data_label(data: str) -> str:
     path, _, note = str(data).partition(" (")
     short = "/".join(PurePath(path).parts[-2:]) if "/" in path or "\\" in path else path
     return short + (f" ({note}" if note else "")
+
+
+def run_label(run_id: object) -> str:
+    """How a file names the run its numbers come from: ``robeval run <id>``, or, for a run made without
+    a results store (``benchmark()`` without ``store=``), that it was not stored."""
+    if run_id is None or pd.isna(run_id) or str(run_id) in ("", "None"):
+        return "robeval, no results store (its records were not kept)"
+    return f"robeval run {run_id}"

@@ -20,7 +20,8 @@ from ..errors import UserError
 from ..results.runs import StoredRun
 from ..results.store import Store
 from ..results.summary import any_attack_records
-from ..robustbench_ext.leaderboard import is_model_info_path, published_accuracy, read_model_info
+from ..robustbench_ext.datasets import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
+from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
@@ -39,6 +40,19 @@ def _eps(info: dict, run: StoredRun, model: str, path: str) -> str:
     if found is None:
         raise UserError(f"{path} is for eps {wanted}; run {run.run_id} evaluated {model} at {', '.join(have['eps'])}")
     return found
+
+
+def check_benchmark(info: dict, path: str, run: StoredRun) -> None:
+    """One line when the file is for another data set or threat model than the run evaluated."""
+    dataset, threat = info_benchmark(path, info)
+    ran = robustbench_dataset(run.data)
+    if dataset is not None and robustbench_dataset(dataset) != ran:  # (an older robeval wrote "cifar10 (test)")
+        raise UserError(f"{path} is for data set {dataset}; run {run.run_id} evaluated {ran} ({run.data})")
+    norm, shift = run.config.get("norm"), run.config.get("shift")
+    if threat in ADVERSARIAL and threat != norm:
+        raise UserError(f"{path} is for threat model {threat}; run {run.run_id} attacked in {norm}")
+    if threat in CORRUPTIONS and not shift:
+        raise UserError(f"{path} is a {threat} entry; run {run.run_id} ran no shift (robeval run --shift ...)")
 
 
 def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -88,6 +102,7 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     ref, path = (ref_a, ref_b) if run_is_a else (ref_b, ref_a)
     info = read_model_info(path)
     run, model = find_model(store, ref)
+    check_benchmark(info, path, run)
     eps = _eps(info, run, model, path)
     scores, notes = run_scores(run, model, eps)
     rows = []

@@ -1,12 +1,17 @@
 """``robeval table RUN -f robustbench``: RobustBench's model-info JSON for a leaderboard submission.
 
 One entry per model (and per eps when a run has several): a JSON object for one entry, a list of them
-for several.  robeval fills dataset, eps, clean_acc, number_forward_passes (1: one pass per
-prediction), a footnote naming the run, and autoattack_acc, but only from AutoAttack's standard
-attacks with their standard settings under the standard protocol: any other run is refused in one
-line that says what it lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d`` for
-ImageNet-3DCC) instead.  What a run cannot know (link, name, authors, venue, ...) is left as empty
-strings for the author to fill (the command says so on stderr)."""
+for several, its values typed as RobustBench's own files type them (robustbench_ext.leaderboard).
+robeval fills dataset, eps, clean_acc, number_forward_passes (1: one pass per prediction), a footnote
+naming the run, unreliable, and autoattack_acc, but only from AutoAttack's standard attacks with their
+standard settings under the standard protocol: any other run is refused in one line that says what it
+lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d`` for ImageNet-3DCC) instead.
+
+An entry that is no leaderboard number, though its attacks are AutoAttack's, is marked rather than
+refused (RobustBench's own fields for that): ``"unreliable": true`` and a footnote saying why, for a
+model with random weights, examples other than RobustBench's (a class-balanced subset instead of its
+first N, another split) and a clean accuracy near chance.  What a run cannot know (link, name,
+authors, venue, ...) is left empty for the author to fill (the command says so on stderr)."""
 
 from __future__ import annotations
 
@@ -17,11 +22,14 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import resolve_settings
-from ..defaults import ANY, CLEAN
+from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
-from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, percent
+from ..results.flags import chance_flags
+from ..robustbench_ext.datasets import examples_caveat, robustbench_dataset
+from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition
+from .naming import run_label
 from .shift_table import attack_rows, is_condition, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
@@ -52,17 +60,34 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
     return None
 
 
+def caveats(rows: pd.DataFrame) -> list[str]:
+    """Why one model's entry is no leaderboard number (empty: none known): random weights, examples
+    other than RobustBench's, a clean accuracy near chance."""
+    first = rows.iloc[0]
+    found = []
+    if "checkpoint" in rows and (rows["checkpoint"] == RANDOM_WEIGHTS).any():
+        found.append(f"the model has {RANDOM_WEIGHTS}")
+    examples = (
+        examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"])) if "selection" in rows else None
+    )
+    found += [examples] if examples else []
+    found += [f.message for f in chance_flags(rows)]
+    return found
+
+
 def _common(rows: pd.DataFrame) -> dict[str, Any]:
     """The fields every entry fills, in RobustBench's order, the author's left empty."""
     first = rows.iloc[0]
-    data = str(first["data"])
     clean = rows[rows["attack"] == CLEAN]
-    entry: dict[str, Any] = dict.fromkeys(MODEL_INFO_FIELDS, "")
+    warned = caveats(rows)
+    run = f"{run_label(first['run_id'])}: {int(first['n'])} examples, seed {first['seed']}; {first['versions']}"
+    entry = empty_entry()
     entry.update(
         number_forward_passes=1,
-        dataset=data if "/" not in data and "\\" not in data else "imagenet",  # robeval's folders are ImageNet's
+        dataset=robustbench_dataset(str(first["data"])),
         clean_acc=percent(float(clean["top1"].iloc[0])) if len(clean) else "",
-        footnote=f"robeval run {first['run_id']}: {int(first['n'])} examples, seed {first['seed']}; {first['versions']}",
+        footnote=f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
+        unreliable=bool(warned),
     )
     return entry
 
@@ -86,12 +111,14 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
     parsed = [parse_condition(a) for a in rows["attack"]]
     suffix = "_3d" if all(p is None or p[0] in THREE_D for p in parsed) else ""
     acc_field, mce_field = CORRUPTION_FIELDS[suffix]
-    entry = {k: v for k, v in _common(rows).items() if k not in ("autoattack_acc", "external")}
+    common = _common(rows)
+    entry = {k: common[k] for k in MODEL_INFO_FIELDS[: MODEL_INFO_FIELDS.index("reported") + 1]}
     entry.update(eps=None)  # RobustBench's corruption entries have no eps
     entry[acc_field] = percent(100.0 - metrics.mean_error)
     entry[mce_field] = "" if metrics.mce is None else percent(metrics.mce)
-    if metrics.note:
-        entry["footnote"] += f"; {metrics.note}"
+    entry["footnote"] = common["footnote"] + (f"; {metrics.note}" if metrics.note else "")
+    if common["unreliable"]:  # RobustBench's corruption entries carry the field only to mark one
+        entry["unreliable"] = True
     return entry
 
 
@@ -123,5 +150,6 @@ def updated_model_info(path: Path, summary: pd.DataFrame) -> str:
             existing = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise UserError(f"{path} exists and is not JSON: move it away or remove it") from None
-        entry = {**existing, **{k: v for k, v in entry.items() if v not in ("", None)}}
+        known = {k: v for k, v in entry.items() if v not in ("", None) and not (k == "unreliable" and v is False)}
+        entry = {**existing, **known}  # an author's "unreliable": true stays unless robeval knows better
     return json.dumps(entry, indent=2) + "\n"

@@ -16,11 +16,13 @@ import pandas as pd
 from ..attacks import get_attack_spec, list_attacks
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
+from ..shifts.kinds import get_shift
 from .convergence import convergence_rows
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 MASKING_GAP = 1.0  # percentage points
 PRECISION_P = 0.05  # one-sided p-value of the paired test below which reduced precision weakened an attack
+CHANCE_P = 0.01  # a clean top-1 whose exact test against guessing gives p at or above this is near chance
 
 
 @dataclass
@@ -138,7 +140,58 @@ def flags_from_summary(summary: pd.DataFrame) -> list[Flag]:
                     "or restarts (--set) — a larger budget can only help a correct attack",
                 )
             )
-    return flags + precision_flags(summary) + adaptive_flags(summary) + convergence_flags(summary)
+    return (
+        chance_flags(summary) + flags + precision_flags(summary) + adaptive_flags(summary) + convergence_flags(summary)
+    )
+
+
+def chance_p_value(hits: int, n: int, classes: int) -> float:
+    """One-sided exact binomial test: the chance that guessing uniformly among ``classes`` classes gets
+    ``hits`` or more of ``n`` examples right."""
+    from scipy.stats import binom
+
+    return float(binom.sf(hits - 1, n, 1.0 / classes))
+
+
+def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
+    """Whether a clean top-1 (%) on ``n`` examples is near chance (1 / ``classes``), and the test's p-value.
+
+    Near chance: not significantly above it (p >= CHANCE_P, what a few examples allow), or, with three
+    classes or more, under twice it (on many examples 12% on 10 classes is "significant" and still
+    no classifier worth attacking)."""
+    p = chance_p_value(round(top1 * n / 100.0), n, classes)
+    return p >= CHANCE_P or (classes >= 3 and top1 < 200.0 / classes), p
+
+
+def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """The clean rows of data that holds the model's own distribution (no shift, or a corruption
+    benchmark's clean images; not ImageNet-A and its kind, where low accuracy is the finding), with a
+    number of classes."""
+    if "classes" not in summary:
+        return summary.iloc[0:0]
+    shift = summary["shift"].fillna("") if "shift" in summary else pd.Series("", index=summary.index)
+    own = shift.map(lambda s: not s or get_shift(s).has_conditions)
+    return summary[(summary["attack"] == CLEAN) & own & summary["classes"].notna() & (summary["classes"] > 1)]
+
+
+def chance_flags(summary: pd.DataFrame) -> list[Flag]:
+    """Models whose clean accuracy is near chance: their robust accuracies measure nothing."""
+    flags = []
+    for r in chance_rows(summary).itertuples():
+        found, p = near_chance(float(r.top1), int(r.n), int(r.classes))
+        if found:
+            flags.append(
+                Flag(
+                    "near-chance",
+                    r.model,
+                    f"clean top-1 {r.top1:.2f}% on {r.n} examples is near chance ({100 / r.classes:.2f}% for "
+                    f"{int(r.classes)} classes; exact test of it being above chance: p = {p:.2g})",
+                    "the model does not classify these images: check that it takes [0,1] images with its "
+                    "normalisation inside (a module expecting normalised input does this), its weights "
+                    "(--checkpoint; --weights random is untrained) and the label order (--class-map)",
+                )
+            )
+    return flags
 
 
 def convergence_flags(summary: pd.DataFrame) -> list[Flag]:

@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
-from ..defaults import CLEAN
 from ..errors import UserError
 from .convergence import curves
+from .likeness import Side, refuse_unlike, settings_note
 from .store import Store
-from .summary import crafting_precision, run_summary
-
-
-@dataclass
-class StoredRun:
-    run_id: str
-    info: dict[str, Any]
-    config: dict[str, Any]
-    records: pd.DataFrame
-    summary: pd.DataFrame
-    status: str = "finished"  # running | finished | interrupted | failed (the store's)
-
-    @property
-    def protocol(self) -> str:
-        return self.config["protocol"]
-
-    @property
-    def data(self) -> str:
-        return self.info.get("data", {}).get("data", self.config.get("data", ""))
+from .stored_run import StoredRun  # (also imported from here by the readers of runs)
+from .summary import run_summary
 
 
 def load_run(store: Store, run_id: str) -> StoredRun:
@@ -64,44 +45,31 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     return [load_run(store, r) for r in run_ids]
 
 
-def _example_set(run: StoredRun) -> frozenset:
-    """The examples a run evaluated (its clean rows, or every record where the data has no clean images)."""
-    rec = run.records
-    clean = rec[rec["attack"] == CLEAN]
-    return frozenset((clean if len(clean) else rec)["example"])
+# What a table never mixes (robeval.results.likeness): every aspect but eps (runs at other eps combine)
+# and attack settings (named in the caption); data and examples only between runs of one shift.
+TABLE_REFUSES = ("protocol", "threat model", "precision", "cascade")
+SAME_SHIFT_REFUSES = ("data", "examples")
 
 
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, norms or example sets.
+    """One summary over several runs; refuses to mix protocols, norms, precisions, data or example sets
+    (one line naming each difference), and names a difference in attack settings in the ``unlike``
+    column, which the captions print.
 
     Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
     at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
     are different data by design: they combine into one shift table, each run giving its own columns,
-    so only protocol and norm must agree."""
+    so only protocol, norm, precision and cascade must agree."""
     first = runs[0]
     for other in runs[1:]:
-        checks = [
-            ("protocol", first.protocol, other.protocol),
-            ("norm", first.config["norm"], other.config["norm"]),
-            ("precision", crafting_precision(first.config), crafting_precision(other.config)),
-            ("cascade", bool(first.config.get("cascade")), bool(other.config.get("cascade"))),
-        ]
         same_shift = _shift(first) == _shift(other)
-        if same_shift:
-            checks.append(("data", first.data, other.data))
-        for what, a, b in checks:
-            if a != b:
-                raise UserError(
-                    f"runs {first.run_id} and {other.run_id} differ in {what} ({a} vs {b}); a table never mixes them"
-                )
-        if same_shift and _example_set(first) != _example_set(other):
-            raise UserError(
-                f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
-                "a table compares models on the same images only"
-            )
+        aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if same_shift else ())
+        refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
     frame = pd.concat(
         [_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))], ignore_index=True
     )
+    if len(runs) > 1:
+        frame["unlike"] = settings_note(runs)
     return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
 
 

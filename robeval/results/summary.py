@@ -11,6 +11,7 @@ import pandas as pd
 from ..attacks import list_attacks
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..evaluation.config import model_order
+from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .convergence import last_tenth
 
@@ -214,12 +215,23 @@ def run_summary(
         RANDOM_WEIGHTS if models_meta.get(m, {}).get("weights") == "random" else c
         for m, c in zip(summary["model"], summary["checkpoint"])
     ]
+    add_run_columns(summary, run, config)
+    return summary
+
+
+def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str, Any]) -> None:
+    """What every row of a run shares: protocol, precision, data, how its examples were chosen, the
+    number of classes its labels have, seed, attack settings, versions, run id, shift."""
     settings = run.get("attack_settings") or config.get("attack_settings", {})
     v = run.get("versions") or {}
+    data = run.get("data", {})
     summary["protocol"] = config["protocol"]
     summary["precision"] = crafting_precision(config)
     summary["cascade"] = bool(config.get("cascade", False))
-    summary["data"] = run.get("data", {}).get("data", config["data"])
+    summary["data"] = data.get("data", config["data"])
+    summary["selection"] = example_choice(config)
+    models = run.get("models", {})
+    summary["classes"] = [data.get("num_classes") or models.get(m, {}).get("num_classes") for m in summary["model"]]
     summary["seed"] = config["seed"]
     summary["settings"] = [json.dumps(settings.get(a, {}), sort_keys=True) for a in summary["attack"]]
     summary["versions"] = f"robeval {v['robeval']}; torch {v['torch']}; timm {v['timm']}" if v else ""
@@ -227,7 +239,6 @@ def run_summary(
     summary["shift"] = config.get("shift") or ""
     transfer = {spec.name for spec in list_attacks() if spec.kind == "transfer"}
     summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
-    return summary
 
 
 def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame | None) -> None:

@@ -151,3 +151,10 @@ def accuracies(records: pd.DataFrame, attacks: list[str], model: str) -> tuple[f
         if found.empty:
             raise UserError(f"the run of {model} has no {unit} records (did it finish?)")
     return float(hits[CLEAN].mean()), float(hits[attacks[-1]].mean())
+
+
+def print_accuracies(clean: float, robust: float) -> None:
+    """The two lines RobustBench's ``benchmark()`` prints, in its words and format (``Clean accuracy:
+    87.50%``, ``Adversarial accuracy: 56.29%``): a script that reads them reads robeval's too."""
+    print(f"Clean accuracy: {clean:.2%}")
+    print(f"Adversarial accuracy: {robust:.2%}")

@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..models.digits import DIGITS_CFG
 from ..models.wrapper import IMAGENET_CONFIG
 from ..registry import Registry
-from .subsets import ROBUSTBENCH_5000
+from .subsets import LISTED, ROBUSTBENCH_5000
 
 ADVERSARIAL = ("Linf", "L2")  # the threat models benchmark() attacks (robeval's norms)
 CORRUPTIONS = ("corruptions", "corruptions_3d")  # RobustBench's other two: shifts, not attacks
@@ -34,6 +34,7 @@ class BenchmarkData:
     run_data: Callable[[str], dict[str, Any]]  # data_dir -> the run options that read its test examples
     zoo: bool = True  # whether RobustBench's model zoo has entries for it (robustbench:<name>/...)
     preprocessed: bool = False  # whether benchmark() takes a named preprocessing (ImageNet's)
+    examples: str = "first"  # the examples RobustBench evaluates (subsets.example_choice's word for them)
 
     def default_eps(self, threat_model: str) -> str:
         if threat_model not in self.eps:
@@ -77,6 +78,7 @@ BENCHMARK_DATA.add(
         {"Linf": "4/255"},
         _imagenet_data,
         preprocessed=True,
+        examples=ROBUSTBENCH_5000,
     ),
 )
 BENCHMARK_DATA.add(
@@ -121,3 +123,27 @@ def threat_model_name(threat_model: Any) -> str:
 def benchmark_data(dataset: Any) -> BenchmarkData:
     """RobustBench's data set (its ``BenchmarkDataset`` enum or a string)."""
     return BENCHMARK_DATA.get(str(getattr(dataset, "value", dataset)))
+
+
+def robustbench_dataset(data: str) -> str:
+    """A run's data as RobustBench names its data sets: the bare name (``cifar10``, where robeval says
+    ``cifar10 (test)``), and ``imagenet`` for an image folder (robeval reads ImageNet from one)."""
+    name = str(data).partition(" (")[0]
+    return "imagenet" if "/" in name or "\\" in name else name
+
+
+def examples_caveat(data: str, selection: str, n: int) -> str | None:
+    """Why a run's ``n`` examples are not the ones RobustBench evaluates on its data set (None: they are,
+    or RobustBench has no such data set): another split, a class-balanced or another listed subset."""
+    name = robustbench_dataset(data)
+    if name not in BENCHMARK_DATA:
+        return None
+    split = str(data).partition(" (")[2].rstrip(")")
+    if split not in ("", "test"):
+        return f"{n} examples of the {split} split, not RobustBench's test examples"
+    wanted = BENCHMARK_DATA[name].examples
+    if selection == wanted:
+        return None
+    how = {"balanced": "a class-balanced subset", LISTED: "a listed subset"}.get(selection, f"{selection} examples")
+    theirs = "its list of 5,000 images (a prefix of it)" if wanted == ROBUSTBENCH_5000 else f"first {n}"
+    return f"{how} of {n} examples, not RobustBench's {theirs}"

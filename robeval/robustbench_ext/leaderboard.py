@@ -1,7 +1,12 @@
 """RobustBench's model-info JSON (``model_info/<dataset>/<threat model>/<name>.json``, what a leaderboard
 submission holds) as data: its fields in order, which of them robeval can fill from a run and which the
-author fills, and the reading of such a file (one line for anything that is not one).  Accuracies are
-strings of percentages with 2 decimals ("53.42")."""
+author fills, and the reading of such a file (one line for anything that is not one).
+
+The values are typed as RobustBench's own files type them: accuracies are percentages as its
+``utils.update_json`` writes them, ``str(round(accuracy * 100, 2))`` ("53.42", "87.5"), ``dataset`` is the
+bare name ("cifar10"), ``number_forward_passes`` a number, and ``additional_data`` / ``unreliable`` are
+booleans (its curated files), null where nothing is known yet (``update_json`` writes null for what it
+does not know)."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .datasets import BENCHMARK_DATA, THREAT_MODELS
 
 # The fields of a Linf / L2 entry, in RobustBench's order.
 MODEL_INFO_FIELDS = (
@@ -31,7 +37,7 @@ MODEL_INFO_FIELDS = (
 )
 # A corruption entry's accuracy and mCE fields, by the suffix of its corruption set (3D: ImageNet-3DCC).
 CORRUPTION_FIELDS = {"": ("corruptions_acc", "corruptions_mce"), "_3d": ("corruptions_acc_3d", "corruptions_mce_3d")}
-# What a run cannot tell: left as empty strings for the author to fill.
+# What a run cannot tell: left empty for the author to fill ("" for text, null for a boolean).
 AUTHOR_FIELDS = (
     "link",
     "name",
@@ -41,8 +47,8 @@ AUTHOR_FIELDS = (
     "architecture",
     "reported",
     "external",
-    "unreliable",
 )
+BOOLEAN_FIELDS = ("additional_data", "unreliable")  # true / false in RobustBench's curated files
 # The accuracies a published entry is compared on: metric -> the fields that may hold it (older files: "AA").
 PUBLISHED_ACCURACIES = {
     "clean": ("clean_acc",),
@@ -53,9 +59,15 @@ PUBLISHED_ACCURACIES = {
 REQUIRED = ("clean_acc",)  # what makes a JSON a model-info file, beside one more accuracy
 
 
-def percent(fraction_in_percent: float) -> str:
-    """An accuracy in percent as RobustBench writes it."""
-    return f"{fraction_in_percent:.2f}"
+def percent(accuracy_in_percent: float) -> str:
+    """An accuracy in percent as RobustBench's ``update_json`` writes it: rounded to 2 decimals, then
+    Python's ``str`` ("87.5", not "87.50")."""
+    return str(round(float(accuracy_in_percent), 2))
+
+
+def empty_entry() -> dict[str, Any]:
+    """Every field of an entry in RobustBench's order, empty: "" for text, None (null) for a boolean."""
+    return {field: None if field in BOOLEAN_FIELDS else "" for field in MODEL_INFO_FIELDS}
 
 
 def published_accuracy(info: dict[str, Any], metric: str) -> float | None:
@@ -95,3 +107,13 @@ def read_model_info(path: str | Path) -> dict[str, Any]:
 def is_model_info_path(ref: str) -> bool:
     """Whether a ``compare`` argument names a model-info file rather than a stored model."""
     return ref.lower().endswith(".json")
+
+
+def info_benchmark(path: str | Path, info: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The data set and threat model a model-info file is for (None where it does not say): its
+    ``dataset`` field, else its place in RobustBench's tree ``model_info/<dataset>/<threat model>/``."""
+    parts = Path(path).parts
+    threat = parts[-2] if len(parts) >= 2 and parts[-2] in THREAT_MODELS else None
+    folder = parts[-3] if threat is not None and len(parts) >= 3 and parts[-3] in BENCHMARK_DATA else None
+    dataset = info.get("dataset") or folder
+    return (str(dataset) if dataset else None), threat

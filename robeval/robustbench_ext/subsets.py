@@ -7,13 +7,17 @@ are evaluated in the list's order.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..data.subsets import read_list
 from ..errors import UserError
 
 ROBUSTBENCH_5000 = "robustbench-5000"
+LISTED = "listed"  # a run's examples from a list that is not (a prefix of) RobustBench's
 # RobustBench's list of 5,000 ImageNet validation images (its helper_files/imagenet_test_image_ids.txt,
 # RobustBench/robustbench@78fcc9e): data, shipped here so the subset needs no robustbench package.
 ROBUSTBENCH_LIST = "imagenet_test_image_ids.txt"
@@ -33,3 +37,18 @@ def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | N
     if subset != ROBUSTBENCH_5000:
         raise UserError(f"unknown --subset {subset!r}; known: {ROBUSTBENCH_5000} (or --subset-file FILE)")
     return read_list(robustbench_list_file())
+
+
+@functools.cache
+def _robustbench_names() -> tuple[str, ...]:
+    return tuple(read_list(robustbench_list_file()))
+
+
+def example_choice(config: Mapping[str, Any]) -> str:
+    """How a stored run chose its examples, in one word: its ``--selection`` (balanced, first),
+    ``robustbench-5000`` for RobustBench's ImageNet list or a prefix of it, ``listed`` for another list."""
+    subset = config.get("subset")
+    if not subset:
+        return str(config.get("selection") or "balanced")
+    names = _robustbench_names()
+    return ROBUSTBENCH_5000 if tuple(subset) == names[: len(subset)] else LISTED

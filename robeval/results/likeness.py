@@ -1,0 +1,163 @@
+"""Like with like: what the two sides of a comparison differ in, read from the runs as the store gives
+them back.
+
+A side is a stored run, or one model of it.  Two sides compare alike only when they were evaluated
+under the same protocol, threat model, crafting precision and cascade, on the same data (shift
+included) and the same examples, and every attack both ran had the same settings (Square of 5,000
+queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
+difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` combine runs
+(:func:`robeval.results.runs.combine`): they refuse every difference but one in attack settings, which
+the table's caption names on one line (:func:`settings_note`), because a run made for the checklist
+(PGD at 16/255 and 64/255) runs the attack with its default settings beside the run's own eps.
+
+Attack settings are compared as the summary gives them (``settings``, from the store): a store that
+normalises settings of an older release on reading makes old and new runs differ here as they would
+in the records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..defaults import CLEAN, NOT_ATTACKS
+from ..errors import UserError
+from .stored_run import StoredRun
+from .summary import crafting_precision
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a stored run, or one of its models (``model``)."""
+
+    run: StoredRun
+    model: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.run.run_id if self.model is None else f"{self.run.run_id}:{self.model}"
+
+    def rows(self) -> pd.DataFrame:
+        summary = self.run.summary
+        return summary if self.model is None else summary[summary["model"] == self.model]
+
+    def examples(self) -> frozenset:
+        """The examples evaluated (the clean rows, or every record where the data has no clean images)."""
+        rec = self.run.records if self.model is None else self.run.records[self.run.records["model"] == self.model]
+        clean = rec[rec["attack"] == CLEAN]
+        return frozenset((clean if len(clean) else rec)["example"])
+
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """Each attack's settings as the summary gives them back."""
+        rows = self.rows()
+        if "settings" not in rows:
+            return {}
+        ran = rows[~rows["attack"].isin(NOT_ATTACKS)].drop_duplicates("attack")
+        return {r.attack: json.loads(r.settings) for r in ran.itertuples() if r.settings}
+
+
+Aspect = Callable[[Side, Side], "str | None"]  # the difference in words, or None when the sides agree
+ASPECTS: dict[str, Aspect] = {}
+
+
+def aspect(name: str) -> Callable[[Aspect], Aspect]:
+    def register(fn: Aspect) -> Aspect:
+        ASPECTS[name] = fn
+        return fn
+
+    return register
+
+
+def _values(what: str, a: Any, b: Any) -> str | None:
+    return None if a == b else f"{what} ({a} vs {b})"
+
+
+@aspect("protocol")
+def _protocol(a: Side, b: Side) -> str | None:
+    return _values("protocol", a.run.protocol, b.run.protocol)
+
+
+@aspect("threat model")
+def _norm(a: Side, b: Side) -> str | None:
+    return _values("threat model", a.run.config.get("norm"), b.run.config.get("norm"))
+
+
+@aspect("precision")
+def _precision(a: Side, b: Side) -> str | None:
+    return _values("precision", crafting_precision(a.run.config), crafting_precision(b.run.config))
+
+
+@aspect("cascade")
+def _cascade(a: Side, b: Side) -> str | None:
+    on = ("without --cascade", "with --cascade")
+    return _values("cascade", on[bool(a.run.config.get("cascade"))], on[bool(b.run.config.get("cascade"))])
+
+
+def _data(side: Side) -> str:
+    config = side.run.config
+    shift = f" under --shift {config['shift']}" if config.get("shift") else ""
+    labels = f" with --class-map {config['class_map']}" if config.get("class_map") else ""
+    return f"{side.run.data}{shift}{labels}"
+
+
+@aspect("data")
+def _data_set(a: Side, b: Side) -> str | None:
+    return _values("data", _data(a), _data(b))
+
+
+@aspect("examples")
+def _examples(a: Side, b: Side) -> str | None:
+    ea, eb = a.examples(), b.examples()
+    return None if ea == eb else f"examples ({len(ea)} vs {len(eb)}, {len(ea & eb)} shared)"
+
+
+@aspect("eps")
+def _eps(a: Side, b: Side) -> str | None:
+    """A pair compares at the eps both sides ran: only sides that share none differ here."""
+    ea, eb = list(dict.fromkeys(a.rows()["eps"])), list(dict.fromkeys(b.rows()["eps"]))
+    return None if set(ea) & set(eb) else f"eps ({', '.join(ea)} vs {', '.join(eb)})"
+
+
+@aspect("attack settings")
+def _settings(a: Side, b: Side) -> str | None:
+    sa, sb = a.settings(), b.settings()
+    parts = [setting_difference(attack, sa[attack], sb[attack]) for attack in sa if attack in sb]
+    found = [p for p in parts if p]
+    return f"attack settings ({'; '.join(found)})" if found else None
+
+
+def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ."""
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    if not keys:
+        return None
+    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys)
+
+
+def differences(a: Side, b: Side, aspects: tuple[str, ...] | None = None) -> list[str]:
+    """Every difference between the two sides in ``aspects`` (default: all of :data:`ASPECTS`), in words."""
+    found = [ASPECTS[name](a, b) for name in (aspects or tuple(ASPECTS))]
+    return [text for text in found if text]
+
+
+def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None = None) -> None:
+    """One line naming every difference, when there is one: ``what`` compares like with like only."""
+    found = differences(a, b, aspects)
+    if found:
+        raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
+
+
+def settings_note(runs: list[StoredRun]) -> str:
+    """The caption's line for runs of one table whose shared attacks ran with different settings (empty
+    when they agree): each differing setting, and which run had which."""
+    first = Side(runs[0])
+    parts = []
+    for other in runs[1:]:
+        found = _settings(first, Side(other))
+        if found:
+            parts.append(f"runs {first.label} vs {other.run_id} differ in {found}")
+    return "; ".join(parts)
