@@ -1,0 +1,83 @@
+"""The README and the pages under docs/ point at things that exist: every relative link names a file of
+the repository (and, with ``#anchor``, one of its headings), and every ``robeval <verb>`` command they
+show is a command whose ``--help`` answers.  A page renamed or a verb dropped fails here, not in a
+reader's terminal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+INLINE = re.compile(r"`([^`\n]+)`")
+# a command starts a code line, follows a prompt, a pipe or &&, or opens an inline code span
+COMMAND = re.compile(r"(?:^|\$ |&& |\| |; )\s*robeval ([a-z][a-z0-9-]*)", re.M)
+
+
+def code_of(text: str) -> list[str]:
+    """The fenced blocks and inline code spans of a Markdown page."""
+    blocks = FENCE.findall(text)
+    rest = FENCE.sub("", text)
+    return blocks + INLINE.findall(rest)
+
+
+def commands_in(text: str) -> set[str]:
+    return {verb for code in code_of(text) for verb in COMMAND.findall(code)}
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return {slug(m) for m in re.findall(r"^#+\s+(.*)$", text, re.M)}
+
+
+def links_of(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def test_the_pages_exist():
+    assert (ROOT / "README.md").exists()
+    assert all(p.stat().st_size > 0 for p in PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_names_a_file_and_heading_that_exist(page: Path):
+    broken = []
+    for target in links_of(page):
+        if re.match(r"[a-z]+:", target):  # http(s), mailto: not reachable from here
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{target} (no file {file.relative_to(ROOT) if ROOT in file.parents else file})")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target} (no heading #{anchor} in {file.name})")
+    assert not broken, f"{page.name}: {broken}"
+
+
+def named_commands() -> list[str]:
+    return sorted(set().union(*(commands_in(p.read_text(encoding="utf-8")) for p in PAGES)))
+
+
+def test_the_pages_name_commands():
+    assert {"run", "table", "compare"} <= set(named_commands())
+
+
+@pytest.mark.parametrize("verb", named_commands())
+def test_every_named_command_answers_help(verb: str):
+    result = run_cli(verb, "--help")
+    assert result.returncode == 0, f"robeval {verb} --help: {result.stderr.strip()}"
+    assert "Usage" in result.stdout
