@@ -10,12 +10,12 @@ from typing import Any
 
 from ..eps import parse_eps_list
 from ..errors import UserError, lookup
+from ..model_config import parse_model_config
 from ..precision import PRECISIONS
+from ..references import PREFIX_NAMES, check_reference_file, is_reference, split_label
 from ..seeds import check_seed
 from ..settings import check_set_targets, parse_attack_names, parse_set_items
 from .listing import catalog
-
-PREFIXES = ("timm:", "hf-hub:", "robustbench:")  # resolved by the model registry, not listed
 
 
 def positive(name: str, value: int | None, least: int = 1) -> None:
@@ -24,11 +24,16 @@ def positive(name: str, value: int | None, least: int = 1) -> None:
 
 
 def check_model_names(patterns: list[str], known: list[str]) -> None:
-    """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix)."""
+    """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix); the
+    user's code names a file that exists (it is imported once torch has loaded)."""
     listed = dict.fromkeys(known)
     for pattern in patterns:
+        reference, label = split_label(pattern)
+        if is_reference(reference):
+            check_reference_file(reference)
+            continue
         name = pattern.partition("=")[0]
-        if name.startswith(PREFIXES):
+        if name.partition(":")[0] in PREFIX_NAMES:
             continue
         if any(ch in name for ch in "*?["):
             if not any(fnmatch.fnmatchcase(n, name) for n in known):
@@ -72,6 +77,8 @@ def precheck_run(opts: dict[str, Any]) -> None:
         list(opts.get("models") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
         [m["name"] for m in listing["models"]],
     )
+    named = [split_label(m)[1] or split_label(m)[0] for m in opts.get("models") or []]
+    parse_model_config(list(opts.get("model_config") or []), named)
     attacks = run_attacks(opts.get("attacks"), opts["protocol"], opts.get("shift"), listing["attacks"])
     settings = parse_set_items(list(opts.get("settings") or []), {a["name"]: a["defaults"] for a in listing["attacks"]})
     check_set_targets(settings, attacks)

@@ -20,6 +20,7 @@ import torch
 from ..attacks.transfer import SourceModel
 from ..defaults import CLEAN, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
+from ..models import GivenModel
 from ..options import EvalConfig
 from ..precision import slower_here
 from .attack_calls import AttackBoundsError
@@ -70,12 +71,17 @@ class ActiveRun:
 
 
 def prepare_run(
-    config: EvalConfig, store: Any = None, resume: str | None = None, ctx: DistContext = SINGLE
+    config: EvalConfig,
+    store: Any = None,
+    resume: str | None = None,
+    ctx: DistContext = SINGLE,
+    given: dict[str, GivenModel] | None = None,
 ) -> PreparedRun:
     """The plan and the data, checked before the run exists; ``store`` is a store object (rank 0's, or
     a worker's own file), a function that opens one once the checks have passed, or None;
-    ``resume="latest"`` becomes the newest unfinished run with this configuration."""
-    plan = make_plan(config)
+    ``resume="latest"`` becomes the newest unfinished run with this configuration; ``given``: the
+    modules given from Python (the plan carries them)."""
+    plan = make_plan(config, given)
     data = preflight(plan)
     store = store() if callable(store) else store
     if resume is not None and store is None and ctx.is_main:
