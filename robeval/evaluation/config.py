@@ -82,7 +82,7 @@ def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
     models, references = _names(values.get("models"))
     checkpoints = values.get("checkpoints") or {}
     settings = values.get("settings") or {}
-    out = dict(
+    out: dict[str, Any] = dict(
         models=models,
         references={**(values.get("references") or {}), **references},
         model_config=_model_config(values, models),
