@@ -82,33 +82,38 @@ def _numbers(value: Any, cast: type) -> tuple:
     return tuple(cast(p) for p in parts)
 
 
+def _whole(value: Any) -> int:
+    number = float(value)
+    if number != int(number):
+        raise ValueError(value)
+    return int(number)
+
+
+# field -> (how its value is read, the test it must pass, the words for the error)
+FIELD_RULES: dict[str, tuple[Any, Any, str]] = {
+    "input_size": (
+        lambda v: _numbers(v, _whole),
+        lambda v: len(v) == 3 and min(v) > 0,
+        "three positive whole numbers C,H,W",
+    ),
+    "num_classes": (_whole, lambda v: v >= 1, "a positive whole number"),
+    "mean": (lambda v: _numbers(v, float), lambda v: len(v) > 0, "one number per channel"),
+    "std": (lambda v: _numbers(v, float), lambda v: len(v) > 0 and min(v) > 0, "one positive number per channel"),
+    "interpolation": (str, lambda v: bool(v), "a resize mode (bicubic, bilinear, nearest)"),
+    "crop_pct": (float, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
+}
+
+
 def parse_field(name: str, value: Any) -> Any:
     """One field's value from a config, a string (``1,8,8`` / ``1x8x8``) or a number; one line when wrong."""
+    read, valid, words = FIELD_RULES[name]
     try:
-        if name == "input_size":
-            size = _numbers(value, int)
-            if len(size) != 3 or min(size) <= 0:
-                raise ValueError("three positive whole numbers C,H,W")
-            return size
-        if name in ("mean", "std"):
-            numbers = _numbers(value, float)
-            if not numbers or (name == "std" and min(numbers) <= 0):
-                raise ValueError("one number per channel" + (", each positive" if name == "std" else ""))
-            return numbers
-        if name == "num_classes":
-            classes = int(value)
-            if classes < 1 or classes != float(value):
-                raise ValueError("a positive whole number")
-            return classes
-        if name == "crop_pct":
-            crop = float(value)
-            if not 0 < crop <= 1:
-                raise ValueError("a fraction in (0, 1]")
-            return crop
-        return str(value)
-    except (TypeError, ValueError) as exc:
-        reason = str(exc) if "number" in str(exc) or "fraction" in str(exc) else "not understood"
-        raise UserError(f"model config {name}={value!r}: {reason}") from None
+        parsed = read(value)
+    except (TypeError, ValueError):
+        parsed = None
+    if parsed is None or not valid(parsed):
+        raise UserError(f"model config {name}={value!r}: {name} is {words}")
+    return parsed
 
 
 def parse_model_config(items: list[str], models: list[str]) -> dict[str, dict[str, Any]]:
@@ -130,11 +135,15 @@ def parse_model_config(items: list[str], models: list[str]) -> dict[str, dict[st
     return out
 
 
-def how_to_state(name: str, fields_missing: list[str]) -> str:
-    """The one line saying what a user's model does not state, and the three ways to state it."""
+def how_to_state(name: str, fields_missing: list[str], from_python: bool = False) -> str:
+    """The one line saying what a user's model does not state, and the ways to state it (a module given
+    from Python: in the list itself)."""
     what = " and ".join(fields_missing)
     example = ", ".join(f"{f}=..." for f in fields_missing)
+    cfg = f"set pretrained_cfg = {{{', '.join(repr(f) + ': ...' for f in fields_missing)}}} on the module"
+    if from_python:
+        return f"model {name} does not say its {what}: {cfg}, or give (module, robeval.ModelConfig({example}))"
     return (
-        f"model {name} does not say its {what}: set pretrained_cfg = {{{', '.join(repr(f) + ': ...' for f in fields_missing)}}} "
-        f"on the module, return (module, robeval.ModelConfig({example})), or pass --model-config {name}.{fields_missing[0]}=..."
+        f"model {name} does not say its {what}: {cfg}, return (module, robeval.ModelConfig({example})), "
+        f"or pass --model-config {name}.{fields_missing[0]}=..."
     )

@@ -107,18 +107,23 @@ def _attack_rows() -> list[dict[str, Any]]:
 
 def _computed() -> dict[str, Any]:
     """The listing from the registries, with the warnings loading the plugins gave."""
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always", PluginWarning)
+    from ..models.plugins import problems, unavailable
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)  # said from the plugins' own record, below
         listing: dict[str, Any] = {"models": _model_rows(), "attacks": _attack_rows()}
-    listing["warnings"] = list(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, PluginWarning)))
+    listing["warnings"] = problems()
+    listing["unavailable"] = unavailable()  # a plugin's names that could not be had: the line saying why
     return listing
 
 
-def catalog() -> dict[str, Any]:
-    """``{"models": [...], "attacks": [...], "warnings": [...]}`` from the cache when it is current, else
-    computed (and cached); computed afresh where the registries are loaded already."""
+def catalog(say_warnings: bool = True) -> dict[str, Any]:
+    """``{"models": [...], "attacks": [...], "warnings": [...], "unavailable": {...}}`` from the cache when
+    it is current, else computed (and cached); computed afresh where the registries are loaded already.
+    ``say_warnings``: say again what loading the plugins warned of (a listing does; a run's check, which
+    says it of the models it runs, does not)."""
     listing = _computed() if "robeval.models" in sys.modules else _cached()
-    for line in listing.get("warnings", []):
+    for line in listing.get("warnings", []) if say_warnings else []:
         warnings.warn(line, PluginWarning, stacklevel=2)
     return listing
 

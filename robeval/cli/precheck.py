@@ -23,9 +23,10 @@ def positive(name: str, value: int | None, least: int = 1) -> None:
         raise UserError(f"{name} must be at least {least}, got {value}")
 
 
-def check_model_names(patterns: list[str], known: list[str]) -> None:
+def check_model_names(patterns: list[str], known: list[str], unavailable: dict[str, str] | None = None) -> None:
     """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix); the
-    user's code names a file that exists (it is imported once torch has loaded)."""
+    user's code names a file that exists (it is imported once torch has loaded); a plugin's name that
+    could not be had says why."""
     listed = dict.fromkeys(known)
     for pattern in patterns:
         reference, label = split_label(pattern)
@@ -38,6 +39,8 @@ def check_model_names(patterns: list[str], known: list[str]) -> None:
         if any(ch in name for ch in "*?["):
             if not any(fnmatch.fnmatchcase(n, name) for n in known):
                 raise UserError(f"model pattern {name!r} matches no registered model")
+        elif name in (unavailable or {}):
+            raise UserError((unavailable or {})[name])
         else:
             lookup(listed, name, "model", "robeval models")
 
@@ -72,10 +75,11 @@ def precheck_run(opts: dict[str, Any]) -> None:
         if kind.has_conditions:  # --corruptions from the kind's own set (ImageNet-C's, 3DCC's, C-bar's)
             kind.corruption_set.parse(opts.get("corruptions"))
             parse_severities(opts.get("severities"))
-    listing = catalog()
+    listing = catalog(say_warnings=False)  # of the models it runs, the run says what is wrong
     check_model_names(
         list(opts.get("models") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
         [m["name"] for m in listing["models"]],
+        listing.get("unavailable"),
     )
     named = [split_label(m)[1] or split_label(m)[0] for m in opts.get("models") or []]
     parse_model_config(list(opts.get("model_config") or []), named)

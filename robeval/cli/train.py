@@ -44,7 +44,9 @@ def train_demo_cmd(
     check_out_file(out)  # before the minute of training
     import torch
 
-    from ..models.training import save_demo, train_demo
+    from ..models.training import check_weights_path, save_demo, train_demo
+
+    check_weights_path(out)
 
     torch.set_num_threads(threads)
     with _bar(model) as progress:

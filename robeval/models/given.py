@@ -116,13 +116,15 @@ def check_output(module: nn.Module, name: str, config: ModelConfig) -> int:
     return width
 
 
-def complete_config(module: nn.Module, name: str, options: dict[str, Any] | None = None) -> ModelConfig:
+def complete_config(
+    module: nn.Module, name: str, options: dict[str, Any] | None = None, from_python: bool = False
+) -> ModelConfig:
     """The module's ``pretrained_cfg`` updated by ``options`` (``--model-config``), every field filled;
     one line saying what is missing and how to state it."""
     stated = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(options or {}))
     missing = stated.missing()
     if missing:
-        raise UserError(how_to_state(name, missing))
+        raise UserError(how_to_state(name, missing, from_python))
     return stated.completed(check_output(module, name, stated))
 
 
@@ -174,7 +176,8 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
     copied = _snapshot(module)
     sha = state_dict_sha256(copied)
     name = module_name(module, label, sha)
-    config = complete_config(copied, name, asdict(ModelConfig.from_cfg(stated)) if stated is not None else None)
+    options = asdict(ModelConfig.from_cfg(stated)) if stated is not None else None
+    config = complete_config(copied, name, options, from_python=True)
     source = f"{PREFIX}:{type(module).__name__}"
     return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
 

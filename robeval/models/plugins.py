@@ -24,7 +24,7 @@ from typing import Any
 from torch import nn
 
 from ..errors import PluginWarning, UserError
-from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind
+from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind, takes_timm_calls
 from .deit_attention import family_names, register_family
 from .registry import EXTENSIONS, MODELS, Extension, ModelSpec
 from .user_code import code_spec, describe
@@ -93,9 +93,9 @@ def _model_spec(name: str) -> ModelSpec:
 def as_kind(name: str, target: Any, package: str) -> AttentionKind:
     """A kind from an entry point's object: an AttentionKind (renamed to the entry point's name) or a layer class."""
     if isinstance(target, AttentionKind):
-        return replace(target, name=name, package=package)
+        return replace(target, name=name, package=package, layer=takes_timm_calls(target.layer))
     if isinstance(target, type) and issubclass(target, nn.Module):
-        return AttentionKind(name, target, name, f"plugin {package}", package=package)
+        return AttentionKind(name, takes_timm_calls(target), name, f"plugin {package}", package=package)
     raise UserError(
         f"attention kind {name} of {package} is a {type(target).__name__}: give an attention layer class "
         "(timm's Attention constructor and forward(x, attn_mask=None)) or a robeval AttentionKind"
@@ -137,6 +137,11 @@ def _warn_once(group: str, name: str, problem: str) -> None:
         warnings.warn(f"{problem}; the other models work", PluginWarning, stacklevel=3)
 
 
+def problems() -> list[str]:
+    """What loading the plugins warned of, one line each."""
+    return [f"{problem}; the other models work" for problem in dict.fromkeys(_FAILED.values())]
+
+
 def load_all() -> None:
     """Every plugin model and kind registered; a plugin that cannot be had is one warning."""
     for name in entry_points(MODEL_GROUP):
@@ -150,6 +155,16 @@ def load_all() -> None:
             _register_kind(kind)
         except UserError as exc:
             _warn_once(ATTENTION_GROUP, kind, str(exc))
+
+
+def unavailable() -> dict[str, str]:
+    """The model names a plugin gives but could not be had, each with the line that says why."""
+    out: dict[str, str] = {}
+    for (group, name), problem in _FAILED.items():
+        for model in [name] if group == MODEL_GROUP else family_names(name):
+            if not (model in MODELS and group == ATTENTION_GROUP):  # robeval's own kind of that name stays
+                out[model] = problem
+    return out
 
 
 def installed() -> list[tuple[str, str, str]]:

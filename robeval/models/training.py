@@ -26,6 +26,7 @@ from torch import nn
 from ..data.digits import digits_split
 from ..defaults import SHIPPED_RECIPE, TRAIN_DEMO_RECIPE
 from ..errors import UserError
+from ..model_config import ModelConfig
 from .digits import DIGITS, DIGITS_ARCH, DIGITS_CFG
 
 SHIPPED, TRAIN_DEMO = SHIPPED_RECIPE, TRAIN_DEMO_RECIPE  # (epochs, learning rate): the zoo's, train-demo's
@@ -110,18 +111,33 @@ def train_network(
     return net.eval(), accuracy(net, xte, yte)
 
 
-def check_digits_sized(name: str) -> None:
-    """``name`` takes the demo's images and classes (its facts), or one line saying what it takes."""
-    from . import get_spec, load_model
-
-    spec = get_spec(name)
-    config = spec.config if spec.config is not None else load_model(name).meta
+def check_digits_sized(name: str, config: ModelConfig) -> None:
+    """``name`` (with facts ``config``) takes the demo's images and gives its classes, or one line
+    saying what it takes."""
     size, classes = tuple(config.input_size or ()), config.num_classes
     if size != DIGITS.input_size or classes != DIGITS.num_classes:
         raise UserError(
             f"train-demo trains digits-sized models (input {DIGITS.input_size}, {DIGITS.num_classes} classes); "
             f"{name} takes {size} and has {classes} classes"
         )
+
+
+def _digits_network(name: str, seed: int) -> nn.Module:
+    """``name`` built by seed ``seed``, checked to be digits-sized (its registration's facts before it is
+    built; a network that is not robeval's own is run once on a zero batch)."""
+    from . import build_network, get_spec
+    from .given import check_output, complete_config
+
+    spec = get_spec(name)
+    if spec.config is not None:
+        check_digits_sized(name, spec.config)
+    torch.manual_seed(seed)
+    net = build_network(name)
+    config = spec.config if spec.config is not None else complete_config(net, name)
+    check_digits_sized(name, config)
+    if spec.package != "robeval":
+        check_output(net, name, config)
+    return net
 
 
 def train_demo(
@@ -133,15 +149,13 @@ def train_demo(
 ) -> tuple[nn.Module, float]:
     """Train the digits model ``name`` (registered, a plugin's, or the user's code) with the recipe from
     a network built by seed ``seed``; returns the network and its test accuracy."""
-    from . import build_network, load_model
+    from . import load_model
 
     if epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {epochs}")
     if not lr > 0:
         raise UserError(f"--lr must be positive, got {lr}")
-    check_digits_sized(name)
-    torch.manual_seed(seed)
-    net = build_network(name)
+    net = _digits_network(name, seed)
     loss_fn: Loss = smoothed_ce
     distilled = hasattr(net, "set_distilled_training")
     if distilled:  # the teacher takes the normalized images the recipe feeds
@@ -155,14 +169,20 @@ def train_demo(
 WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt")
 
 
+def check_weights_path(path: Path) -> Path:
+    """A weights file name ``save_demo`` can write (checked before any training)."""
+    if path.suffix not in WEIGHT_SUFFIXES:
+        raise UserError(f"--out {path}: name the weights file *{' or *'.join(WEIGHT_SUFFIXES)}")
+    return path
+
+
 def save_demo(net: nn.Module, acc: float, path: Path, meta: dict[str, str]) -> Path:
     """The trained network's state dict as a file that ``--checkpoint`` loads strictly: safetensors (with
     ``meta`` and the accuracy as its metadata), or a ``torch.save`` of the state dict for .pth / .pt;
     written whole or not at all."""
     from safetensors.torch import save_file
 
-    if path.suffix not in WEIGHT_SUFFIXES:
-        raise UserError(f"--out {path}: name the weights file *{' or *'.join(WEIGHT_SUFFIXES)}")
+    check_weights_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}

@@ -219,6 +219,17 @@ def paired(page: Page) -> Section | None:
 
 
 GALLERY_PREFERENCE = ("pgd", "apgd-ce", "apgd-t", "fgsm", "spsa")  # the first the run has is drawn
+NOT_REBUILT = (
+    "the run's models are modules given from Python, which another process cannot build again "
+    "(evaluate one as --model PATH.py:CALLABLE, and its gallery is drawn)"
+)
+
+
+def _given_from_python(run: StoredRun, model: str) -> bool:
+    """Whether ``model`` of ``run`` was a module given from Python (nothing here can build it again)."""
+    from ..models.given import PREFIX
+
+    return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
 
 
 def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
@@ -241,7 +252,10 @@ def examples(page: Page) -> Section | None:
     attack = gallery_attack(run, page.gallery_attack)
     if page.gallery_size <= 0 or attack is None:
         return None
-    models = [m for m in run.config["models"] if m in set(run.records["model"])][:2]  # the run's first two
+    evaluated = [m for m in run.config["models"] if m in set(run.records["model"])]
+    models = [m for m in evaluated if not _given_from_python(run, m)][:2]  # the run's first two it can build
+    if not models:
+        return Section("gallery", "Gallery", Markup(""), f"no gallery: {NOT_REBUILT}")
     eps = list(run.config["eps"])[0]
     try:
         shown = gallery(page.store, run.run_id, models=models, attack=attack, eps=eps, max_examples=page.gallery_size)

@@ -16,6 +16,7 @@ Some layers need the sequence length, which timm does not tell an attention laye
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -40,6 +41,22 @@ class AttentionKind:
 
 
 ATTENTION_KINDS: Registry[AttentionKind] = Registry("attention kind", "robeval models")
+
+
+def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
+    """``layer``, or a subclass of it whose ``forward`` takes (and drops) the keywords timm's blocks pass
+    besides ``attn_mask`` (``is_causal`` since timm 1.0.20), so a layer written to the stated interface,
+    ``forward(x, attn_mask=None)``, works with any timm."""
+    params = inspect.signature(layer.forward).parameters
+    if "is_causal" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return layer
+
+    def forward(self, x, attn_mask=None, is_causal=False, **_unused):
+        if is_causal:
+            raise ValueError(f"{layer.__name__} has no causal mode")
+        return layer.forward(self, x, attn_mask=attn_mask)
+
+    return type(layer.__name__, (layer,), {"forward": forward, "__module__": layer.__module__, "__doc__": layer.__doc__})
 
 
 def register_kind(kind: AttentionKind) -> AttentionKind:
