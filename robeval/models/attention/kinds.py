@@ -56,7 +56,9 @@ def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
             raise ValueError(f"{layer.__name__} has no causal mode")
         return layer.forward(self, x, attn_mask=attn_mask)
 
-    return type(layer.__name__, (layer,), {"forward": forward, "__module__": layer.__module__, "__doc__": layer.__doc__})
+    return type(
+        layer.__name__, (layer,), {"forward": forward, "__module__": layer.__module__, "__doc__": layer.__doc__}
+    )
 
 
 def register_kind(kind: AttentionKind) -> AttentionKind:
