@@ -9,7 +9,7 @@ field).  Torch-free: the command line parses ``--model-config`` before torch loa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -74,7 +74,7 @@ class ModelConfig:
 FIELD_NAMES = tuple(f.name for f in fields(ModelConfig))
 
 
-def _numbers(value: Any, cast: type) -> tuple:
+def _numbers(value: Any, cast: Callable[[Any], Any]) -> tuple:
     if isinstance(value, str):
         parts = [p for p in value.replace("x", ",").replace(" ", ",").split(",") if p]
     else:
