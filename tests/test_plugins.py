@@ -156,13 +156,16 @@ def test_two_packages_giving_one_name_are_one_line_naming_both(installed, cli, t
 
 
 def test_a_plugin_layer_that_does_not_fit_timm_is_one_line(installed, cli, tmp_path):
-    installed(attention=[Entry("odd", NoTimmConstructor, "odd-pkg"), Entry("what", 3, "number-pkg")])
+    installed(attention=[Entry("odd", NoTimmConstructor, "odd-pkg"), Entry("what", 3, "number-pkg"),
+                         Entry("elliptical", PlainAttention, "ell-pkg")])  # fmt: skip
     used = cli("run", "--model", "digits-deit-odd", "--weights", "random", "-n", "4", "--store",
                str(tmp_path / "s.sqlite"))  # fmt: skip
     assert one_line_error(used, "digits-deit-odd of odd-pkg does not build", "TypeError")
     assert not (tmp_path / "s.sqlite").exists()
     assert one_line_error(cli("run", "--model", "digits-deit-what", "-n", "4"), "attention kind what of number-pkg",
                           "attention layer class")  # fmt: skip
+    listed = cli("models")  # robeval's own elliptical models stay, and the listing says why the kind is not there
+    assert listed.returncode == 0 and "would give digits-deit-elliptical, a model robeval registers" in listed.stderr
 
 
 def test_plugin_entry_points_are_read_lazily(installed):

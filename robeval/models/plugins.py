@@ -108,6 +108,12 @@ def _register_kind(kind_name: str) -> None:
         return
     target = load(ATTENTION_GROUP, kind_name)  # a clash with robeval's own kind is raised here
     package = package_of(entry_points(ATTENTION_GROUP)[kind_name][0])
+    taken = [m for m in family_names(kind_name) if m in MODELS]
+    if taken:
+        raise UserError(
+            f"attention kind {kind_name!r} of {package} would give {taken[0]}, a model robeval registers "
+            "itself: name the kind otherwise"
+        )
     try:
         kind = register_kind(as_kind(kind_name, target, package))
     except ValueError as exc:
@@ -165,16 +171,6 @@ def unavailable() -> dict[str, str]:
             if not (model in MODELS and group == ATTENTION_GROUP):  # robeval's own kind of that name stays
                 out[model] = problem
     return out
-
-
-def installed() -> list[tuple[str, str, str]]:
-    """(group, name, package) of every plugin entry point, without loading any (the listing's key)."""
-    return [
-        (group, name, f"{package_of(e)}={e.value}")
-        for group in (MODEL_GROUP, ATTENTION_GROUP)
-        for name, entries in entry_points(group).items()
-        for e in entries
-    ]
 
 
 EXTENSIONS.add("plugins", Extension(resolve, load_all))
