@@ -224,3 +224,13 @@ def test_an_attention_kind_from_a_plugin_keeps_its_options(installed):
     model = robeval.load_model("digits-deit-scaled", pretrained=False, scale_by=0.5)
     assert {m.scale_by for m in model.modules() if isinstance(m, PlainAttention)} == {0.5}
     assert model.meta.options == {"scale_by": 0.5}
+
+
+def test_reproduce_column_runs_find_runs_of_a_plugin_model(installed, tmp_path):
+    from robeval.reproduce.column_runs import newest_matching_run
+
+    installed(attention=[Entry("plain", PlainAttention, "plain-attention")])
+    store = tmp_path / "s.sqlite"
+    options = dict(models=["digits-deit-plain"], n_examples=8, attacks="none", data="digits", weights="random")
+    run = robeval.evaluate_full(store=store, device="cpu", **options)
+    assert newest_matching_run(store, options) == run.run["run_id"]

@@ -76,7 +76,7 @@ def test_the_page_has_the_steps_it_promises():
     assert len(layer.splitlines()) <= 30 and "def forward(self, x, attn_mask=None)" in layer
     assert '[project.entry-points."robeval.attention"]' in files[f"{PACKAGE}/pyproject.toml"]
     verbs = [c.split()[1] if c.startswith("robeval") else c.split()[0] for c in commands]
-    assert verbs == ["pip", "models", "train-demo", "run", "table", "compare", "report"]
+    assert verbs == ["pip", "models", "train-demo", "run", "table", "compare", "check", "report"]
 
 
 def test_the_plugin_kind_is_listed_as_a_family_with_its_package(tutorial):
@@ -109,6 +109,11 @@ def test_run_and_table_show_both_models_under_both_attacks(tutorial):
         assert len(values) == 8 and all(0 <= v <= 100 for v in values)
         clean, fgsm, pgd = values[0], values[2], values[4]
         assert pgd <= clean and fgsm <= clean
+
+
+def test_check_covers_the_plugin_model(tutorial):
+    said = tutorial["robeval check"].stdout
+    assert "Soundness checks" in said and "finished" in said
 
 
 def test_compare_and_report_take_the_plugin_model(tutorial):
