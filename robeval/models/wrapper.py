@@ -90,5 +90,7 @@ def set_config(net: nn.Module, cfg: dict[str, Any]) -> nn.Module:
 
 
 def config_of(net: nn.Module) -> dict[str, Any]:
-    """A built network's ``pretrained_cfg`` (a copy; empty when it has none)."""
-    return dict(getattr(net, "pretrained_cfg", None) or {})
+    """A built network's ``pretrained_cfg`` (a copy; empty when it has none; a :class:`ModelConfig`
+    set there read as its fields)."""
+    cfg = getattr(net, "pretrained_cfg", None) or {}
+    return cfg.as_cfg() if isinstance(cfg, ModelConfig) else dict(cfg)
