@@ -112,8 +112,8 @@ def evaluate_full(
 def _evaluate(
     config: EvalConfig, out, store, resume, reporter: Reporter, ctx: DistContext, given: dict[str, GivenModel]
 ) -> EvalResult:
-    opener = lambda: open_store(store, ctx)  # noqa: E731  (the store opens after every check)
-    prepared = prepare_run(config, opener, resume, ctx, given)
+    opened_later = lambda: open_store(store, ctx)  # noqa: E731  (a function: the store opens after every check)
+    prepared = prepare_run(config, opened_later, resume, ctx, given)
     if out is not None and ctx.is_main:
         _check_out(out, prepared.resume)
     try:
