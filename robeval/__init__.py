@@ -5,6 +5,7 @@ Python API::
     import robeval
     model = robeval.load_model("digits-deit-elliptical")           # [0,1] images in, logits out
     table = robeval.evaluate(models=["digits-deit", "digits-deit-elliptical"], eps="8/255")
+    table = robeval.evaluate(models=[my_module, "./mynet.py:build", "digits-deit"])  # your own models too
 
 The API is imported on first use, so ``robeval --help`` and other light commands start without
 loading torch.
@@ -23,12 +24,14 @@ _LAZY = {
     "evaluate_full": "api",
     "load_model": "api",
     "benchmark": "api",
+    "ModelConfig": "model_config",
     "attacks": None,
     "models": None,
 }
 
 __all__ = [
     "DEFAULT_EPS",
+    "ModelConfig",
     "DEFAULT_MODELS",
     "DEFAULT_N_EXAMPLES",
     "__version__",

@@ -23,7 +23,12 @@ from .evaluation.config import make_config
 from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
 from .evaluation.engine import EvalResult, execute_run, prepare_run
 from .evaluation.progress import NullReporter, Reporter
-from .models import load_model  # noqa: F401  (robeval.load_model)
+from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
+from .models import (
+    GivenModel,
+    load_model,  # noqa: F401  (robeval.load_model)
+    split_models,
+)
 from .options import EvalConfig
 from .results.flags import all_flags, as_dicts
 from .results.store import Store, worker_store_path
@@ -53,14 +58,19 @@ def summarise(result: EvalResult) -> EvalResult:
 
 
 def _check_out(out: str | Path, resume: str | None) -> None:
-    """Before any work: ``out`` writable, and no other run's files there to overwrite."""
+    """Before any work: ``out`` writable, and no other run's files there to overwrite.  With ``{run_id}``
+    in it, the nearest folder above it that exists is checked and nothing is made (a failing run leaves
+    no empty folder behind)."""
     from .report.files import check_out_dir, prepare_out_dir
 
-    template, _, _ = str(out).partition(RUN_ID_FIELD)
-    if template == str(out):
+    if RUN_ID_FIELD not in str(out):
         check_out_dir(Path(out), resume)
-    else:
-        prepare_out_dir(Path(template or "."))
+        return
+    parts = Path(out).parts
+    folder = Path(*parts[: next(i for i, part in enumerate(parts) if RUN_ID_FIELD in part)] or ("."))
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    prepare_out_dir(folder)
 
 
 def evaluate_full(
@@ -79,7 +89,11 @@ def evaluate_full(
     finished unit, opened only once everything else is checked; ``resume``: a run id in that store to
     continue ("latest" = the newest unfinished run with the same configuration); ``progress``: show
     progress bars (or pass your own ``reporter``); ``ctx``: the distributed context (default: joined
-    from torchrun's environment)."""
+    from torchrun's environment).  ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE``
+    strings and ``nn.Module`` s (or ``(module, robeval.ModelConfig(...))`` pairs) in one list."""
+    names, given = split_models(options.get("models"))
+    if names is not None:
+        options["models"] = names
     config = make_config(**options)
     if config.threads is not None:
         from .threads import set_threads
@@ -88,15 +102,18 @@ def evaluate_full(
     joined = ctx is None  # joined here (torchrun's environment, or a single process), left here
     ctx = ctx or init_from_env(config.device)
     try:
-        result = _evaluate(config, out, store, resume, reporter or _reporter(progress, ctx), ctx)
+        result = _evaluate(config, out, store, resume, reporter or _reporter(progress, ctx), ctx, given)
     finally:
         if joined:
             shutdown(ctx)
     return result
 
 
-def _evaluate(config: EvalConfig, out, store, resume, reporter: Reporter, ctx: DistContext) -> EvalResult:
-    prepared = prepare_run(config, lambda: open_store(store, ctx), resume, ctx)  # the store opens after every check
+def _evaluate(
+    config: EvalConfig, out, store, resume, reporter: Reporter, ctx: DistContext, given: dict[str, GivenModel]
+) -> EvalResult:
+    opened_later = lambda: open_store(store, ctx)  # noqa: E731  (a function: the store opens after every check)
+    prepared = prepare_run(config, opened_later, resume, ctx, given)
     if out is not None and ctx.is_main:
         _check_out(out, prepared.resume)
     try:
@@ -181,7 +198,7 @@ def benchmark(
     version: str = "standard",
     **options: Any,
 ) -> tuple[float, float]:
-    """RobustBench's ``benchmark()`` on robeval's engine (``robeval.robustbench_ext.benchmark``): the same
+    """RobustBench's ``benchmark()`` on robeval's engine (``from robeval import benchmark``): the same
     parameters in the same order as robustbench 1.1.1's, the same return value, ``(clean_accuracy,
     robust_accuracy)`` as fractions, and the same two lines printed (``Clean accuracy: 87.50%``,
     ``Adversarial accuracy: 56.29%``), from AutoAttack's ``version`` (keyword-only, robeval's own, as are
@@ -229,7 +246,8 @@ def _resuming(store: str | Path, options: dict[str, Any]):
             from .evaluation.plan import make_plan
 
             plain = {k: v for k, v in run_options.items() if k not in ("out", "progress", "reporter", "ctx")}
-            identity = make_plan(make_config(**plain)).identity()
+            plain["models"], given = split_models(plain["models"])
+            identity = make_plan(make_config(**plain), given).identity()
             db = Store(Path(store))
             try:
                 matching = (r for r, stored in db.unfinished_runs() if config_difference(stored, identity) is None)

@@ -12,6 +12,11 @@ DEFAULT_EPS = "8/255"
 DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
 DEFAULT_STORE = Path("results") / "robeval.sqlite"
 
+# The demo models' training recipe (robeval.models.training): (epochs, peak learning rate) of the shipped
+# zoo, and robeval train-demo's shorter default (standard attention within 0.3 points of the shipped one).
+SHIPPED_RECIPE = (300, 1e-3)
+TRAIN_DEMO_RECIPE = (100, 5e-3)
+
 RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
 
 # The two row names of a results table that are no attack: the clean images, and the worst case over

@@ -38,3 +38,8 @@ def lookup(registry: Mapping[str, T], name: str, what: str, listed_by: str | Non
 
 class StoreFull(UserError):
     """The results store could not take a unit (disk or database full): the run stops, resumable."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin that could not be loaded (or clashes with another): the command line prints it as one
+    ``warning:`` line and goes on with every other model."""

@@ -62,7 +62,23 @@ class EvalConfig:
         flags=("--model", "-m"),
         cli_type=Optional[list[str]],
         cli_default=None,
-        help="Model name (repeatable; glob patterns like 'digits-*'). Default: the two embedded digits models.",
+        help="Model name (repeatable; glob patterns like 'digits-*'), or your own code: PATH.py:CALLABLE or "
+        "PKG.MODULE:CALLABLE (a callable returning an nn.Module), optionally =NAME for the tables. "
+        "Default: the two embedded digits models.",
+    )
+    references: dict[str, str] = option(
+        factory=dict,
+        cli=False,
+        help="The code behind each model named with REFERENCE=NAME (name -> PATH.py:CALLABLE or PKG.MODULE:CALLABLE).",
+    )
+    model_config: dict[str, dict[str, Any]] = option(
+        factory=dict,
+        flags=("--model-config",),
+        cli_type=Optional[list[str]],
+        cli_default=None,
+        identity=False,  # what it states is in the run's identity with the model's other facts
+        help="[MODEL.]KEY=VALUE (repeatable): what your own model takes and gives, where its code does not say "
+        "(KEY: input_size=C,H,W, num_classes, mean, std, interpolation, crop_pct).",
     )
     checkpoints: dict[str, str] = option(
         factory=dict,

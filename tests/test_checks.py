@@ -101,7 +101,7 @@ def test_near_chance_is_a_test_against_guessing(top1, n, classes, near):
 def test_a_module_fed_unnormalised_input_is_flagged_near_chance_and_the_checklist_says_so(tmp_path):
     """The network of digits-deit without its normalisation (it expects (x - 0.5) / 0.5) given to
     benchmark(): its clean accuracy is near chance, which robeval check and its checklist report."""
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
 
     from .conftest import FAST_SETTINGS
 

@@ -170,7 +170,7 @@ def test_help_and_listings_start_without_torch():
             "print(sorted(m for m in ('torch', 'timm', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-    run_cli("models")  # fills the listing cache
+    run_cli("models", process=True)  # fills the listing cache (a process that lists from the registries does not)
     code = ("import sys; from robeval.cli import main\n"
             "try:\n    main(['models'])\nexcept SystemExit:\n    pass\n"
             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')")

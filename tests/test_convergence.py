@@ -16,7 +16,7 @@ from robeval.attacks.convergence import CURVE_POINTS, grid, robust_along
 from robeval.data.digits import digits_split
 from robeval.errors import UserError
 from robeval.models import load_model, register_model
-from robeval.models.digits import DIGITS_CFG
+from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.checklist import converged
@@ -171,7 +171,7 @@ def centroids():
     flat = (torch.from_numpy(x).flatten(1) - mean) / std
     centre = torch.stack([flat[torch.from_numpy(y) == c].mean(0) for c in range(10)])
 
-    @register_model("toy-centroids", family="toy", weights=NO_WEIGHTS, description="nearest class mean")
+    @register_model("toy-centroids", family="toy", weights=NO_WEIGHTS, config=DIGITS, description="nearest class mean")
     def build():
         net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
         with torch.no_grad():

@@ -1,6 +1,7 @@
-"""The layout holds: no import cycle in robeval/ (imports inside functions count, and importing a.b.c
-runs a/__init__ and a/b/__init__ first), and no module imports from a layer above its own
-(../shared/ARCHITECTURE.md's order); every function is short enough to hold in mind."""
+"""The layout holds: no import cycle in robeval/ (imports inside functions count, ``import_module("...")``
+with a literal name counts as an import, and importing a.b.c runs a/__init__ and a/b/__init__ first),
+and no module imports from a layer above its own (../shared/ARCHITECTURE.md's order); every function is
+short enough to hold in mind."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ LAYERS = [
     ("robeval.models",),
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo"),
+     "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
+     "robeval.model_config", "robeval.references"),
 ]
 MAX_BODY_LINES = 40
 
@@ -38,18 +40,54 @@ def modules() -> dict[str, Path]:
     return out
 
 
+IMPORTING_CALLS = ("import_module", "__import__")  # importlib's: a literal first argument is an import
+
+
+def _package(name: str, path: Path) -> list[str]:
+    """The package a relative import in module ``name`` is relative to."""
+    return name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+
+def _relative(name: str, path: Path, dotted: str) -> str:
+    """``.x`` / ``..x`` (importlib's relative names, with the package the call gives) made absolute."""
+    level = len(dotted) - len(dotted.lstrip("."))
+    base = _package(name, path)
+    rest = dotted[level:]
+    return ".".join(base[: len(base) - level + 1] + ([rest] if rest else []))
+
+
+def _called_import(node: ast.Call, name: str, path: Path) -> list[str]:
+    """The module an ``import_module("...")`` call names, when its name is a literal string."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if called not in IMPORTING_CALLS or not node.args or not isinstance(node.args[0], ast.Constant):
+        return []
+    target = node.args[0].value
+    if not isinstance(target, str):
+        return []
+    return [_relative(name, path, target) if target.startswith(".") else target]
+
+
+def _targets(node: ast.AST, name: str, path: Path) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = _package(name, path)
+        prefix = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) \
+            if node.level else (node.module or "")
+        return [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+    if isinstance(node, ast.Call):
+        return _called_import(node, name, path)
+    return []
+
+
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Every robeval module ``name`` imports (anywhere in it), with the packages that run first."""
+    """Every robeval module ``name`` imports (anywhere in it, ``import_module`` calls included), with the
+    packages that run first."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-            prefix = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) \
-                if node.level else (node.module or "")
-            targets = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
-        else:
+        targets = _targets(node, name, path)
+        if not targets:
             continue
         for target in targets:
             while target and target not in known:
@@ -75,6 +113,17 @@ def layer_of(name: str) -> int:
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def test_import_module_calls_count_as_imports(tmp_path):
+    """``import_module("robeval.api")`` inside a function is an edge of the graph, as ``import`` is."""
+    fake = tmp_path / "robeval" / "robustbench_ext" / "__init__.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("def f():\n    from importlib import import_module\n    return import_module('robeval.api').x\n"
+                    "def g():\n    import importlib\n    return importlib.import_module('..models', __name__)\n")
+    known = {"robeval.api": PACKAGE / "api.py", "robeval.models": PACKAGE / "models" / "__init__.py",
+             "robeval": PACKAGE / "__init__.py", "robeval.robustbench_ext": fake}
+    assert imports_of("robeval.robustbench_ext", fake, known) == {"robeval.api", "robeval.models"}
 
 
 def test_no_module_imports_from_a_layer_above_its_own():

@@ -102,7 +102,7 @@ def masked_in_bf16():
     whose gradients underflow in reduced precision would): attacks crafted in bf16 cannot move."""
     deit = get_spec("digits-deit")
 
-    @register_model("toy-bf16-masked", family="toy", weights=embedded_weights("digits-deit"))
+    @register_model("toy-bf16-masked", family="toy", weights=embedded_weights("digits-deit"), config=deit.config)
     def build():
         net = deit.builder()
         forward = net.forward

@@ -19,8 +19,10 @@ from robeval.attacks.transfer import SourceModel
 from robeval.cli.listing import catalog
 from robeval.data.digits import digits_split
 from robeval.evaluation.plan import make_plan
-from robeval.models import build_network, get_spec, list_models, register_model
-from robeval.models.digits import DIGITS_CFG
+from robeval.model_config import ModelConfig
+from robeval.models import build_network, config_of, get_spec, list_models, register_model
+from robeval.models.attention.kinds import ATTENTION_KINDS
+from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.naming import attack_title
@@ -48,6 +50,11 @@ def test_every_registered_model_builds_runs_and_round_trips_its_weights(name):
         fresh = build_network(name)
     shapes = {k: tuple(v.shape) for k, v in fresh.state_dict().items()}
     assert shapes == {k: tuple(v.shape) for k, v in model.net.state_dict().items()}  # a strict load would fit
+    # the facts listings and checks read without building are the built network's own
+    assert spec.config == ModelConfig.from_cfg(config_of(fresh)) and out.shape == (1, spec.config.num_classes)
+    assert spec.params == sum(p.numel() for p in fresh.parameters()), (
+        f"{name}: its parameter count is stale; run scripts/count_parameters.py"
+    )
     if spec.is_adaptive:
         plan = make_plan(robeval.api.make_config(models=name, attacks="pgd", adaptive=True))
         assert [j.name for j in plan.jobs] == [name, name + "+adaptive"]
@@ -86,6 +93,14 @@ def test_every_embedded_demo_is_shipped_small_and_accurate(name):
     assert acc >= 0.95, f"{name}: {acc:.4f}"
 
 
+@pytest.mark.parametrize("kind", list(ATTENTION_KINDS))
+def test_every_attention_kind_is_a_whole_family(kind):
+    for name in (f"digits-deit-{kind}", *(f"deit-{size}-{kind}" for size in ("tiny", "small", "base"))):
+        spec = get_spec(name)
+        assert spec.family == f"deit-{kind}" and spec.options == ATTENTION_KINDS[kind].options
+    assert get_spec(f"digits-deit-{kind}").config == DIGITS
+
+
 def test_registered_models_are_listed():
     listed = {m["name"]: m for m in catalog()["models"]}
     assert set(MODELS) <= set(listed)
@@ -119,7 +134,8 @@ def toy_registrations():
     register_attack("toy-shift", title="Toy shift", norms=("Linf",), kind="white-box", implementation="tests",
                     description="every pixel eps darker")(_ShiftDown)
 
-    @register_model("toy-digits", family="toy", weights=NO_WEIGHTS, description="a linear classifier on 8x8 digits")
+    @register_model("toy-digits", family="toy", weights=NO_WEIGHTS, config=DIGITS,
+                    description="a linear classifier on 8x8 digits")
     def build(scale: float = 1.0):
         net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
         net.pretrained_cfg = dict(DIGITS_CFG)
@@ -149,3 +165,4 @@ def test_a_new_attack_and_model_need_only_their_registration(tmp_path, toy_regis
     out = capsys.readouterr().out
     assert "Toy shift Top-1" in out and "Soundness checks" in out
     assert get_spec("toy-digits").options == {"scale": 1.0}  # read from the builder's signature
+    assert "toy-digits" in {m["name"] for m in catalog()["models"]}  # listed in this process at once

@@ -1,4 +1,4 @@
-"""RobustBench's API on robeval's engine: ``robeval.robustbench_ext.benchmark`` against ``robeval run`` on
+"""RobustBench's API on robeval's engine: ``robeval.benchmark`` against ``robeval run`` on
 the same digits examples, its arguments as run options, module instances as models, the model-info
 JSON of ``robeval table -f robustbench``, ``robeval compare`` against such a file, and the
 ``robustbench:<dataset>/<threat model>/<entry>`` names (resolution only: no download)."""
@@ -24,7 +24,7 @@ N = 8
 def runs(tmp_path_factory):
     """benchmark() on a digits module and ``robeval run`` on digits-deit, the same 8 first examples,
     each in a store of its own; and the module, as benchmark() left it."""
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
 
     root = tmp_path_factory.mktemp("rb")
     module = robeval.load_model("digits-deit").train()
@@ -68,23 +68,22 @@ def test_benchmark_leaves_the_callers_module_as_it_was(runs):
 
 
 def test_module_names_carry_their_state_dicts_hash():
-    from robeval.models import get_spec
-    from robeval.robustbench_ext.instances import registered
+    from robeval.models.given import GivenItem, split_models
 
-    a, b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    a, b = (torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3)) for _ in range(2))
     b.load_state_dict(a.state_dict())
     config = {"input_size": (1, 2, 2), "num_classes": 3}
-    with registered(a, config, "mine") as name_a, registered(b, config, "mine") as name_b:
-        assert name_a == name_b and name_a.startswith("module:mine@")
-        with torch.no_grad():
-            b.weight[0, 0] += 1
-        with registered(b, config, "mine") as name_c:
-            assert name_c != name_a
-        built = get_spec(name_a).builder()  # the copy taken at registration: b's change is not in it
-        assert built is not a and built is not b and torch.equal(built.weight, a.weight)
-        assert get_spec(name_a).builder().weight[0, 0] != b.weight[0, 0]
+    names, given = split_models([GivenItem((a, config), "mine"), GivenItem((b, config), "mine")])
+    assert names[0] == names[1] and names[0].startswith("module:mine@")
+    with torch.no_grad():
+        b[1].weight[0, 0] += 1
+    [changed], _ = split_models([GivenItem((b, config), "mine")])
+    assert changed != names[0]
+    copy = given[names[0]].module  # the copy taken when given: b's change is not in it
+    assert copy is not a and copy is not b and torch.equal(copy[1].weight, a[1].weight)
+    assert copy[1].weight[0, 0] != b[1].weight[0, 0]
     with pytest.raises(UserError, match="another process"):
-        get_spec(name_a)
+        robeval.evaluate(models=[names[0]], n_examples=4, attacks="fgsm")
 
 
 def test_benchmark_arguments_are_robustbenchs_conventions():
@@ -127,7 +126,7 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
     ],
 )
 def test_benchmark_refuses_what_it_cannot_run_in_one_line(args, words):
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
 
     with pytest.raises(ValueError) as info:  # as RobustBench's own refusals: a UserError is a ValueError
         benchmark(torch.nn.Linear(2, 2).eval(), **args)
@@ -282,7 +281,7 @@ def robustbench_eval(monkeypatch):
 def test_benchmark_takes_robustbenchs_parameters_in_its_order(robustbench_eval):
     import inspect
 
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
 
     theirs = list(inspect.signature(robustbench_eval.benchmark).parameters.values())
     ours = list(inspect.signature(benchmark).parameters.values())
@@ -343,7 +342,7 @@ def _linear(pixels: int) -> torch.nn.Module:
 
 
 def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkeypatch, capsys):
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
 
     monkeypatch.chdir(tmp_path)  # RobustBench's to_disk writes model_info/ where it runs
     path = tmp_path / "model_info" / "digits" / "Linf" / "Mine2024.json"
@@ -362,7 +361,7 @@ def test_to_disk_writes_the_model_info_of_a_standard_evaluation(tmp_path, monkey
 
 
 def test_benchmark_on_cifar10_takes_the_first_n_test_images(tmp_path):
-    from robeval.robustbench_ext import benchmark
+    from robeval import benchmark
     from tests.published_files import cifar10_python
 
     x, y = cifar10_python(tmp_path, n=12)

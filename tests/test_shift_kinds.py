@@ -23,6 +23,7 @@ from robeval.data.arrays import ArrayImages
 from robeval.data.labels import imagenet_wnids
 from robeval.errors import UserError
 from robeval.evaluation.config import make_config
+from robeval.model_config import ModelConfig
 from robeval.models import register_model
 from robeval.models.registry import MODELS
 from robeval.models.weights import NO_WEIGHTS
@@ -58,15 +59,16 @@ READERS = {  # name -> classes, red step, side
 @pytest.fixture(scope="module", autouse=True)
 def colour_readers():
     for name, (classes, step, side) in READERS.items():
+        cfg = dict(input_size=(3, side, side), mean=(0.0,) * 3, std=(1.0,) * 3, interpolation="nearest",
+                   crop_pct=1.0, num_classes=classes)
 
-        def build(classes=classes, step=step, side=side):
+        def build(classes=classes, step=step, cfg=cfg):
             net = ColourReader(classes, step)
-            cfg = dict(input_size=(3, side, side), mean=(0.0,) * 3, std=(1.0,) * 3, interpolation="nearest",
-                       crop_pct=1.0, num_classes=classes)
             object.__setattr__(net, "pretrained_cfg", cfg)
             return net
 
-        register_model(name, family="toy", weights=NO_WEIGHTS, options={}, description="reads its class off the red channel")(build)
+        register_model(name, family="toy", weights=NO_WEIGHTS, config=ModelConfig.from_cfg(cfg), options={},
+                       description="reads its class off the red channel")(build)
     yield
     for name in READERS:
         MODELS.remove(name)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 
-from ..errors import UserError
+from ..errors import PluginWarning, UserError
 from ..threads import configure_process, threads_from_argv
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
 
@@ -54,13 +55,35 @@ def _click_exceptions():
     return exceptions
 
 
+def _one_line_warnings(err: Console, shown):
+    """``warnings.showwarning`` for the command: a plugin's warning is one ``warning:`` line on stderr
+    (other warnings as ``shown``, Python's, prints them)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):  # warnings.showwarning's signature
+        if issubclass(category, PluginWarning):
+            err.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
     INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
     args = _optional_resume_value(invoked_args())
     configure_process(threads_from_argv(args))  # before anything imports torch
-    exceptions = _click_exceptions()
     err = Console(stderr=True)
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warnings(err, shown)
+    try:
+        _run(args, err)
+    finally:
+        warnings.showwarning = shown
+
+
+def _run(args: list[str], err: Console) -> None:
+    exceptions = _click_exceptions()
     try:
         code = app(args=args, standalone_mode=False)
         if isinstance(code, int) and code:

@@ -51,19 +51,26 @@ def _settings(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or "-"
 
 
+MODELS_TITLE = (
+    "robeval models (also: timm:<arch>, hf-hub:<owner>/<repo>, robustbench:<name>, and your own code: "
+    "PATH.py:CALLABLE or PKG.MODULE:CALLABLE)"
+)
+
+
 @app.command("models")
 def models_cmd() -> None:
-    """List the registered models: name, family, parameters, input size, options, weights, what it is."""
+    """List the models: name, family, parameters, input size, options, weights, what it is, and the
+    package it comes from (robeval, or an installed plugin's)."""
     from .listing import catalog
 
-    table = Table(title="robeval models (also: timm:<arch>, hf-hub:<owner>/<repo>, robustbench:<name>)")
-    for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description"):
+    table = Table(title=MODELS_TITLE)
+    for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description", "package"):
         table.add_column(col)
     for m in catalog()["models"]:
         options = _settings(m["options"]) + (f" ({_settings(m['adaptive'])})" if m["adaptive"] else "")
-        table.add_row(
-            m["name"], m["family"], f"{m['params_M']:.2f}M", m["input"], options, m["weights"], m["description"]
-        )
+        params = "-" if m["params_M"] is None else f"{m['params_M']:.2f}M"
+        row = (m["name"], m["family"], params, m["input"], options, m["weights"], m["description"], m["package"])
+        table.add_row(*row)
     console.print(table)
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from ..eps import parse_eps_list
 from ..errors import UserError, lookup
+from ..model_config import parse_model_config
 from ..precision import PRECISIONS
+from ..references import PREFIX_NAMES, check_reference_file, is_reference, split_label
 from ..seeds import check_seed
 from ..settings import check_set_targets, parse_attack_names, parse_set_items
 from .listing import catalog
-
-PREFIXES = ("timm:", "hf-hub:", "robustbench:")  # resolved by the model registry, not listed
 
 
 def positive(name: str, value: int | None, least: int = 1) -> None:
@@ -23,16 +23,24 @@ def positive(name: str, value: int | None, least: int = 1) -> None:
         raise UserError(f"{name} must be at least {least}, got {value}")
 
 
-def check_model_names(patterns: list[str], known: list[str]) -> None:
-    """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix)."""
+def check_model_names(patterns: list[str], known: list[str], unavailable: dict[str, str] | None = None) -> None:
+    """Glob patterns match a listed model; plain names are listed (or carry a resolver's prefix); the
+    user's code names a file that exists (it is imported once torch has loaded); a plugin's name that
+    could not be had says why."""
     listed = dict.fromkeys(known)
     for pattern in patterns:
+        reference, label = split_label(pattern)
+        if is_reference(reference):
+            check_reference_file(reference)
+            continue
         name = pattern.partition("=")[0]
-        if name.startswith(PREFIXES):
+        if name.partition(":")[0] in PREFIX_NAMES:
             continue
         if any(ch in name for ch in "*?["):
             if not any(fnmatch.fnmatchcase(n, name) for n in known):
                 raise UserError(f"model pattern {name!r} matches no registered model")
+        elif name in (unavailable or {}):
+            raise UserError((unavailable or {})[name])
         else:
             lookup(listed, name, "model", "robeval models")
 
@@ -67,11 +75,14 @@ def precheck_run(opts: dict[str, Any]) -> None:
         if kind.has_conditions:  # --corruptions from the kind's own set (ImageNet-C's, 3DCC's, C-bar's)
             kind.corruption_set.parse(opts.get("corruptions"))
             parse_severities(opts.get("severities"))
-    listing = catalog()
+    listing = catalog(say_warnings=False)  # of the models it runs, the run says what is wrong
     check_model_names(
         list(opts.get("models") or []) + ([opts["source_model"]] if opts.get("source_model") else []),
         [m["name"] for m in listing["models"]],
+        listing.get("unavailable"),
     )
+    named = [split_label(m)[1] or split_label(m)[0] for m in opts.get("models") or []]
+    parse_model_config(list(opts.get("model_config") or []), named)
     attacks = run_attacks(opts.get("attacks"), opts["protocol"], opts.get("shift"), listing["attacks"])
     settings = parse_set_items(list(opts.get("settings") or []), {a["name"]: a["defaults"] for a in listing["attacks"]})
     check_set_targets(settings, attacks)

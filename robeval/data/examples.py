@@ -17,11 +17,17 @@ from .labels import LabelSpace
 
 
 class ImageSpec(Protocol):
-    """How a model takes its images (a model's meta has these): size, resizing crop and interpolation."""
+    """How a model takes its images (a model's meta has these): size, resizing crop and interpolation
+    (read-only: a meta's fixed ``(C, H, W)`` is one)."""
 
-    input_size: tuple[int, ...]
-    crop_pct: float
-    interpolation: str
+    @property
+    def input_size(self) -> tuple[int, ...]: ...
+
+    @property
+    def crop_pct(self) -> float: ...
+
+    @property
+    def interpolation(self) -> str: ...
 
 
 @dataclass

@@ -17,8 +17,10 @@ from ..attacks import parse_attack_list, parse_set_options, resolve_settings
 from ..defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
 from ..eps import parse_eps_list
 from ..errors import UserError
+from ..model_config import parse_model_config
 from ..models import expand_model_patterns
 from ..options import EvalConfig, identity_fields
+from ..references import split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..seeds import check_seed
 from ..shifts.kinds import get_shift
@@ -43,11 +45,28 @@ def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
-def _names(models: Any) -> list[str]:
-    names = list(DEFAULT_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
-    if not names:
+def _names(models: Any) -> tuple[list[str], dict[str, str]]:
+    """The models' names (patterns expanded) and the code behind each one named ``REFERENCE=NAME``."""
+    given = list(DEFAULT_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
+    if not given:
         raise UserError("no --model given")
-    return expand_model_patterns(names)
+    references: dict[str, str] = {}
+    names: list[str] = []
+    for item in given:
+        reference, label = split_label(str(item))
+        if label is not None:
+            if references.get(label, reference) != reference or label in names:
+                raise UserError(f"--model ...={label}: two models are named {label}")
+            references[label] = reference
+        names.append(label or reference)
+    return expand_model_patterns(names), references
+
+
+def _model_config(values: dict[str, Any], models: list[str]) -> dict[str, dict[str, Any]]:
+    stated = values.get("model_config") or {}
+    if isinstance(stated, dict):
+        return {m: dict(v) for m, v in stated.items()}
+    return parse_model_config(list(stated), models)
 
 
 def _attacks(values: dict[str, Any]) -> list[str]:
@@ -60,11 +79,13 @@ def _attacks(values: dict[str, Any]) -> list[str]:
 
 def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
     """The fields whose user form differs from what the engine reads, parsed."""
-    models = _names(values.get("models"))
+    models, references = _names(values.get("models"))
     checkpoints = values.get("checkpoints") or {}
     settings = values.get("settings") or {}
-    out = dict(
+    out: dict[str, Any] = dict(
         models=models,
+        references={**(values.get("references") or {}), **references},
+        model_config=_model_config(values, models),
         eps=parse_eps_list(values.get("eps") or DEFAULT_EPS, values.get("norm", "Linf")),
         attacks=_attacks({"protocol": "standard", **values}),
         checkpoints=dict(checkpoints)
@@ -125,6 +146,8 @@ def semantic_config(config: EvalConfig, batch_size: int, settings: dict[str, dic
     out["batch_size"] = batch_size
     out["attack_settings"] = {a: settings[a] for a in config.attacks}
     del out["settings"]  # folded into attack_settings
+    if not out["references"]:
+        del out["references"]  # as runs without models of the user's code were stored before it existed
     return out
 
 

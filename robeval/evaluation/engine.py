@@ -20,6 +20,7 @@ import torch
 from ..attacks.transfer import SourceModel
 from ..defaults import CLEAN, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
+from ..models import GivenModel
 from ..options import EvalConfig
 from ..precision import slower_here
 from .attack_calls import AttackBoundsError
@@ -28,6 +29,7 @@ from .model_run import ModelEvaluation
 from .opening import OpenRun, latest_matching_run, mark_stopped, open_run
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
+from .profiling import gflops_per_image
 from .progress import NullReporter, Reporter, model_bars, unit_key
 from .run_info import RunState, describe_run
 from .units import ModelFailure, Unit, UnitCurve
@@ -70,12 +72,17 @@ class ActiveRun:
 
 
 def prepare_run(
-    config: EvalConfig, store: Any = None, resume: str | None = None, ctx: DistContext = SINGLE
+    config: EvalConfig,
+    store: Any = None,
+    resume: str | None = None,
+    ctx: DistContext = SINGLE,
+    given: dict[str, GivenModel] | None = None,
 ) -> PreparedRun:
     """The plan and the data, checked before the run exists; ``store`` is a store object (rank 0's, or
     a worker's own file), a function that opens one once the checks have passed, or None;
-    ``resume="latest"`` becomes the newest unfinished run with this configuration."""
-    plan = make_plan(config)
+    ``resume="latest"`` becomes the newest unfinished run with this configuration; ``given``: the
+    modules given from Python (the plan carries them)."""
+    plan = make_plan(config, given)
     data = preflight(plan)
     store = store() if callable(store) else store
     if resume is not None and store is None and ctx.is_main:
@@ -202,8 +209,13 @@ def _evaluate_model(job: ModelJob, active: ActiveRun, position: tuple[int, int])
 def _record_model(
     evaluation: ModelEvaluation, prepared: PreparedRun, opened: OpenRun, state: RunState, ctx: DistContext, models: int
 ) -> None:
-    """What the run learns of a model before its batches: its meta, the data, the units (for `robeval runs`)."""
+    """What the run learns of a model before its batches: its meta, the data, the units (for `robeval runs`);
+    of a module it carries, the FLOPs per image too (a report in another process cannot count them)."""
     state.models_meta[evaluation.job.name] = evaluation.meta
+    if evaluation.job.given is not None:
+        model = evaluation.model
+        flops = gflops_per_image(model.net, model.meta.input_size, evaluation.device)
+        state.models_meta[evaluation.job.name]["gflops_per_image"] = flops
     state.data_info = evaluation.data.info()
     units = evaluation.data.num_batches(evaluation.batch_size) * len(prepared.plan.config.eps) * len(evaluation.units)
     state.total_units += units

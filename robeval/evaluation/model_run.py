@@ -18,7 +18,7 @@ from torch import nn
 from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..errors import UserError
-from ..models import load_model
+from ..models import load_model, wrap_given
 from ..precision import strict_fp32
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_calls import AttackBoundsError, Autocast, PassCounter, topk_hits
@@ -72,6 +72,8 @@ class ModelEvaluation:
 
     def _load(self):
         cfg = self.config
+        if self.job.given is not None:  # a module the plan carries: built (and checked) when planned
+            return wrap_given(self.job.given, self.device).to(memory_format=self.memory_format)
         torch.manual_seed(cfg.seed)  # --weights random: the same seed builds the same network
         model = load_model(
             self.job.model,

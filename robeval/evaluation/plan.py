@@ -15,7 +15,8 @@ from ..attacks import get_attack_spec
 from ..data.loading import is_in_memory
 from ..defaults import CLEAN
 from ..errors import UserError
-from ..models import get_spec
+from ..models import GivenModel, get_spec
+from ..models.given import given_from_spec
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
 from ..shifts.catalog import Condition
@@ -32,12 +33,14 @@ FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 
 @dataclass
 class ModelJob:
-    """One column of results: a registered model with options and the attacks it faces."""
+    """One column of results: a registered model with options and the attacks it faces, or a module
+    the plan carries (given from Python, or built from the user's code when the run was planned)."""
 
     name: str
     model: str
     options: dict[str, Any]
     attacks: list[str]
+    given: GivenModel | None = None
 
 
 @dataclass
@@ -64,8 +67,11 @@ class RunPlan:
         return get_precision(self.config.precision)
 
     def identity(self) -> dict[str, Any]:
-        """What determines the records (:func:`~.config.semantic_config`)."""
-        return semantic_config(self.config, self.batch_size, self.settings)
+        """What determines the records (:func:`~.config.semantic_config`), and of every module the plan
+        carries its source, weights' SHA-256 and image facts."""
+        identity = semantic_config(self.config, self.batch_size, self.settings)
+        given = {job.name: job.given.identity() for job in self.jobs if job.given is not None}
+        return {**identity, "given_models": given} if given else identity
 
     def outline(self, batches: int) -> dict[str, Any]:
         """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each."""
@@ -106,18 +112,28 @@ def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
     return DIGITS_BATCH if _in_memory(config) else FOLDER_BATCH[device.type == "cuda"]
 
 
-def model_jobs(config: EvalConfig, protocol: Protocol) -> list[ModelJob]:
-    """The models to evaluate, with the protocol's model options where a model has them (the token
-    median of ``nielsen2024``); with ``adaptive``, every model whose spec is adaptive again with its
-    adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
-    jobs = []
-    for m in config.models:
-        spec = get_spec(m)
-        options = {k: v for k, v in protocol.model_options.items() if k in spec.options}
-        jobs.append(ModelJob(m, m, options, list(config.attacks)))
+def model_job(config: EvalConfig, protocol: Protocol, name: str, given: dict[str, GivenModel]) -> ModelJob:
+    """One model's job: a module given from Python, the user's code built now, or a registered model
+    with the protocol's model options where it has them."""
+    if name in given:
+        return ModelJob(name, name, {}, list(config.attacks), given[name])
+    spec = get_spec(config.references.get(name, name))
+    if spec.reference is not None:
+        built = given_from_spec(name, spec, config.seed, config)
+        return ModelJob(name, spec.name, {}, list(config.attacks), built)
+    options = {k: v for k, v in protocol.model_options.items() if k in spec.options}
+    return ModelJob(name, name, options, list(config.attacks))
+
+
+def model_jobs(config: EvalConfig, protocol: Protocol, given: dict[str, GivenModel] | None = None) -> list[ModelJob]:
+    """The models to evaluate (see :func:`model_job`); with ``adaptive``, every model whose spec is
+    adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
+    jobs = [model_job(config, protocol, m, given or {}) for m in config.models]
     white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
     if config.adaptive and white:
         for job in list(jobs):
+            if job.given is not None:
+                continue
             spec = get_spec(job.model)
             if spec.is_adaptive:
                 jobs.append(
@@ -126,8 +142,9 @@ def model_jobs(config: EvalConfig, protocol: Protocol) -> list[ModelJob]:
     return jobs
 
 
-def make_plan(config: EvalConfig) -> RunPlan:
-    """The run's plan, checked (:func:`check_plan`): one line for anything that cannot run."""
+def make_plan(config: EvalConfig, given: dict[str, GivenModel] | None = None) -> RunPlan:
+    """The run's plan, checked (:func:`check_plan`): one line for anything that cannot run.  ``given``:
+    the modules given from Python, by the names ``config.models`` has for them."""
     protocol = get_protocol(config.protocol)
     device = resolve_device(config.device)
     shift = get_shift(config.shift) if config.shift is not None else None
@@ -139,7 +156,7 @@ def make_plan(config: EvalConfig) -> RunPlan:
         resolve_batch_size(config, device),
         {a: attack_settings(config, a) for a in config.attacks},
         resolve_workers(config),
-        model_jobs(config, protocol),
+        model_jobs(config, protocol, given),
         shift,
         conditions,
     )
@@ -168,9 +185,16 @@ def check_plan(plan: RunPlan) -> None:
             )
     check_shift(plan)
     check_transfer(plan)
-    missing = sorted(set(config.checkpoints) - set(config.models))
-    if missing:
-        raise UserError(f"--checkpoint given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+    for option, named in (("--checkpoint", config.checkpoints), ("--model-config", config.model_config)):
+        missing = sorted(set(named) - set(config.models))
+        if missing:
+            raise UserError(f"{option} given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+    registered = sorted(j.name for j in plan.jobs if j.given is None and j.name in config.model_config)
+    if registered:
+        raise UserError(
+            f"--model-config states the facts of your own models; {registered[0]}'s are its registration's "
+            "(robeval models lists them)"
+        )
 
 
 def check_transfer(plan: RunPlan) -> None:

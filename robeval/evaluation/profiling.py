@@ -65,6 +65,14 @@ def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: t
     return count_flops(lambda: net(x))
 
 
+EFFICIENCY_COLUMNS = ["model", "params_M", "gflops_per_image"]
+
+
+def gflops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> float:
+    """FLOPs of one image's forward pass, in G, rounded as the efficiency table shows them."""
+    return round(flops_per_image(net, input_size, device) / 1e9, 4)
+
+
 def static_efficiency(names: list[str]) -> pd.DataFrame:
     """Per model what needs no timing: parameters (M) and FLOPs per image (G), counted on the CPU."""
     rows = []
@@ -72,9 +80,9 @@ def static_efficiency(names: list[str]) -> pd.DataFrame:
         net = build_network(name).eval()
         size = tuple(config_of(net).get("input_size", (3, 224, 224)))
         params = sum(p.numel() for p in net.parameters())
-        gflops = flops_per_image(net, size, torch.device("cpu")) / 1e9
-        rows.append({"model": name, "params_M": round(params / 1e6, 4), "gflops_per_image": round(gflops, 4)})
-    return pd.DataFrame(rows, columns=["model", "params_M", "gflops_per_image"])
+        gflops = gflops_per_image(net, size, torch.device("cpu"))
+        rows.append({"model": name, "params_M": round(params / 1e6, 4), "gflops_per_image": gflops})
+    return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS)
 
 
 class _Bench:

@@ -35,7 +35,7 @@ from ..data.labels import LabelSpace
 from ..errors import UserError
 from ..options import identity_fields
 from ..threads import set_threads
-from .config import config_difference, make_config
+from .config import ADAPTIVE_SUFFIX, config_difference, make_config
 from .engine import load_source
 from .model_run import ModelEvaluation
 from .plan import ModelJob, RunPlan, make_plan
@@ -108,10 +108,29 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
     return None
 
 
-def rebuild_plan(stored: dict[str, Any], **machine: Any) -> RunPlan:
-    """The plan of a stored run, from its stored configuration; one line when this machine's robeval
-    would not give that configuration back (another version's defaults, a missing option).
-    ``machine``: the options that are no part of it (device, data_dir, threads, trust_checkpoint)."""
+MODEL_KEYED = ("checkpoints", "references", "given_models")  # identity entries keyed by model name
+
+
+def only_models(identity: dict[str, Any], models: list[str] | None) -> dict[str, Any]:
+    """A run's identity as if it had evaluated only ``models`` (None: all of them)."""
+    if models is None:
+        return identity
+    out = {**identity, "models": [m for m in identity["models"] if m in models]}
+    for key in MODEL_KEYED:
+        if key in out:
+            out[key] = {name: value for name, value in out[key].items() if name in models}
+            if not out[key] and key != "checkpoints":  # as semantic_config leaves them out when empty
+                del out[key]
+    return out
+
+
+def rebuild_plan(stored: dict[str, Any], models: list[str] | None = None, **machine: Any) -> RunPlan:
+    """The plan of a stored run, from its stored configuration (``models``: only these of its models,
+    so that one that cannot be built here, a module given from Python, stands in no one's way); one line
+    when this machine's robeval would not give that configuration back (another version's defaults, a
+    missing option).  ``machine``: the options that are no part of it (device, data_dir, threads,
+    trust_checkpoint)."""
+    stored = only_models(stored, models)
     kept = {f.name: stored[f.name] for f in identity_fields() if f.name in stored and f.name not in REBUILT}
     config = make_config(
         **kept,
@@ -136,7 +155,7 @@ def regenerate(request: Request) -> Regeneration:
         trust_checkpoint=request.trust_checkpoint,
         threads=request.threads,
     )
-    plan = rebuild_plan(request.config, **machine)
+    plan = rebuild_plan(request.config, sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models}), **machine)
     with _threads(request.threads):
         return _regenerate(plan, request)
 

@@ -14,15 +14,21 @@ from ..errors import UserError
 from . import deit, digits  # noqa: F401
 from . import deit_attention, distilled, external, rvt, small_vits, swin  # noqa: F401
 
+from . import user_code, plugins  # noqa: F401  (names from the user's code, then from installed plugins)
+
 # isort: on
+from ..model_config import ModelConfig
 from .attention.elliptical import EllipticalAttention, set_elliptical_options
 from .checkpoint import load_state_dict_strict, read_checkpoint
+from .given import GivenModel, complete_config, given_from_object, split_models
 from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model
 from .weights import NO_WEIGHTS, Weights, embedded_weights, load_default_weights, timm_weights
-from .wrapper import IMAGENET_CONFIG, ModelMeta, NormalizedModel, config_of, set_config
+from .wrapper import ModelMeta, NormalizedModel, config_of, meta_from_config, set_config
 
 __all__ = [
     "EllipticalAttention",
+    "GivenModel",
+    "ModelConfig",
     "ModelMeta",
     "ModelSpec",
     "NormalizedModel",
@@ -35,13 +41,16 @@ __all__ = [
     "Weights",
     "embedded_weights",
     "expand_model_patterns",
+    "given_from_object",
     "get_spec",
     "list_models",
     "load_model",
     "model_meta",
     "register_model",
     "set_elliptical_options",
+    "split_models",
     "timm_weights",
+    "wrap_given",
 ]
 
 
@@ -70,19 +79,23 @@ def count_parameters(name: str) -> int:
 
 
 def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
-    """What a built network is: input size, classes, preprocessing (from its timm-style ``pretrained_cfg``)."""
-    cfg = {**IMAGENET_CONFIG, "num_classes": getattr(net, "num_classes", 1000), **config_of(net)}
-    return ModelMeta(
-        name=spec.name,
-        family=spec.family,
-        input_size=tuple(cfg["input_size"]),
-        num_classes=int(cfg["num_classes"] or 1000),
-        mean=tuple(cfg["mean"]),
-        std=tuple(cfg["std"]),
-        interpolation=str(cfg["interpolation"]),
-        crop_pct=float(cfg["crop_pct"]),
-        options=options,
-    )
+    """What a model is: input size, classes, preprocessing; a registration's facts (data), else what the
+    built network says (a timm-style ``pretrained_cfg``, its output for its classes)."""
+    config = spec.config if spec.config is not None else complete_config(net, spec.name)
+    return meta_of(spec, config, options)
+
+
+def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> ModelMeta:
+    """The meta of ``spec`` with facts ``config`` (every field filled)."""
+    return meta_from_config(spec.name, spec.family, config, options=options, source=spec.reference, params=spec.params)
+
+
+def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
+    """A given model as the engine evaluates it: [0,1] images in (its normalization inside), eval mode,
+    no parameter gradients."""
+    model = NormalizedModel(given.module, given.meta()).eval().to(device)
+    model.requires_grad_(False)
+    return model
 
 
 def load_model(
@@ -96,11 +109,13 @@ def load_model(
 ) -> NormalizedModel:
     """Build ``name`` in eval mode, taking [0,1] NCHW images (normalization inside).
 
-    ``checkpoint``: a .pth/.pt/.safetensors file (bare state dict, or a dict with ``model``,
-    ``model_ema`` or ``state_dict``; pick with ``checkpoint_key``); loaded strictly.  Without it the
-    model's default weights are used (timm hub, or the embedded demo zoo); ``pretrained=False``
-    gives random weights instead (smoke tests, profiling, making checkpoints): ``meta.weights`` is
-    then ``"random"`` and every table says so.  ``options`` are the model's own (``robeval models``).
+    ``name``: a registered model, a plugin's, or the user's code (``PATH.py:CALLABLE``,
+    ``PKG.MODULE:CALLABLE``: its weights are what the code gives).  ``checkpoint``: a .pth/.pt/.safetensors
+    file (bare state dict, or a dict with ``model``, ``model_ema`` or ``state_dict``; pick with
+    ``checkpoint_key``); loaded strictly.  Without it the model's default weights are used (timm hub, or
+    the embedded demo zoo); ``pretrained=False`` gives random weights instead (smoke tests, profiling,
+    making checkpoints): ``meta.weights`` is then ``"random"`` and every table says so.  ``options`` are
+    the model's own (``robeval models``).
     """
     spec = get_spec(name)
     opts = _check_options(spec, options)
@@ -109,6 +124,8 @@ def load_model(
         state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
         load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
         weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
+    elif spec.reference is not None:
+        weights, ckpt_path, sha = f"from its code ({spec.reference})", None, None
     elif not pretrained:
         weights, ckpt_path, sha = "random", None, None
     else:

@@ -184,12 +184,41 @@ def read_checkpoint(
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
 
 
+def _added_prefix(longer: set[str], shorter: set[str]) -> str | None:
+    """The prefix that makes ``shorter`` into ``longer`` (every name of one is the prefix plus a name of
+    the other), or None."""
+    if not shorter or len(longer) != len(shorter):
+        return None
+    sample = min(shorter, key=len)
+    for name in longer:
+        if name.endswith(sample) and len(name) > len(sample):
+            prefix = name[: len(name) - len(sample)]
+            if {prefix + key for key in shorter} == longer:
+                return prefix
+    return None
+
+
+def prefix_difference(model_keys: set[str], ckpt_keys: set[str]) -> str | None:
+    """What a prefix explains when a checkpoint's names and a model's differ only by one, or None."""
+    extra = _added_prefix(ckpt_keys, model_keys)
+    if extra is not None:
+        return f"every checkpoint name has the extra prefix {extra!r} (save the inner module's state dict, or strip it)"
+    lacking = _added_prefix(model_keys, ckpt_keys)
+    if lacking is not None:
+        return (
+            f"the checkpoint's names lack the prefix {lacking!r} that every name of the model has "
+            f"(e.g. {min(ckpt_keys)} vs {lacking}{min(ckpt_keys)}): save the whole model's state dict, or add it"
+        )
+    return None
+
+
 def _likely_cause(
     model_sd: Mapping[str, torch.Tensor], ckpt_sd: Mapping[str, torch.Tensor], shape_diff: list[str]
 ) -> str:
     shared = set(model_sd) & set(ckpt_sd)
     if not shared:
-        return "likely a checkpoint of another architecture (no parameter names in common)"
+        prefixed = prefix_difference(set(model_sd), set(ckpt_sd))
+        return prefixed or "likely a checkpoint of another architecture (no parameter names in common)"
     if shape_diff:
         for name in ("cls_token", "pos_embed", "patch_embed.proj.weight", "head.weight"):
             if name in shape_diff:

@@ -11,6 +11,7 @@ from typing import Any
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
+from ..model_config import ModelConfig
 from .attention.elliptical import ADAPTIVE_OPTIONS, ELLIPTICAL_OPTIONS, EllipticalAttention, make_elliptical
 from .registry import register_model
 from .weights import embedded_weights
@@ -27,6 +28,7 @@ DIGITS_CFG: dict[str, Any] = dict(
     crop_pct=1.0,
     num_classes=10,
 )
+DIGITS = ModelConfig.from_cfg(DIGITS_CFG)  # every digits model's facts
 
 
 def digits_vit(elliptical: bool = False, drop_path_rate: float = 0.0, **options) -> nn.Module:
@@ -49,7 +51,9 @@ def as_digits(net: nn.Module) -> nn.Module:
 
 def register_digits(name: str, family: str, description: str, **facts):
     """Register a digits demo model: its weights ship embedded as ``robeval/zoo/<name>.safetensors``."""
-    return register_model(name, family=family, weights=embedded_weights(name), description=description, **facts)
+    return register_model(
+        name, family=family, weights=embedded_weights(name), config=DIGITS, description=description, **facts
+    )
 
 
 DIGITS_DEIT = "(patch 2, dim 48, depth 3, 3 heads)"

@@ -11,6 +11,7 @@ import timm
 from timm.models.deit import VisionTransformerDistilled
 from torch import nn
 
+from .deit import timm_facts
 from .digits import DIGITS_ARCH, as_digits, register_digits
 from .registry import register_model
 from .weights import timm_weights
@@ -25,6 +26,7 @@ def _register(size: str) -> None:
         f"deit-{size}-distilled",
         family="deit-distilled",
         weights=timm_weights(arch, "ImageNet-1k"),
+        config=timm_facts(arch),
         description=f"timm {arch}: class and distillation heads averaged",
     )
     def build() -> nn.Module:

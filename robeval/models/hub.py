@@ -16,6 +16,7 @@ import timm
 from torch import nn
 
 from ..errors import UserError
+from ..model_config import ModelConfig
 
 HUB_HOST = ("huggingface.co", 443)
 
@@ -74,3 +75,14 @@ def timm_pretrained(arch: str, **kwargs) -> nn.Module:
 def hub_architecture(name: str) -> nn.Module:
     """A randomly initialised ``hf-hub:`` model (timm still reads its config from the hub or cache)."""
     return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")
+
+
+def timm_config(arch: str) -> ModelConfig | None:
+    """timm's own facts for ``arch`` (its default pretrained config: data, nothing is built or downloaded);
+    None for an architecture timm has no config for."""
+    from timm.models import get_pretrained_cfg
+
+    cfg = get_pretrained_cfg(arch)
+    if cfg is None:
+        return None
+    return ModelConfig.from_cfg(cfg.to_dict())

@@ -1,9 +1,15 @@
 """Registry of model names -> builders (after timm's ``@register_model``), with every fact about each.
 
 A builder is ``builder(**options) -> nn.Module``: a randomly initialised network that expects
-*normalized* input and carries a timm-style ``pretrained_cfg`` (mean, std, input size, ...).  Where
-its weights come from is data on the registration (:class:`~.weights.Weights`), read by one loader.
-Adding a model = writing one builder and decorating it; nothing else changes.
+*normalized* input.  What a network takes and gives (input size, classes, mean/std, interpolation,
+crop: :class:`~.config.ModelConfig`) and how many parameters it has are data on the registration, as
+timm's pretrained configs are, so listings and checks read them without building a network; where its
+weights come from is data too (:class:`~.weights.Weights`), read by one loader.  Adding a model =
+writing one builder and decorating it; nothing else changes.
+
+Names not registered one by one resolve through prefixes (``timm:<arch>``) and through extensions,
+tried in turn when a name is not registered: installed plugins (:mod:`.plugins`) and the user's own
+code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``; :mod:`.user_code`).
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from typing import Any
 from torch import nn
 
 from ..errors import UserError
+from ..model_config import ModelConfig
 from ..registry import Registry
+from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
 
 Builder = Callable[..., nn.Module]
@@ -32,6 +40,10 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)  # option name -> default value
     description: str = ""
     adaptive: dict[str, Any] | None = None  # options that let attacks see through a data-dependent weight
+    config: ModelConfig | None = None  # its image facts; None: read from the built network (user code, hub)
+    params: int | None = None  # parameters, as data (tests check it against a meta-device build)
+    package: str = "robeval"  # the distribution that registers it (a plugin's, for robeval models)
+    reference: str | None = None  # the user's code it is built by: PATH.py:CALLABLE or PKG.MODULE:CALLABLE
 
     @property
     def has_default_weights(self) -> bool:
@@ -47,29 +59,47 @@ MODELS: Registry[ModelSpec] = Registry("model", "robeval models")
 PREFIXES: Registry[Callable[[str], ModelSpec]] = Registry("model name prefix")
 
 
+@dataclass(frozen=True)
+class Extension:
+    """Where names come from that are not registered at import: ``resolve(name)`` gives the spec (or
+    None when the name is not its), ``load_all()`` registers everything it has (for listings)."""
+
+    resolve: Callable[[str], ModelSpec | None]
+    load_all: Callable[[], None]
+
+
+EXTENSIONS: Registry[Extension] = Registry("model source")
+
+
 def register_model(
     name: str,
     *,
     family: str,
     weights: Weights,
+    config: ModelConfig,
     options: dict[str, Any] | None = None,
     adaptive: dict[str, Any] | None = None,
     description: str = "",
+    package: str = "robeval",
 ) -> Callable[[Builder], Builder]:
     """Decorator registering ``builder`` under ``name``.
 
-    ``options`` (name -> default) are the keywords the builder accepts; when not given they are read
-    from the builder's signature.  ``adaptive`` names the options with which attacks see through a
-    data-dependent attention weight (``--adaptive`` evaluates the model again with them)."""
+    ``config``: what the network takes and gives (every field stated).  ``options`` (name -> default)
+    are the keywords the builder accepts; when not given they are read from the builder's signature.
+    ``adaptive`` names the options with which attacks see through a data-dependent attention weight
+    (``--adaptive`` evaluates the model again with them).  The parameter count is read from
+    :data:`~.parameter_counts.PARAMETER_COUNTS` (a plugin's models have none there)."""
 
     def decorate(builder: Builder) -> Builder:
         opts = dict(options) if options is not None else signature_options(builder)
         unknown = sorted(set(adaptive or {}) - set(opts))
         if unknown:
             raise ValueError(f"model {name!r}: adaptive option {unknown[0]!r} is not one of its options")
-        MODELS.add(
-            name, ModelSpec(name, family, builder, weights, opts, description, dict(adaptive) if adaptive else None)
-        )
+        spec = ModelSpec(
+            name, family, builder, weights, opts, description, dict(adaptive) if adaptive else None, config,
+            PARAMETER_COUNTS.get(name) if package == "robeval" else None, package,
+        )  # fmt: skip
+        MODELS.add(name, spec)
         return builder
 
     return decorate
@@ -91,6 +121,9 @@ def register_prefix(prefix: str) -> Callable[[Callable[[str], ModelSpec]], Calla
 
 
 def list_models() -> list[ModelSpec]:
+    """Every registered model, the installed plugins' included (loaded now)."""
+    for extension in EXTENSIONS.values():
+        extension.load_all()
     return list(MODELS.values())
 
 
@@ -99,6 +132,11 @@ def get_spec(name: str) -> ModelSpec:
     prefix, sep, rest = name.partition(":")
     if sep and prefix in PREFIXES:
         return PREFIXES[prefix](rest)
+    if name not in MODELS:
+        for extension in EXTENSIONS.values():
+            spec = extension.resolve(name)
+            if spec is not None:
+                return spec
     return MODELS.get(name)
 
 
@@ -107,7 +145,7 @@ def expand_model_patterns(patterns: list[str]) -> list[str]:
     names: list[str] = []
     for pattern in patterns:
         if any(ch in pattern for ch in "*?[") and ":" not in pattern:
-            matched = [n for n in MODELS if fnmatch.fnmatchcase(n, pattern)]
+            matched = [s.name for s in list_models() if fnmatch.fnmatchcase(s.name, pattern)]
             if not matched:
                 raise UserError(f"model pattern {pattern!r} matches no registered model")
         else:

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..model_config import ModelConfig
 from .digits import DIGITS_CFG, register_digits
 from .registry import register_model
 from .weights import Weights
@@ -202,6 +203,7 @@ def _register(size: str, plus: bool) -> None:
         name,
         family="rvt",
         weights=Weights("none", note="the authors' releases load strictly"),
+        config=ModelConfig.from_cfg(IMAGENET_CONFIG),
         description=f"{what} (Mao et al. 2022){', position-aware attention scaling' if plus else ''}",
     )
     def build(masked_block: int = masked if plus else 0) -> nn.Module:

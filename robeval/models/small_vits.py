@@ -24,6 +24,7 @@ from typing import Any
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
+from ..model_config import ModelConfig
 from .attention.elliptical import EllipticalAttention, make_elliptical
 from .attention.kinds import ATTENTION_KINDS, vit_with_attention
 from .deit import register_elliptical
@@ -58,13 +59,21 @@ def small_config(data: str) -> dict[str, Any]:
 
 
 def _register_standard(data: str) -> None:
+    facts = ModelConfig.from_cfg(small_config(data))
+
     @register_model(
-        f"{data}-vit", family="deit", weights=NO_WEIGHTS, description=f"ViT-Lite-7/4 for {data} (standard attention)"
+        f"{data}-vit",
+        family="deit",
+        weights=NO_WEIGHTS,
+        config=facts,
+        description=f"ViT-Lite-7/4 for {data} (standard attention)",
     )
     def build() -> nn.Module:
         return set_config(VisionTransformer(**small_arch(data)), small_config(data))
 
-    @register_elliptical(f"{data}-vit-elliptical", f"ViT-Lite-7/4 for {data} with elliptical attention in blocks 1..6")
+    @register_elliptical(
+        f"{data}-vit-elliptical", f"ViT-Lite-7/4 for {data} with elliptical attention in blocks 1..6", facts
+    )
     def build_elliptical(**options) -> nn.Module:
         net = VisionTransformer(**small_arch(data), attn_layer=EllipticalAttention)
         return set_config(make_elliptical(net, **options), small_config(data))
@@ -74,7 +83,10 @@ def _register_kind(data: str, kind_name: str) -> None:
     kind = ATTENTION_KINDS.get(kind_name)
 
     @register_with_kind(
-        f"{data}-vit-{kind.name}", kind, f"ViT-Lite-7/4 for {data} with {kind.what} attention ({kind.source})"
+        f"{data}-vit-{kind.name}",
+        kind,
+        f"ViT-Lite-7/4 for {data} with {kind.what} attention ({kind.source})",
+        ModelConfig.from_cfg(small_config(data)),
     )
     def build(**options) -> nn.Module:
         return set_config(vit_with_attention(kind.name, small_arch(data), **options), small_config(data))

@@ -35,6 +35,7 @@ from torch import nn
 
 from .attention.kinds import get_kind
 from .attention.variants import VARIANTS, SliceAttention, SuperAttention
+from .deit import timm_facts
 from .digits import as_digits, register_digits
 from .registry import register_model
 from .weights import NO_WEIGHTS, timm_weights
@@ -110,6 +111,7 @@ def _register(size: str, kind: Optional[str]) -> None:
         name,
         family=f"swin-{kind}" if kind else "swin",
         weights=timm_weights(arch, "ImageNet-1k") if kind is None else NO_WEIGHTS,
+        config=timm_facts(arch),
         description=f"timm {arch}"
         + (f" with {kind} attention in its windows (Hosseini & Hosseini 2024)" if kind else ""),
     )

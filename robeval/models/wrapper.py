@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..model_config import ModelConfig
+
 
 @dataclass
 class ModelMeta:
@@ -25,6 +27,24 @@ class ModelMeta:
     checkpoint: str | None = None
     checkpoint_sha256: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None  # the user's code or module it came from (none for a registered model)
+    params: int | None = None
+
+
+def meta_from_config(name: str, family: str, config: ModelConfig, **fields: Any) -> ModelMeta:
+    """A model's meta from its facts (every field of ``config`` filled) and ``fields`` (weights, options...)."""
+    assert config.input_size and config.num_classes and config.mean and config.std, f"{name}: facts missing"
+    return ModelMeta(
+        name=name,
+        family=family,
+        input_size=config.input_size,
+        num_classes=config.num_classes,
+        mean=config.mean,
+        std=config.std,
+        interpolation=str(config.interpolation),
+        crop_pct=float(config.crop_pct or 1.0),
+        **fields,
+    )
 
 
 class NormalizedModel(nn.Module):
@@ -70,5 +90,7 @@ def set_config(net: nn.Module, cfg: dict[str, Any]) -> nn.Module:
 
 
 def config_of(net: nn.Module) -> dict[str, Any]:
-    """A built network's ``pretrained_cfg`` (a copy; empty when it has none)."""
-    return dict(getattr(net, "pretrained_cfg", None) or {})
+    """A built network's ``pretrained_cfg`` (a copy; empty when it has none; a :class:`ModelConfig`
+    set there read as its fields)."""
+    cfg = getattr(net, "pretrained_cfg", None) or {}
+    return cfg.as_cfg() if isinstance(cfg, ModelConfig) else dict(cfg)

@@ -14,6 +14,7 @@ from scipy.stats import binomtest
 from ..defaults import ANY, CLEAN
 from ..errors import UserError
 from ..models.registry import PREFIXES
+from ..references import is_reference
 from ..results.likeness import Side, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
@@ -48,8 +49,10 @@ def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOO
 
 def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
     """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; a name with a model
-    prefix, ``timm:`` or ``robustbench:``, is a model name)."""
-    if ":" in ref and ref.partition(":")[0] not in PREFIXES:
+    prefix, ``timm:`` or ``robustbench:``, and a model of the user's code, ``PATH.py:CALLABLE``, are model
+    names)."""
+    own_code = is_reference(ref) and ref.count(":") == 1
+    if ":" in ref and ref.partition(":")[0] not in PREFIXES and not own_code:
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:

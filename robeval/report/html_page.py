@@ -151,26 +151,48 @@ def checklist(page: Page) -> Section:
 
 def _registered(model: str) -> str | None:
     """The registered model behind a table row (``+adaptive`` and run-id labels removed), if any."""
-    from ..evaluation.config import ADAPTIVE_SUFFIX
     from ..models import get_spec
 
-    name = model.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
     try:
-        return get_spec(name).name
+        return get_spec(model).name
     except UserError:
         return None
 
 
+def _stored_meta(page: Page, model: str) -> dict[str, Any]:
+    """What the runs stored about ``model`` (the first run that has it)."""
+    return next((run.info.get("models", {})[model] for run in page.runs if model in run.info.get("models", {})), {})
+
+
+def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
+    """Per model of the page: a registered model counted now, one of the user's code or a module given
+    from Python as its run stored it (parameters, FLOPs per image); and the registered names."""
+    from ..evaluation.config import ADAPTIVE_SUFFIX
+    from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
+
+    rows, names = [], []
+    for shown in dict.fromkeys(page.summary["model"]):
+        model = shown.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
+        meta = _stored_meta(page, model)
+        if meta.get("source"):  # a module the run was given, or built from the user's code
+            params, gflops = meta.get("params"), meta.get("gflops_per_image")
+            rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
+                         "gflops_per_image": gflops})  # fmt: skip
+        elif (name := _registered(model)) is not None and name not in names:
+            names.append(name)
+            rows.append(static_efficiency([name]).iloc[0].to_dict())
+    frame = pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model")
+    return frame, names
+
+
 @section
 def efficiency(page: Page) -> Section:
-    from ..evaluation.profiling import static_efficiency
-
-    names = [n for n in dict.fromkeys(_registered(m) for m in page.summary["model"]) if n]
-    table = static_efficiency(names)
+    table, names = _efficiency_rows(page)
     return Section(
         "efficiency", "Efficiency", frame_html(table, text_columns=("model",)),
-        "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them); "
-        f"speed and memory need timing: robeval profile {' '.join('-m ' + n for n in names)}",
+        "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them; a model "
+        "of your own code or module as its run counted them); speed and memory need timing: robeval profile "
+        f"{' '.join('-m ' + n for n in names)}",
     )  # fmt: skip
 
 
@@ -197,6 +219,17 @@ def paired(page: Page) -> Section | None:
 
 
 GALLERY_PREFERENCE = ("pgd", "apgd-ce", "apgd-t", "fgsm", "spsa")  # the first the run has is drawn
+NOT_REBUILT = (
+    "the run's models are modules given from Python, which another process cannot build again "
+    "(evaluate one as --model PATH.py:CALLABLE, and its gallery is drawn)"
+)
+
+
+def _given_from_python(run: StoredRun, model: str) -> bool:
+    """Whether ``model`` of ``run`` was a module given from Python (nothing here can build it again)."""
+    from ..models.given import PREFIX
+
+    return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
 
 
 def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
@@ -219,7 +252,10 @@ def examples(page: Page) -> Section | None:
     attack = gallery_attack(run, page.gallery_attack)
     if page.gallery_size <= 0 or attack is None:
         return None
-    models = [m for m in run.config["models"] if m in set(run.records["model"])][:2]  # the run's first two
+    evaluated = [m for m in run.config["models"] if m in set(run.records["model"])]
+    models = [m for m in evaluated if not _given_from_python(run, m)][:2]  # the run's first two it can build
+    if not models:
+        return Section("gallery", "Gallery", Markup(""), f"no gallery: {NOT_REBUILT}")
     eps = list(run.config["eps"])[0]
     try:
         shown = gallery(page.store, run.run_id, models=models, attack=attack, eps=eps, max_examples=page.gallery_size)

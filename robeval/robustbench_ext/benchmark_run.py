@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..errors import UserError
+from ..models.given import GivenItem
 from .datasets import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
-from .instances import registered
 from .versions import STANDARD, VERSIONS
 
 # Run options benchmark() sets from its own arguments: passing one of them too is an error, as a
@@ -102,7 +102,7 @@ def model_info_path(args: BenchmarkArgs, options: dict[str, Any]) -> Path:
     return args.info_path()
 
 
-def run_options(args: BenchmarkArgs, model: str, options: dict[str, Any]) -> dict[str, Any]:
+def run_options(args: BenchmarkArgs, model: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The keywords of :func:`robeval.evaluate_full` for ``args`` on model ``model`` (plus ``options``:
     any other run option, and ``store`` / ``resume`` / ``out`` / ``progress``)."""
     clash = sorted(set(options) & set(DERIVED))
@@ -130,16 +130,17 @@ def run_options(args: BenchmarkArgs, model: str, options: dict[str, Any]) -> dic
 
 
 def evaluate_module(model: Any, args: BenchmarkArgs, evaluate: Callable[..., Any], options: dict[str, Any]):
-    """Run ``evaluate`` (:func:`robeval.api.evaluate_full`) on ``model`` for ``args``; returns the
-    result and the model's name in it."""
+    """Run ``evaluate`` (:func:`robeval.api.evaluate_full`) on ``model`` for ``args`` (the module with the
+    data set's image facts, as RobustBench takes it: [0,1] pixels, its classes); returns the result and
+    the model's name in it (``module:<model_name>@<hash of its state dict>``)."""
     config = image_config(args.data, args.preprocessing)
     args.threat  # noqa: B018  (the threat model checked before the module is hashed)
     if getattr(model, "training", False):
         import warnings
 
         warnings.warn("the given model is in training mode; robeval evaluates a copy of it in eval mode", stacklevel=3)
-    with registered(model, config, args.model_name) as name:
-        return evaluate(**run_options(args, name, options)), name
+    result = evaluate(**run_options(args, GivenItem((model, config), args.model_name), options))
+    return result, result.run["config"]["models"][0]
 
 
 def accuracies(records: pd.DataFrame, attacks: list[str], model: str) -> tuple[float, float]:

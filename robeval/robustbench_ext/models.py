@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError, lookup
+from ..model_config import ModelConfig
 from ..models.hub import hub_offline, hub_reachable
 from ..models.registry import ModelSpec, register_prefix
 from ..models.weights import WEIGHT_SOURCES, Loaded, Weights
@@ -187,4 +188,5 @@ def _resolve_robustbench(model_name: str) -> ModelSpec:
         build,
         weights=Weights("robustbench", entry.text),
         description=f"RobustBench {entry.dataset} {entry.threat_model} model (normalizes inside)",
+        config=ModelConfig.from_cfg(BENCHMARK_DATA.get(entry.dataset).image_config),
     )

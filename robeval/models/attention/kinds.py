@@ -1,9 +1,13 @@
 """Attention kinds that replace timm's ``Attention`` in a ViT/DeiT: one registration per kind.
 
 A kind names its layer class, its options (with defaults), how to apply them to a built network,
-which options let attacks see through a data-dependent weight (``--adaptive``), the DeiT sizes it
-is registered at and the paper it comes from.  ``robeval.models.deit_attention`` turns every kind
-into ``deit-<size>-<kind>`` and ``digits-deit-<kind>`` models, so adding a kind is one call here.
+which options let attacks see through a data-dependent weight (``--adaptive``), the paper it comes
+from and the package that registers it.  ``robeval.models.deit_attention`` turns every kind into a
+whole family, ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``, so adding a kind is one
+call here, or one entry point in group ``robeval.attention`` of an installed package
+(:mod:`robeval.models.plugins`): a layer class that timm's ``VisionTransformer`` accepts as
+``attn_layer`` (timm's ``Attention`` constructor, ``forward(x, attn_mask=None)``), or an
+:class:`AttentionKind` where the kind has options.
 
 Some layers need the sequence length, which timm does not tell an attention layer when it builds it
 (Super's ``W_A``, the RVT-style mask): such a layer has ``set_seq_len(n)``, and
@@ -12,6 +16,7 @@ Some layers need the sequence length, which timm does not tell an attention laye
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -29,13 +34,31 @@ class AttentionKind:
     layer: type[nn.Module]
     what: str  # a phrase for the model description: "<arch> with <what> attention (<source>)"
     source: str
-    sizes: tuple[str, ...] = ("tiny",)
     options: dict[str, Any] = field(default_factory=dict)
     configure: Optional[Callable[..., Any]] = None  # configure(net, **options) on a built network
     adaptive: Optional[dict[str, Any]] = None
+    package: str = "robeval"  # the distribution that registers it (a plugin's)
 
 
 ATTENTION_KINDS: Registry[AttentionKind] = Registry("attention kind", "robeval models")
+
+
+def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
+    """``layer``, or a subclass of it whose ``forward`` takes (and drops) the keywords timm's blocks pass
+    besides ``attn_mask`` (``is_causal`` since timm 1.0.20), so a layer written to the stated interface,
+    ``forward(x, attn_mask=None)``, works with any timm."""
+    params = inspect.signature(layer.forward).parameters
+    if "is_causal" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return layer
+
+    def forward(self, x, attn_mask=None, is_causal=False, **_unused):
+        if is_causal:
+            raise ValueError(f"{layer.__name__} has no causal mode")
+        return layer.forward(self, x, attn_mask=attn_mask)
+
+    return type(
+        layer.__name__, (layer,), {"forward": forward, "__module__": layer.__module__, "__doc__": layer.__doc__}
+    )
 
 
 def register_kind(kind: AttentionKind) -> AttentionKind:

@@ -33,8 +33,6 @@ from torch import nn
 
 from .kinds import AttentionKind, fit_sequence_length, register_kind
 
-VARIANT_SIZES = ("tiny", "small")
-
 
 class SliceAttention(nn.Module):
     """Shared part: W^Q (and W^K), W^O, optional q/k and output norms, value = per-head slice of X."""
@@ -211,4 +209,4 @@ def state_from_deit(state: dict[str, torch.Tensor], model: nn.Module) -> dict[st
 
 HOSSEINI = "Hosseini & Hosseini 2024"
 for _kind, _layer in VARIANTS.items():
-    register_kind(AttentionKind(_kind, _layer, _kind, HOSSEINI, sizes=VARIANT_SIZES))
+    register_kind(AttentionKind(_kind, _layer, _kind, HOSSEINI))

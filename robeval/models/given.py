@@ -1,0 +1,216 @@
+"""Models that exist as modules before a run starts: an ``nn.Module`` given to ``robeval.evaluate`` (or
+RobustBench's ``benchmark()``), and a model of the user's code (``--model PATH.py:CALLABLE``, a plugin's
+``robeval.models`` entry point), built once when the run is planned.
+
+The plan carries each as a :class:`GivenModel`: robeval's own copy of the module (the caller's is never
+moved, put in eval mode or frozen, and changing it afterwards changes nothing), its complete
+:class:`~robeval.model_config.ModelConfig`, and the SHA-256 of its state dict, so the run's identity names
+the weights: a resume or a comparison never mixes two different modules under one name.  Before any
+attack runs, one forward pass of a zero batch at the stated input size checks that the module gives
+``[N, classes]`` logits (:func:`check_output`).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import UserError
+from ..model_config import ModelConfig, how_to_state
+from .checkpoint import load_state_dict_strict, read_checkpoint
+from .registry import ModelSpec
+from .wrapper import ModelMeta, config_of, meta_from_config
+
+PREFIX = "module"  # a module given from Python is named module:<label>@<hash>
+HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
+CHECKED_BATCH = 2  # images in the output check's zero batch
+
+
+def state_dict_sha256(module: nn.Module) -> str:
+    """SHA-256 over the state dict: every entry's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for key, value in sorted(module.state_dict().items()):
+        tensor = value.detach().to("cpu").contiguous()
+        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class GivenModel:
+    """A model the plan carries as a module (see the module docstring)."""
+
+    name: str  # what tables call it
+    source: str  # what made it: the reference (PATH.py:CALLABLE, PKG.MODULE:CALLABLE) or "module:<Class>"
+    family: str
+    module: nn.Module  # robeval's own: the engine may move, freeze and wrap it
+    config: ModelConfig  # every field filled
+    sha256: str
+    weights: str  # how the meta describes them
+    checkpoint: str | None = None
+    checkpoint_sha256: str | None = None
+
+    @property
+    def params(self) -> int:
+        return sum(p.numel() for p in self.module.parameters())
+
+    def identity(self) -> dict[str, Any]:
+        """What of it determines the records: its source, its weights and its image facts."""
+        return {"source": self.source, "weights_sha256": self.sha256, "config": self.config.as_cfg()}
+
+    def meta(self) -> ModelMeta:
+        return meta_from_config(
+            self.name,
+            self.family,
+            self.config,
+            weights=self.weights,
+            checkpoint=self.checkpoint,
+            checkpoint_sha256=self.checkpoint_sha256 or self.sha256,
+            source=self.source,
+            params=self.params,
+        )
+
+
+def _forward_zeros(module: nn.Module, name: str, size: tuple[int, int, int]) -> Any:
+    first = next(iter(module.parameters()), None)
+    x = torch.zeros(CHECKED_BATCH, *size, device=first.device if first is not None else "cpu")
+    training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            return module(x)
+    except Exception as exc:  # the user's forward: any exception is theirs, in one line
+        text = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise UserError(
+            f"model {name} fails on a zero batch of its stated input size {size} "
+            f"({type(exc).__name__}: {text}); state its input_size (or fix its forward)"
+        ) from None
+    finally:
+        module.train(training)
+
+
+def check_output(module: nn.Module, name: str, config: ModelConfig) -> int:
+    """One forward pass of a zero batch at ``config.input_size``: ``[N, classes]`` logits, or one line.
+    Returns the class count the output has."""
+    assert config.input_size is not None
+    out = _forward_zeros(module, name, config.input_size)
+    if not isinstance(out, torch.Tensor):
+        raise UserError(
+            f"model {name} returns a {type(out).__name__}, not a tensor of logits [N, classes] "
+            "(wrap it so that forward returns the logits)"
+        )
+    if out.dim() != 2 or out.shape[0] != CHECKED_BATCH:
+        raise UserError(
+            f"model {name} returns shape {tuple(out.shape)} for {CHECKED_BATCH} images of size {config.input_size}, "
+            f"not logits [{CHECKED_BATCH}, classes]"
+        )
+    width = int(out.shape[1])
+    if config.num_classes is not None and width != config.num_classes:
+        raise UserError(f"model {name} states num_classes={config.num_classes} but returns {width} logits per image")
+    return width
+
+
+def complete_config(
+    module: nn.Module, name: str, options: dict[str, Any] | None = None, from_python: bool = False
+) -> ModelConfig:
+    """The module's ``pretrained_cfg`` updated by ``options`` (``--model-config``), every field filled;
+    one line saying what is missing and how to state it."""
+    stated = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(options or {}))
+    missing = stated.missing()
+    if missing:
+        raise UserError(how_to_state(name, missing, from_python))
+    return stated.completed(check_output(module, name, stated))
+
+
+def _checkpoint(module: nn.Module, name: str, checkpoint: str | None, key: str | None, trust: bool):
+    if checkpoint is None:
+        return None
+    state, sha = read_checkpoint(checkpoint, key=key, trust=trust)
+    load_state_dict_strict(module, state, name, f"checkpoint {checkpoint}")
+    return sha
+
+
+def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any) -> GivenModel:
+    """Build a user-code model now (seeded: the same command builds the same weights), with the run's
+    ``--checkpoint`` and ``--model-config`` for it (``run``: the run's config, read by attribute)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = spec.builder()
+    checkpoint = run.checkpoints.get(name)
+    sha = _checkpoint(module, name, checkpoint, run.checkpoint_key, run.trust_checkpoint)
+    config = complete_config(module, name, run.model_config.get(name))
+    weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
+    source = str(spec.reference)
+    return GivenModel(name, source, spec.family, module, config, state_dict_sha256(module), weights, checkpoint, sha)
+
+
+def module_name(module: nn.Module, label: str | None, sha: str) -> str:
+    """``module:<label>@<hash>``; the label is the caller's, else the module's class."""
+    shown = re.sub(r"[^A-Za-z0-9._+-]+", "-", label or type(module).__name__).strip("-") or "model"
+    return f"{PREFIX}:{shown}@{sha[:HASH_CHARS]}"
+
+
+def _snapshot(module: nn.Module) -> nn.Module:
+    try:
+        return copy.deepcopy(module)
+    except Exception as exc:  # a module holding something that cannot be copied (an open file, a lock)
+        raise UserError(
+            f"robeval evaluates a copy of the model, and this {type(module).__name__} cannot be copied: {exc}"
+        ) from None
+
+
+def given_from_object(item: Any, label: str | None = None) -> GivenModel:
+    """An ``nn.Module``, or ``(module, ModelConfig or pretrained_cfg dict)``, given from Python."""
+    module, stated = item if isinstance(item, tuple) and len(item) == 2 else (item, None)
+    if not isinstance(module, nn.Module):
+        raise UserError(
+            f"a model is a name, a 'module:callable' string, an nn.Module or (nn.Module, robeval.ModelConfig), "
+            f"not a {type(item).__name__}"
+        )
+    copied = _snapshot(module)
+    sha = state_dict_sha256(copied)
+    name = module_name(module, label, sha)
+    options = asdict(ModelConfig.from_cfg(stated)) if stated is not None else None
+    config = complete_config(copied, name, options, from_python=True)
+    source = f"{PREFIX}:{type(module).__name__}"
+    return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
+
+
+def _one_model(items: Any) -> bool:
+    """Whether ``models=`` holds one model rather than a list of them."""
+    pair = isinstance(items, tuple) and len(items) == 2 and isinstance(items[0], nn.Module)
+    return isinstance(items, (str, nn.Module, GivenItem)) or pair
+
+
+def split_models(items: Any) -> tuple[list[Any] | None, dict[str, GivenModel]]:
+    """A ``models`` list of names, references and modules -> the names (modules named ``module:...``)
+    and the modules by name; None stays None (the default models)."""
+    if items is None:
+        return None, {}
+    names: list[Any] = []
+    given: dict[str, GivenModel] = {}
+    for item in [items] if _one_model(items) else items:
+        if isinstance(item, str):
+            names.append(item)
+            continue
+        model = given_from_object(*item) if isinstance(item, GivenItem) else given_from_object(item)
+        given[model.name] = model
+        names.append(model.name)
+    return names, given
+
+
+@dataclass(frozen=True)
+class GivenItem:
+    """A module with the label its name takes (``benchmark(model_name=...)``)."""
+
+    item: Any
+    label: str | None = None
+
+    def __iter__(self):
+        return iter((self.item, self.label))

@@ -1,0 +1,176 @@
+"""Models and attention kinds from installed packages, through entry points (read lazily, as pytest
+reads its plugins):
+
+* group ``robeval.models``: the entry point's name is the model's name, its object a callable as for
+  ``--model MODULE:CALLABLE`` (:mod:`.user_code`);
+* group ``robeval.attention``: the name is the kind, the object an attention layer class that timm's
+  ``VisionTransformer`` accepts as ``attn_layer`` (timm's ``Attention`` constructor and
+  ``forward(x, attn_mask=None)``), or an :class:`~.attention.kinds.AttentionKind` where the kind has
+  options; the kind gives ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``.
+
+An entry point is loaded only when one of its models is asked for or everything is listed.  A plugin
+that fails to import is one warning naming it (every other model still works); two packages giving
+one name (or a package giving one of robeval's own) is one line naming both.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+from torch import nn
+
+from ..errors import PluginWarning, UserError
+from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind, takes_timm_calls
+from .deit_attention import family_names, register_family
+from .registry import EXTENSIONS, MODELS, Extension, ModelSpec
+from .user_code import code_spec, describe
+
+MODEL_GROUP, ATTENTION_GROUP = "robeval.models", "robeval.attention"
+_FAILED: dict[tuple[str, str], str] = {}  # (group, name) -> the one line said about it
+
+
+def package_of(entry: metadata.EntryPoint) -> str:
+    dist = getattr(entry, "dist", None)
+    return dist.name if dist is not None else "an unknown package"
+
+
+@cache
+def entry_points(group: str) -> dict[str, tuple[metadata.EntryPoint, ...]]:
+    """The group's entry points by name (several under one name: a clash), read once per process."""
+    found: dict[str, list[metadata.EntryPoint]] = {}
+    for entry in metadata.entry_points(group=group):
+        same = found.setdefault(entry.name, [])
+        if all(package_of(e) != package_of(entry) for e in same):  # one package installed twice on the path
+            same.append(entry)
+    return {name: tuple(entries) for name, entries in found.items()}
+
+
+def robevals_own(group: str, name: str) -> bool:
+    """Whether robeval itself registers ``name`` (a model, or an attention kind)."""
+    registry: Any = MODELS if group == MODEL_GROUP else ATTENTION_KINDS
+    return name in registry and registry[name].package == "robeval"
+
+
+def clash(group: str, name: str) -> str | None:
+    """The line saying who gives ``name`` twice (two packages, or a package and robeval), or None."""
+    packages = [package_of(e) for e in entry_points(group).get(name, ())]
+    if robevals_own(group, name) and packages:
+        packages = ["robeval", *packages]
+    if len(packages) < 2:
+        return None
+    what = "model" if group == MODEL_GROUP else "attention kind"
+    return f"{what} {name!r} is registered by two packages, {packages[0]} and {packages[1]}: uninstall one"
+
+
+def load(group: str, name: str) -> Any:
+    """The object of the entry point ``name`` of ``group``; a UserError if it cannot be had."""
+    problem = clash(group, name)
+    if problem:
+        raise UserError(problem)
+    (entry,) = entry_points(group)[name]
+    try:
+        return entry.load()
+    except Exception as exc:  # the plugin's own code
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise UserError(
+            f"plugin {package_of(entry)} ({group} entry point {name} = {entry.value}) failed to import: "
+            f"{type(exc).__name__}: {first}"
+        ) from None
+
+
+def _model_spec(name: str) -> ModelSpec:
+    target = load(MODEL_GROUP, name)
+    (entry,) = entry_points(MODEL_GROUP)[name]
+    spec = code_spec(name, entry.value, lambda: target, package_of(entry), describe(target))
+    MODELS.add(name, spec)
+    return spec
+
+
+def as_kind(name: str, target: Any, package: str) -> AttentionKind:
+    """A kind from an entry point's object: an AttentionKind (renamed to the entry point's name) or a layer class."""
+    if isinstance(target, AttentionKind):
+        return replace(target, name=name, package=package, layer=takes_timm_calls(target.layer))
+    if isinstance(target, type) and issubclass(target, nn.Module):
+        return AttentionKind(name, takes_timm_calls(target), name, f"plugin {package}", package=package)
+    raise UserError(
+        f"attention kind {name} of {package} is a {type(target).__name__}: give an attention layer class "
+        "(timm's Attention constructor and forward(x, attn_mask=None)) or a robeval AttentionKind"
+    )
+
+
+def _register_kind(kind_name: str) -> None:
+    """The plugin kind ``kind_name`` and its family registered (once)."""
+    if kind_name in ATTENTION_KINDS and not robevals_own(ATTENTION_GROUP, kind_name):
+        return
+    target = load(ATTENTION_GROUP, kind_name)  # a clash with robeval's own kind is raised here
+    package = package_of(entry_points(ATTENTION_GROUP)[kind_name][0])
+    taken = [m for m in family_names(kind_name) if m in MODELS]
+    if taken:
+        raise UserError(
+            f"attention kind {kind_name!r} of {package} would give {taken[0]}, a model robeval registers "
+            "itself: name the kind otherwise"
+        )
+    try:
+        kind = register_kind(as_kind(kind_name, target, package))
+    except ValueError as exc:
+        raise UserError(f"attention kind {kind_name} of {package}: {exc}") from None
+    register_family(kind)
+
+
+def kind_of(model_name: str) -> str | None:
+    """The plugin kind a family name (``digits-deit-K``, ``deit-<size>-K``) belongs to, if any."""
+    return next((k for k in entry_points(ATTENTION_GROUP) if model_name in family_names(k)), None)
+
+
+def resolve(name: str) -> ModelSpec | None:
+    """The plugin model ``name`` (registered now), or None when no plugin gives it."""
+    if name in entry_points(MODEL_GROUP):
+        return MODELS[name] if name in MODELS else _model_spec(name)
+    kind = kind_of(name)
+    if kind is None:
+        return None
+    _register_kind(kind)
+    return MODELS.get(name)
+
+
+def _warn_once(group: str, name: str, problem: str) -> None:
+    if _FAILED.get((group, name)) != problem:
+        _FAILED[(group, name)] = problem
+        warnings.warn(f"{problem}; the other models work", PluginWarning, stacklevel=3)
+
+
+def problems() -> list[str]:
+    """What loading the plugins warned of, one line each."""
+    return [f"{problem}; the other models work" for problem in dict.fromkeys(_FAILED.values())]
+
+
+def load_all() -> None:
+    """Every plugin model and kind registered; a plugin that cannot be had is one warning."""
+    for name in entry_points(MODEL_GROUP):
+        try:
+            if name not in MODELS or robevals_own(MODEL_GROUP, name):
+                _model_spec(name)  # a clash with robeval's own model is raised here
+        except UserError as exc:
+            _warn_once(MODEL_GROUP, name, str(exc))
+    for kind in entry_points(ATTENTION_GROUP):
+        try:
+            _register_kind(kind)
+        except UserError as exc:
+            _warn_once(ATTENTION_GROUP, kind, str(exc))
+
+
+def unavailable() -> dict[str, str]:
+    """The model names a plugin gives but could not be had, each with the line that says why."""
+    out: dict[str, str] = {}
+    for (group, name), problem in _FAILED.items():
+        for model in [name] if group == MODEL_GROUP else family_names(name):
+            if not (model in MODELS and group == ATTENTION_GROUP):  # robeval's own kind of that name stays
+                out[model] = problem
+    return out
+
+
+EXTENSIONS.add("plugins", Extension(resolve, load_all))

@@ -1,0 +1,145 @@
+"""Models from the user's own code: ``--model PATH.py:CALLABLE`` and ``--model PKG.MODULE:CALLABLE``
+(:mod:`robeval.references`), and the objects of plugins' ``robeval.models`` entry points.
+
+The callable returns an ``nn.Module`` taking images as its ``pretrained_cfg`` says (or [0,1] pixels),
+or ``(module, robeval.ModelConfig(...))``; a module-level ``nn.Module`` is taken as it is (a copy).
+Importing the user's code is the user's explicit choice (they named it); its checkpoints are still
+read ``weights_only``.  Every way this can go wrong is one line: a file that does not exist or raises
+on import, a module that does not import, an attribute that is missing or not callable, a result that
+is not a module.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from torch import nn
+
+from ..errors import UserError
+from ..model_config import ModelConfig
+from ..references import check_reference_file, is_file_reference, is_reference, parts
+from .registry import EXTENSIONS, Extension, ModelSpec, register_prefix
+from .weights import Weights
+from .wrapper import config_of, set_config
+
+FAMILY = "user code"
+_FILES: dict[Path, ModuleType] = {}  # a .py file imported once per process
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+def import_file(path: Path) -> ModuleType:
+    """``path`` imported under a name of its own (its folder first on ``sys.path``, as a script's is)."""
+    resolved = path.resolve()
+    if resolved in _FILES:
+        return _FILES[resolved]
+    name = f"robeval_user_{resolved.stem}_{hashlib.sha256(str(resolved).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path} cannot be imported as Python code")
+    module = importlib.util.module_from_spec(spec)
+    if str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))  # its own imports of files beside it
+    sys.modules[name] = module  # classes defined in it stay importable (copying, pickling)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: any exception is theirs to see, in one line
+        del sys.modules[name]
+        raise UserError(f"{path} raised {_first_line(exc)} on import") from None
+    _FILES[resolved] = module
+    return module
+
+
+def import_target(target: str, reference: str) -> ModuleType:
+    """The file or module a reference names (the current folder importable, as uvicorn makes it)."""
+    if is_file_reference(reference):
+        check_reference_file(reference)
+        return import_file(Path(target))
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        raise UserError(f"cannot import {target} (from --model {reference}): {_first_line(exc)}") from None
+    except Exception as exc:  # the user's code raised while importing
+        raise UserError(f"{target} raised {_first_line(exc)} on import (from --model {reference})") from None
+
+
+def resolve_target(reference: str) -> Any:
+    """The object a reference names: its file or module imported, then the (dotted) attribute."""
+    target, attribute = parts(reference)
+    obj: Any = import_target(target, reference)
+    for name in attribute.split("."):
+        if not hasattr(obj, name):
+            raise UserError(f"{target} has no attribute {attribute!r} (from --model {reference})")
+        obj = getattr(obj, name)
+    return obj
+
+
+def build_from(reference: str, target: Any) -> nn.Module:
+    """Call ``target`` (or copy it, if it is a module) and give the module its stated config as its
+    ``pretrained_cfg`` (a :class:`ModelConfig` returned alongside wins over the module's own)."""
+    if isinstance(target, nn.Module):
+        module, stated = copy.deepcopy(target), None
+    elif callable(target):
+        try:
+            result = target()
+        except Exception as exc:  # the user's code
+            raise UserError(f"{reference}() raised {_first_line(exc)}") from None
+        module, stated = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
+        if not isinstance(module, nn.Module):
+            raise UserError(
+                f"{reference}() returned a {type(result).__name__}, not a torch.nn.Module "
+                "(or a (module, robeval.ModelConfig) pair)"
+            )
+    else:
+        raise UserError(f"{reference} is a {type(target).__name__}, not a callable that returns an nn.Module")
+    config = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(stated))
+    return set_config(module, {**config_of(module), **config.as_cfg()})
+
+
+def code_spec(name: str, reference: str, target_of, package: str, description: str) -> ModelSpec:
+    """The spec of a model built by user code: no facts as data (they come with the built module)."""
+    return ModelSpec(
+        name,
+        FAMILY,
+        lambda: build_from(reference, target_of()),
+        weights=Weights("code", reference),
+        description=description,
+        package=package,
+        reference=reference,
+    )
+
+
+def describe(target: Any) -> str:
+    doc = (getattr(target, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc and not isinstance(target, nn.Module) else ""
+
+
+def _resolve_reference(name: str) -> ModelSpec | None:
+    if not is_reference(name):
+        return None
+    target = resolve_target(name)  # imported now: a wrong reference is one line before any work
+    return code_spec(name, name, lambda: target, "(your code)", describe(target))
+
+
+EXTENSIONS.add("user code", Extension(_resolve_reference, lambda: None))
+
+
+@register_prefix("module")
+def _resolve_module(rest: str) -> ModelSpec:
+    raise UserError(
+        f"module:{rest} names an nn.Module given to robeval from Python in another process: its stored runs "
+        "can be read, not run again by name"
+    )

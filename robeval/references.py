@@ -1,0 +1,54 @@
+"""How a model from the user's own code is named: ``PATH.py:CALLABLE`` or ``PKG.MODULE:CALLABLE`` (the
+``module:attribute`` convention of uvicorn and gunicorn), optionally ``...=NAME`` for the name tables use.
+
+Torch-free: the command line tells a reference from a registered name, and finds a missing file, before
+torch loads.  Importing and calling the code is :mod:`robeval.models.user_code`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import UserError
+
+PREFIX_NAMES = ("timm", "hf-hub", "robustbench", "module")  # names with a resolver's prefix, not code
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def split_label(text: str) -> tuple[str, str | None]:
+    """``REFERENCE=NAME`` -> (REFERENCE, NAME); a plain name or reference -> (it, None)."""
+    reference, eq, label = text.partition("=")
+    if eq and is_reference(reference):
+        if not label.strip():
+            raise UserError(f"--model {text!r}: write REFERENCE=NAME with a NAME for the tables")
+        return reference, label.strip()
+    return text, None
+
+
+def parts(reference: str) -> tuple[str, str]:
+    """(target, attribute): the file or module, and the callable's (possibly dotted) name in it."""
+    target, _, attribute = reference.rpartition(":")
+    return target, attribute
+
+
+def is_reference(name: str) -> bool:
+    """Whether ``name`` names the user's code (``x.py:f``, ``pkg.mod:f``) rather than a model or prefix."""
+    if ":" not in name or name.partition(":")[0] in PREFIX_NAMES:
+        return False
+    target, attribute = parts(name)
+    if not target or not _DOTTED.fullmatch(attribute):
+        return False
+    return target.endswith(".py") or bool(_DOTTED.fullmatch(target))
+
+
+def is_file_reference(reference: str) -> bool:
+    return parts(reference)[0].endswith(".py")
+
+
+def check_reference_file(reference: str) -> None:
+    """A ``PATH.py:CALLABLE`` whose file does not exist: one line naming it (before anything loads)."""
+    if is_file_reference(reference):
+        path = Path(parts(reference)[0])
+        if not path.is_file():
+            raise UserError(f"model file not found: {path} (from --model {reference})")

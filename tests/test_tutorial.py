@@ -1,0 +1,126 @@
+"""docs/your-attention.md, executed as written: its files are written into a fresh folder, its
+commands run one by one in a shell (``pip`` and ``robeval`` those of a throw-away virtual environment
+that sees this environment's packages, so nothing is installed here), and the tables they print are
+checked.  A second author's attention goes from a package of their own to the report in one test."""
+
+from __future__ import annotations
+
+import os
+import re
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIAL = ROOT / "docs" / "your-attention.md"
+FENCE = re.compile(r"^```(\w+)(?: file=(\S+))?\n(.*?)^```$", re.M | re.S)
+KIND, PACKAGE, MODEL = "cosine", "cosine-attention", "digits-deit-cosine"
+
+
+def tutorial_parts() -> tuple[dict[str, str], list[str]]:
+    """The files the page writes (path -> text) and its shell commands, in order."""
+    files, commands = {}, []
+    for language, path, body in FENCE.findall(TUTORIAL.read_text()):
+        if path:
+            files[path] = body
+        elif language == "bash":
+            commands += [line for line in body.splitlines() if line.strip() and not line.startswith("#")]
+    return files, commands
+
+
+def sandbox(root: Path) -> dict[str, str]:
+    """A virtual environment at ``root/venv`` that sees this one's packages, with ``pip`` and ``robeval``
+    on the PATH as its own; returns the environment the commands run in (offline, caches under ``root``)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    own = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    Path(own, "_parent_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for command, module in (("pip", "pip"), ("robeval", "robeval")):
+        shim = bin_dir / command
+        shim.write_text(f'#!/bin/sh\nexec "{python}" -m {module} "$@"\n')
+        shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT),
+               XDG_CACHE_HOME=str(root / "cache"), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               PIP_DISABLE_PIP_VERSION_CHECK="1", HF_HUB_OFFLINE="1")  # fmt: skip
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def tutorial(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    root = tmp_path_factory.mktemp("tutorial")
+    env = sandbox(root)
+    work = root / "work"
+    files, commands = tutorial_parts()
+    for path, text in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    out = {}
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        out[" ".join(command.split()[:2])] = done
+    out["work"] = work  # type: ignore[assignment]
+    return out
+
+
+def test_the_page_has_the_steps_it_promises():
+    files, commands = tutorial_parts()
+    layer = files[f"{PACKAGE}/cosine_attention.py"]
+    assert len(layer.splitlines()) <= 30 and "def forward(self, x, attn_mask=None)" in layer
+    assert '[project.entry-points."robeval.attention"]' in files[f"{PACKAGE}/pyproject.toml"]
+    verbs = [c.split()[1] if c.startswith("robeval") else c.split()[0] for c in commands]
+    assert verbs == ["pip", "models", "train-demo", "run", "table", "compare", "check", "report"]
+
+
+def test_the_plugin_kind_is_listed_as_a_family_with_its_package(tutorial):
+    listing = tutorial["robeval models"].stdout
+    rows = {line.split("│")[1].strip(): line for line in listing.splitlines() if line.count("│") > 3}
+    for name in (MODEL, *(f"deit-{size}-{KIND}" for size in ("tiny", "small", "base"))):
+        assert name in rows and PACKAGE in rows[name], name
+    assert "digits-deit" in rows and "robeval" in rows["digits-deit"]
+
+
+def test_train_demo_says_the_accuracy_it_reached(tutorial):
+    said = tutorial["robeval train-demo"].stdout
+    accuracy = float(re.search(rf"{MODEL}: clean accuracy ([\d.]+)%", said).group(1))
+    assert 50 < accuracy <= 100 and (tutorial["work"] / "cosine.safetensors").stat().st_size > 10_000
+
+
+def _rows(markdown: str) -> dict[str, list[str]]:
+    return {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")]
+            for line in markdown.splitlines() if line.startswith("| ")) if cells[0] not in ("Model", "eps")}  # fmt: skip
+
+
+def test_run_and_table_show_both_models_under_both_attacks(tutorial):
+    assert MODEL in tutorial["robeval run"].stdout and "digits-deit" in tutorial["robeval run"].stdout
+    table = tutorial["robeval table"].stdout
+    assert "FGSM Top-1" in table and "PGD Top-1" in table and "n = 64" in table
+    rows = _rows(table)
+    assert set(rows) == {"digits-deit", MODEL}
+    for cells in rows.values():
+        values = [float(c.strip("*")) for c in cells]
+        assert len(values) == 8 and all(0 <= v <= 100 for v in values)
+        clean, fgsm, pgd = values[0], values[2], values[4]
+        assert pgd <= clean and fgsm <= clean
+
+
+def test_check_covers_the_plugin_model(tutorial):
+    said = tutorial["robeval check"].stdout
+    assert "Soundness checks" in said and "finished" in said
+
+
+def test_compare_and_report_take_the_plugin_model(tutorial):
+    rows = {line.split("|")[2].strip(): line for line in tutorial["robeval compare"].stdout.splitlines()
+            if line.startswith("| 8/255")}  # fmt: skip
+    assert set(rows) == {"clean", "fgsm", "pgd", "any"}
+    page = (tutorial["work"] / "report.html").read_text()
+    assert MODEL in page and "regenerated adversarial examples" in page
+    efficiency = page[page.index('id="efficiency"') : page.index('id="compare"')]
+    assert MODEL in efficiency and "digits-deit" in efficiency
