@@ -155,7 +155,7 @@ def dtype_recorder():
     under inference mode, attacks need gradients) and the dtype the network computed its logits in."""
     deit = get_spec("digits-deit")
 
-    @register_model("toy-dtype-recorder", family="toy", weights=embedded_weights("digits-deit"))
+    @register_model("toy-dtype-recorder", family="toy", weights=embedded_weights("digits-deit"), config=deit.config)
     def build():
         net = deit.builder()
         forward = net.forward
