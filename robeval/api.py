@@ -32,7 +32,7 @@ from .models import (
 from .options import EvalConfig
 from .results.flags import all_flags, as_dicts
 from .results.store import Store, worker_store_path
-from .results.summary import run_summary
+from .results.summary import passes_per_image, run_summary
 
 RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
 LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
@@ -50,10 +50,12 @@ def open_store(store: str | Path | Store | None, ctx: DistContext) -> Store | No
 
 
 def summarise(result: EvalResult) -> EvalResult:
-    """The summary every table reads, and the soundness flags, from the records the run stored."""
+    """The summary every table reads, the soundness flags and the passes per image, from the records the
+    run stored."""
     if not result.records.empty or result.run.get("models"):
         result.summary = run_summary(result.records, result.run, done_units=result.done_units, curves=result.curves)
         result.run["flags"] = as_dicts(all_flags(result.summary, result.run.get("model_checks", {})))
+        result.run["passes_per_image"] = passes_per_image(result.summary)
     return result
 
 

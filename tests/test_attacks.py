@@ -123,6 +123,38 @@ def test_apgd_ce_with_per_example_starts_equals_autoattack_from_the_same_start(m
     assert (start - x).abs().amax() <= 4 / 255 + 1e-7
 
 
+@pytest.mark.parametrize("name", ["apgd-ce", "apgd-t"])
+def test_misclassified_examples_riding_along_give_the_points_of_their_own_run(name, monkeypatch):
+    """The engine's calls attack the misclassified examples in the first run of the correct ones: the
+    same points as their own run (fewer APGD runs, the same passes), and their top-5 still attacked."""
+    model = robeval.load_model("digits-deit-elliptical")
+    x, y = digits_split("test")
+    x, y = torch.from_numpy(x[:40]), torch.from_numpy(y[:40])
+    with torch.no_grad():
+        wrong = model(x).argmax(1) != y
+    assert 0 < int(wrong.sum()) < len(y)  # the batch has both kinds
+    runs: list[int] = []
+    single_run = APGDAttack.attack_single_run
+
+    def counted(self, xs, ys, x_init=None):
+        runs.append(len(ys))
+        return single_run(self, xs, ys, x_init)
+
+    monkeypatch.setattr(APGDAttack, "attack_single_run", counted)
+    settings = {"n_iter": 5, "n_target_classes": 2} if name == "apgd-t" else {"n_iter": 5}
+    attack = create(name, model, eps=8 / 255, seed=1, **settings)
+    examples = list(range(len(y)))
+    riding = attack(x, y, examples=examples)
+    riding_runs, runs[:] = list(runs), []
+    monkeypatch.setattr(type(attack), "rides_along", False)
+    alone = attack(x, y, examples=examples)
+    assert len(runs) == len(riding_runs) + 1 and riding_runs[0] == len(y) and sum(runs) == sum(riding_runs)
+    assert (riding - alone).abs().max() < 1e-6
+    with torch.no_grad():
+        moved = (riding - x)[wrong].flatten(1).abs().amax(1)
+    assert (moved > 0).all()  # the misclassified examples were attacked
+
+
 @pytest.mark.parametrize("name", ["fgsm", "pgd"])
 def test_fgsm_and_pgd_equal_torchattacks(model, batch, name):
     import torchattacks

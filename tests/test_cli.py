@@ -60,6 +60,27 @@ def test_run_json(small_run):
     assert any(k.startswith("digits-deit|4/255|pgd") for k in run["timings_seconds"])
 
 
+def test_passes_per_image_are_the_records_means_in_run_json_and_the_closing_summary(small_run):
+    from robeval.defaults import DEFAULT_STORE
+
+    from .conftest import SCRATCH
+
+    out, proc = small_run
+    run = json.loads((out / "run.json").read_text())
+    store = Store(SCRATCH / DEFAULT_STORE)
+    means = store.records(run["run_id"]).groupby(["model", "eps", "attack"])[["forward_passes", "backward_passes"]].mean()
+    store.close()
+    shown = run["passes_per_image"]
+    assert {(m, e, a) for m in shown for e in shown[m] for a in shown[m][e]} == set(means.index)
+    for (model, eps, attack), row in means.iterrows():
+        assert shown[model][eps][attack] == pytest.approx({"forward": row.forward_passes, "backward": row.backward_passes}, abs=1e-4)
+    assert shown["digits-deit"]["4/255"]["pgd"] == {"forward": 21.0, "backward": 20.0}  # 20 steps and the records' pass
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    line = next(line for line in lines if line.startswith("digits-deit at 4/255:"))
+    square = shown["digits-deit"]["4/255"]["square"]["forward"]
+    assert "clean 1/0, fgsm 2/1, pgd 21/20, " in line and f"square {square:.1f}/0".replace(".0/", "/") in line
+
+
 def test_models_and_attacks_listings():
     proc = run_cli("models")
     assert proc.returncode == 0 and "deit-small-elliptical" in proc.stdout and "22.05M" in proc.stdout

@@ -75,10 +75,43 @@ def test_the_page_is_one_file_that_fetches_nothing(report):
     assert "<link" not in page and "@import" not in page
     assert not re.search(r"url\(\s*['\"]?(?!#)", page)  # only the figures' own url(#clip) references
     assert "default-src 'none'" in page  # and the page's policy forbids any other source
-    for section in ("tables", "figures", "convergence", "checklist", "efficiency", "compare", "gallery", "configuration"):
+    for section in ("tables", "figures", "convergence", "checklist", "efficiency", "passes", "compare", "gallery",
+                    "configuration"):
         assert f'<section id="{section}"' in page, section
     assert page.count("<svg") >= 4 and "data:image/png;base64," in page
     assert "regenerated predictions equal the stored records" in page
+
+
+def test_the_passes_table_gives_the_records_means(demo_run, report):
+    from html.parser import HTMLParser
+
+    store, run_id = demo_run
+    db = Store(store)
+    means = db.records(run_id).groupby(["model", "eps", "attack"])[["forward_passes", "backward_passes"]].mean()
+    db.close()
+
+    class Cells(HTMLParser):  # the body cells of the section's table, row by row
+        inside, cell, rows = False, False, []
+
+        def handle_starttag(self, tag, attrs):
+            self.inside = self.inside or (tag == "section" and ("id", "passes") in attrs)
+            if self.inside and tag == "tr":
+                self.rows.append([])
+            self.cell = self.inside and tag == "td"
+
+        def handle_endtag(self, tag):
+            self.inside, self.cell = self.inside and tag != "section", False
+
+        def handle_data(self, data):
+            if self.cell:
+                self.rows[-1].append(data)
+
+    parser = Cells()
+    parser.feed(report.read_text())
+    shown = {tuple(r[:3]): (float(r[3]), float(r[4])) for r in parser.rows if len(r) == 5}
+    assert set(shown) == set(means.index)
+    for key, row in means.iterrows():
+        assert shown[key] == pytest.approx((row.forward_passes, row.backward_passes), abs=0.006)  # 2 decimals shown
 
 
 def test_chromium_opens_it_offline_without_errors_and_every_section_renders(report, tmp_path):

@@ -9,7 +9,11 @@ small cascade that their ``perturb`` uses, and keep more of what it computes:
 1. the examples correctly classified on the clean image go through exactly AutoAttack's loop
    (same seed, same subsets, same order: identical top-1 outcome to calling ``perturb``);
 2. examples misclassified on the clean image are attacked too, by one more run of the same code
-   (APGD-T then targets the highest-scoring wrong class), so their top-5 is measured under attack;
+   (APGD-T then targets the highest-scoring wrong class), so their top-5 is measured under attack.
+   When the call names its examples (the engine's calls: every start is drawn from its example's own
+   generator) APGD's rows are independent of their batch, so these examples ride along in the first
+   run of the correctly classified ones, each from its own start and target: one run of the whole
+   batch instead of a second, small run (the same points, without a second run's per-step costs);
 3. per example we return, among the points the runs produced, the one with the lowest margin
    ``z_y - max_{j!=y} z_j``: a fooled point when one was found, else the hardest surviving one.
 
@@ -63,6 +67,9 @@ class _AutoAttackRunner(Attack):
     n_queries: int
     p_init: float
 
+    # APGD: the misclassified examples can join the first run of the correct ones (module docstring, 2.)
+    rides_along = False
+
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             logits = self.model(x)
@@ -70,13 +77,16 @@ class _AutoAttackRunner(Attack):
         self.saw(0, logits, y)  # a convergence curve's start: the clean image (kept unless a run does better)
         best = x.clone()
         best_margin = margin(logits, y)
-        self.run_correct(x, y, correct.nonzero().squeeze(1), logits, best, best_margin)
-        wrong = (~correct).nonzero().squeeze(1)
-        if wrong.numel():
+        idx, wrong = correct.nonzero().squeeze(1), (~correct).nonzero().squeeze(1)
+        riders = wrong if self.rides_along and self.examples is not None and idx.numel() else wrong[:0]
+        self.run_correct(x, y, idx, logits, best, best_margin, riders)
+        if wrong.numel() > riders.numel():
             self.run_misclassified(x, y, wrong, logits, best, best_margin)
         return best
 
-    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:  # pragma: no cover - abstract
+    def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:  # pragma: no cover - abstract
+        """Attack the correctly classified rows ``idx``; ``riders`` (misclassified rows, empty unless
+        ``rides_along``) join the first run."""
         raise NotImplementedError
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
@@ -104,27 +114,35 @@ class _AutoAttackRunner(Attack):
             norm=self.norm, eps=self.eps, seed=self.seed, device=x.device, **{n: getattr(self, n) for n in names}
         )
 
-    def apgd_run(self, atk, x, y, rows, best, best_margin, *salt, run: int | None = None) -> torch.Tensor:
+    def apgd_run(self, atk, x, y, rows, best, best_margin, *salt, run: int | None = None, riders=None) -> torch.Tensor:
         """One APGD run on the examples at ``rows`` from their seeded start; both of its points compete
-        for the lowest margin.  Returns which rows it left robust.  ``run``: its place among the
-        attack's runs (restarts, targets), where a watched call's curve puts its iterations."""
+        for the lowest margin.  Returns which of ``rows`` it left robust.  ``run``: its place among the
+        attack's runs (restarts, targets), where a watched call's curve puts its iterations.
+        ``riders``: misclassified rows attacked in the same run from their own ("misclassified")
+        start, after ``rows`` (``atk.y_target``, for APGD-T, then covers both)."""
         start = self.apgd_start(x[rows], rows, *salt)
+        attacked = rows
+        if riders is not None and riders.numel():  # only when the call named its examples: starts are drawn
+            rider_start = self.apgd_start(x[riders], riders, "misclassified")
+            assert start is not None and rider_start is not None
+            start, attacked = torch.cat([start, rider_start]), torch.cat([rows, riders])
         if run is not None and self.fooling is not None:
             atk.model = Watched(self.model, self._apgd_hearing(run * self.n_iter, y[rows], rows))
         try:
-            x_best, acc, _, x_best_adv = atk.attack_single_run(x[rows].clone(), y[rows].clone(), start)
+            x_best, acc, _, x_best_adv = atk.attack_single_run(x[attacked].clone(), y[attacked].clone(), start)
         finally:
             atk.model = self.model
-        _keep_lowest_margin(self.model, y, best, best_margin, rows, x_best_adv, x_best)
-        return acc.bool()
+        _keep_lowest_margin(self.model, y, best, best_margin, attacked, x_best_adv, x_best)
+        return acc[: len(rows)].bool()
 
     def _apgd_hearing(self, offset: int, y: torch.Tensor, rows: torch.Tensor):
         """What a watched APGD run's forward calls tell the curve: iteration ``i``'s prediction (its
-        last EOT pass, the one APGD's own robust accuracy reads) at position ``offset + i``."""
+        last EOT pass, the one APGD's own robust accuracy reads) at position ``offset + i``, for
+        ``rows`` (the run's first rows; riders after them are not on the curve)."""
 
         def hear(call: int, _x: torch.Tensor, logits: torch.Tensor) -> None:
             if (call + 1) % self.eot_iter == 0:
-                self.saw(offset + call // self.eot_iter, logits, y, rows)
+                self.saw(offset + call // self.eot_iter, logits[: len(rows)], y, rows)
 
         return hear
 
@@ -138,6 +156,7 @@ class APGDCE(_AutoAttackRunner):
     defaults = APGD_DEFAULTS
     loss = "ce"
     curve_axis, curve_setting = ITERATIONS, "n_iter"
+    rides_along = True
 
     def budget(self) -> float:
         return (self.n_iter + 1) * self.n_restarts * self.eot_iter
@@ -152,13 +171,14 @@ class APGDCE(_AutoAttackRunner):
         atk.init_hyperparam(x)
         return atk
 
-    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+    def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         atk = self._make(x)
         robust = idx
         for restart in range(self.n_restarts):  # AutoAttack's restart loop: only still-robust points
             if robust.numel() == 0:
                 break
-            robust = robust[self.apgd_run(atk, x, y, robust, best, best_margin, "restart", restart, run=restart)]
+            found = self.apgd_run(atk, x, y, robust, best, best_margin, "restart", restart, run=restart, riders=riders)
+            robust, riders = robust[found], None
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         self.apgd_run(self._make(x), x, y, idx, best, best_margin, "misclassified")
@@ -185,6 +205,7 @@ class APGDT(_AutoAttackRunner):
 
     defaults = dict(APGD_DEFAULTS, n_target_classes=9)
     curve_axis, curve_setting = ITERATIONS, "n_iter"
+    rides_along = True
 
     def budget(self) -> float:
         return (self.n_iter + 2) * self.n_restarts * self.eot_iter * self.n_target_classes
@@ -198,7 +219,7 @@ class APGDT(_AutoAttackRunner):
         atk.init_hyperparam(x)
         return atk
 
-    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+    def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         atk = self._make(x)
         robust = idx
         for target_rank in range(2, self.n_target_classes + 2):  # AutoAttack's target loop
@@ -208,14 +229,21 @@ class APGDT(_AutoAttackRunner):
                 with torch.no_grad():
                     order = self.model(x[robust]).sort(dim=1)[1]
                 atk.y_target = order[:, -target_rank]
+                if riders is not None and riders.numel():
+                    atk.y_target = torch.cat([atk.y_target, self._wrong_target(logits, y, riders)])
                 run = (target_rank - 2) * self.n_restarts + restart
-                robust = robust[
-                    self.apgd_run(atk, x, y, robust, best, best_margin, "target", target_rank, restart, run=run)
-                ]
+                salt = ("target", target_rank, restart)
+                found = self.apgd_run(atk, x, y, robust, best, best_margin, *salt, run=run, riders=riders)
+                robust, riders = robust[found], None
+
+    @staticmethod
+    def _wrong_target(logits: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """A misclassified example's target: its highest-scoring wrong class on the clean image."""
+        return logits[idx].scatter(1, y[idx, None], float("-inf")).argmax(1)
 
     def run_misclassified(self, x, y, idx, logits, best, best_margin) -> None:
         atk = self._make(x)
-        atk.y_target = logits[idx].scatter(1, y[idx, None], float("-inf")).argmax(1)
+        atk.y_target = self._wrong_target(logits, y, idx)
         self.apgd_run(atk, x, y, idx, best, best_margin, "misclassified")
 
 
@@ -232,7 +260,7 @@ class _FAB(_AutoAttackRunner):
     def budget(self) -> float:
         return 2 * (self.n_iter + 1) * self.n_restarts * self.n_target_classes
 
-    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+    def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         names = ("n_restarts", "n_iter", "alpha_max", "eta", "beta", "n_target_classes")
         atk = FABAttack_PT(self.model, targeted=self.targeted, **self.library_options(x, *names))
         robust = idx
@@ -297,7 +325,7 @@ class Square(_AutoAttackRunner):
     def curve_budget(self) -> int:
         return (self.n_queries + 1) * self.n_restarts
 
-    def run_correct(self, x, y, idx, logits, best, best_margin) -> None:
+    def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         names = ("n_queries", "p_init", "n_restarts")
         atk = SquareAttack(self.model, loss="margin", resc_schedule=False, **self.library_options(x, *names))
         atk.init_hyperparam(x)

@@ -136,12 +136,14 @@ def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> 
 
 def _report(result, store: Path, demo: bool) -> None:
     """The tables, the checks and where everything went (the files are written by the API)."""
-    from ..report.terminal import results_tables
+    from ..report.terminal import passes_lines, results_tables
 
     paths = result.files
     for table in results_tables(result.summary):
         console.print(table)
     print_diagnostics(result.run, result.summary)
+    for line in passes_lines(result.run.get("passes_per_image", {})):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(
         f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
         f"{paths['json']} ({result.run['seconds']:.0f} s)."

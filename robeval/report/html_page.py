@@ -1,8 +1,8 @@
 """``robeval report``: one self-contained HTML page of stored runs — the paper table (sortable, best
 values marked, with its caption), the figures (SVG inline), the shift and minimum-norm tables, the
-attack-convergence curves, the soundness checklist, the efficiency of each model, the paired
-comparison of the first two models, a gallery of regenerated adversarial examples, and each run's
-configuration and versions.
+attack-convergence curves, the soundness checklist, the efficiency of each model, the model passes
+per image of each attack, the paired comparison of the first two models, a gallery of regenerated
+adversarial examples, and each run's configuration and versions.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
 the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The page is a
@@ -193,6 +193,25 @@ def efficiency(page: Page) -> Section:
         "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them; a model "
         "of your own code or module as its run counted them); speed and memory need timing: robeval profile "
         f"{' '.join('-m ' + n for n in names)}",
+    )  # fmt: skip
+
+
+@section
+def passes(page: Page) -> Section | None:
+    from ..results.summary import passes_per_image
+
+    rows = [
+        {"model": model, "eps": eps, "attack": attack, "forward": p["forward"], "backward": p["backward"]}
+        for model, by_eps in passes_per_image(page.summary).items()
+        for eps, by_attack in by_eps.items()
+        for attack, p in by_attack.items()
+    ]
+    if not rows:
+        return None
+    return Section(
+        "passes", "Model passes per image", frame_html(pd.DataFrame(rows), text_columns=("model", "eps", "attack")),
+        "Forward and backward image passes through the model per example (means of the records' counts; an "
+        "attack's include the records' own pass): times the cost of one pass on a machine, the run's cost there.",
     )  # fmt: skip
 
 

@@ -163,3 +163,22 @@ def _transposed(grid: pd.DataFrame, text: str) -> Group:
     for column in grid.columns:
         table.add_row(str(column), *[str(v) for v in grid[column].tolist()])
     return Group(*[Text(part, style="bold", no_wrap=True, overflow="fold") for part in text.split("; ")], table)
+
+
+def _passes(value: float) -> str:
+    """``12345.6`` -> ``12,346``; ``2.5`` -> ``2.5``; ``1.0`` -> ``1``."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}".removesuffix(".0")
+
+
+def passes_lines(passes: dict[str, dict[str, dict[str, dict[str, float]]]]) -> list[str]:
+    """The closing summary's cost of the run: one line per model and eps, forward / backward image passes
+    per example for the clean pass and each attack, and their total (run.json's ``passes_per_image``)."""
+    if not passes:
+        return []
+    lines = ["Model passes per image, forward / backward (the run's cost on any hardware; run.json passes_per_image):"]
+    for model, by_eps in passes.items():
+        for eps, by_attack in by_eps.items():
+            parts = [f"{a} {_passes(p['forward'])}/{_passes(p['backward'])}" for a, p in by_attack.items()]
+            total = [sum(p[k] for p in by_attack.values()) for k in ("forward", "backward")]
+            lines.append(f"  {model} at {eps}: {', '.join(parts)}; total {_passes(total[0])}/{_passes(total[1])}")
+    return lines

@@ -241,6 +241,25 @@ def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str
     summary["source_model"] = [config.get("source_model") or "" if a in transfer else "" for a in summary["attack"]]
 
 
+Passes = dict[str, dict[str, dict[str, dict[str, float]]]]  # model -> eps -> attack -> forward / backward
+
+
+def passes_per_image(summary: pd.DataFrame) -> Passes:
+    """model -> eps -> attack (``clean`` and shift conditions too) -> ``{"forward": f, "backward": b}``:
+    the image passes through the model per example, the means of the records' counts (an attack's
+    include the records' own forward pass on its points).  A run's cost on any hardware is these
+    times the cost of one pass there (benchmarks/estimate_full_eval.py); run.json, the closing summary
+    of ``robeval run`` and the report show them.  The ``any`` rows are left out: their sums are the
+    totals of the rows shown."""
+    out: Passes = {}
+    for r in summary[summary["attack"] != ANY].itertuples(index=False):
+        out.setdefault(str(r.model), {}).setdefault(str(r.eps), {})[str(r.attack)] = {
+            "forward": round(float(r.forward_passes_per_example), 4),
+            "backward": round(float(r.backward_passes_per_example), 4),
+        }
+    return out
+
+
 def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame | None) -> None:
     """``curve_robust_90``, ``curve_robust_end``, ``curve_examples``: the noise test's figures
     (robeval.results.convergence), NaN on rows without a curve."""
