@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# torch 2.14.1 / torchvision 0.29.1 install from this machine's disk (see README)
+# torch 2.14.1 / torchvision 0.29.1 install from this machine's disk (see docs/install.md)
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
 .PHONY: run test install clean
@@ -17,7 +17,7 @@ $(VENV)/.installed: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install -q -e .
 	touch $@
 
-# The tests also run RobustBench's own package (README: RobustBench): its extra's dependencies, then its
+# The tests also run RobustBench's own package (docs/robustbench.md): its extra's dependencies, then its
 # release without its pins (timm 1.0.9 is older than robeval needs); its __init__ imports pkg_resources,
 # which setuptools 81 dropped.
 $(VENV)/.installed-test: $(VENV)/.installed Makefile

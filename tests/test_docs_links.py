@@ -17,15 +17,19 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 INLINE = re.compile(r"`([^`\n]+)`")
+# an indented code block: lines of four spaces or more after a blank line (list items here indent by two)
+INDENTED = re.compile(r"(?:^\n)((?:(?: {4,}.*)?\n)+)", re.M)
 # a command starts a code line, follows a prompt, a pipe or &&, or opens an inline code span
 COMMAND = re.compile(r"(?:^|\$ |&& |\| |; )\s*robeval ([a-z][a-z0-9-]*)", re.M)
 
 
 def code_of(text: str) -> list[str]:
-    """The fenced blocks and inline code spans of a Markdown page."""
+    """The fenced blocks, indented blocks and inline code spans of a Markdown page."""
     blocks = FENCE.findall(text)
     rest = FENCE.sub("", text)
-    return blocks + INLINE.findall(rest)
+    indented = INDENTED.findall(rest)
+    rest = INDENTED.sub("\n", rest)
+    return blocks + indented + INLINE.findall(rest)
 
 
 def commands_in(text: str) -> set[str]:
@@ -81,3 +85,26 @@ def test_every_named_command_answers_help(verb: str):
     result = run_cli(verb, "--help")
     assert result.returncode == 0, f"robeval {verb} --help: {result.stderr.strip()}"
     assert "Usage" in result.stdout
+
+
+def test_readme_is_a_front_page():
+    """A newcomer reads the README in five minutes: at most 250 lines, and it opens with the two
+    commands that do all set-up on a fresh machine; the rest lives in docs/, one page per topic."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail into docs/"
+    opening = [line.strip() for line in lines[1:] if line.strip()][:2]
+    assert lines[0].startswith("# ")
+    assert [line.split()[:2] for line in opening] == [["make", "run"], ["make", "test"]], opening
+    assert all(line.startswith("    ") for line in lines[1:4] if line.strip()), "the two commands as a code block"
+
+
+def test_the_readme_links_every_docs_page():
+    """Every page under docs/ (research notes aside) is reachable from the README's list."""
+    linked = {Path(target.partition("#")[0]).as_posix() for target in links_of(ROOT / "README.md")}
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= linked, f"not linked from README.md: {sorted(pages - linked)}"
+
+
+def test_the_indented_blocks_count_as_code():
+    text = "Prose robeval nothing.\n\n    robeval run --eps 8/255\n    robeval table\n\nMore `robeval compare A B`.\n"
+    assert commands_in(text) == {"run", "table", "compare"}

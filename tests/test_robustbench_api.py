@@ -224,7 +224,7 @@ def test_compare_refuses_a_json_that_is_no_model_info_file(runs, cli, tmp_path):
     assert one_line_error(_compare(cli, runs, path), "is for eps 4/255")
 
 
-ROBUSTBENCH_RELEASE = "1.1.1"  # what make test installs (README: RobustBench)
+ROBUSTBENCH_RELEASE = "1.1.1"  # what make test installs (docs/robustbench.md)
 
 
 def _installed_release() -> str | None:
