@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 from ..defaults import ANY, CLEAN
 from ..errors import UserError
 from ..models.registry import PREFIXES
-from ..results.runs import StoredRun, load_run
+from ..results.runs import StoredRun, load_run, settings_difference
 from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
@@ -108,6 +108,9 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
         raise UserError(
             f"{ref_a} and {ref_b} were evaluated under different protocols ({run_a.protocol} vs {run_b.protocol})"
         )
+    settings = settings_difference(run_a, run_b)
+    if settings is not None:
+        raise UserError(f"{ref_a} and {ref_b} were evaluated with different {settings}; compare never mixes them")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
     ra, rb = _with_any(run_a, model_a, both), _with_any(run_b, model_b, both)  # worst cases over the same attacks
     joined = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))

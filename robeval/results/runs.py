@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..errors import UserError
+from ..settings import WORK_SPLIT
 from .convergence import curves
 from .store import Store
 from .summary import crafting_precision, run_summary
@@ -71,8 +72,36 @@ def _example_set(run: StoredRun) -> frozenset:
     return frozenset((clean if len(clean) else rec)["example"])
 
 
+# The attacks whose settings two runs must share to meet in one table or comparison.  SPSA first
+# (issue 31: its ``samples`` changed meaning, and a run stored before reads as 64 pairs): the check
+# is generic, so covering every attack is this tuple's change.
+SETTINGS_MUST_AGREE = ("spsa",)
+
+
+def settings_of(run: StoredRun) -> dict[str, dict[str, Any]]:
+    """The attack settings ``run`` ran with (as the store reads them: in today's meaning)."""
+    return run.info.get("attack_settings") or run.config.get("attack_settings") or {}
+
+
+def settings_difference(a: StoredRun, b: StoredRun, attacks: tuple[str, ...] = SETTINGS_MUST_AGREE) -> str | None:
+    """How two runs' settings of an attack both ran differ (``spsa samples 64 vs 128``), or None;
+    settings that only split the work (:data:`robeval.settings.WORK_SPLIT`) do not count."""
+    ours, theirs = settings_of(a), settings_of(b)
+    for attack in (x for x in attacks if x in ours and x in theirs):
+        keys = sorted(k for k in set(ours[attack]) | set(theirs[attack]) if k not in WORK_SPLIT)
+        differ = [
+            f"{k} {ours[attack].get(k)} vs {theirs[attack].get(k)}"
+            for k in keys
+            if ours[attack].get(k) != theirs[attack].get(k)
+        ]
+        if differ:
+            return f"{attack} settings ({', '.join(differ)})"
+    return None
+
+
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, norms or example sets.
+    """One summary over several runs; refuses to mix protocols, norms, example sets or the settings
+    of an attack both ran (:func:`settings_difference`).
 
     Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
     at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
@@ -94,6 +123,9 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
                 raise UserError(
                     f"runs {first.run_id} and {other.run_id} differ in {what} ({a} vs {b}); a table never mixes them"
                 )
+        settings = settings_difference(first, other)
+        if settings is not None:
+            raise UserError(f"runs {first.run_id} and {other.run_id} differ in {settings}; a table never mixes them")
         if same_shift and _example_set(first) != _example_set(other):
             raise UserError(
                 f"runs {first.run_id} and {other.run_id} evaluated different example sets; "
