@@ -33,7 +33,8 @@ sample-chunk and re-expands the whole batch for every chunk, shares one directio
 examples of a batch, and its defaults (eps 0.3, 1 iteration) are a trap; cleverhans' attacks one image
 at a time.  This version draws independent Rademacher directions per example from the example's own
 generator (records do not depend on the batch size), evaluates the +/- pairs of as many examples and
-directions as fit in ``max_batch`` images in one forward pass, and runs under
+directions as fit in ``max_batch`` images (and the memory of 1,024 ImageNet images) in one forward
+pass, and runs under
 ``torch.inference_mode`` (it needs no autograd at all).
 """
 
@@ -49,6 +50,11 @@ from .registry import register_attack
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
+# A forward pass holds at most as many input values as 1,024 ImageNet images (3 x 224 x 224): the
+# memory ``max_batch`` images of that size take.  Smaller images go ``max_batch`` at a time, so a step
+# on the digits demo takes a few large passes: on a loaded 2-core CPU a pass of 1,024 digits cost 1.9x
+# more per image than one of 4,096 or 8,192 (benchmarks/spsa_vs_torchattacks.py's notes).
+MAX_PASS_VALUES = 1024 * 3 * 224 * 224
 
 
 @dataclass
@@ -98,7 +104,7 @@ class SPSA(Attack):
         samples=128,
         lr=0.01,
         delta=0.01,
-        max_batch=1024,
+        max_batch=8192,
         random_start=False,
         keep_best=True,
         early_stop=True,
@@ -134,7 +140,7 @@ class SPSA(Attack):
         b, pairs = x.shape[0], self.samples
         signs = self.directions(x, pairs, gens)
         grad = torch.zeros_like(x)
-        per_chunk = max(1, self.max_batch // (2 * b))
+        per_chunk = max(1, self.images_per_pass(x) // (2 * b))
         for done in range(0, pairs, per_chunk):
             k = min(per_chunk, pairs - done)
             v = signs[done : done + k].to(x.dtype).mul_(2).sub_(1)
@@ -144,6 +150,10 @@ class SPSA(Attack):
             df = (m[0] - m[1]).div_(2.0 * self.delta)  # [k, b]
             grad += (df.view(k, b, *[1] * (x.dim() - 1)) * v).sum(0)
         return grad.div_(pairs)
+
+    def images_per_pass(self, x: torch.Tensor) -> int:
+        """At most ``max_batch`` images and :data:`MAX_PASS_VALUES` input values per forward pass."""
+        return max(2, min(self.max_batch, MAX_PASS_VALUES // max(1, x[0].numel())))
 
     def tracks_iterates(self) -> bool:
         """Whether each new iterate is evaluated: for the best iterate, the early stop or a watched call."""
