@@ -67,8 +67,8 @@ class Search:
     x_adv: torch.Tensor
     exp_avg: torch.Tensor
     exp_sq: torch.Tensor
-    kept: torch.Tensor  # the point returned per row: the best iterate or the current one
-    kept_margin: torch.Tensor  # its margin (+inf where the iterates are not evaluated)
+    kept: torch.Tensor  # the best iterate per row (with ``keep_best``)
+    kept_margin: torch.Tensor  # the margin of the point returned: best or current (+inf: not evaluated)
     misclassified_from_start: torch.Tensor
     gens: list | None  # one generator per row (None: the forked global RNG)
     evaluations: torch.Tensor  # model evaluations each row has cost
@@ -91,10 +91,11 @@ class Search:
     randomness=PER_EXAMPLE,
 )
 class SPSA(Attack):
-    """gradient-free: finite differences along ``samples`` random +/-1 direction pairs (2 x samples model
-    evaluations per step), Adam on the margin loss; by default (``standard``) from the image, keeping
-    each example's best iterate and stopping it once fooled; under ``nielsen2024`` the authors'
-    procedure: a uniform random start, the final iterate, every iteration
+    """gradient-free: finite differences along random +/-1 directions, samples = +/- pairs per step
+    (2 x samples model evaluations), Adam on the margin loss; under the standard protocol from the
+    image, keeping each example's best iterate and stopping it once fooled; under nielsen2024 the
+    authors' cleverhans procedure: a uniform random start, every iteration, the final iterate, and
+    their code's gradient estimate around 2x (estimate_at_2x)
 
     Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
 
@@ -140,7 +141,8 @@ class SPSA(Attack):
         b, pairs = x.shape[0], self.samples
         signs = self.directions(x, pairs, gens)
         grad = torch.zeros_like(x)
-        per_chunk = max(1, self.images_per_pass(x) // (2 * b))
+        most = max(1, self.images_per_pass(x) // (2 * b))
+        per_chunk = -(-pairs // -(-pairs // most))  # as few passes as fit, of equal size (no small last one)
         for done in range(0, pairs, per_chunk):
             k = min(per_chunk, pairs - done)
             v = signs[done : done + k].to(x.dtype).mul_(2).sub_(1)
@@ -194,7 +196,7 @@ class SPSA(Attack):
             x_adv=x_adv,
             exp_avg=torch.zeros_like(x),
             exp_sq=torch.zeros_like(x),
-            kept=x_adv.clone() if self.keep_best else x_adv,
+            kept=x_adv.clone(),
             kept_margin=kept_margin,
             misclassified_from_start=kept_margin <= 0,
             gens=self.example_generators(x.device, "directions"),
@@ -204,38 +206,33 @@ class SPSA(Attack):
 
     def step(self, s: Search, step: int, rows: torch.Tensor | None) -> None:
         """One Adam step on ``rows`` (None: every row) from an SPSA gradient estimate, projected."""
-        every = rows is None
-        pick = (lambda t: t) if every else (lambda t: t[rows])
-        xa, ya = pick(s.x_adv), pick(s.y)
-        gens = s.gens if every or s.gens is None else [s.gens[int(i)] for i in rows]
-        g = self.estimate_gradient(2 * pick(s.x) if self.estimate_at_2x else xa, ya, gens)
+        at = slice(None) if rows is None else rows
+        xa, ya, x0 = s.x_adv[at], s.y[at], s.x[at]
+        gens = s.gens if rows is None or s.gens is None else [s.gens[int(i)] for i in rows]
+        g = self.estimate_gradient(2 * x0 if self.estimate_at_2x else xa, ya, gens)
         beta1, beta2 = ADAM_BETAS
-        m1 = pick(s.exp_avg).mul_(beta1).add_(g, alpha=1 - beta1)
-        m2 = pick(s.exp_sq).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        m1 = s.exp_avg[at].mul_(beta1).add_(g, alpha=1 - beta1)
+        m2 = s.exp_sq[at].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        s.exp_avg[at], s.exp_sq[at] = m1, m2  # rows picked by index are copies (every row: views, kept)
         denom = (m2 / (1 - beta2**step)).sqrt_().add_(ADAM_EPS)
-        xa = self.project(xa - self.lr * (m1 / (1 - beta1**step)) / denom, pick(s.x))
-        if every:
-            s.x_adv = xa
-        else:
-            s.exp_avg[rows], s.exp_sq[rows], s.x_adv[rows] = m1, m2, xa
-        s.evaluations[rows if not every else slice(None)] += 2 * self.samples
-        s.steps[rows if not every else slice(None)] += 1
+        xa = self.project(xa - self.lr * (m1 / (1 - beta1**step)) / denom, x0)
+        s.x_adv[at] = xa
+        s.evaluations[at] += 2 * self.samples
+        s.steps[at] += 1
         if self.tracks_iterates():
             self.judge(s, step, rows, xa, ya)
-        elif not self.keep_best:
-            s.kept = s.x_adv
 
     def judge(self, s: Search, step: int, rows: torch.Tensor | None, xa: torch.Tensor, ya: torch.Tensor) -> None:
-        """Evaluate the new iterates of ``rows``: the curve sees them, and each row keeps its best (or
-        its current iterate when ``keep_best`` is off)."""
+        """Evaluate the new iterates of ``rows`` (None: every row): the curve sees them, and each row
+        keeps its best point (or, without ``keep_best``, the current iterate's margin)."""
         logits = self.model(xa)
         self.saw(step, logits, ya, rows)
         cur = margin(logits, ya)
-        idx = torch.arange(s.x.shape[0], device=s.x.device) if rows is None else rows
-        s.evaluations[idx] += 1
+        at = slice(None) if rows is None else rows
+        s.evaluations[at] += 1
         if not self.keep_best:
-            s.kept, s.kept_margin[idx] = s.x_adv, cur
+            s.kept_margin[at] = cur
             return
-        better = cur < s.kept_margin[idx]
-        s.kept[idx[better]] = xa[better]
-        s.kept_margin[idx[better]] = cur[better]
+        better = cur < s.kept_margin[at]
+        where = better if rows is None else rows[better]
+        s.kept[where], s.kept_margin[where] = xa[better], cur[better]
