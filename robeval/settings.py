@@ -1,5 +1,5 @@
 """What an attack setting may be: its type (from the attack's default) and the values that mean
-something (``pgd.steps=0`` is no attack; ``spsa.samples`` counts +/- evaluations, so it is even).
+something (``pgd.steps=0`` is no attack; ``spsa.samples`` counts +/- direction pairs, at least one).
 
 Torch-free on purpose: the command line checks ``--set`` against these rules (with the attacks'
 defaults from the listing cache) before it loads torch, and the attack registry applies the same
@@ -10,7 +10,7 @@ every attack that has it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,12 @@ from .errors import UserError, closest, lookup
 
 @dataclass(frozen=True)
 class Limit:
-    """The values a numeric setting may take: bounds (closed unless ``*_open``), whole even numbers."""
+    """The values a numeric setting may take: bounds (closed unless ``*_open``)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
-    even: bool = False
     why: str = ""  # what the setting counts, for the error message
 
     def allows(self, value: float) -> bool:
@@ -33,9 +32,7 @@ class Limit:
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
-        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
-            return False
-        return not self.even or value % 2 == 0
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
 
     def describe(self) -> str:
         parts = []
@@ -43,7 +40,7 @@ class Limit:
             parts.append(f"{'above' if self.low_open else 'at least'} {self.low:g}")
         if self.high is not None:
             parts.append(f"{'below' if self.high_open else 'at most'} {self.high:g}")
-        text = ("an even number " if self.even else "") + " and ".join(parts)
+        text = " and ".join(parts)
         return text + (f" ({self.why})" if self.why else "")
 
 
@@ -58,7 +55,7 @@ SETTING_LIMITS: dict[str, Limit] = {
     "eot_iter": Limit(low=1, why="gradient samples per step; 1 = no EOT"),
     "n_restarts": Limit(low=1, why="runs per example"),
     "rel_stepsize": POSITIVE,
-    "samples": Limit(low=2, even=True, why="evaluations per step: +/- pairs, 128 = 64 pairs"),
+    "samples": Limit(low=1, why="+/- direction pairs per step: 2 x samples model evaluations"),
     "lr": POSITIVE,
     "delta": POSITIVE,
     "max_batch": Limit(low=2, why="images per forward pass: at least one +/- pair"),
@@ -122,6 +119,31 @@ def apply_settings(attack: str, defaults: Mapping[str, Any], overrides: Mapping[
     for key, value in (overrides or {}).items():
         settings[key] = check_setting(attack, key, value, defaults)
     return settings
+
+
+def spsa_before_pairs(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """SPSA settings stored before ``samples`` counted +/- pairs (they have no ``keep_best``): then
+    ``samples`` counted evaluated inputs (128 = 64 pairs), and every run kept the best iterate and
+    estimated the gradient around the iterate; read in today's meaning, they say what ran."""
+    out = dict(stored)
+    if "keep_best" in out:
+        return out
+    if "samples" in out:
+        out["samples"] = int(out["samples"]) // 2
+    return {**out, "keep_best": True, "estimate_at_2x": False}
+
+
+# How to read the settings an earlier robeval stored, per attack whose settings changed meaning
+STORED_FORMATS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {"spsa": spsa_before_pairs}
+
+# Settings that only split the work (images per forward pass): runs that differ in them ran the same attack
+WORK_SPLIT = frozenset({"max_batch"})
+
+
+def read_stored_settings(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A run's stored attack settings in today's meaning (:data:`STORED_FORMATS`): what the store
+    hands back, so that tables, comparisons, resumes and regeneration see what ran."""
+    return {attack: STORED_FORMATS.get(attack, dict)(values) for attack, values in stored.items()}
 
 
 def split_set_option(item: str) -> tuple[str, str, str]:

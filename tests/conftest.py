@@ -15,7 +15,7 @@ import torch
 # Settings that keep the expensive attacks cheap in tests (the defaults are exercised by `make run`).
 FAST_SETTINGS = {
     "apgd-ce": {"n_iter": 10}, "apgd-t": {"n_iter": 10, "n_target_classes": 3}, "fab-t": {"n_iter": 10, "n_target_classes": 3},
-    "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 16},
+    "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 8},
     "apgd-dlr": {"n_iter": 10}, "fab": {"n_iter": 10}, "transfer-apgd-ce": {"n_iter": 10},
     "fmn": {"steps": 10}, "fab-mn": {"n_iter": 10},
 }

@@ -226,7 +226,7 @@ def test_out_of_ball_result_aborts_naming_the_attack(monkeypatch):
 
 def test_spsa_gradient_estimate_points_the_right_way(model, batch):
     x, y = batch
-    attack = SPSA(model, eps=0.1, samples=512, delta=0.01, lr=0.01, iterations=1, max_batch=4096, random_start=False, early_stop=False)
+    attack = SPSA(model, eps=0.1, samples=256, delta=0.01, lr=0.01, iterations=1, max_batch=4096, random_start=False, early_stop=False)
     torch.manual_seed(0)
     estimate = attack.estimate_gradient(x[:8], y[:8])
     xg = x[:8].clone().requires_grad_(True)

@@ -70,7 +70,7 @@ def test_each_row_is_the_robust_accuracy_after_it_and_skipped_examples_spend_not
 
 def test_per_example_attacks_give_the_full_runs_worst_case():
     kw = dict(models="digits-deit", eps="8/255", n_examples=60, attacks="fgsm,pgd,spsa",
-              settings={"pgd": {"steps": 5}, "spsa": {"iterations": 5, "samples": 16}})
+              settings={"pgd": {"steps": 5}, "spsa": {"iterations": 5, "samples": 8}})
     full = evaluate_full(**kw).records
     cascade = evaluate_full(**kw, cascade=True).records
     full_any = set(full["example"])

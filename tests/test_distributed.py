@@ -16,7 +16,7 @@ from .conftest import run_cli
 from .test_store import units_done
 
 ARGS = ["run", "-n", "20", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=20",
-        "--set", "spsa.samples=32", "--quiet"]
+        "--set", "spsa.samples=16", "--quiet"]
 
 
 def records(path) -> pd.DataFrame:

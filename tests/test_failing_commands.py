@@ -104,8 +104,8 @@ def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
 def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
     store = tmp_path / "s.sqlite"
     args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,spsa", "--quiet",
-            "--set", "spsa.iterations=20", "--set", "spsa.samples=32", "--store", str(store), "--out", str(tmp_path / "o")]
-    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 20, "samples": 32}})
+            "--set", "spsa.iterations=20", "--set", "spsa.samples=16", "--store", str(store), "--out", str(tmp_path / "o")]
+    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 20, "samples": 16}})
     with pytest.raises(KeyboardInterrupt):
         evaluate_full(store=str(store), reporter=StopAfter(1), **options)
     run_id = Store(store).runs()["id"].iloc[0]

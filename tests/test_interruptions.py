@@ -22,7 +22,7 @@ def test_ctrl_c_or_sigterm_keeps_work_and_prints_the_resume_command(tmp_path, si
     store = tmp_path / "s.sqlite"
     # SPSA keeps each batch busy for about half a second: the signal lands mid-run
     args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa",
-            "--set", "spsa.iterations=20", "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
+            "--set", "spsa.iterations=20", "--set", "spsa.samples=64", "--quiet", "--store", str(store), "--out", str(tmp_path / "o")]
     # a shell that starts jobs in the background (as CI may) leaves SIGINT ignored in its children:
     # restore the default so the child gets Ctrl-C as a terminal would deliver it
     proc = subprocess.Popen([sys.executable, "-m", "robeval", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,6 +1,7 @@
 """Comparisons only of like with like (robeval.results.likeness): ``robeval compare`` refuses, in one
 line, two sides that differ in any aspect of the registry; ``robeval table`` and ``robeval report``
-refuse the same differences between runs, except in attack settings, which their caption names."""
+refuse the same differences between runs, except in attack settings between a run and the run made as
+evidence for it (``check --run-missing``), which their caption names."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def store(tmp_path_factory):
     path = tmp_path_factory.mktemp("like") / "s.sqlite"
     ids = {name: robeval.evaluate_full(**{**BASE, **options}, store=path).run["run_id"]
            for name, (options, _) in {"base": ({}, ""), "twin": ({}, ""), **CASES}.items()}  # fmt: skip
+    evidence = dict(settings={"pgd": {"steps": 5}}, attacks="pgd", eps="16/255", evidence_for=ids["base"])
+    ids["evidence"] = robeval.evaluate_full(**{**BASE, **evidence}, store=path).run["run_id"]
     return path, ids
 
 
@@ -74,23 +77,23 @@ def test_settings_are_compared_as_the_store_gives_them_back(store, cli):
         db.update_run(ids["twin"], info=info)
 
 
-def test_table_names_a_settings_difference_in_its_caption_and_refuses_the_others(store, cli):
+def test_table_refuses_every_difference_but_names_an_evidence_runs_settings_in_its_caption(store, cli):
     path, ids = store
-    table = cli("table", ids["base"], ids["attack settings"], "--store", str(path))
+    for aspect in ("protocol", "threat model", "precision", "cascade", "examples", "attack settings"):
+        refused = cli("table", ids["base"], ids[aspect], "--store", str(path))
+        assert one_line_error(refused, f"differ in {CASES[aspect][1]}", "a table never mixes them"), aspect
+    table = cli("table", ids["base"], ids["evidence"], "--store", str(path))
     assert table.returncode == 0, table.stderr
-    line = f"NOT LIKE WITH LIKE: runs {ids['base']} vs {ids['attack settings']} differ in attack settings (pgd steps 3 vs 5)"
+    line = f"NOT LIKE WITH LIKE: runs {ids['base']} vs {ids['evidence']} differ in attack settings (pgd steps 3 vs 5)"
     assert line in table.stdout
     alone = cli("table", ids["base"], "--store", str(path))
     assert alone.returncode == 0 and "NOT LIKE WITH LIKE" not in alone.stdout
-    for aspect in ("protocol", "threat model", "precision", "cascade", "examples"):
-        refused = cli("table", ids["base"], ids[aspect], "--store", str(path))
-        assert one_line_error(refused, f"differ in {CASES[aspect][1]}", "a table never mixes them"), aspect
 
 
 def test_the_report_shows_the_tables_caption(store, cli, tmp_path):
     path, ids = store
     out = tmp_path / "r.html"
-    result = cli("report", ids["base"], ids["attack settings"], "--store", str(path), "--out", str(out),
+    result = cli("report", ids["base"], ids["evidence"], "--store", str(path), "--out", str(out),
                  "--gallery-size", "0")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "NOT LIKE WITH LIKE" in out.read_text() and "pgd steps 3 vs 5" in out.read_text()
@@ -100,6 +103,6 @@ def test_the_report_shows_the_tables_caption(store, cli, tmp_path):
 
 def test_the_json_table_keeps_the_note_on_every_row(store, cli):
     path, ids = store
-    rows = json.loads(cli("table", ids["base"], ids["attack settings"], "--store", str(path), "-f", "json").stdout)
-    assert {r["unlike"] for r in rows} == {f"runs {ids['base']} vs {ids['attack settings']} differ in attack "
+    rows = json.loads(cli("table", ids["base"], ids["evidence"], "--store", str(path), "-f", "json").stdout)
+    assert {r["unlike"] for r in rows} == {f"runs {ids['base']} vs {ids['evidence']} differ in attack "
                                            "settings (pgd steps 3 vs 5)"}  # fmt: skip

@@ -34,7 +34,7 @@ def test_a_long_attack_reports_progress_inside_its_unit(monkeypatch):
 
     monkeypatch.setattr(progress, "PARTIAL_EVERY_SECONDS", 0.0)
     rec = Recorder()
-    evaluate_full(models="digits-deit", n_examples=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 5}},
+    evaluate_full(models="digits-deit", n_examples=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 5, "samples": 64}},
                   reporter=rec)
     (model, position, bars), = rec.bars
     assert model == "digits-deit" and position == (1, 1)

@@ -110,7 +110,7 @@ def test_registered_models_are_listed():
 def test_records_do_not_depend_on_the_batch_size():
     """Per-example seeds: the random starts of PGD, SPSA and APGD come from the example, not the batch."""
     attacks = "fgsm,pgd,spsa,apgd-ce,apgd-t,fmn"
-    settings = {"spsa": {"iterations": 3, "samples": 16}, "apgd-ce": {"n_iter": 8}, "apgd-t": {"n_iter": 8, "n_target_classes": 2},
+    settings = {"spsa": {"iterations": 3, "samples": 8}, "apgd-ce": {"n_iter": 8}, "apgd-t": {"n_iter": 8, "n_target_classes": 2},
                 "fmn": {"steps": 10}}
     runs = [evaluate_full(models="digits-deit", eps="8/255", n_examples=40, attacks=attacks, settings=settings,
                           batch_size=b).records for b in (7, 32)]

@@ -26,8 +26,8 @@ def test_every_numeric_setting_has_a_meaning_its_default_meets(spec):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--set", "spsa.samples=0"], ["spsa.samples must be an even number at least 2"]),
-    (["--set", "spsa.samples=63"], ["spsa.samples must be an even number"]),
+    (["--set", "spsa.samples=0"], ["spsa.samples must be at least 1", "+/- direction pairs"]),
+    (["--set", "spsa.samples=1.5"], ["spsa.samples must be a whole number"]),
     (["--attacks", "pgd", "--set", "pgd.steps=0"], ["pgd.steps must be at least 1"]),
     (["--attacks", "fgsm", "--set", "fgsm.eot_iter=0"], ["fgsm.eot_iter must be at least 1"]),
     (["--attacks", "square", "--set", "square.p_init=1.5"], ["square.p_init must be", "at most 1"]),
@@ -60,12 +60,12 @@ def test_a_typo_answers_before_torch_loads(tmp_path):
 
 def test_what_is_stored_is_what_ran():
     res = evaluate_full(models="digits-deit", n_examples=10, attacks="spsa",
-                        settings={"spsa": {"samples": 16, "iterations": 2, "early_stop": False}})
+                        settings={"spsa": {"samples": 8, "iterations": 2, "early_stop": False}})
     stored = res.run["attack_settings"]["spsa"]
-    assert stored["samples"] == 16 and stored["iterations"] == 2
+    assert stored["samples"] == 8 and stored["iterations"] == 2
     row = res.summary.set_index("attack").loc["spsa"]
-    # per example: one pass for the start, iterations x (samples + the new iterate), one final count
-    assert row["forward_passes_per_example"] == 1 + 2 * (16 + 1) + 1
+    # per example: one pass for the start, iterations x (8 +/- pairs + the new iterate), one final count
+    assert row["forward_passes_per_example"] == 1 + 2 * (2 * 8 + 1) + 1
     json.dumps(res.run, default=str)  # run.json holds it as plain data
 
 

@@ -24,7 +24,7 @@ from .conftest import require_tool, run_cli
 
 # Small but long enough to be killed part-way: 6 batches x 3 attacks.
 RUN_ARGS = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--eps", "8/255",
-            "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=10", "--set", "spsa.samples=64", "--quiet"]
+            "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=10", "--set", "spsa.samples=32", "--quiet"]
 RECORD_KEY = ["model", "eps", "attack", "example"]
 
 

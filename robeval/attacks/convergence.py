@@ -12,9 +12,10 @@ setting sets their number (``curve_setting``).  An attack tells its observation 
 
 The end of the budget also counts the records' own pass on the returned points, so the curve's last
 point is the number of examples robust in the records *and* never fooled on the way.  For APGD,
-SPSA and Square, which return a fooling point whenever they found one, that is the records' robust
-count; PGD returns its last iterate, so its curve may end below its records by the examples an
-earlier iterate fooled and the last one did not.  The positions are integers: with a budget under
+SPSA (with ``keep_best``, its default) and Square, which return a fooling point whenever they found
+one, that is the records' robust count; PGD and SPSA without ``keep_best`` (the authors' procedure,
+under ``nielsen2024``) return their last iterate, so their curve may end below their records by the
+examples an earlier iterate fooled and the last one did not.  The positions are integers: with a budget under
 20 some points share a position (PGD with 5 steps: points 16 to 19 are all step 4).
 """
 

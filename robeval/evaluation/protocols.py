@@ -6,7 +6,10 @@
   NeurIPS 2024).  Attacks act on the *normalized* tensor with eps in normalized units, FGSM / PGD /
   SPSA use the model's clean predictions as labels and are not clipped (their cleverhans calls),
   AutoAttack clamps the normalized tensor to [0,1] (as their copy of AutoAttack did), PGD uses step
-  0.15*eps, SPSA starts uniformly in the ball, and elliptical models use the token median.  It is
+  0.15*eps, SPSA runs the authors' cleverhans procedure (128 +/- pairs = 256 evaluations per step, a
+  uniform start in the ball, the final iterate, no early stop, and cleverhans' slip of estimating
+  every step's gradient around ``x + x`` instead of the iterate: robeval.attacks.spsa), and
+  elliptical models use the token median.  It is
   **for reproducing the paper's numbers only and is not a valid pixel-space threat model**: 1/255 in
   normalized units is about 0.23/255 in pixels, and the [0,1] clamp of normalized values moves
   pixels far outside the eps ball.
@@ -68,14 +71,25 @@ register_protocol(
         description=(
             "REPRODUCTION ONLY, not a valid pixel-space threat model: attacks on the normalized tensor "
             "(eps in normalized units), clean-prediction labels and no clipping for fgsm/pgd/spsa, "
-            "AutoAttack's [0,1] clamp on normalized values, token median in elliptical models"
+            "AutoAttack's [0,1] clamp on normalized values, token median in elliptical models, and the "
+            "authors' cleverhans SPSA (random start, final iterate, no early stop, gradient estimated "
+            "around 2x as their code does)"
         ),
         space="normalized",
         predicted_labels=frozenset({"fgsm", "pgd", "spsa"}),
         unclipped=frozenset({"fgsm", "pgd", "spsa"}),
         attack_settings={
             "pgd": {"steps": 20, "rel_stepsize": 0.15, "random_start": True},
-            "spsa": {"iterations": 40, "samples": 128, "lr": 0.01, "delta": 0.01, "random_start": True},
+            "spsa": {
+                "iterations": 40,
+                "samples": 128,  # +/- pairs: cleverhans' spsa_samples=128 evaluates 256 inputs per step
+                "lr": 0.01,
+                "delta": 0.01,
+                "random_start": True,
+                "keep_best": False,
+                "early_stop": False,
+                "estimate_at_2x": True,
+            },
         },
         model_options={"token_reduction": "median"},
         valid_threat_model=False,

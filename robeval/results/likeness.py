@@ -6,9 +6,10 @@ under the same protocol, threat model, crafting precision and cascade, on the sa
 included) and the same examples, and every attack both ran had the same settings (Square of 5,000
 queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
 difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` combine runs
-(:func:`robeval.results.runs.combine`): they refuse every difference but one in attack settings, which
-the table's caption names on one line (:func:`settings_note`), because a run made for the checklist
-(PGD at 16/255 and 64/255) runs the attack with its default settings beside the run's own eps.
+(:func:`robeval.results.runs.combine`): they refuse the same differences, except one in attack settings
+between a run and the run made as evidence for it (the checklist's PGD at 16/255 and 64/255 runs the
+attack with its default settings beside the run's own eps), which the table's caption names on one
+line (:func:`settings_note`).
 
 Attack settings are compared as the summary gives them (``settings``, from the store): a store that
 normalises settings of an older release on reading makes old and new runs differ here as they would
@@ -26,6 +27,7 @@ import pandas as pd
 
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..errors import UserError
+from ..settings import WORK_SPLIT
 from .stored_run import StoredRun
 from .summary import crafting_precision
 
@@ -131,8 +133,9 @@ def _settings(a: Side, b: Side) -> str | None:
 
 
 def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ."""
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ (not those that
+    only split the work into passes: :data:`robeval.settings.WORK_SPLIT`)."""
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k) and k not in WORK_SPLIT]
     if not keys:
         return None
     return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys)

@@ -45,16 +45,23 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     return [load_run(store, r) for r in run_ids]
 
 
-# What a table never mixes (robeval.results.likeness): every aspect but eps (runs at other eps combine)
-# and attack settings (named in the caption); data and examples only between runs of one shift.
+# What a table never mixes (robeval.results.likeness): every aspect but eps (runs at other eps combine);
+# data and examples only between runs of one shift; attack settings except with a run made as evidence
+# for the other (``check --run-missing``'s PGD at large eps runs PGD's defaults): the caption names those.
 TABLE_REFUSES = ("protocol", "threat model", "precision", "cascade")
 SAME_SHIFT_REFUSES = ("data", "examples")
+UNLESS_EVIDENCE_REFUSES = ("attack settings",)
+
+
+def is_evidence_pair(a: StoredRun, b: StoredRun) -> bool:
+    """Whether one of the two runs was made as evidence for the other (its ``evidence_for``)."""
+    return a.config.get("evidence_for") == b.run_id or b.config.get("evidence_for") == a.run_id
 
 
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, norms, precisions, data or example sets
-    (one line naming each difference), and names a difference in attack settings in the ``unlike``
-    column, which the captions print.
+    """One summary over several runs; refuses to mix protocols, norms, precisions, data, example sets
+    or attack settings (one line naming each difference); a run made as evidence for another may have
+    run its attack with other settings, which the ``unlike`` column names and the captions print.
 
     Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
     at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
@@ -64,6 +71,7 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
     for other in runs[1:]:
         same_shift = _shift(first) == _shift(other)
         aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if same_shift else ())
+        aspects += () if is_evidence_pair(first, other) else UNLESS_EVIDENCE_REFUSES
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
     frame = pd.concat(
         [_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))], ignore_index=True

@@ -28,6 +28,7 @@ from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..evaluation.units import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..machine import process_start
+from ..settings import read_stored_settings
 
 SCHEMA_VERSION = 6
 
@@ -145,6 +146,15 @@ def check_is_store(path: Path) -> None:
             f"{path} is an SQLite database of another program (tables: {shown}), not a robeval results "
             "store; it was left as it was: give another --store"
         )
+
+
+def read_stored_json(text: str) -> dict[str, Any]:
+    """A run's stored configuration or description, its attack settings in today's meaning
+    (:func:`robeval.settings.read_stored_settings`): every reader of a run's settings reads them here."""
+    out = json.loads(text)
+    if isinstance(out.get("attack_settings"), dict):
+        out["attack_settings"] = read_stored_settings(out["attack_settings"])
+    return out
 
 
 def now() -> str:
@@ -315,7 +325,7 @@ class Store:
             raise UserError(f"no run {run_id!r} in {self.path}{hint}")
         keys = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
         out = dict(zip(keys, row))
-        out["config"], out["info"] = json.loads(out["config"]), json.loads(out["info"])
+        out["config"], out["info"] = read_stored_json(out["config"]), read_stored_json(out["info"])
         return out
 
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
@@ -323,7 +333,7 @@ class Store:
         rows = self.conn.execute(
             "SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC"
         )
-        return [(run_id, json.loads(config)) for run_id, config in rows]
+        return [(run_id, read_stored_json(config)) for run_id, config in rows]
 
     def runs(self) -> pd.DataFrame:
         df = pd.read_sql_query(
@@ -332,6 +342,7 @@ class Store:
             "FROM runs r ORDER BY r.created, r.rowid",
             self.conn,
         )
+        df["config"] = [json.dumps(read_stored_json(c)) for c in df["config"]]
         return df
 
     @staticmethod
