@@ -140,8 +140,8 @@ def test_a_run_stored_when_samples_counted_evaluations_shows_its_pairs_and_never
     assert read.info["attack_settings"]["spsa"]["keep_best"] is True  # what every run kept then
     assert json.loads(read.summary.set_index("attack").loc["spsa", "settings"])["samples"] == 8  # the table's settings
     mixed = run_cli("table", old, new, "--store", str(store))
-    assert one_line_error(mixed, "differ in spsa settings", "samples 8 vs 16"), mixed.stderr
+    assert one_line_error(mixed, "differ in attack settings (spsa samples 8 vs 16)", "a table never mixes them"), mixed.stderr
     compared = run_cli("compare", f"{old}:digits-deit", f"{new}:digits-deit", "--store", str(store))
-    assert one_line_error(compared, "spsa settings", "samples 8 vs 16"), compared.stderr
+    assert one_line_error(compared, "attack settings (spsa samples 8 vs 16)", "like with like"), compared.stderr
     together = run_cli("table", old, same, "--store", str(store), "-f", "csv")  # the same 8 pairs ran in both
     assert together.returncode == 0 and together.stdout.count("digits-deit") >= 2, together.stderr
