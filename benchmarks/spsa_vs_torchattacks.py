@@ -26,10 +26,10 @@ import torchattacks
 
 import robeval
 from robeval.attacks import create
-from robeval.eps import parse_one
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
-from robeval.evaluation.attack_calls import PassCounter
+from robeval.eps import parse_one
+from robeval.evaluation.attack_guards import PassCounter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved_samples, paired_ratio  # noqa: E402

@@ -393,7 +393,7 @@ def test_model_info_values_are_typed_as_robustbenchs_update_json_writes_them(run
     from robustbench.utils import update_json
 
     from robeval.report.robustbench import to_model_info
-    from robeval.robustbench_ext.datasets import robustbench_dataset
+    from robeval.robustbench_ext.dataset_facts import robustbench_dataset
 
     clean, robust = runs["fractions"]
     monkeypatch.chdir(tmp_path)

@@ -196,7 +196,7 @@ def compare_cmd(
     """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p (against
     a RobustBench model-info file: the run's accuracies with their CI against the published ones)."""
     from ..report.compare import compare, to_markdown
-    from ..report.published import compare_published, published_markdown
+    from ..report.published_compare import compare_published, published_markdown
     from ..results.store import Store
     from ..robustbench_ext.leaderboard import is_model_info_path
 

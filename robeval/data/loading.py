@@ -17,9 +17,9 @@ from ..registry import Registry
 from .arrays import array_data, cifar_label_space
 from .digits import load_digits_data
 from .examples import EvalData, ImageSpec
+from .file_formats import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
 from .folders import load_folder_data
 from .labels import LabelSpace
-from .published import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
 
 CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
 MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"

@@ -19,10 +19,10 @@ from torch.utils.data import ConcatDataset, DataLoader
 
 from ..data.examples import EvalData
 from ..shifts.catalog import Condition
-from ..shifts.datasets import CORRUPTION_FAILED
+from ..shifts.condition_images import CORRUPTION_FAILED
 from ..shifts.kinds import ShiftKind
-from .attack_calls import topk_hits
-from .units import BatchOutcome, Deliver, add_records, new_columns
+from .attack_guards import topk_hits
+from .unit_records import BatchOutcome, Deliver, add_records, new_columns
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..errors import StoreFull, UserError
 from ..models import GivenModel
 from ..options import EvalConfig
 from ..precision import slower_here
-from .attack_calls import AttackBoundsError
+from .attack_guards import AttackBoundsError
 from .distributed import SINGLE, DistContext, announce_run
 from .model_run import ModelEvaluation
 from .opening import OpenRun, latest_matching_run, mark_stopped, open_run
@@ -32,7 +32,7 @@ from .preflight import preflight
 from .profiling import gflops_per_image
 from .progress import NullReporter, Reporter, model_bars, unit_key
 from .run_info import RunState, describe_run
-from .units import ModelFailure, Unit, UnitCurve
+from .unit_records import ModelFailure, Unit, UnitCurve
 
 
 @dataclass

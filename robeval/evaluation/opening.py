@@ -14,7 +14,7 @@ from ..errors import StoreFull, UserError
 from .config import config_difference
 from .distributed import DistContext
 from .plan import RunPlan
-from .units import Unit
+from .unit_records import Unit
 
 
 @dataclass

@@ -220,7 +220,7 @@ def _check_weights(evaluation: ModelEvaluation, request: Request) -> None:
 def _capture(evaluation: ModelEvaluation, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
     """Let the engine's attack call hand over the points it crafts (the call itself unchanged): the
     wanted examples' clean and adversarial [0,1] pixel images and clean predictions."""
-    units, images = evaluation.attack_units, {}
+    units, images = evaluation.batch_attacks, {}
     attack_call = units._run
     pixels = _pixel_images(evaluation)
 

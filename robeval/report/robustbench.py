@@ -25,7 +25,7 @@ from ..attacks import resolve_settings
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
 from ..results.flags import chance_flags
-from ..robustbench_ext.datasets import examples_caveat, robustbench_dataset
+from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition

@@ -15,7 +15,7 @@ import pandas as pd
 from ..defaults import CLEAN
 from ..errors import UserError
 from ..models.given import GivenItem
-from .datasets import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
+from .dataset_facts import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
 from .versions import STANDARD, VERSIONS
 
 # Run options benchmark() sets from its own arguments: passing one of them too is an error, as a

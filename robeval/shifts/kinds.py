@@ -105,7 +105,7 @@ class GeneratedCorruptions(ShiftKind):
     description = "ImageNet-C's corruptions generated from the clean images (imagecorruptions)"
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
-        from .datasets import CorruptedImages
+        from .condition_images import CorruptedImages
 
         return CorruptedImages(data.dataset, condition, config.seed)
 
@@ -152,7 +152,7 @@ class CorruptionTree(ShiftKind):
         """The first condition's folder names the examples (its file names are every condition's);
         the images are the 224 x 224 centre crops already: resized to the model's size, not cropped again."""
         from ..data.folders import load_folder_data
-        from .datasets import check_tree
+        from .folder_layouts import check_tree
 
         folder_reader(config, self.name)
         root = Path(config.data)
@@ -166,7 +166,7 @@ class CorruptionTree(ShiftKind):
         return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
-        from .datasets import TreeImages
+        from .condition_images import TreeImages
 
         return TreeImages(data.dataset, config.data, condition)
 
@@ -192,12 +192,12 @@ class ClassSubset(OtherImages):
         super().__init__(name, title, "200 classes; logits restricted to them")
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
-        from .datasets import RestrictedLogits
+        from .restricted_logits import RestrictedLogits
 
         return RestrictedLogits(target, self.name)
 
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
-        from .datasets import check_class_set
+        from .folder_layouts import check_class_set
 
         data = super().load(config, spec)
         check_class_set(list(data.dataset.classes), self.name, config.data)
@@ -215,7 +215,7 @@ class WnidFolders(OtherImages):
 
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
-        from .datasets import check_wnids
+        from .folder_layouts import check_wnids
 
         folder_reader(config, self.name)
         root = Path(config.data)
@@ -233,7 +233,7 @@ class ClassIndexFolders(OtherImages):
     def load(self, config: Any, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
         from ..data.labels import LabelSpace
-        from .datasets import check_class_indices
+        from .folder_layouts import check_class_indices
 
         folder_reader(config, self.name)
         if config.class_map is not None:

@@ -20,7 +20,7 @@ from ..attacks.transfer import TransferAttack
 from ..eps import Eps
 from ..norms import perturbation_norms
 from ..precision import Precision, crafting, strict_fp32
-from .attack_calls import (
+from .attack_guards import (
     AttackBoundsError,
     PassCounter,
     attack_with_halving,
@@ -32,7 +32,7 @@ from .cascade import Cascade
 from .plan import ModelJob, RunPlan
 from .precision_check import PrecisionCheck
 from .progress import throttled
-from .units import BatchOutcome, Unit, UnitCurve, add_records
+from .unit_records import BatchOutcome, Unit, UnitCurve, add_records
 
 Logits = Callable[[torch.Tensor, str], torch.Tensor]  # the checked, gradient-free forward pass
 

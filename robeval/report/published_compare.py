@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..results.runs import StoredRun
 from ..results.store import Store
 from ..results.summary import any_attack_records
-from ..robustbench_ext.datasets import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
+from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import parse_condition
