@@ -271,7 +271,7 @@ def _is_main() -> bool:
 def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_path: str | None) -> None:
     """benchmark()'s ``to_disk`` model-info file and its ``log_path`` log (the run's table, appended)."""
     if info_path is not None:
-        from .report.files import atomic_write
+        from .atomic_files import atomic_write
         from .report.robustbench import updated_model_info
 
         info_path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,8 @@ def report_cmd(
     """Write one HTML page (opens offline: styles, script and figures inline) with the paper table, the
     figures, the convergence curves, the checklist, the efficiency table, the paired comparison of the
     first two models, a gallery of regenerated adversarial examples and each run's configuration."""
-    from ..report.files import atomic_write, check_out_file
+    from ..atomic_files import atomic_write
+    from ..report.files import check_out_file
     from ..report.html_page import html_report
     from ..results.store import Store
 

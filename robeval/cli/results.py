@@ -83,8 +83,8 @@ def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
     """The checklist of ``run`` to ``report``; with ``run_missing`` after the large-eps PGD run it lacks."""
     import pandas as pd
 
+    from ..atomic_files import atomic_write
     from ..report.checklist import checklist
-    from ..report.files import atomic_write
     from ..results.runs import minimal_norms, restart_companion
     from ..results.store import Store
 

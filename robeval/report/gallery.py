@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..atomic_files import atomic_write
 from ..eps import find_budget
 from ..errors import UserError
 from ..evaluation.config import model_order
@@ -116,10 +117,7 @@ class Gallery:
 
     def write(self, path: Path) -> Path:
         """The figure to ``path``: SVG when it ends in .svg, else PNG (written whole or not at all)."""
-        from .gallery_figure import write_bytes
-
-        data = self.svg().encode("utf-8") if Path(path).suffix.lower() == ".svg" else self.png()
-        return write_bytes(Path(path), data)
+        return atomic_write(path, self.svg() if Path(path).suffix.lower() == ".svg" else self.png())
 
     def _saved(self, fmt: str, dpi: int = 200) -> io.BytesIO:
         import matplotlib.pyplot as plt

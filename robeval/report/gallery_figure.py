@@ -7,8 +7,6 @@ nearest-neighbour pixels.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -18,7 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..data.labels import LabelSpace, imagenet_wnids  # noqa: E402
-from ..errors import UserError  # noqa: E402
 from .naming import attack_title  # noqa: E402
 
 PANEL = 1.3  # inches per image panel
@@ -105,15 +102,3 @@ def _perturbation(ax, delta: np.ndarray, record: dict) -> None:
     linf, l2 = float(record["linf"]), float(record["l2"])
     amplified = f"×{gain:.0f}" if largest > 0 else "(none)"
     ax.set_title(f"perturbation {amplified}\nL∞ {linf * 255:.1f}/255, L2 {l2:.2f}", linespacing=1.1)
-
-
-def write_bytes(path: Path, data: bytes) -> Path:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a figure."""
-    tmp = Path(path.parent) / f".{path.name}.{os.getpid()}.part"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    return path
