@@ -213,6 +213,7 @@ def benchmark(
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
     there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
     ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
+    from .evaluation.protocols import AUTOATTACK_VERSIONS, autoattack_options
     from .robustbench_ext.benchmark_run import (
         BenchmarkArgs,
         accuracies,
@@ -225,9 +226,11 @@ def benchmark(
         n_examples, dataset, threat_model, model_name, data_dir, corruptions_data_dir, device, batch_size, eps,
         version, preprocessing, aa_state_path,
     )  # fmt: skip
-    path = model_info_path(args, options) if to_disk else None  # checked before the run
+    as_version = autoattack_options(version)
+    standard = AUTOATTACK_VERSIONS.get("standard").version_attacks()
+    path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
-    result, name = evaluate_module(model, args, run, options)
+    result, name = evaluate_module(model, args, run, options, as_version)
     clean, robust = accuracies(result.records, list(result.run["config"]["attacks"]), name)
     if _is_main():
         _benchmark_files(result, name, path, log_path)
