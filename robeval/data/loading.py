@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..defaults import DIGITS
 from ..errors import UserError
+from ..options import EvalConfig
 from ..registry import Registry
 from .arrays import array_data, cifar_label_space
 from .digits import load_digits_data
@@ -40,7 +40,7 @@ class PublishedSet:
             return cifar_label_space(self.num_classes, names)
         return LabelSpace({str(c): c for c in range(self.num_classes)}, self.num_classes, f"{self.title} (10 classes)")
 
-    def load(self, config: Any) -> EvalData:
+    def load(self, config: EvalConfig) -> EvalData:
         split = getattr(config, "split", "test")
         images, labels, names = read_published(self.name, self.formats, Path(config.data_dir), split, self.where)
         selection = getattr(config, "selection", "balanced")
@@ -63,7 +63,7 @@ def is_in_memory(data: str) -> bool:
     return data in IN_MEMORY
 
 
-def load_data(config: Any, spec: ImageSpec) -> EvalData:
+def load_data(config: EvalConfig, spec: ImageSpec) -> EvalData:
     """The examples of the run's ``--data`` (see the module docstring)."""
     data = config.data
     if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):

@@ -39,10 +39,10 @@ THREE_D = CORRUPTION_SETS.get("imagenet-3dcc").names  # corruptions whose entrie
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
-    standard = AUTOATTACK_VERSIONS.get("standard")
-    attacks = standard.version_attacks()
-    if rows["protocol"].iloc[0] != standard.name:
-        return f"{model} ran under protocol {rows['protocol'].iloc[0]}, not {standard.name}"
+    version = AUTOATTACK_VERSIONS.get("standard")
+    attacks = version.version_attacks()
+    if rows["protocol"].iloc[0] != version.name:
+        return f"{model} ran under protocol {rows['protocol'].iloc[0]}, not {version.name}"
     worst = rows[rows["attack"] == ANY]
     over = [a for a in str(worst["any_over"].iloc[0]).split(",") if a] if len(worst) else []
     missing = [a for a in attacks if a not in over]
