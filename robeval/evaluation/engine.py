@@ -246,7 +246,9 @@ def _finish(plan: RunPlan, opened: OpenRun, state: RunState, ctx: DistContext) -
     store = opened.store
     state.status = "failed" if state.failed_models else "finished"
     records, done = (
-        (store.records(opened.stored_id), store.unit_counts(opened.stored_id)) if store is not None else state.kept_records()
+        (store.records(opened.stored_id), store.unit_counts(opened.stored_id))
+        if store is not None
+        else state.kept_records()
     )
     curves = store.curves(opened.stored_id) if store is not None else state.kept_curves()
     if records.empty and state.failed_models:

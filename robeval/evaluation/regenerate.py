@@ -32,9 +32,11 @@ import torch
 from ..attacks import list_attacks
 from ..attacks.base import PER_BATCH_IN_LIBRARY
 from ..data.labels import LabelSpace
+from ..eps import Eps
 from ..errors import UserError
 from ..options import identity_fields
 from ..threads import set_threads
+from .batch_attacks import BatchAttack
 from .config import ADAPTIVE_SUFFIX, config_difference, make_config
 from .engine import load_source
 from .model_run import ModelEvaluation
@@ -218,21 +220,18 @@ def _check_weights(evaluation: ModelEvaluation, request: Request) -> None:
 
 
 def _capture(evaluation: ModelEvaluation, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """Let the engine's attack call hand over the points it crafts (the call itself unchanged): the
-    wanted examples' clean and adversarial [0,1] pixel images and clean predictions."""
-    units, images = evaluation.batch_attacks, {}
-    attack_call = units._run
+    """Watch the engine's attack units (their observer hook) for the wanted examples' clean and
+    adversarial [0,1] pixel images and clean predictions, filled in as the units run."""
+    images: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
     pixels = _pixel_images(evaluation)
 
-    def observed(batch, eps, attack):
-        out = attack_call(batch, eps, attack)
+    def observe(batch: BatchAttack, eps: Eps, attack: str, x_adv: torch.Tensor) -> None:
         for row, example in enumerate(batch.base["example"]):
             if example in wanted:
                 clean_pred = int(batch.clean_logits[row].argmax())
-                images[int(example)] = (pixels(batch.xa[row]), pixels(out[0][row]), clean_pred)
-        return out
+                images[int(example)] = (pixels(batch.xa[row]), pixels(x_adv[row]), clean_pred)
 
-    units._run = observed  # type: ignore[method-assign]
+    evaluation.batch_attacks.observers.append(observe)
     return images
 
 
