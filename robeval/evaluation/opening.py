@@ -15,6 +15,7 @@ from .config import config_difference
 from .distributed import DistContext
 from .plan import RunPlan
 from .run_store import RunStore
+from .stored_config import newest_matching
 from .unit_records import Unit
 
 
@@ -38,9 +39,9 @@ class OpenRun:
 def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     """The newest unfinished run in ``store`` with this configuration (``--resume`` alone)."""
     unfinished = store.unfinished_runs()
-    for run_id, stored in unfinished:
-        if config_difference(stored, identity) is None:
-            return run_id
+    found = newest_matching(unfinished, identity)
+    if found is not None:
+        return found
     if not unfinished:
         raise UserError(f"--resume: no unfinished run in {store.path}")
     newest, stored = unfinished[0]
