@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "robeval"
 # ARCHITECTURE.md's layers, top to bottom: a module may import its own layer and the layers below.
 LAYERS = [
     ("robeval.cli", "robeval.__main__"),
-    ("robeval.api", "robeval"),
+    ("robeval.api", "robeval.results_api", "robeval"),
     ("robeval.reproduce",),
     ("robeval.report",),
     ("robeval.results",),
