@@ -89,28 +89,17 @@ class Run:
     store: Path | Store
     runs: list[StoredRun]
     notes: list[str] = field(default_factory=list)  # which run was taken, runs not finished (the CLI's stderr)
+    # the run's own facts, from its first run
+    run_id: str = field(init=False)
+    status: str = field(init=False)  # running | finished | interrupted | failed
+    protocol: str = field(init=False)
+    config: dict = field(init=False)  # its stored configuration (what --resume compares)
+    info: dict = field(init=False)  # its stored description (run.json: versions, checkpoints, timings, checks)
 
-    @property
-    def run_id(self) -> str:
-        return self.runs[0].run_id
-
-    @property
-    def status(self) -> str:
-        return self.runs[0].status
-
-    @property
-    def protocol(self) -> str:
-        return self.runs[0].protocol
-
-    @property
-    def config(self) -> dict:
-        """The run's stored configuration (what ``--resume`` compares)."""
-        return self.runs[0].config
-
-    @property
-    def info(self) -> dict:
-        """The run's stored description (run.json: versions, checkpoints, timings, checks)."""
-        return self.runs[0].info
+    def __post_init__(self) -> None:
+        first = self.runs[0]
+        self.run_id, self.status, self.protocol = first.run_id, first.status, first.protocol
+        self.config, self.info = first.config, first.info
 
     @cached_property
     def records(self) -> pd.DataFrame:
