@@ -77,7 +77,7 @@ from robeval.attacks import create  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
 from robeval.data.subsets import balanced_subset  # noqa: E402
 from robeval.eps import parse_one  # noqa: E402
-from robeval.evaluation.attack_calls import PassCounter  # noqa: E402
+from robeval.evaluation.attack_guards import PassCounter  # noqa: E402
 
 SEED = 0
 
@@ -238,7 +238,7 @@ def pass_seconds(call: Callable[[], None]) -> tuple[float, float]:
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(entry[2] for entry in stats.values())  # every function's own time
     inside = sum(entry[3] for (path, _, name), entry in stats.items()
-                 if (name == "forward" and path.endswith("attack_calls.py")) or "'run_backward'" in name)
+                 if (name == "forward" and path.endswith("attack_guards.py")) or "'run_backward'" in name)
     return total, inside
 
 

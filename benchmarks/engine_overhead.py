@@ -39,12 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved_samples, paired_ratio  # noqa: E402
 
 import robeval  # noqa: E402
-import robeval.evaluation.attack_units as engine_module  # noqa: E402  (where the engine calls attacks)
+import robeval.evaluation.batch_attacks as engine_module  # noqa: E402  (where the engine calls attacks)
 from robeval.api import evaluate_full  # noqa: E402
 from robeval.attacks import create  # noqa: E402
-from robeval.eps import parse_one  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
-
+from robeval.eps import parse_one  # noqa: E402
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ Timing: the machine may be shared, so the two sides run in turn for each (model,
 alternating order, and the ratio is taken per pair (benchmarks/_timing.py) before the median and the
 spread over all pairs.  Wall time and this process's CPU time are both shown; on a loaded machine the
 CPU time ratio is the steadier one.  Both sides call the model through one counting wrapper
-(robeval.evaluation.attack_calls.PassCounter), so the forward and backward passes each made are
+(robeval.evaluation.attack_guards.PassCounter), so the forward and backward passes each made are
 counted alike.
 
     .venv/bin/python benchmarks/spsa_vs_torchattacks.py [--n 100] [--seeds 3] [--eps 8/255] [--authors]
@@ -32,7 +32,7 @@ from robeval.attacks import create
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
 from robeval.eps import parse_one
-from robeval.evaluation.attack_calls import PassCounter
+from robeval.evaluation.attack_guards import PassCounter
 from robeval.evaluation.protocols import get_protocol
 
 MODELS = ("digits-deit", "digits-deit-elliptical")

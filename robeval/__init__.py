@@ -6,6 +6,8 @@ Python API::
     model = robeval.load_model("digits-deit-elliptical")           # [0,1] images in, logits out
     table = robeval.evaluate(models=["digits-deit", "digits-deit-elliptical"], eps="8/255")
     table = robeval.evaluate(models=[my_module, "./mynet.py:build", "digits-deit"])  # your own models too
+    run = robeval.open_run()                   # a stored run read back: .records, .table("md"), .compare(a, b),
+                                               # .plot(out), .check(), .report(out)
 
 The API is imported on first use, so ``robeval --help`` and other light commands start without
 loading torch.
@@ -24,6 +26,7 @@ _LAZY = {
     "evaluate_full": "api",
     "load_model": "api",
     "benchmark": "api",
+    "open_run": "results_api",
     "ModelConfig": "model_config",
     "attacks": None,
     "models": None,
@@ -39,6 +42,7 @@ __all__ = [
     "evaluate",
     "evaluate_full",
     "load_model",
+    "open_run",
 ]
 
 

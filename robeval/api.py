@@ -10,7 +10,6 @@ with its help text there (``models``, ``eps``, ``attacks``, ``settings``, ``prot
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
-from .eps import parse_eps_list
 from .evaluation.config import make_config
 from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
 from .evaluation.engine import EvalResult, execute_run, prepare_run
 from .evaluation.progress import NullReporter, Reporter
+from .evaluation.stored_config import newest_matching, rebuild_config, stored_identity
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import (
     GivenModel,
@@ -31,7 +30,7 @@ from .models import (
 )
 from .options import EvalConfig
 from .results.flags import all_flags, as_dicts
-from .results.store import Store, worker_store_path
+from .results.store import Store, existing_store, worker_store_path
 from .results.summary import passes_per_image, run_summary
 
 RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
@@ -138,37 +137,23 @@ def _reporter(progress: bool, ctx: DistContext) -> Reporter:
     return RichReporter()
 
 
+NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
+
+
 def large_eps_run(
     store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False
 ) -> EvalResult | None:
     """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
-    configuration as the store keeps it), written to ``store`` as a run of its own that names it
-    (``evidence_for``: tables of ``run_id`` take it in); None when the run already has them.
-    Shifts, transfer sources, adaptive copies and attack settings of the stored run are not carried over."""
+    configuration as the store keeps it, rebuilt: :func:`robeval.evaluation.stored_config.rebuild_config`),
+    written to ``store`` as a run of its own that names it (``evidence_for``: tables of ``run_id`` take
+    it in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack
+    settings of the stored run are not carried over."""
     attack, wanted = LARGE_EPS_CHECK
     have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
     missing = [e for e in wanted if e not in have]
     if not missing:
         return None
-    dropped = {
-        "eps",
-        "attacks",
-        "shift",
-        "corruptions",
-        "severities",
-        "source_model",
-        "adaptive",
-        "settings",
-        "evidence_for",
-    }
-    kept = {
-        f.name: stored_config[f.name]
-        for f in fields(EvalConfig)
-        if f.metadata["identity"] and f.name not in dropped and f.name in stored_config
-    }
-    config = EvalConfig(
-        eps=parse_eps_list(",".join(missing), stored_config["norm"]), attacks=[attack], evidence_for=run_id, **kept
-    )
+    config = rebuild_config(stored_config, reset=NOT_CARRIED, eps=missing, attacks=[attack], evidence_for=run_id)
     prepared = prepare_run(config, store, None, SINGLE)
     return summarise(execute_run(prepared, _reporter(progress, SINGLE)))
 
@@ -213,6 +198,7 @@ def benchmark(
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
     there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
     ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
+    from .evaluation.protocols import AUTOATTACK_VERSIONS, autoattack_options
     from .robustbench_ext.benchmark_run import (
         BenchmarkArgs,
         accuracies,
@@ -225,9 +211,11 @@ def benchmark(
         n_examples, dataset, threat_model, model_name, data_dir, corruptions_data_dir, device, batch_size, eps,
         version, preprocessing, aa_state_path,
     )  # fmt: skip
-    path = model_info_path(args, options) if to_disk else None  # checked before the run
+    as_version = autoattack_options(version)
+    standard = AUTOATTACK_VERSIONS.get("standard").version_attacks()
+    path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
-    result, name = evaluate_module(model, args, run, options)
+    result, name = evaluate_module(model, args, run, options, as_version)
     clean, robust = accuracies(result.records, list(result.run["config"]["attacks"]), name)
     if _is_main():
         _benchmark_files(result, name, path, log_path)
@@ -244,18 +232,9 @@ def _resuming(store: str | Path, options: dict[str, Any]):
     def run(**run_options: Any) -> EvalResult:
         resume = None
         if Path(store).exists():
-            from .evaluation.config import config_difference
-            from .evaluation.plan import make_plan
-
-            plain = {k: v for k, v in run_options.items() if k not in ("out", "progress", "reporter", "ctx")}
-            plain["models"], given = split_models(plain["models"])
-            identity = make_plan(make_config(**plain), given).identity()
-            db = Store(Path(store))
-            try:
-                matching = (r for r, stored in db.unfinished_runs() if config_difference(stored, identity) is None)
-                resume = next(matching, None)
-            finally:
-                db.close()
+            identity = stored_identity(run_options)
+            with existing_store(store) as db:
+                resume = newest_matching(db.unfinished_runs(), identity)
         return evaluate_full(store=store, resume=resume, **run_options)
 
     return run
@@ -271,7 +250,7 @@ def _is_main() -> bool:
 def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_path: str | None) -> None:
     """benchmark()'s ``to_disk`` model-info file and its ``log_path`` log (the run's table, appended)."""
     if info_path is not None:
-        from .report.files import atomic_write
+        from .atomic_files import atomic_write
         from .report.robustbench import updated_model_info
 
         info_path.parent.mkdir(parents=True, exist_ok=True)

@@ -156,7 +156,8 @@ class EvalConfig:
     protocol: str = option(
         "standard",
         help="standard (pixel space), aa-plus (AutoAttack's plus version: its six "
-        "attacks unless --attacks) or nielsen2024 (paper reproduction only).",
+        "attacks unless --attacks), aa-rand (AutoAttack's rand version: APGD-CE and APGD-DLR with EOT over 20 "
+        "passes) or nielsen2024 (paper reproduction only).",
     )
     settings: dict[str, dict[str, Any]] = option(
         factory=dict,

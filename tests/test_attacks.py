@@ -14,7 +14,7 @@ from robeval.attacks import create, parse_attack_list
 from robeval.attacks.spsa import SPSA
 from robeval.data.digits import digits_split
 from robeval.errors import UserError
-from robeval.evaluation.attack_calls import AttackBoundsError, verify_adversarial
+from robeval.evaluation.attack_guards import AttackBoundsError, verify_adversarial
 
 from .conftest import FAST_SETTINGS
 

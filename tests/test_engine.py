@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from robeval.api import evaluate_full
-from robeval.evaluation import attack_units, model_run
+from robeval.evaluation import batch_attacks, model_run
 
 
 def test_out_of_memory_halves_the_batch(monkeypatch):
@@ -45,7 +45,7 @@ def test_one_clean_pass_per_batch(monkeypatch):
         return original(logits, y, k)
 
     monkeypatch.setattr(model_run, "topk_hits", spy)
-    monkeypatch.setattr(attack_units, "topk_hits", spy)
+    monkeypatch.setattr(batch_attacks, "topk_hits", spy)
     evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm,pgd", batch_size=10)
     # per batch: one clean evaluation + one per (eps, attack); never a clean pass per attack
     assert len(calls) == 2 * (1 + 2 * 2)

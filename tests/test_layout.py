@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "robeval"
 # ARCHITECTURE.md's layers, top to bottom: a module may import its own layer and the layers below.
 LAYERS = [
     ("robeval.cli", "robeval.__main__"),
-    ("robeval.api", "robeval"),
+    ("robeval.api", "robeval.results_api", "robeval"),
     ("robeval.reproduce",),
     ("robeval.report",),
     ("robeval.results",),
@@ -27,7 +27,7 @@ LAYERS = [
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
      "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
-     "robeval.model_config", "robeval.references"),
+     "robeval.model_config", "robeval.references", "robeval.atomic_files"),
 ]
 MAX_BODY_LINES = 40
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from robeval.api import evaluate_full
-from robeval.evaluation.attack_calls import BOUND_TOLERANCE
+from robeval.evaluation.attack_guards import BOUND_TOLERANCE
 
 from .conftest import FAST_SETTINGS
 
@@ -28,7 +28,7 @@ EXACT = ["model", "attack", "eps", "batch", "example", "label", "clean_top1", "c
 CLOSE = ["eps_value", "forward_passes", "backward_passes"]
 # Perturbation sizes across CPUs: another CPU's kernels (AVX-512 here, AVX2 where the reference was made)
 # round the last bits differently.  Linf and the minimal norms stay within the eps check's own tolerance
-# (robeval.evaluation.attack_calls.BOUND_TOLERANCE; FAB-T, FMN: 1.7e-7 and 4.2e-7 seen).  L2 sums every
+# (robeval.evaluation.attack_guards.BOUND_TOLERANCE; FAB-T, FMN: 1.7e-7 and 4.2e-7 seen).  L2 sums every
 # pixel, and a sign step (PGD, APGD) or Adam's per-pixel normalisation (SPSA) turns a last-bit difference
 # in a pixel's gradient into a pixel moved by a whole step: 1.4e-3 relative seen (APGD at 4/255), so to 0.5%.
 NORMS = {"linf": dict(rtol=0, atol=BOUND_TOLERANCE), "min_norm": dict(rtol=0, atol=BOUND_TOLERANCE),

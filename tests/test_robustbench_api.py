@@ -87,6 +87,9 @@ def test_module_names_carry_their_state_dicts_hash():
 
 
 def test_benchmark_arguments_are_robustbenchs_conventions():
+    from robeval.evaluation.config import make_config
+    from robeval.evaluation.plan import make_plan
+    from robeval.evaluation.protocols import autoattack_options
     from robeval.robustbench_ext.benchmark_run import BenchmarkArgs, run_options
 
     class Enum:  # RobustBench's enums: their value is the name
@@ -97,17 +100,22 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
     assert BenchmarkArgs(dataset="imagenet").eps_text() == "4/255"
     assert BenchmarkArgs(eps=8 / 255).eps_text() == "8/255" and BenchmarkArgs(eps=0.3).eps_text() == "0.3"
     assert BenchmarkArgs(eps="4/255").eps_text() == "4/255"
-    cifar = run_options(BenchmarkArgs(n_examples=100, data_dir="D"), "m", {})
+    standard = autoattack_options("standard")
+    cifar = run_options(BenchmarkArgs(n_examples=100, data_dir="D"), "m", {}, standard)
     assert (cifar["data"], cifar["data_dir"], cifar["selection"], cifar["split"]) == ("cifar10", "D", "first", "test")
     assert cifar["cascade"] and cifar["attacks"] == ",".join(AA) and cifar["device"] == "auto"
-    imagenet = run_options(BenchmarkArgs(dataset="imagenet", n_examples=5000, data_dir="D"), "m", {})
+    imagenet = run_options(BenchmarkArgs(dataset="imagenet", n_examples=5000, data_dir="D"), "m", {}, standard)
     assert imagenet["data"].replace("\\", "/") == "D/val" and imagenet["subset"] == "robustbench-5000"
-    plus = run_options(BenchmarkArgs(version="plus"), "m", {})
+    plus = run_options(BenchmarkArgs(version="plus"), "m", {}, autoattack_options("plus"))
     assert plus["protocol"] == "aa-plus" and plus["attacks"] is None
-    rand = run_options(BenchmarkArgs(version="rand"), "m", {"settings": {"apgd-ce": {"n_iter": 5}}})
-    assert rand["settings"]["apgd-ce"] == {"eot_iter": 20, "n_iter": 5} and rand["attacks"] == "apgd-ce,apgd-dlr"
+    rand = run_options(BenchmarkArgs(version="rand"), "m", {"settings": {"apgd-ce": {"n_iter": 5}}}, autoattack_options("rand"))
+    assert rand["protocol"] == "aa-rand" and rand["attacks"] is None  # the protocol's own attacks
+    plan = make_plan(make_config(**{k: v for k, v in rand.items() if k not in ("models", "data_dir")}, models=["digits-deit"]))
+    assert [a for a in plan.config.attacks] == ["apgd-ce", "apgd-dlr"]
+    assert plan.settings["apgd-ce"]["eot_iter"] == 20 and plan.settings["apgd-ce"]["n_iter"] == 5  # the version's, then yours
+    assert plan.settings["apgd-dlr"]["eot_iter"] == 20
     with pytest.raises(TypeError, match="'attacks'"):
-        run_options(BenchmarkArgs(), "m", {"attacks": "pgd"})
+        run_options(BenchmarkArgs(), "m", {"attacks": "pgd"}, standard)
 
 
 @pytest.mark.parametrize(
@@ -393,7 +401,7 @@ def test_model_info_values_are_typed_as_robustbenchs_update_json_writes_them(run
     from robustbench.utils import update_json
 
     from robeval.report.robustbench import to_model_info
-    from robeval.robustbench_ext.datasets import robustbench_dataset
+    from robeval.robustbench_ext.dataset_facts import robustbench_dataset
 
     clean, robust = runs["fractions"]
     monkeypatch.chdir(tmp_path)

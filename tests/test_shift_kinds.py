@@ -31,8 +31,8 @@ from robeval.report.paper import render
 from robeval.report.shift_table import REPORTED, corruption_grid, shift_caption, shift_grid
 from robeval.shifts import COMMON, CORRUPTION_SETS, EXTRA, SHIFT_KINDS, get_shift, parse_condition
 from robeval.shifts.catalog import Condition
+from robeval.shifts.condition_images import CorruptedImages
 from robeval.shifts.corrupt import corrupt_tensor
-from robeval.shifts.datasets import CorruptedImages
 
 from . import published_files
 

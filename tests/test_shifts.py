@@ -159,7 +159,7 @@ def test_digits_demo_cli_table_compare_and_plot(tmp_path):
 
 
 def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch, tmp_path):
-    import robeval.shifts.datasets as datasets
+    import robeval.shifts.condition_images as datasets
 
     real = datasets.corrupt_tensor
 

@@ -15,7 +15,7 @@ from robeval.api import evaluate_full
 from robeval.attacks import create
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
-from robeval.evaluation.attack_calls import PassCounter
+from robeval.evaluation.attack_guards import PassCounter
 from robeval.evaluation.protocols import get_protocol
 from robeval.results.runs import load_run
 from robeval.results.store import Store

@@ -31,7 +31,8 @@ def emit(text: str, out: Optional[Path]) -> None:
     if out is None:
         print(text, end="" if text.endswith("\n") else "\n")
         return
-    from ..report.files import atomic_write, check_out_file
+    from ..atomic_files import atomic_write
+    from ..report.files import check_out_file
 
     atomic_write(check_out_file(out), text)
     console.print(f"Wrote {out}")

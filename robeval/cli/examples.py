@@ -1,5 +1,5 @@
 """``robeval examples``: stored adversarial examples of a run crafted again from their seeds, checked
-against their records and drawn (robeval.report.gallery)."""
+against their records (robeval.results.recrafting) and drawn (robeval.report.gallery)."""
 
 from __future__ import annotations
 
@@ -54,15 +54,16 @@ def examples_cmd(
     each prediction and perturbation norm against its stored record, and draw clean | adversarial |
     perturbation for each model side by side.  Exit 1 when a regenerated record differs."""
     from ..report.files import check_out_file
-    from ..report.gallery import plan_gallery, render
+    from ..report.gallery import draw_gallery
+    from ..results.recrafting import plan_recrafting
 
     out = out or Path("results") / f"examples-{run_id}-{attack}.png"
     if out.suffix.lower() not in FIGURE_SUFFIXES:
         raise UserError(f"--out {out}: the figure is written as .png or .svg")
     options = dict(device=device, data_dir=data_dir, trust_checkpoint=trust_checkpoint, threads=threads)
-    plan = plan_gallery(store, run_id, model, attack, eps, select, examples, max_examples, **options)
+    plan = plan_recrafting(store, run_id, model, attack, eps, select, examples, max_examples, **options)
     check_out_file(out)  # before minutes of crafting
-    shown = render(plan)
+    shown = draw_gallery(plan)
     for line in shown.report():
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     shown.write(out)

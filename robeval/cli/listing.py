@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import PluginWarning
+from ..atomic_files import atomic_write
+from ..errors import PluginWarning, UserError
 
 PLUGIN_GROUPS = ("robeval.models", "robeval.attention")  # robeval.models.plugins reads them
 
@@ -139,9 +140,7 @@ def _cached() -> dict[str, Any]:
         path.parent.mkdir(parents=True, exist_ok=True)
         for old in path.parent.glob("catalog-*.json"):
             old.unlink(missing_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(listing, default=str))
-        os.replace(tmp, path)
-    except OSError:
+        atomic_write(path, json.dumps(listing, default=str))
+    except (OSError, UserError):
         pass  # a read-only home: list without a cache
     return listing

@@ -1,4 +1,4 @@
-"""``robeval report``: one self-contained HTML page of stored runs (robeval.report.html_page)."""
+"""``robeval report``: one self-contained HTML page of stored runs (``open_run(...).report(out)``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Optional
 import typer
 
 from ..defaults import DEFAULT_STORE
-from ..errors import UserError
 from .app import app, console
-from .results import stored_runs
+from .results import opened
 
 
 @app.command("report")
@@ -28,16 +27,9 @@ def report_cmd(
     """Write one HTML page (opens offline: styles, script and figures inline) with the paper table, the
     figures, the convergence curves, the checklist, the efficiency table, the paired comparison of the
     first two models, a gallery of regenerated adversarial examples and each run's configuration."""
-    from ..report.files import atomic_write, check_out_file
-    from ..report.html_page import html_report
-    from ..results.store import Store
+    from ..results_api import check_report_out
 
-    if out.suffix.lower() not in (".html", ".htm"):
-        raise UserError(f"--out {out}: the report is an HTML file; name it *.html")
-    if gallery_size < 0:
-        raise UserError(f"--gallery-size must be 0 or more, got {gallery_size}")
-    check_out_file(out)  # before the store is read
-    runs = stored_runs(store, list(run_ids or []))
-    page = html_report(Store(store), runs, gallery_attack=gallery_attack, gallery_size=gallery_size)
-    atomic_write(out, page)
-    console.print(f"Wrote {out} ({len(page) / 1024:.0f} KiB, one file: open it in a browser)", markup=False)
+    check_report_out(out, gallery_size)  # before the store is read
+    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size)
+    size = written.stat().st_size / 1024
+    console.print(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)", markup=False)

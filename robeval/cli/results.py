@@ -1,51 +1,34 @@
-"""Commands over the results store: ``check``, ``runs``, ``table``, ``compare`` and ``plot``."""
+"""Commands over the results store: ``check``, ``table``, ``compare`` and ``plot`` are each
+``robeval.open_run(...)`` and one of its methods (robeval.results_api), printed; ``runs`` lists the runs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from ..defaults import DEFAULT_STORE
 from ..errors import UserError
 from .app import app, console, emit
-from .diagnostics import print_diagnostics
+
+if TYPE_CHECKING:
+    from ..results_api import Run
 
 
-def stored_runs(store: Path, run_ids: list[str]) -> list:
-    """The named runs, or the newest finished one; says on stderr which run it took when none was named."""
-    from rich.console import Console
+def opened(run_ids: list[str], store: Path, say: bool = True) -> Run:
+    """``robeval.open_run`` of the named runs (none: the newest finished one), its notes on stderr
+    (``say``: whether they are news to the command's reader)."""
+    from ..results_api import open_run
 
-    from ..results.runs import resolve_runs
-    from ..results.store import Store
-
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    runs = resolve_runs(Store(store), run_ids)
+    run = open_run(run_ids or None, store)
     err = Console(stderr=True)
-    if not run_ids:
-        extra = (
-            f" with {', '.join(r.run_id for r in runs[1:])} (made by check --run-missing for it)" if runs[1:] else ""
-        )
-        err.print(
-            f"Using the newest finished run {runs[0].run_id}{extra} in {store} "
-            f"(name run ids to choose others; `robeval runs` lists them)",
-            markup=False,
-            soft_wrap=True,
-        )
-    for run in runs:
-        if run.status != "finished":
-            err.print(
-                f"warning: run {run.run_id} {'is still running' if run.status == 'running' else run.status}: what "
-                "follows covers only the units it finished "
-                f"(`robeval runs` shows its progress)",
-                markup=False,
-                soft_wrap=True,
-            )
-    return runs
+    for note in run.notes if say else []:
+        err.print(note, markup=False, highlight=False, soft_wrap=True)
+    return run
 
 
 @app.command("check")
@@ -63,51 +46,19 @@ def check_cmd(
     ),
 ) -> None:
     """Run the soundness checks on a stored run and print the flags (--report: the checklist document)."""
-    from ..results.flags import all_flags, as_dicts
-
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
     if report is not None:
         from ..report.files import check_out_file
 
         check_out_file(report)  # before --run-missing spends minutes
-    run = stored_runs(store, [run_id] if run_id else [])[0]
-    flags = all_flags(run.summary, run.info.get("model_checks", {}))
-    console.print(f"Run {run.run_id} ({run.protocol}, {run.status}):", markup=False)
-    print_diagnostics({**run.info, "flags": as_dicts(flags)}, run.summary)
+    run = opened([run_id] if run_id else [], store)
+    emit(run.check(), None)
     if report is not None:
-        write_checklist(store, run, report, run_missing)
-
-
-def write_checklist(store: Path, run, report: Path, run_missing: bool) -> None:
-    """The checklist of ``run`` to ``report``; with ``run_missing`` after the large-eps PGD run it lacks."""
-    import pandas as pd
-
-    from ..report.checklist import checklist
-    from ..report.files import atomic_write
-    from ..results.runs import minimal_norms, restart_companion
-    from ..results.store import Store
-
-    db, summary, note = Store(store), run.summary, ""
-    if run_missing:
-        from ..api import large_eps_run
-
-        extra = large_eps_run(db, run.run_id, run.config, progress=True)
-        if extra is not None:
-            summary = pd.concat([summary, extra.summary], ignore_index=True)
-            eps = ", ".join(dict.fromkeys(extra.summary["eps"]))
-            note = f"\nLarge-eps evidence from run {extra.run['run_id']} (PGD at {eps}, same models and examples).\n"
-            console.print(f"Ran PGD at large eps as run {extra.run['run_id']} in {store}", markup=False)
-    text = checklist(
-        summary,
-        run.info.get("model_checks", {}),
-        run.run_id,
-        run.protocol,
-        minimal_norms([run]),
-        restart_companion(db, run),
-    )
-    atomic_write(report, text + note)
-    console.print(f"Wrote the checklist to {report}", markup=False)
+        written = run.checklist(report, run_missing, progress=True)
+        if written.evidence_run is not None:
+            console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
+        console.print(f"Wrote the checklist to {written.path}", markup=False)
 
 
 @app.command("runs")
@@ -168,16 +119,12 @@ def table_cmd(
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
-    from rich.console import Console
-
     from ..report.files import check_out_file
-    from ..report.paper import FORMAT_NOTES, render
-    from ..results.runs import combine
+    from ..report.paper import FORMAT_NOTES
 
     if out is not None:
         check_out_file(out)  # before the store is read
-
-    emit(render(combine(stored_runs(store, list(run_ids or []))), format), out)
+    emit(opened(list(run_ids or []), store).table(format), out)
     if format in FORMAT_NOTES:
         Console(stderr=True).print(FORMAT_NOTES[format], markup=False, soft_wrap=True)
 
@@ -185,7 +132,9 @@ def table_cmd(
 @app.command("compare")
 def compare_cmd(
     a: str = typer.Argument(
-        ..., help="Model A: NAME (newest run that evaluated it), RUN_ID:NAME, or a RobustBench model-info FILE.json."
+        ...,
+        help="Model A: NAME (a model of the newest finished run, else of the newest run that evaluated it), "
+        "RUN_ID:NAME, or a RobustBench model-info FILE.json.",
     ),
     b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
@@ -195,23 +144,9 @@ def compare_cmd(
 ) -> None:
     """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p (against
     a RobustBench model-info file: the run's accuracies with their CI against the published ones)."""
-    from ..report.compare import compare, to_markdown
-    from ..report.published import compare_published, published_markdown
-    from ..results.store import Store
-    from ..robustbench_ext.leaderboard import is_model_info_path
+    from ..results_api import runs_named
 
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    published = is_model_info_path(a) or is_model_info_path(b)
-    result = (compare_published if published else compare)(Store(store), a, b, seed=seed)
-    renderers = {
-        "md": published_markdown if published else to_markdown,
-        "csv": lambda r: r.to_csv(index=False),
-        "json": lambda r: r.to_json(orient="records", indent=2) + "\n",
-    }
-    if format not in renderers:
-        raise UserError(f"unknown format {format!r}; choose md, csv or json")
-    emit(renderers[format](result), out)
+    emit(opened(runs_named(a, b), store, say=False).compare(a, b, format, seed), out)
 
 
 @app.command("plot")
@@ -223,14 +158,7 @@ def plot_cmd(
     """Plot robust accuracy against eps (panel per attack), a bar chart per eps, the minimum-norm curve
     (with --attacks fmn or fab-mn), accuracy against corruption severity (with --shift) and robust
     accuracy against each attack's iterations or queries (its convergence)."""
-    from ..report.convergence import write_convergence_plots
-    from ..report.files import prepare_out_dir
-    from ..report.plots import make_plots
-    from ..results.runs import combine, convergence_curves, minimal_norms
-    from ..results.store import Store
-
-    runs = stored_runs(store, list(run_ids or []))
-    folder = prepare_out_dir(out)
-    paths = make_plots(combine(runs), folder, minimal_norms(runs))
-    paths += write_convergence_plots(convergence_curves(Store(store), runs), folder)
-    console.print(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))
+    paths = opened(list(run_ids or []), store).plot(out)
+    console.print(
+        f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths), markup=False, soft_wrap=True
+    )

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..defaults import DIGITS
 from ..errors import UserError
+from ..options import EvalConfig
 from ..registry import Registry
 from .arrays import array_data, cifar_label_space
 from .digits import load_digits_data
 from .examples import EvalData, ImageSpec
+from .file_formats import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
 from .folders import load_folder_data
 from .labels import LabelSpace
-from .published import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
 
 CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
 MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"
@@ -40,7 +40,7 @@ class PublishedSet:
             return cifar_label_space(self.num_classes, names)
         return LabelSpace({str(c): c for c in range(self.num_classes)}, self.num_classes, f"{self.title} (10 classes)")
 
-    def load(self, config: Any) -> EvalData:
+    def load(self, config: EvalConfig) -> EvalData:
         split = getattr(config, "split", "test")
         images, labels, names = read_published(self.name, self.formats, Path(config.data_dir), split, self.where)
         selection = getattr(config, "selection", "balanced")
@@ -63,7 +63,7 @@ def is_in_memory(data: str) -> bool:
     return data in IN_MEMORY
 
 
-def load_data(config: Any, spec: ImageSpec) -> EvalData:
+def load_data(config: EvalConfig, spec: ImageSpec) -> EvalData:
     """The examples of the run's ``--data`` (see the module docstring)."""
     data = config.data
     if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):

@@ -21,7 +21,7 @@ import torch
 
 from ..defaults import RECORD_COLUMNS
 from ..eps import Eps
-from .units import add_clean_records, new_columns
+from .unit_records import add_clean_records, new_columns
 
 Columns = dict[str, list]
 AttackRecords = Callable[[Columns, "SubBatch", Eps, str], None]
@@ -36,7 +36,7 @@ CASCADE_RANDOMNESS = (
 
 @dataclass
 class SubBatch:
-    """The rows of a batch that an attack of the cascade runs on (the shape of attack_units.BatchAttack)."""
+    """The rows of a batch that an attack of the cascade runs on (the shape of batch_attacks.BatchAttack)."""
 
     b: int
     xa: torch.Tensor
@@ -71,7 +71,7 @@ def carried_over(previous: Columns, attack: str) -> Columns:
 
 class Cascade:
     """The cascade of one model over ``order``; ``attack_records`` runs one attack on a sub-batch into
-    columns (attack_units.AttackUnits, with the cascade's seeding)."""
+    columns (batch_attacks.AttackUnits, with the cascade's seeding)."""
 
     def __init__(self, order: list[str], attack_records: AttackRecords) -> None:
         self.order = order

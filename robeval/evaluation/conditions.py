@@ -12,17 +12,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch.utils.data import ConcatDataset, DataLoader
 
 from ..data.examples import EvalData
+from ..options import EvalConfig
 from ..shifts.catalog import Condition
-from ..shifts.datasets import CORRUPTION_FAILED
+from ..shifts.condition_images import CORRUPTION_FAILED
 from ..shifts.kinds import ShiftKind
-from .attack_calls import topk_hits
-from .units import BatchOutcome, Deliver, add_records, new_columns
+from .attack_guards import topk_hits
+from .unit_records import BatchOutcome, Deliver, add_records, new_columns
 
 
 @dataclass
@@ -34,7 +34,7 @@ class ConditionContext:
     conditions: list[Condition]
     data: EvalData  # read for the model
     batch_size: int
-    config: Any  # the run's configuration (seed, data: what the kind's datasets read)
+    config: EvalConfig  # the run's configuration (seed, data: what the kind's datasets read)
     workers: int  # DataLoader worker processes
     device: torch.device
     todo: dict[int, list]  # batch -> its pending (eps, unit)

@@ -18,12 +18,13 @@ import pandas as pd
 import torch
 
 from ..attacks.transfer import SourceModel
+from ..data.examples import EvalData
 from ..defaults import CLEAN, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..models import GivenModel
 from ..options import EvalConfig
 from ..precision import slower_here
-from .attack_calls import AttackBoundsError
+from .attack_guards import AttackBoundsError
 from .distributed import SINGLE, DistContext, announce_run
 from .model_run import ModelEvaluation
 from .opening import OpenRun, latest_matching_run, mark_stopped, open_run
@@ -32,7 +33,8 @@ from .preflight import preflight
 from .profiling import gflops_per_image
 from .progress import NullReporter, Reporter, model_bars, unit_key
 from .run_info import RunState, describe_run
-from .units import ModelFailure, Unit, UnitCurve
+from .run_store import RunStore, StoreOpener
+from .unit_records import ModelFailure, Unit, UnitCurve
 
 
 @dataclass
@@ -50,8 +52,8 @@ class PreparedRun:
     """A run checked and ready: its plan, data, store and the run it resumes (resolved)."""
 
     plan: RunPlan
-    data: Any
-    store: Any
+    data: EvalData
+    store: RunStore | None
     resume: str | None
 
     def outline(self) -> dict[str, Any]:
@@ -73,7 +75,7 @@ class ActiveRun:
 
 def prepare_run(
     config: EvalConfig,
-    store: Any = None,
+    store: RunStore | StoreOpener | None = None,
     resume: str | None = None,
     ctx: DistContext = SINGLE,
     given: dict[str, GivenModel] | None = None,
@@ -84,12 +86,12 @@ def prepare_run(
     modules given from Python (the plan carries them)."""
     plan = make_plan(config, given)
     data = preflight(plan)
-    store = store() if callable(store) else store
-    if resume is not None and store is None and ctx.is_main:
+    opened = store() if callable(store) else store
+    if resume is not None and opened is None and ctx.is_main:
         raise UserError("resume needs a results store")
-    if resume == "latest" and ctx.is_main:
-        resume = latest_matching_run(store, plan.identity())
-    return PreparedRun(plan, data, store, resume)
+    if resume == "latest" and opened is not None and ctx.is_main:
+        resume = latest_matching_run(opened, plan.identity())
+    return PreparedRun(plan, data, opened, resume)
 
 
 def load_source(plan: RunPlan) -> SourceModel | None:
@@ -116,7 +118,7 @@ def load_source(plan: RunPlan) -> SourceModel | None:
 def run_evaluation(
     config: EvalConfig,
     reporter: Reporter | None = None,
-    store: Any = None,
+    store: RunStore | StoreOpener | None = None,
     resume: str | None = None,
     ctx: DistContext | None = None,
 ) -> EvalResult:
@@ -189,7 +191,7 @@ def _evaluate_model(job: ModelJob, active: ActiveRun, position: tuple[int, int])
 
     def deliver(unit: Unit, seconds: float, columns: dict[str, list], n: int, curve: UnitCurve | None = None) -> None:
         if opened.store is not None:
-            opened.store.write_units(opened.run_id, [(unit, seconds)], columns, [(unit, curve)] if curve else [])
+            opened.store.write_units(opened.stored_id, [(unit, seconds)], columns, [(unit, curve)] if curve else [])
         elif ctx.is_main:
             state.keep(unit, columns, curve)
         if unit[2] != CLEAN:
@@ -220,7 +222,7 @@ def _record_model(
     units = evaluation.data.num_batches(evaluation.batch_size) * len(prepared.plan.config.eps) * len(evaluation.units)
     state.total_units += units
     if opened.store is not None and ctx.is_main:  # every model sees the same examples
-        opened.store.update_run(opened.run_id, total_units=units * models, data_identity=prepared.data.identity)
+        opened.store.update_run(opened.stored_id, total_units=units * models, data_identity=prepared.data.identity)
 
 
 def _collect(job: ModelJob, outcomes: list, opened: OpenRun, state: RunState, ctx: DistContext) -> None:
@@ -228,7 +230,7 @@ def _collect(job: ModelJob, outcomes: list, opened: OpenRun, state: RunState, ct
     outcomes = ctx.gather(outcomes[0]) if ctx.active else outcomes
     if ctx.active and ctx.is_main and opened.store is not None:  # every worker is done with this model
         for rank in range(1, ctx.world):
-            opened.store.merge_from(opened.store.worker_path(rank), opened.run_id)
+            opened.store.merge_from(opened.store.worker_path(rank), opened.stored_id)
     errors = [o.error for o in outcomes if o.error]
     if errors:
         kind, message = errors[0]
@@ -244,12 +246,14 @@ def _finish(plan: RunPlan, opened: OpenRun, state: RunState, ctx: DistContext) -
     store = opened.store
     state.status = "failed" if state.failed_models else "finished"
     records, done = (
-        (store.records(opened.run_id), store.unit_counts(opened.run_id)) if store is not None else state.kept_records()
+        (store.records(opened.stored_id), store.unit_counts(opened.stored_id))
+        if store is not None
+        else state.kept_records()
     )
-    curves = store.curves(opened.run_id) if store is not None else state.kept_curves()
+    curves = store.curves(opened.stored_id) if store is not None else state.kept_curves()
     if records.empty and state.failed_models:
         if store is not None:
-            store.release(opened.run_id, status="failed")
+            store.release(opened.stored_id, status="failed")
         raise UserError(
             "no model could be evaluated: " + "; ".join(f"{m}: {e}" for m, e in state.failed_models.items())
         )
@@ -260,7 +264,7 @@ def _finish(plan: RunPlan, opened: OpenRun, state: RunState, ctx: DistContext) -
                 Path(f"{store.worker_path(rank)}{suffix}").unlink(missing_ok=True)
     if store is not None:
         store.release(
-            opened.run_id,
+            opened.stored_id,
             status=state.status,
             finished=run["finished"],
             info=run,

@@ -1,7 +1,7 @@
 """One model's share of a run: load it, attack every pending batch, hand each finished unit on.
 
 A unit is (model, eps, attack, batch).  For each batch the clean pass runs once (under inference
-mode) and is shared by every eps and attack (:mod:`.attack_units`); the shifted conditions run in
+mode) and is shared by every eps and attack (:mod:`.batch_attacks`); the shifted conditions run in
 :mod:`.conditions`.  ``ModelEvaluation`` holds what the steps share, so each step is one short method.
 """
 
@@ -21,13 +21,13 @@ from ..errors import UserError
 from ..models import load_model, wrap_given
 from ..precision import strict_fp32
 from ..threads import FixedThreads, ThreadGovernor
-from .attack_calls import AttackBoundsError, Autocast, PassCounter, topk_hits
-from .attack_units import AttackUnits, BatchAttack, attack_failure
+from .attack_guards import AttackBoundsError, Autocast, PassCounter, topk_hits
+from .batch_attacks import AttackUnits, BatchAttack, attack_failure
 from .conditions import ConditionContext, run_conditions
 from .model_checks import model_checks
 from .plan import ModelJob, RunPlan
 from .precision_check import precision_check
-from .units import BatchOutcome, Deliver, ModelFailure, Unit, UnitCurve, add_clean_records, new_columns
+from .unit_records import BatchOutcome, Deliver, ModelFailure, Unit, UnitCurve, add_clean_records, new_columns
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
 
@@ -55,7 +55,7 @@ class ModelEvaluation:
         self.outcome = BatchOutcome()
         counted = PassCounter(self._crafting())
         check = precision_check(plan.precision, self.target, len(self.data.indices), self.config.seed)
-        self.attack_units = AttackUnits(job, plan, counted, self.logits, self.outcome, check, source)
+        self.batch_attacks = AttackUnits(job, plan, counted, self.logits, self.outcome, check, source)
         self.need_checks = need_checks
         governed = self.config.threads is None and self.device.type == "cpu"
         self.threads = ThreadGovernor() if governed else FixedThreads()
@@ -118,7 +118,7 @@ class ModelEvaluation:
         """Evaluate ``batches``; each finished unit goes to ``deliver`` at once, and ``progress`` hears
         how far a long attack has got inside its unit (images' worth).  In a distributed run
         (``stop_on_error=False``) an error is kept in the outcome for the other workers to see."""
-        self.attack_units.progress = progress
+        self.batch_attacks.progress = progress
         direct = [b for b in batches if any(a not in self.condition_names for _, a in self.todo[b])]
         loader = self.data.batches(
             self.batch_size, workers=self.plan.workers, pin_memory=self.device.type == "cuda", only=direct
@@ -229,7 +229,7 @@ class ModelEvaluation:
             add_clean_records(columns, batch, eps, CLEAN, forward_passes=1.0)
             return None
         try:
-            return self.attack_units.records(columns, batch, eps, attack)
+            return self.batch_attacks.records(columns, batch, eps, attack)
         except (ModelFailure, UserError):
             raise
         except Exception as exc:  # a failed attack stops this model; the run goes on with the others

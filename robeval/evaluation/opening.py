@@ -14,7 +14,9 @@ from ..errors import StoreFull, UserError
 from .config import config_difference
 from .distributed import DistContext
 from .plan import RunPlan
-from .units import Unit
+from .run_store import RunStore
+from .stored_config import newest_matching
+from .unit_records import Unit
 
 
 @dataclass
@@ -24,15 +26,22 @@ class OpenRun:
     run_id: str | None
     done: set[Unit]
     previous: dict[str, Any]
-    store: Any  # the store (rank 0), a worker's own store file, or None (records kept in memory)
+    store: RunStore | None  # the store (rank 0), a worker's own store file, or None (records kept in memory)
+
+    @property
+    def stored_id(self) -> str:
+        """The run's id where it has a store (a run kept in memory may have none: a bug to ask then)."""
+        if self.run_id is None:
+            raise RuntimeError("a run kept in memory has no id in a store")
+        return self.run_id
 
 
-def latest_matching_run(store: Any, identity: dict[str, Any]) -> str:
+def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     """The newest unfinished run in ``store`` with this configuration (``--resume`` alone)."""
     unfinished = store.unfinished_runs()
-    for run_id, stored in unfinished:
-        if config_difference(stored, identity) is None:
-            return run_id
+    found = newest_matching(unfinished, identity)
+    if found is not None:
+        return found
     if not unfinished:
         raise UserError(f"--resume: no unfinished run in {store.path}")
     newest, stored = unfinished[0]
@@ -42,7 +51,7 @@ def latest_matching_run(store: Any, identity: dict[str, Any]) -> str:
     )
 
 
-def _reopen(store: Any, resume: str, identity: dict[str, Any], outline: dict[str, Any]) -> tuple[str, set, dict]:
+def _reopen(store: RunStore, resume: str, identity: dict[str, Any], outline: dict[str, Any]) -> tuple[str, set, dict]:
     for path in store.worker_paths():  # units a killed worker left in its own file count as done
         store.merge_from(path, resume)
     stored = store.run(resume)
@@ -55,12 +64,14 @@ def _reopen(store: Any, resume: str, identity: dict[str, Any], outline: dict[str
     return resume, store.done_units(resume), previous
 
 
-def open_run(plan: RunPlan, store: Any, resume: str | None, ctx: DistContext, outline: dict[str, Any]) -> OpenRun:
+def open_run(
+    plan: RunPlan, store: RunStore | None, resume: str | None, ctx: DistContext, outline: dict[str, Any]
+) -> OpenRun:
     """Create the run, or check and reopen ``resume``; every rank learns the run id from rank 0.  The
     run's ``outline`` is stored at once, so an interrupted run's tables can tell what it lacks."""
     identity = plan.identity()
     run_id, error = None, None
-    done: set[Any] = set()
+    done: set[Unit] = set()
     previous: dict[str, Any] = {}
     if store is not None and ctx.is_main:
         try:

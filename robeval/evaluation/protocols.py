@@ -15,6 +15,13 @@
   pixels far outside the eps ball.
 * ``aa-plus`` — AutoAttack's "plus" version in the standard threat model: more restarts, the DLR loss,
   untargeted FAB; run when ``--protocol aa-plus`` is given without ``--attacks``.
+* ``aa-rand`` — AutoAttack's "rand" version (randomised defences) in the standard threat model:
+  APGD-CE and APGD-DLR with their gradient averaged over 20 passes (EOT).
+
+AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
+protocols: a protocol that is one says so (``autoattack_version``), and :data:`AUTOATTACK_VERSIONS`
+finds it by the version's name.  ``standard`` is the standard protocol with AutoAttack's four attacks
+(``autoattack_attacks``); ``plus`` and ``rand`` are aa-plus and aa-rand with their own attacks.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ class Protocol:
     valid_threat_model: bool = True
     attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
     attack_notes: dict[str, str] = field(default_factory=dict)  # what a table must say of an attack's rows
+    autoattack_version: str | None = None  # the AutoAttack version this protocol is (its set_version name)
+    autoattack_attacks: tuple[str, ...] = ()  # that version's attacks in its order (empty: ``attacks``)
 
     def label_source(self, attack: str) -> str:
         return "predicted" if attack in self.predicted_labels else "true"
@@ -49,11 +58,19 @@ class Protocol:
     def settings_for(self, attack: str) -> dict[str, Any]:
         return dict(self.attack_settings.get(attack, {}))
 
+    def version_attacks(self) -> tuple[str, ...]:
+        """The attacks of the AutoAttack version this protocol is, in AutoAttack's order."""
+        return self.autoattack_attacks or self.attacks
+
 
 PROTOCOLS: Registry[Protocol] = Registry("protocol")
+AUTOATTACK_VERSIONS: Registry[Protocol] = Registry("AutoAttack version")  # version name -> its protocol
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
+    """One registration; a protocol that is an AutoAttack version is found by that version's name too."""
+    if protocol.autoattack_version is not None:
+        AUTOATTACK_VERSIONS.add(protocol.autoattack_version, protocol)
     return PROTOCOLS.add(protocol.name, protocol)
 
 
@@ -62,6 +79,8 @@ register_protocol(
         name="standard",
         description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
         space="pixel",  # every attack with its registered defaults
+        autoattack_version="standard",  # RobustBench's leaderboards: these four with their defaults
+        autoattack_attacks=("apgd-ce", "apgd-t", "fab-t", "square"),
     )
 )
 
@@ -122,12 +141,35 @@ register_protocol(
             "fab-t": {"n_target_classes": 9},
         },
         attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
+        autoattack_version="plus",
+    )
+)
+
+RAND_EOT = 20  # AutoAttack's rand version: APGD's gradient averaged over 20 passes (randomised defences)
+register_protocol(
+    Protocol(
+        name="aa-rand",
+        description=(
+            "AutoAttack's rand version on [0,1] pixels, for randomised defences: APGD-CE and APGD-DLR with "
+            f"their gradient averaged over {RAND_EOT} passes (EOT)"
+        ),
+        space="pixel",
+        attack_settings={"apgd-ce": {"eot_iter": RAND_EOT}, "apgd-dlr": {"eot_iter": RAND_EOT}},
+        attacks=("apgd-ce", "apgd-dlr"),
+        autoattack_version="rand",
     )
 )
 
 
 def get_protocol(name: str) -> Protocol:
     return PROTOCOLS.get(name)
+
+
+def autoattack_options(version: str) -> dict[str, Any]:
+    """The run options of AutoAttack's ``version``: its protocol, and its attacks where they are not the
+    protocol's own (None: the protocol's)."""
+    protocol = AUTOATTACK_VERSIONS.get(version)
+    return {"protocol": protocol.name, "attacks": ",".join(protocol.autoattack_attacks) or None}
 
 
 RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAttack's plus version

@@ -3,7 +3,7 @@ run's configuration, and its per-example attacks draw from (run seed, attack, ep
 an image the run crafted need not be stored to be seen again.
 
 The run's plan is rebuilt from its stored configuration and must give that configuration back
-(:func:`rebuild_plan`); each model is then loaded and attacked by the engine's own code
+(:func:`~.stored_config.rebuild_config`); each model is then loaded and attacked by the engine's own code
 (:class:`~.model_run.ModelEvaluation`: the same model building, the same attack objects and seeds,
 the same precision and threat-model checks), which hands back the records it would have stored.
 
@@ -32,19 +32,20 @@ import torch
 from ..attacks import list_attacks
 from ..attacks.base import PER_BATCH_IN_LIBRARY
 from ..data.labels import LabelSpace
+from ..eps import Eps
 from ..errors import UserError
-from ..options import identity_fields
 from ..threads import set_threads
-from .config import ADAPTIVE_SUFFIX, config_difference, make_config
+from .batch_attacks import BatchAttack
+from .config import ADAPTIVE_SUFFIX
 from .engine import load_source
 from .model_run import ModelEvaluation
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
+from .stored_config import rebuild_config
 
 # What a regenerated record must repeat of the stored one: the prediction, its hits and the
 # perturbation's size (and a minimum-norm attack's smallest fooling norm).
 COMPARED = ("adv_pred", "adv_top1", "adv_top5", "linf", "l2", "min_norm")
-REBUILT = {"eps", "attacks", "settings", "batch_size"}  # stored in another form than the option takes
 
 
 @dataclass(frozen=True)
@@ -108,43 +109,11 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
     return None
 
 
-MODEL_KEYED = ("checkpoints", "references", "given_models")  # identity entries keyed by model name
-
-
-def only_models(identity: dict[str, Any], models: list[str] | None) -> dict[str, Any]:
-    """A run's identity as if it had evaluated only ``models`` (None: all of them)."""
-    if models is None:
-        return identity
-    out = {**identity, "models": [m for m in identity["models"] if m in models]}
-    for key in MODEL_KEYED:
-        if key in out:
-            out[key] = {name: value for name, value in out[key].items() if name in models}
-            if not out[key] and key != "checkpoints":  # as semantic_config leaves them out when empty
-                del out[key]
-    return out
-
-
 def rebuild_plan(stored: dict[str, Any], models: list[str] | None = None, **machine: Any) -> RunPlan:
-    """The plan of a stored run, from its stored configuration (``models``: only these of its models,
-    so that one that cannot be built here, a module given from Python, stands in no one's way); one line
-    when this machine's robeval would not give that configuration back (another version's defaults, a
-    missing option).  ``machine``: the options that are no part of it (device, data_dir, threads,
-    trust_checkpoint)."""
-    stored = only_models(stored, models)
-    kept = {f.name: stored[f.name] for f in identity_fields() if f.name in stored and f.name not in REBUILT}
-    config = make_config(
-        **kept,
-        eps=list(stored["eps"]),
-        attacks=list(stored["attacks"]),
-        settings=stored.get("attack_settings", {}),
-        batch_size=stored["batch_size"],
-        **machine,
-    )
-    plan = make_plan(config)
-    diff = config_difference(stored, plan.identity())
-    if diff is not None:
-        raise UserError(f"the stored run's configuration cannot be rebuilt here: {diff}")
-    return plan
+    """The plan of a stored run (only ``models`` of its models), from its stored configuration
+    (:func:`~.stored_config.rebuild_config`: one line when this machine's robeval would not give it
+    back); ``machine``: the options that are no part of it (device, data_dir, threads, trust_checkpoint)."""
+    return make_plan(rebuild_config(stored, models, **machine))
 
 
 def regenerate(request: Request) -> Regeneration:
@@ -218,21 +187,18 @@ def _check_weights(evaluation: ModelEvaluation, request: Request) -> None:
 
 
 def _capture(evaluation: ModelEvaluation, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """Let the engine's attack call hand over the points it crafts (the call itself unchanged): the
-    wanted examples' clean and adversarial [0,1] pixel images and clean predictions."""
-    units, images = evaluation.attack_units, {}
-    attack_call = units._run
+    """Watch the engine's attack units (their observer hook) for the wanted examples' clean and
+    adversarial [0,1] pixel images and clean predictions, filled in as the units run."""
+    images: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
     pixels = _pixel_images(evaluation)
 
-    def observed(batch, eps, attack):
-        out = attack_call(batch, eps, attack)
+    def observe(batch: BatchAttack, eps: Eps, attack: str, x_adv: torch.Tensor) -> None:
         for row, example in enumerate(batch.base["example"]):
             if example in wanted:
                 clean_pred = int(batch.clean_logits[row].argmax())
-                images[int(example)] = (pixels(batch.xa[row]), pixels(out[0][row]), clean_pred)
-        return out
+                images[int(example)] = (pixels(batch.xa[row]), pixels(x_adv[row]), clean_pred)
 
-    units._run = observed  # type: ignore[method-assign]
+    evaluation.batch_attacks.observers.append(observe)
     return images
 
 

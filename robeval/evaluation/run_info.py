@@ -17,7 +17,7 @@ from ..defaults import RECORD_COLUMNS
 from ..machine import cpu_peak_bytes
 from .cascade import CASCADE_RANDOMNESS
 from .plan import RunPlan
-from .units import CURVE_COLUMNS, Unit, UnitCurve, curve_rows
+from .unit_records import CURVE_COLUMNS, Unit, UnitCurve, curve_rows
 
 
 def versions() -> dict[str, str]:

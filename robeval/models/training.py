@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..atomic_files import replacing
 from ..data.digits import digits_split
 from ..defaults import SHIPPED_RECIPE, TRAIN_DEMO_RECIPE
 from ..errors import UserError
@@ -184,12 +185,11 @@ def save_demo(net: nn.Module, acc: float, path: Path, meta: dict[str, str]) -> P
 
     check_weights_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     info = {"arch": json.dumps(DIGITS_ARCH), "test_top1": f"{100 * acc:.2f}", **meta}
-    if path.suffix == ".safetensors":
-        save_file(state, str(tmp), metadata=info)
-    else:
-        torch.save(state, tmp)
-    tmp.replace(path)
+    with replacing(path) as tmp:
+        if path.suffix == ".safetensors":
+            save_file(state, str(tmp), metadata=info)
+        else:
+            torch.save(state, tmp)
     return path

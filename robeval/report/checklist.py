@@ -104,7 +104,11 @@ def _evidence(check: str, values: dict) -> str:
     "images, e.g. one fed unnormalised input, measures nothing under attack)",
 )
 def above_chance(model, rows, ev):
-    found = chance_rows(rows)
+    return _chance_finding(chance_rows(rows))
+
+
+def _chance_finding(found: pd.DataFrame) -> Finding:
+    """The first clean row on the model's own data against chance (none: not applicable)."""
     if found.empty:
         return Finding("n/a", "no clean row on the model's own data (a shift data set, or no class count stored)")
     raised = chance_flags(found.head(1))

@@ -47,12 +47,16 @@ def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOO
     return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed, samples)
 
 
-def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
-    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; a name with a model
-    prefix, ``timm:`` or ``robustbench:``, and a model of the user's code, ``PATH.py:CALLABLE``, are model
-    names)."""
+def names_run(ref: str) -> bool:
+    """Whether a model reference is ``RUN_ID:model`` (a name with a model prefix, ``timm:`` or
+    ``robustbench:``, and a model of the user's code, ``PATH.py:CALLABLE``, are model names)."""
     own_code = is_reference(ref) and ref.count(":") == 1
-    if ":" in ref and ref.partition(":")[0] not in PREFIXES and not own_code:
+    return ":" in ref and ref.partition(":")[0] not in PREFIXES and not own_code
+
+
+def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
+    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; see :func:`names_run`)."""
+    if names_run(ref):
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:

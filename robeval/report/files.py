@@ -1,4 +1,5 @@
-"""The files a run writes: results.csv, results.md, run.json (each written atomically)."""
+"""The files a run writes: results.csv, results.md, run.json (each written whole or not at all:
+robeval.atomic_files), and the checks that an output file or folder can be written."""
 
 from __future__ import annotations
 
@@ -8,26 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..atomic_files import atomic_write
 from ..errors import UserError
 from .paper import render
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def check_out_file(path: Path) -> Path:

@@ -1,7 +1,7 @@
-"""The gallery: stored adversarial examples of a run crafted again from their seeds and drawn
-(clean | adversarial | amplified perturbation, for each chosen model side by side), each
-regenerated record checked against the stored one.  ``robeval examples`` is its command; the HTML
-report calls :func:`gallery`::
+"""The gallery: stored adversarial examples of a run crafted again from their seeds
+(robeval.results.recrafting) and drawn here (clean | adversarial | amplified perturbation, for each
+chosen model side by side), each regenerated record checked against the stored one.  ``robeval
+examples`` is its command; the HTML report calls :func:`gallery`::
 
     from robeval.report.gallery import gallery
 
@@ -11,78 +11,36 @@ report calls :func:`gallery`::
     g.checks       # one Check per drawn (model, example): .equal, .differences, .line()
     g.report()     # the lines robeval examples prints ("all N regenerated predictions equal ...")
 
-:func:`plan_gallery` does the cheap part alone (the run, models, attack, eps and examples checked:
-one-line :class:`~robeval.errors.UserError` otherwise), :func:`render` the crafting.
+:func:`robeval.results.recrafting.plan_recrafting` does the cheap part alone (the run, models, attack,
+eps and examples checked: one-line :class:`~robeval.errors.UserError` otherwise), :func:`draw_gallery`
+crafts and draws.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-import pandas as pd
-
-from ..eps import find_budget
-from ..errors import UserError
-from ..evaluation.config import model_order
-from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
-from ..results.runs import StoredRun, load_run
-from ..results.selection import Selection, select_examples
-from ..results.store import Store, existing_store
+from ..atomic_files import atomic_write
+from ..results.recrafting import Recrafted, RecraftPlan, plan_recrafting, recraft
+from ..results.store import Store
 
 FORMATS = (".png", ".svg")
 
 
 @dataclass
-class GalleryPlan:
-    """A gallery checked and chosen, not yet crafted."""
+class Gallery(Recrafted):
+    """Crafted examples (:class:`~robeval.results.recrafting.Recrafted`) and their figure."""
 
-    run: StoredRun
-    models: list[str]
-    attack: str
-    eps: str
-    records: pd.DataFrame  # every model's records under (attack, eps)
-    selection: Selection
-    options: dict = field(default_factory=dict)  # device, data_dir, trust_checkpoint
-
-    def request(self) -> Request:
-        """What :func:`~robeval.evaluation.regenerate.regenerate` crafts: the wanted examples by stored
-        batch, on as many CPU threads as the run used unless told otherwise."""
-        rows = self.records[self.records["example"].isin(self.selection.examples)]
-        batches: dict[int, list[int]] = {}
-        for b, example in sorted(set(zip(rows["batch"].astype(int), rows["example"].astype(int)))):
-            batches.setdefault(b, []).append(example)
-        return Request(
-            self.run.config,
-            self.run.info,
-            self.run.info.get("data", {}).get("identity"),
-            self.models,
-            self.attack,
-            self.eps,
-            batches,
-            **{"threads": self.run.info.get("threads"), **{k: v for k, v in self.options.items() if v is not None}},
-        )
-
-
-@dataclass
-class Gallery:
-    """The crafted examples of a :class:`GalleryPlan`, their checks, and their figure."""
-
-    plan: GalleryPlan
-    crafted: dict[tuple[str, int], Crafted]  # (model, example) -> its images and regenerated record
-    checks: list[Check]
     class_name: dict[int, str]  # class index -> name, for the classes the figure names
-    batches: list[int]
-    batch_size: int
 
-    @property
-    def examples(self) -> list[int]:
-        return [e for e in self.plan.selection.examples if all((m, e) in self.crafted for m in self.plan.models)]
+    @classmethod
+    def of(cls, recrafted: Recrafted) -> Gallery:
+        from .gallery_figure import class_names
 
-    @property
-    def mismatches(self) -> list[Check]:
-        return [c for c in self.checks if not c.equal]
+        crafted = {f.name: getattr(recrafted, f.name) for f in fields(Recrafted)}
+        return cls(**crafted, class_name=class_names(recrafted.label_space))
 
     def report(self) -> list[str]:
         """What was crafted, and a line per regenerated record that differs (or one saying none does)."""
@@ -106,7 +64,7 @@ class Gallery:
         """The matplotlib figure (the caller closes it: ``matplotlib.pyplot.close(fig)``)."""
         from .gallery_figure import draw
 
-        return draw(self)
+        return draw(self, self.class_name)
 
     def png(self, dpi: int = 200) -> bytes:
         return self._saved("png", dpi).getvalue()
@@ -116,10 +74,7 @@ class Gallery:
 
     def write(self, path: Path) -> Path:
         """The figure to ``path``: SVG when it ends in .svg, else PNG (written whole or not at all)."""
-        from .gallery_figure import write_bytes
-
-        data = self.svg().encode("utf-8") if Path(path).suffix.lower() == ".svg" else self.png()
-        return write_bytes(Path(path), data)
+        return atomic_write(path, self.svg() if Path(path).suffix.lower() == ".svg" else self.png())
 
     def _saved(self, fmt: str, dpi: int = 200) -> io.BytesIO:
         import matplotlib.pyplot as plt
@@ -152,72 +107,10 @@ def gallery(
     where cifar10/cifar100/mnist are read), ``trust_checkpoint`` (False), ``threads`` (the run's)."""
     if isinstance(examples, list):
         examples = ",".join(map(str, examples))
-    return render(plan_gallery(store, run_id, models, attack, eps, select, examples, max_examples, **options))
+    plan = plan_recrafting(store, run_id, models, attack, eps, select, examples, max_examples, **options)
+    return draw_gallery(plan)
 
 
-def plan_gallery(
-    store: str | Path | Store,
-    run_id: str,
-    models: list[str] | None,
-    attack: str,
-    eps: str | None,
-    select: str | None,
-    examples: str | None,
-    max_examples: int,
-    **options,
-) -> GalleryPlan:
-    """The gallery's run, models, attack, eps and examples, checked; nothing is crafted yet."""
-    with existing_store(store) as db:
-        run = load_run(db, run_id)
-    reason = refusal(attack, run.config)
-    if reason is not None:
-        raise UserError(reason)
-    if attack not in run.config["attacks"]:
-        raise UserError(f"run {run_id} has no attack {attack!r} (its attacks: {', '.join(run.config['attacks'])})")
-    eps_text = _run_eps(run, eps)
-    records = run.records[(run.records["attack"] == attack) & (run.records["eps"] == eps_text)]
-    drawn = _run_models(run, records, models, attack, eps_text)
-    selection = select_examples(records, drawn, select, examples, max_examples)
-    return GalleryPlan(run, drawn, attack, eps_text, records, selection, options)
-
-
-def render(plan: GalleryPlan) -> Gallery:
-    """Craft the plan's examples again (the engine, from their seeds) and check each against its record."""
-    regeneration = regenerate(plan.request())
-    stored = plan.records.set_index(["model", "example"])
-    crafted = {(c.model, c.example): c for c in regeneration.crafted}
-    checks = [check(c, stored.loc[(c.model, c.example)].to_dict()) for c in regeneration.crafted]
-    from .gallery_figure import class_names
-
-    return Gallery(
-        plan, crafted, checks, class_names(regeneration.label_space), regeneration.batches, regeneration.batch_size
-    )
-
-
-def _run_eps(run: StoredRun, eps: str | None) -> str:
-    """The run's eps named by ``eps`` (as written, or the same value), or its only one."""
-    stored = list(run.config["eps"])
-    if eps is None:
-        if len(stored) > 1:
-            raise UserError(f"run {run.run_id} has several eps ({', '.join(stored)}); choose one with --eps")
-        return stored[0]
-    found = find_budget(stored, eps, run.config["norm"])
-    if found is None:
-        raise UserError(f"run {run.run_id} has no eps {eps} (its eps: {', '.join(stored)})")
-    return found
-
-
-def _run_models(run: StoredRun, records: pd.DataFrame, models: list[str] | None, attack: str, eps: str) -> list[str]:
-    """The models to draw: named ones of the run (default every one that has records under the attack)."""
-    have = set(records["model"])
-    known = [m for m in model_order(run.config["models"]) if m in have]
-    for model in models or []:
-        if model not in have:
-            raise UserError(
-                f"run {run.run_id} has no records of model {model!r} under {attack} at eps {eps} "
-                f"(its models: {', '.join(known)})"
-            )
-    chosen = list(dict.fromkeys(models)) if models else known
-    if not chosen:
-        raise UserError(f"run {run.run_id} has no records under {attack} at eps {eps}")
-    return chosen
+def draw_gallery(plan: RecraftPlan) -> Gallery:
+    """Craft the plan's examples again, check them against their records, and draw them."""
+    return Gallery.of(recraft(plan))

@@ -7,10 +7,6 @@ nearest-neighbour pixels.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,7 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..data.labels import LabelSpace, imagenet_wnids  # noqa: E402
-from ..errors import UserError  # noqa: E402
+from ..evaluation.regenerate import Crafted  # noqa: E402
+from ..results.recrafting import Recrafted  # noqa: E402
 from .naming import attack_title  # noqa: E402
 
 PANEL = 1.3  # inches per image panel
@@ -46,8 +43,8 @@ def _name(names: dict[int, str], index: int) -> str:
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
-def draw(gallery: Any):
-    """The figure of a :class:`~robeval.report.gallery.Gallery`."""
+def draw(gallery: Recrafted, names: dict[int, str]):
+    """The figure of crafted examples (a :class:`~robeval.report.gallery.Gallery`), classes named by ``names``."""
     plan, examples = gallery.plan, gallery.examples
     rows, columns = len(examples), 3 * len(plan.models)
     sep = "\n" if len(plan.models) == 1 else "; "  # one model's figure is narrow: the title takes three lines
@@ -66,18 +63,18 @@ def draw(gallery: Any):
             part.suptitle(model, fontweight="bold")
             axes = part.subplots(rows, 3, squeeze=False)
             for row, example in zip(axes, examples):
-                _draw_row(row, gallery.crafted[(model, example)], gallery, label=model == plan.models[0])
+                _draw_row(row, gallery.crafted[(model, example)], plan.attack, names, label=model == plan.models[0])
     return fig
 
 
-def _draw_row(axes, crafted, gallery: Any, label: bool) -> None:
-    record, names = crafted.record, gallery.class_name
+def _draw_row(axes, crafted: Crafted, attack: str, names: dict[int, str], label: bool) -> None:
+    record = crafted.record
     true = int(record["label"])
     _image(axes[0], crafted.clean)
     _title(axes[0], f"clean\n→ {_name(names, crafted.clean_pred)}", crafted.clean_pred == true)
     _image(axes[1], crafted.adversarial)
     adv = int(record["adv_pred"])
-    _title(axes[1], f"{attack_title(gallery.plan.attack)}\n→ {_name(names, adv)}", adv == true)
+    _title(axes[1], f"{attack_title(attack)}\n→ {_name(names, adv)}", adv == true)
     _perturbation(axes[2], crafted.adversarial - crafted.clean, record)
     if label:
         axes[0].set_ylabel(f"#{crafted.example}\ntrue: {_name(names, true)}")
@@ -105,15 +102,3 @@ def _perturbation(ax, delta: np.ndarray, record: dict) -> None:
     linf, l2 = float(record["linf"]), float(record["l2"])
     amplified = f"×{gain:.0f}" if largest > 0 else "(none)"
     ax.set_title(f"perturbation {amplified}\nL∞ {linf * 255:.1f}/255, L2 {l2:.2f}", linespacing=1.1)
-
-
-def write_bytes(path: Path, data: bytes) -> Path:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a figure."""
-    tmp = Path(path.parent) / f".{path.name}.{os.getpid()}.part"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    return path

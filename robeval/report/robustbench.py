@@ -24,10 +24,10 @@ import pandas as pd
 from ..attacks import resolve_settings
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
+from ..evaluation.protocols import AUTOATTACK_VERSIONS
 from ..results.flags import chance_flags
-from ..robustbench_ext.datasets import examples_caveat, robustbench_dataset
+from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
-from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition
 from .naming import run_label
 from .shift_table import attack_rows, is_condition, model_metrics
@@ -39,19 +39,21 @@ THREE_D = CORRUPTION_SETS.get("imagenet-3dcc").names  # corruptions whose entrie
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
-    if rows["protocol"].iloc[0] != STANDARD.protocol:
-        return f"{model} ran under protocol {rows['protocol'].iloc[0]}, not {STANDARD.protocol}"
+    version = AUTOATTACK_VERSIONS.get("standard")
+    attacks = version.version_attacks()
+    if rows["protocol"].iloc[0] != version.name:
+        return f"{model} ran under protocol {rows['protocol'].iloc[0]}, not {version.name}"
     worst = rows[rows["attack"] == ANY]
     over = [a for a in str(worst["any_over"].iloc[0]).split(",") if a] if len(worst) else []
-    missing = [a for a in STANDARD.attacks if a not in over]
-    extra = [a for a in over if a not in STANDARD.attacks]
+    missing = [a for a in attacks if a not in over]
+    extra = [a for a in over if a not in attacks]
     if missing or extra:
         what = f"lacks {', '.join(missing)}" if missing else f"also ran {', '.join(extra)}"
         return (
-            f"{model} at eps {eps} {what}: autoattack_acc is the worst case over {', '.join(STANDARD.attacks)} "
-            f"alone (robeval run --attacks {','.join(STANDARD.attacks)} --cascade)"
+            f"{model} at eps {eps} {what}: autoattack_acc is the worst case over {', '.join(attacks)} "
+            f"alone (robeval run --attacks {','.join(attacks)} --cascade)"
         )
-    for row in rows[rows["attack"].isin(STANDARD.attacks)].itertuples():
+    for row in rows[rows["attack"].isin(attacks)].itertuples():
         ran, standard = json.loads(row.settings), resolve_settings(row.attack)
         changed = sorted(k for k in standard if ran.get(k, standard[k]) != standard[k])
         if changed:

@@ -8,15 +8,18 @@ the first column's run id where ``out`` holds ``{run_id}``.
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..options import EvalConfig
 from . import render
 from .columns import run_parts, runs_grid
 from .request import RUN_ID_FIELD, Reproduction, Request, write
 from .tables import Column
+
+if TYPE_CHECKING:
+    from ..results.store import Store
 
 PER_COLUMN = ("data", "models", "attacks", "eps")  # what every column's run sets itself
 
@@ -60,23 +63,17 @@ def run_options(req: Request, column: Column) -> dict[str, Any]:
     )
 
 
-def newest_matching_run(store: Any, options: dict[str, Any]) -> str | None:
+def newest_matching_run(store: str | Path | Store, options: dict[str, Any]) -> str | None:
     """The newest run in ``store`` (finished or not) with the configuration ``options`` give, if any."""
-    import json
-    from pathlib import Path
-
-    from ..evaluation.config import config_difference, make_config
-    from ..evaluation.plan import make_plan
+    from ..evaluation.stored_config import newest_matching, stored_identity
     from ..results.store import Store, existing_store
 
     if not isinstance(store, Store) and not Path(store).exists():
         return None  # no store yet: nothing to continue
-    names = {f.name for f in fields(EvalConfig)}
-    identity = make_plan(make_config(**{k: v for k, v in options.items() if k in names})).identity()
     with existing_store(store) as opened:
         runs = opened.runs()
-    matching = [r.id for r in runs.itertuples() if config_difference(json.loads(r.config), identity) is None]
-    return matching[-1] if matching else None
+    newest_first = [(r.id, json.loads(r.config)) for r in runs.iloc[::-1].itertuples()]
+    return newest_matching(newest_first, stored_identity(options))
 
 
 def resume_points(req: Request, columns: list[Column], resume: str | None) -> dict[str, str]:

@@ -1,1 +1,3 @@
-"""Results: the store (SQLite), summaries of the per-example records, soundness flags from summaries, and reading stored runs back."""
+"""Results: the store (SQLite), summaries of the per-example records, soundness flags from summaries,
+reading stored runs back, and stored examples crafted again and checked (recrafting); robeval.open_run
+(robeval.results_api) is the one-line way in."""

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
-from ..evaluation.attack_units import curves_omitted
+from ..evaluation.batch_attacks import curves_omitted
 from ..precision import PRECISIONS
 from .store import Store, existing_store
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
-from ..evaluation.units import CURVE_COLUMNS, UnitCurve, curve_rows
+from ..evaluation.unit_records import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..machine import process_start
 from ..settings import read_stored_settings
 

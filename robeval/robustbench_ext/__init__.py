@@ -1,5 +1,5 @@
-"""What extends RobustBench: its fixed ImageNet subset (shipped as data), its data sets, threat models
-and AutoAttack versions as data, its model names (``robustbench:<dataset>/<threat model>/<entry>``;
+"""What extends RobustBench: its fixed ImageNet subset (shipped as data), its data sets and threat models
+as data (AutoAttack's versions are protocols: robeval.evaluation.protocols), its model names (``robustbench:<dataset>/<threat model>/<entry>``;
 importing this package registers them), the model-info JSON of its leaderboards, and its
 ``benchmark()`` arguments as a robeval run.
 

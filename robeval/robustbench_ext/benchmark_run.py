@@ -15,8 +15,7 @@ import pandas as pd
 from ..defaults import CLEAN
 from ..errors import UserError
 from ..models.given import GivenItem
-from .datasets import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
-from .versions import STANDARD, VERSIONS
+from .dataset_facts import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
 
 # Run options benchmark() sets from its own arguments: passing one of them too is an error, as a
 # keyword given twice is in Python.
@@ -89,29 +88,27 @@ class BenchmarkArgs:
         return MODEL_INFO_DIR / self.data.name / self.threat / f"{self.model_name}.json"
 
 
-def model_info_path(args: BenchmarkArgs, options: dict[str, Any]) -> Path:
+def model_info_path(args: BenchmarkArgs, options: dict[str, Any], standard: tuple[str, ...]) -> Path:
     """Where ``to_disk`` writes (RobustBench's path), checked before the run: its autoattack_acc comes
-    only from AutoAttack's standard version with the standard settings."""
+    only from AutoAttack's standard version (``standard``: its attacks) with the standard settings."""
     settings = options.get("settings") or {}
-    changed = [a for a in STANDARD.attacks if settings.get(a)]
-    if args.version != STANDARD.name or changed:
-        what = f"version {args.version!r}" if args.version != STANDARD.name else f"settings for {', '.join(changed)}"
+    changed = [a for a in standard if settings.get(a)]
+    if args.version != "standard" or changed:
+        what = f"version {args.version!r}" if args.version != "standard" else f"settings for {', '.join(changed)}"
         raise UserError(
             f"to_disk writes autoattack_acc, AutoAttack's standard version with its settings: not with {what}"
         )
     return args.info_path()
 
 
-def run_options(args: BenchmarkArgs, model: Any, options: dict[str, Any]) -> dict[str, Any]:
+def run_options(args: BenchmarkArgs, model: Any, options: dict[str, Any], version: dict[str, Any]) -> dict[str, Any]:
     """The keywords of :func:`robeval.evaluate_full` for ``args`` on model ``model`` (plus ``options``:
-    any other run option, and ``store`` / ``resume`` / ``out`` / ``progress``)."""
+    any other run option, and ``store`` / ``resume`` / ``out`` / ``progress``); ``version``: the run
+    options of ``args.version`` (its protocol and attacks: robeval.evaluation.protocols.autoattack_options,
+    the protocol's attack settings under the user's)."""
     clash = sorted(set(options) & set(DERIVED))
     if clash:
         raise TypeError(f"benchmark() sets the run option {clash[0]!r} from its own arguments")
-    version = VERSIONS.get(args.version)
-    settings = {a: dict(s) for a, s in version.settings.items()}
-    for attack, values in (options.get("settings") or {}).items():
-        settings[attack] = {**settings.get(attack, {}), **values}
     device = "auto" if args.device is None else str(args.device)
     return {
         **options,
@@ -120,26 +117,28 @@ def run_options(args: BenchmarkArgs, model: Any, options: dict[str, Any]) -> dic
         "n_examples": args.n_examples,
         "eps": args.eps_text(),
         "norm": args.threat,
-        "protocol": version.protocol,
-        "attacks": ",".join(version.attacks) if version.attacks else None,
-        "settings": settings,
+        **version,
+        "settings": options.get("settings") or {},
         "cascade": True,
         "batch_size": args.batch_size,
         "device": device,
     }
 
 
-def evaluate_module(model: Any, args: BenchmarkArgs, evaluate: Callable[..., Any], options: dict[str, Any]):
+def evaluate_module(
+    model: Any, args: BenchmarkArgs, evaluate: Callable[..., Any], options: dict[str, Any], version: dict[str, Any]
+):
     """Run ``evaluate`` (:func:`robeval.api.evaluate_full`) on ``model`` for ``args`` (the module with the
-    data set's image facts, as RobustBench takes it: [0,1] pixels, its classes); returns the result and
-    the model's name in it (``module:<model_name>@<hash of its state dict>``)."""
+    data set's image facts, as RobustBench takes it: [0,1] pixels, its classes) under ``version`` (its
+    run options); returns the result and the model's name in it (``module:<model_name>@<hash of its
+    state dict>``)."""
     config = image_config(args.data, args.preprocessing)
     args.threat  # noqa: B018  (the threat model checked before the module is hashed)
     if getattr(model, "training", False):
         import warnings
 
         warnings.warn("the given model is in training mode; robeval evaluates a copy of it in eval mode", stacklevel=3)
-    result = evaluate(**run_options(args, GivenItem((model, config), args.model_name), options))
+    result = evaluate(**run_options(args, GivenItem((model, config), args.model_name), options, version))
     return result, result.run["config"]["models"][0]
 
 

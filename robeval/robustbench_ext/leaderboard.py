@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from .datasets import BENCHMARK_DATA, THREAT_MODELS
+from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
 # The fields of a Linf / L2 entry, in RobustBench's order.
 MODEL_INFO_FIELDS = (

@@ -24,7 +24,7 @@ from ..models.hub import hub_offline, hub_reachable
 from ..models.registry import ModelSpec, register_prefix
 from ..models.weights import WEIGHT_SOURCES, Loaded, Weights
 from ..models.wrapper import set_config
-from .datasets import BENCHMARK_DATA, THREAT_MODELS
+from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
 DRIVE_HOST = ("drive.google.com", 443)  # where RobustBench's loader downloads its zoo's checkpoints
 ZOO_DATASETS = {"cifar10": "cifar_10", "cifar100": "cifar_100", "imagenet": "imagenet"}  # its enum's members

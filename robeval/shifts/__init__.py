@@ -1,7 +1,8 @@
 """Robustness to corruptions and distribution shift (ImageNet-C, -3DCC, -C-bar, -A, -R, -V2, -Sketch;
 CIFAR-10-C, CIFAR-100-C, CIFAR-10.1) in the same runs as attacks: the benchmarks' facts (catalog),
-the shift kinds (kinds), the shifted datasets (datasets: image folders; arrays: .npy files) and the
-metrics."""
+the shift kinds (kinds), the shifted images (condition_images: generated or read from image folders;
+arrays: .npy files), the folder layouts they are checked against (folder_layouts), ImageNet-A/-R's
+200-class view of a model (restricted_logits) and the metrics."""
 
 from .catalog import (
     ALEXNET_CLEAN_ERROR,

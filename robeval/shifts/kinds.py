@@ -4,19 +4,20 @@ run's data and conditions are under it: whether the data has clean images, the c
 its data is found and read, how tables report it, what ``run.json`` says of it.  The engine asks the
 kind; it never tests which kind it is.
 
-A run's configuration is read by attribute (``shift``, ``data``, ``corruptions``, ``severities``,
-``attacks``, ``seed``, ``n_examples``, ``subset``, ``class_map``, ``selection``): the evaluation's
-config, duck-typed.
+A run's configuration is its :class:`~robeval.options.EvalConfig` (``shift``, ``data``, ``corruptions``,
+``severities``, ``attacks``, ``seed``, ``n_examples``, ``subset``, ``class_map``, ``selection``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..defaults import DIGITS
 from ..errors import UserError
+from ..options import EvalConfig
 from ..registry import Registry
 from .catalog import (
     IMAGENET_3DCC,
@@ -56,7 +57,7 @@ class ShiftKind:
             for s in parse_severities(severities)
         ]
 
-    def check(self, config: Any) -> None:
+    def check(self, config: EvalConfig) -> None:
         """One line for a run this shift cannot do."""
         if not self.has_conditions and (config.corruptions or config.severities):
             raise UserError(f"--shift {self.name} has no corruptions or severities to choose")
@@ -79,12 +80,12 @@ class ShiftKind:
     def wrap_target(self, target: nn.Module) -> nn.Module:
         return target
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.loading import load_data
 
         return load_data(config, spec)
 
-    def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
+    def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
         raise NotImplementedError
 
     def loader_workers(self, configured: int) -> int:
@@ -93,7 +94,7 @@ class ShiftKind:
     def prepare(self, conditions: list[Condition]) -> None:
         """Work to do once in the main process before the DataLoader's workers fork."""
 
-    def info(self, config: Any) -> dict[str, Any]:
+    def info(self, config: EvalConfig) -> dict[str, Any]:
         info: dict[str, Any] = {"kind": self.name, "description": self.description}
         if self.has_conditions:
             info.update(corruptions=config.corruptions, severities=config.severities)
@@ -104,8 +105,8 @@ class GeneratedCorruptions(ShiftKind):
     name = "corruptions"
     description = "ImageNet-C's corruptions generated from the clean images (imagecorruptions)"
 
-    def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
-        from .datasets import CorruptedImages
+    def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
+        from .condition_images import CorruptedImages
 
         return CorruptedImages(data.dataset, condition, config.seed)
 
@@ -120,7 +121,7 @@ class GeneratedCorruptions(ShiftKind):
 
             corrupt_tensor(torch.zeros(3, 32, 32), "glass_blur", 1, 0)
 
-    def info(self, config: Any) -> dict[str, Any]:
+    def info(self, config: EvalConfig) -> dict[str, Any]:
         from importlib.metadata import version
 
         return {
@@ -130,7 +131,7 @@ class GeneratedCorruptions(ShiftKind):
         }
 
 
-def folder_reader(config: Any, what: str) -> None:
+def folder_reader(config: EvalConfig, what: str) -> None:
     """Folder copies are chosen from as image folders are (class-balanced, or --subset-file)."""
     if getattr(config, "selection", "balanced") != "balanced":
         raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
@@ -148,11 +149,11 @@ class CorruptionTree(ShiftKind):
         self.title = corruption_set.title
         self.description = f"a pre-generated {self.title} tree <corruption>/<severity>/<wnid>/*.JPEG"
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         """The first condition's folder names the examples (its file names are every condition's);
         the images are the 224 x 224 centre crops already: resized to the model's size, not cropped again."""
         from ..data.folders import load_folder_data
-        from .datasets import check_tree
+        from .folder_layouts import check_tree
 
         folder_reader(config, self.name)
         root = Path(config.data)
@@ -165,8 +166,8 @@ class CorruptionTree(ShiftKind):
         data = load_folder_data(first, cropped, config.n_examples, config.subset, config.class_map)
         return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
-    def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
-        from .datasets import TreeImages
+    def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
+        from .condition_images import TreeImages
 
         return TreeImages(data.dataset, config.data, condition)
 
@@ -192,18 +193,18 @@ class ClassSubset(OtherImages):
         super().__init__(name, title, "200 classes; logits restricted to them")
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
-        from .datasets import RestrictedLogits
+        from .restricted_logits import RestrictedLogits
 
         return RestrictedLogits(target, self.name)
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
-        from .datasets import check_class_set
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
+        from .folder_layouts import check_class_set
 
         data = super().load(config, spec)
         check_class_set(list(data.dataset.classes), self.name, config.data)
         return data
 
-    def info(self, config: Any) -> dict[str, Any]:
+    def info(self, config: EvalConfig) -> dict[str, Any]:
         return {**super().info(config), "classes": f"{self.name}: 200 ImageNet-1k classes, the other logits masked"}
 
 
@@ -213,9 +214,9 @@ class WnidFolders(OtherImages):
 
     unpacked_as = "sketch"
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
-        from .datasets import check_wnids
+        from .folder_layouts import check_wnids
 
         folder_reader(config, self.name)
         root = Path(config.data)
@@ -230,10 +231,10 @@ class ClassIndexFolders(OtherImages):
     plain integer.  Folders are listed as strings ("0", "1", "10", "100", ...): each is mapped by its
     integer value, not by its sorted position."""
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
         from ..data.labels import LabelSpace
-        from .datasets import check_class_indices
+        from .folder_layouts import check_class_indices
 
         folder_reader(config, self.name)
         if config.class_map is not None:
@@ -246,7 +247,7 @@ class ClassIndexFolders(OtherImages):
         return replace(data, label_space=space)
 
 
-def array_reader(config: Any, what: str) -> Path:
+def array_reader(config: EvalConfig, what: str) -> Path:
     """The folder of a published ``.npy`` copy (no --subset / --class-map: in-memory examples)."""
     if config.subset is not None or config.class_map is not None:
         raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --shift {what}")
@@ -270,7 +271,7 @@ class ArrayCorruptions(ShiftKind):
         self.name, self.title, self.num_classes = name, title, num_classes
         self.description = f"{title}'s <corruption>.npy (severities 1-5 of the {clean} test set one after another)"
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         """Every requested corruption's file is checked (shape, rows) before any work; the first
         condition's images name the examples (indices into the test set)."""
         from ..data.arrays import array_data, cifar_label_space
@@ -286,7 +287,7 @@ class ArrayCorruptions(ShiftKind):
         space = cifar_label_space(self.num_classes)
         return array_data(f"{root.resolve()} ({self.title})", first, labels, config.n_examples, selection, space)
 
-    def condition_dataset(self, data: EvalData, condition: Condition, config: Any) -> Dataset:
+    def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
         from .arrays import SeverityImages
 
         return SeverityImages(config.data, condition, data.dataset.labels)
@@ -298,7 +299,7 @@ class CleanArrays(OtherImages):
     imagenet_images = False
     in_memory = True
 
-    def load(self, config: Any, spec: ImageSpec) -> EvalData:
+    def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.arrays import array_data, cifar_label_space
         from .arrays import cifar10_1_arrays
 
@@ -330,9 +331,9 @@ def get_shift(name: str) -> ShiftKind:
     return SHIFT_KINDS.get(name)
 
 
-def run_conditions(config: Any) -> list[Condition]:
+def run_conditions(config: EvalConfig | Mapping[str, Any]) -> list[Condition]:
     """The conditions of a run (its configuration as an object or as the store's dict); none without a shift."""
-    get = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
+    get = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
     if not get("shift"):
         return []
     return get_shift(str(get("shift"))).conditions(get("corruptions"), get("severities"))

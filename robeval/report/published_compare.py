@@ -17,12 +17,12 @@ import pandas as pd
 from ..defaults import ANY, CLEAN
 from ..eps import find_budget
 from ..errors import UserError
+from ..evaluation.protocols import AUTOATTACK_VERSIONS
 from ..results.runs import StoredRun
 from ..results.store import Store
 from ..results.summary import any_attack_records
-from ..robustbench_ext.datasets import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
+from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
-from ..robustbench_ext.versions import STANDARD
 from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
 from .robustbench import THREE_D, standard_problem
@@ -61,11 +61,12 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
     records = run.records[(run.records["model"] == model) & (run.records["eps"] == eps)]
     scores = {"clean": records[records["attack"] == CLEAN]["adv_top1"].to_numpy(float)}
     notes = []
-    missing = [a for a in STANDARD.attacks if a not in finished_attacks(run, model)]
+    standard = list(AUTOATTACK_VERSIONS.get("standard").version_attacks())
+    missing = [a for a in standard if a not in finished_attacks(run, model)]
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
     else:
-        worst = any_attack_records(records, list(STANDARD.attacks))
+        worst = any_attack_records(records, standard)
         scores["autoattack"] = worst["adv_top1"].to_numpy(float)
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None

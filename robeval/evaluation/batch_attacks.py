@@ -20,7 +20,7 @@ from ..attacks.transfer import TransferAttack
 from ..eps import Eps
 from ..norms import perturbation_norms
 from ..precision import Precision, crafting, strict_fp32
-from .attack_calls import (
+from .attack_guards import (
     AttackBoundsError,
     PassCounter,
     attack_with_halving,
@@ -32,7 +32,7 @@ from .cascade import Cascade
 from .plan import ModelJob, RunPlan
 from .precision_check import PrecisionCheck
 from .progress import throttled
-from .units import BatchOutcome, Unit, UnitCurve, add_records
+from .unit_records import BatchOutcome, Unit, UnitCurve, add_records
 
 Logits = Callable[[torch.Tensor, str], torch.Tensor]  # the checked, gradient-free forward pass
 
@@ -77,10 +77,16 @@ class BatchAttack:
     base: dict  # the record fields every unit of the batch shares (model, batch, example, label, clean hits)
 
 
+# Told of every unit's points once they are checked against the threat model: (the batch as attacked,
+# eps, attack, the adversarial points).  The gallery keeps the images a run's records describe.
+CraftObserver = Callable[["BatchAttack", Eps, str, torch.Tensor], None]
+
+
 class AttackUnits:
     """The attacks of ``job`` under ``plan`` on the counted ``target``, one per (eps, attack); under a
     reduced precision each white-box attack crafts again in fp32 on ``check.model`` (the model as
-    counted, its passes uncounted) for the examples ``check`` samples."""
+    counted, its passes uncounted) for the examples ``check`` samples.  ``observers`` are told of each
+    unit's points (:data:`CraftObserver`); the records never depend on them."""
 
     def __init__(
         self,
@@ -109,6 +115,7 @@ class AttackUnits:
         self.curves: dict[tuple[int, str, str], UnitCurve | None] = {}  # (batch, eps, attack): this call's
         self.found: dict[tuple[int, str], MinimumNormFound] = {}  # minimum-norm searches of the current batch
         self.progress: Callable[[Unit, float], None] | None = None
+        self.observers: list[CraftObserver] = []
 
     def _create(self, attack: str, eps: Eps, model):
         config = self.plan.config
@@ -163,6 +170,8 @@ class AttackUnits:
         """One unit's records into ``columns``; its attack's points checked against the threat model."""
         x_adv, adv_logits, (fwd, bwd), min_norm = self._run(batch, eps, attack)
         verify_adversarial(attack, x_adv, batch.xa, eps.value, self.plan.config.norm, self.plan.protocol.box(attack))
+        for observe in self.observers:
+            observe(batch, eps, attack, x_adv)
         if adv_logits is None:
             adv_logits = self.logits(x_adv, f"{attack} images (batch {batch.b})")
         adv1, adv5 = topk_hits(adv_logits, batch.y)

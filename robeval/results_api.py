@@ -1,0 +1,250 @@
+"""``robeval.open_run``: a stored run read back in one line, with everything the result commands do.
+
+    import robeval
+
+    run = robeval.open_run()                      # the newest finished run in results/robeval.sqlite
+    run = robeval.open_run("20250101-120000-ab12cd", store="results/robeval.sqlite")
+    run.records                                   # per-example records (pandas), a run_id column first
+    run.summary                                   # the results table every format renders
+    print(run.table("md"))                        # md, csv, latex, json, html, robustbench
+    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p
+    run.plot("results/plots")                     # the figures (paths)
+    print(run.check())                            # the soundness flags; run.checklist(FILE) the document
+    run.report("results/report.html")             # one self-contained HTML page
+
+``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
+command line: what a command prints, the method returns.  The store is opened for each read and
+closed after it (nothing is held open, nothing is written but what a method is asked to write).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from .defaults import DEFAULT_STORE
+from .errors import UserError
+from .results.runs import StoredRun, combine, minimal_norms, resolve_runs
+from .results.store import Store, existing_store
+
+
+def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = DEFAULT_STORE) -> Run:
+    """The stored run ``run_id`` of ``store`` (several ids: those runs, combined as one table combines
+    them), or with no id the newest finished run with the runs made to complete its evidence (``check
+    --run-missing``).  A missing store or an unknown run is a one-line :class:`~robeval.errors.UserError`
+    and creates nothing."""
+    ids = [run_id] if isinstance(run_id, str) else list(run_id or [])
+    with existing_store(store) as db:
+        runs = resolve_runs(db, ids)
+        path = db.path
+    return Run(store if isinstance(store, Store) else path, runs, _notes(runs, path, named=bool(ids)))
+
+
+def runs_named(*refs: str) -> list[str]:
+    """The run ids that ``RUN_ID:MODEL`` references name (``robeval compare``'s run to open)."""
+    from .report.compare import names_run
+    from .robustbench_ext.leaderboard import is_model_info_path
+
+    return list(dict.fromkeys(r.partition(":")[0] for r in refs if names_run(r) and not is_model_info_path(r)))
+
+
+def _notes(runs: list[StoredRun], path: Path, named: bool) -> list[str]:
+    """What a reader must know of the runs taken: which, when none was named; those not finished."""
+    notes = []
+    if not named:
+        extra = (
+            f" with {', '.join(r.run_id for r in runs[1:])} (made by check --run-missing for it)" if runs[1:] else ""
+        )
+        notes.append(
+            f"Using the newest finished run {runs[0].run_id}{extra} in {path} "
+            "(name run ids to choose others; `robeval runs` lists them)"
+        )
+    for run in runs:
+        if run.status != "finished":
+            state = "is still running" if run.status == "running" else run.status
+            notes.append(
+                f"warning: run {run.run_id} {state}: what follows covers only the units it finished "
+                "(`robeval runs` shows its progress)"
+            )
+    return notes
+
+
+@dataclass
+class Checklist:
+    """The evaluation checklist of a run as written: its text, its file, and the large-eps run made for it."""
+
+    text: str
+    path: Path
+    evidence_run: str | None = None  # the run ``run_missing`` made (None: none was needed or asked for)
+    evidence_eps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """Stored runs read back (:func:`open_run`): the first is the run, the others complete it."""
+
+    store: Path | Store
+    runs: list[StoredRun]
+    notes: list[str] = field(default_factory=list)  # which run was taken, runs not finished (the CLI's stderr)
+    # the run's own facts, from its first run
+    run_id: str = field(init=False)
+    status: str = field(init=False)  # running | finished | interrupted | failed
+    protocol: str = field(init=False)
+    config: dict = field(init=False)  # its stored configuration (what --resume compares)
+    info: dict = field(init=False)  # its stored description (run.json: versions, checkpoints, timings, checks)
+
+    def __post_init__(self) -> None:
+        first = self.runs[0]
+        self.run_id, self.status, self.protocol = first.run_id, first.status, first.protocol
+        self.config, self.info = first.config, first.info
+
+    @cached_property
+    def records(self) -> pd.DataFrame:
+        """Every stored per-example record of the runs, with the run each comes from (``run_id``)."""
+        return pd.concat([r.records.assign(run_id=r.run_id) for r in self.runs], ignore_index=True)[
+            ["run_id", *self.runs[0].records.columns]
+        ]
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per model x attack x eps, the runs combined (refused in one line when unlike)."""
+        return combine(self.runs)
+
+    def table(self, format: str = "md") -> str:
+        """The paper table in ``format`` (md, csv, latex, json, html, robustbench): ``robeval table``."""
+        from .report.paper import render
+
+        return render(self.summary, format)
+
+    def comparison(self, a: str, b: str, seed: int = 0) -> pd.DataFrame:
+        """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one
+        side: against its published numbers).  A model of this run is named as it is; ``RUN_ID:MODEL``
+        names one of another run, a bare name not in this run the newest finished run that has it."""
+        from .report.compare import compare
+        from .report.published_compare import compare_published
+        from .robustbench_ext.leaderboard import is_model_info_path
+
+        published = is_model_info_path(a) or is_model_info_path(b)
+        with existing_store(self.store) as db:
+            return (compare_published if published else compare)(db, self._ref(a), self._ref(b), seed=seed)
+
+    def compare(self, a: str, b: str, format: str = "md", seed: int = 0) -> str:
+        """:meth:`comparison` as ``robeval compare`` prints it (md, csv or json)."""
+        from .report.compare import to_markdown
+        from .report.published_compare import published_markdown
+        from .robustbench_ext.leaderboard import is_model_info_path
+
+        markdown = published_markdown if is_model_info_path(a) or is_model_info_path(b) else to_markdown
+        renderers = {
+            "md": markdown,
+            "csv": lambda r: r.to_csv(index=False),
+            "json": lambda r: r.to_json(orient="records", indent=2) + "\n",
+        }
+        if format not in renderers:
+            raise UserError(f"unknown format {format!r}; choose md, csv or json")
+        return renderers[format](self.comparison(a, b, seed=seed))
+
+    def _ref(self, ref: str) -> str:
+        """``ref`` as the store's readers take it: a model of these runs named with its run's id."""
+        from .report.compare import names_run
+        from .robustbench_ext.leaderboard import is_model_info_path
+
+        if is_model_info_path(ref) or names_run(ref):
+            return ref
+        owner = next((r for r in self.runs if ref in set(r.records["model"])), None)
+        return ref if owner is None else f"{owner.run_id}:{ref}"
+
+    def plot(self, out: str | Path = Path("results") / "plots") -> list[Path]:
+        """The figures (robust accuracy against eps, bars per eps, minimum norms, severities, convergence
+        curves) as PNG and SVG files in the folder ``out``: ``robeval plot``."""
+        from .report.convergence import write_convergence_plots
+        from .report.files import prepare_out_dir
+        from .report.plots import make_plots
+        from .results.runs import convergence_curves
+
+        folder = prepare_out_dir(Path(out))
+        paths = make_plots(self.summary, folder, minimal_norms(self.runs))
+        with existing_store(self.store) as db:
+            curves = convergence_curves(db, self.runs)
+        return paths + write_convergence_plots(curves, folder)
+
+    def check(self) -> str:
+        """The soundness checks of the run (its flags, stopped models, adaptive gaps): ``robeval check``."""
+        from .report.diagnostics import diagnostic_lines
+        from .results.flags import all_flags, as_dicts
+
+        run = self.runs[0]
+        flags = as_dicts(all_flags(run.summary, run.info.get("model_checks", {})))
+        lines = [
+            f"Run {run.run_id} ({run.protocol}, {run.status}):",
+            *diagnostic_lines({**run.info, "flags": flags}, run.summary),
+        ]
+        return "\n".join(lines) + "\n"
+
+    def checklist(self, out: str | Path, run_missing: bool = False, progress: bool = False) -> Checklist:
+        """The evaluation checklist (Markdown) written to ``out``; ``run_missing``: first PGD at 16/255 and
+        64/255 on the same models and examples where the run lacks them, as a run of its own in the store
+        (``progress``: its progress bars): ``robeval check --report FILE [--run-missing]``."""
+        from .atomic_files import atomic_write
+        from .report.files import check_out_file
+
+        path = check_out_file(Path(out))  # before the evidence run spends minutes
+        summary, evidence = self.runs[0].summary, None
+        if run_missing:
+            evidence = self._large_eps_run(progress)
+            if evidence is not None:
+                summary = pd.concat([summary, evidence.summary], ignore_index=True)
+        text = self._checklist_text(summary)
+        eps = list(dict.fromkeys(evidence.summary["eps"])) if evidence is not None else []
+        if evidence is not None:
+            text += f"\nLarge-eps evidence from run {evidence.run['run_id']} (PGD at {', '.join(eps)}, same models and examples).\n"
+        atomic_write(path, text)
+        return Checklist(text, path, evidence.run["run_id"] if evidence is not None else None, eps)
+
+    def _large_eps_run(self, progress: bool):
+        from .api import large_eps_run
+
+        run = self.runs[0]
+        with existing_store(self.store) as db:
+            return large_eps_run(db, run.run_id, run.config, progress=progress)
+
+    def _checklist_text(self, summary: pd.DataFrame) -> str:
+        from .report.checklist import checklist
+        from .results.runs import restart_companion
+
+        run = self.runs[0]
+        with existing_store(self.store) as db:
+            companion = restart_companion(db, run)
+        return checklist(
+            summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]), companion
+        )
+
+    def report(
+        self,
+        out: str | Path = Path("results") / "report.html",
+        gallery_attack: str | None = None,
+        gallery_size: int = 6,
+    ) -> Path:
+        """One self-contained HTML page of the runs (tables, figures, checklist, comparison, gallery of
+        ``gallery_size`` regenerated examples under ``gallery_attack``, configuration): ``robeval report``."""
+        from .atomic_files import atomic_write
+        from .report.html_page import html_report
+
+        path = check_report_out(Path(out), gallery_size)
+        with existing_store(self.store) as db:
+            page = html_report(db, self.runs, gallery_attack=gallery_attack, gallery_size=gallery_size)
+        return atomic_write(path, page)
+
+
+def check_report_out(out: Path, gallery_size: int) -> Path:
+    """The report's file and gallery size, checked before any work (one line each)."""
+    from .report.files import check_out_file
+
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"--out {out}: the report is an HTML file; name it *.html")
+    if gallery_size < 0:
+        raise UserError(f"--gallery-size must be 0 or more, got {gallery_size}")
+    return check_out_file(out)
