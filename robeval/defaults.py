@@ -9,7 +9,9 @@ SPLITS = ("test", "train")  # --split of a published data set (cifar10, cifar100
 SELECTIONS = ("balanced", "first")  # --selection: class round-robin, or the first N (RobustBench's convention)
 DEFAULT_MODELS = ["digits-deit", "digits-deit-elliptical"]
 DEFAULT_EPS = "8/255"
-DEFAULT_N_EXAMPLES = 100  # the embedded demo; sized so `make run` finishes in a few minutes on 2 cores
+# the embedded demo: 5 digits per class, sized so the demo run (seven attacks, two models) takes about a
+# minute on 2 cores (100 took 151 s: docs/speed.md#the-demo-run); --n-examples 449 is the whole test split
+DEFAULT_N_EXAMPLES = 50
 DEFAULT_STORE = Path("results") / "robeval.sqlite"
 
 # The demo models' training recipe (robeval.models.training): (epochs, peak learning rate) of the shipped

@@ -52,3 +52,13 @@ def check_reference_file(reference: str) -> None:
         path = Path(parts(reference)[0])
         if not path.is_file():
             raise UserError(f"model file not found: {path} (from --model {reference})")
+
+
+def check_callable_named(name: str) -> None:
+    """A ``.py`` file given without the callable that builds the model: one line saying how to name it."""
+    target = name.partition("=")[0]
+    if target.endswith(".py"):
+        raise UserError(
+            f"--model {name!r}: name the callable in it that returns the model, as PATH.py:CALLABLE "
+            f"(for example {target}:build)"
+        )

@@ -145,6 +145,7 @@ def test_names_references_and_modules_go_in_one_list(net_file, monkeypatch):
     "reference, words",
     [
         ("./missing.py:build", ["model file not found", "missing.py"]),
+        ("./mynet.py", ["name the callable in it", "as PATH.py:CALLABLE", "./mynet.py:build"]),
         ("./broken.py:build", ["broken.py raised NameError", "on import"]),
         ("no_such_package.nets:build", ["cannot import no_such_package.nets", "No module named"]),
         ("./mynet.py:absent", ["has no attribute 'absent'"]),
@@ -354,6 +355,8 @@ def test_the_reference_syntax_is_told_apart_from_names(tmp_path):
     assert split_label("digits-deit") == ("digits-deit", None)
     with pytest.raises(UserError, match="REFERENCE=NAME"):
         split_label("./x.py:build=")
+    with pytest.raises(UserError, match=r"as PATH.py:CALLABLE \(for example nets/x.py:build\)"):
+        robeval.load_model("nets/x.py=mine")  # the library says it too
 
 
 def test_two_models_named_alike_are_refused(net_file, monkeypatch):

@@ -54,9 +54,9 @@ from .registry import register_attack
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 # A forward pass holds at most as many input values as 1,024 ImageNet images (3 x 224 x 224): the
-# memory ``max_batch`` images of that size take.  Smaller images go ``max_batch`` at a time, so a step
-# on the digits demo takes a few large passes: on a loaded 2-core CPU a pass of 1,024 digits cost 1.9x
-# (digits-deit) and 2.7x (digits-deit-elliptical) more per image than one of 8,192 (benchmarks/RESULTS.md).
+# memory ``max_batch`` images of that size take.  Smaller images go ``max_batch`` at a time: on 8x8
+# digits a pass of 1,024 cost 0.4x per image what one of 8,192 did on a quiet 2-core CPU, where the
+# larger pass leaves the caches (benchmarks/demo_run.py; benchmarks/RESULTS.md).
 MAX_PASS_VALUES = 1024 * 3 * 224 * 224
 
 
@@ -108,7 +108,7 @@ class SPSA(Attack):
         samples=128,
         lr=0.01,
         delta=0.01,
-        max_batch=8192,
+        max_batch=1024,
         random_start=False,
         keep_best=True,
         early_stop=True,

@@ -12,7 +12,7 @@ from ..eps import parse_eps_list
 from ..errors import UserError, lookup
 from ..model_config import parse_model_config
 from ..precision import PRECISIONS
-from ..references import PREFIX_NAMES, check_reference_file, is_reference, split_label
+from ..references import PREFIX_NAMES, check_callable_named, check_reference_file, is_reference, split_label
 from ..seeds import check_seed
 from ..settings import check_set_targets, parse_attack_names, parse_set_items
 from .listing import catalog
@@ -42,6 +42,7 @@ def check_model_names(patterns: list[str], known: list[str], unavailable: dict[s
         elif name in (unavailable or {}):
             raise UserError((unavailable or {})[name])
         else:
+            check_callable_named(name)
             lookup(listed, name, "model", "robeval models")
 
 

@@ -24,6 +24,7 @@ from torch import nn
 
 from ..errors import UserError
 from ..model_config import ModelConfig
+from ..references import check_callable_named
 from ..registry import Registry
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
@@ -137,6 +138,7 @@ def get_spec(name: str) -> ModelSpec:
             spec = extension.resolve(name)
             if spec is not None:
                 return spec
+        check_callable_named(name)
     return MODELS.get(name)
 
 
