@@ -16,7 +16,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from .defaults import DEFAULT_EPS, DEFAULT_MODELS
+from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
 from .eps import Eps
 
 
@@ -105,8 +105,8 @@ class EvalConfig:
     n_examples: Optional[int] = option(
         None,
         flags=("--n-examples", "-n"),
-        help="Class-balanced subset size (digits "
-        "default 100 of 449; folder default: all); with --subset a prefix of the list.",
+        help=f"Class-balanced subset size (digits default {DEFAULT_N_EXAMPLES} of 449; folder default: all); "
+        "with --subset a prefix of the list.",
     )
     subset: Optional[list[str]] = option(
         None, cli_type=Optional[str], help="robustbench-5000: RobustBench's fixed ImageNet list (shipped with robeval)."
