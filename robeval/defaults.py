@@ -19,6 +19,10 @@ DEFAULT_STORE = Path("results") / "robeval.sqlite"
 SHIPPED_RECIPE = (300, 1e-3)
 TRAIN_DEMO_RECIPE = (100, 5e-3)
 
+# The entry-point groups through which installed packages give models and attention kinds
+# (robeval.models.plugins loads them; the listing cache is keyed on them).
+PLUGIN_GROUPS = ("robeval.models", "robeval.attention")
+
 RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random
 
 # The two row names of a results table that are no attack: the clean images, and the worst case over

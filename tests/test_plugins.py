@@ -5,7 +5,9 @@ the registries as it found them."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -196,6 +198,22 @@ def test_the_listing_cache_is_keyed_on_the_installed_entry_points(monkeypatch):
     assert listing.catalog_key() != before
     fake.dist.version = "0.2"
     assert len({before, listing.catalog_key()}) == 2
+
+
+def test_the_listing_cache_is_keyed_on_every_source_file_of_robeval(tmp_path, monkeypatch):
+    """A changed attack default or a new model registration outside the CLI's folder makes a new listing
+    (the key once covered robeval/cli/ alone, so `robeval attacks` could show a stale default)."""
+    from robeval.cli import listing
+
+    assert Path(robeval.__file__).resolve().parent == listing.PACKAGE
+    (tmp_path / "attacks").mkdir()
+    spsa = tmp_path / "attacks" / "spsa.py"
+    spsa.write_text("max_batch = 8192\n")
+    monkeypatch.setattr(listing, "PACKAGE", tmp_path)
+    before = listing.catalog_key()
+    spsa.write_text("max_batch = 1024\n")
+    os.utime(spsa, ns=(0, 1))
+    assert listing.catalog_key() != before
 
 
 def test_robeval_models_builds_no_network(monkeypatch, cli):

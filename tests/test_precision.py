@@ -96,26 +96,34 @@ def test_get_precision_knows_gpu_only_ones():
     assert get_precision("tf32", on_gpu=True).tf32 and get_precision("bf16", on_gpu=False).autocast == "bfloat16"
 
 
-@pytest.fixture()
-def masked_in_bf16():
-    """digits-deit with its trained weights, whose input gradient vanishes under autocast (as a model
-    whose gradients underflow in reduced precision would): attacks crafted in bf16 cannot move."""
+def digits_deit_with(name: str, wrap):
+    """Register ``name``: digits-deit with its trained weights and its forward wrapped as
+    ``wrap(forward)``; the caller removes it again."""
     deit = get_spec("digits-deit")
 
-    @register_model("toy-bf16-masked", family="toy", weights=embedded_weights("digits-deit"), config=deit.config)
+    @register_model(name, family="toy", weights=embedded_weights("digits-deit"), config=deit.config)
     def build():
         net = deit.builder()
-        forward = net.forward
+        net.forward = wrap(net.forward)
+        return net
 
+    return name
+
+
+@pytest.fixture()
+def masked_in_bf16():
+    """digits-deit whose input gradient vanishes under autocast (as a model whose gradients underflow
+    in reduced precision would): attacks crafted in bf16 cannot move."""
+
+    def wrap(forward):
         def masked(x):
             if torch.is_autocast_enabled(x.device.type):
                 x = x.detach() + 0 * x
             return forward(x)
 
-        net.forward = masked
-        return net
+        return masked
 
-    yield "toy-bf16-masked"
+    yield digits_deit_with("toy-bf16-masked", wrap)
     MODEL_REGISTRY.remove("toy-bf16-masked")
 
 
@@ -151,25 +159,19 @@ SEEN: list[tuple[bool, torch.dtype]] = []  # per forward of toy-dtype-recorder: 
 
 @pytest.fixture()
 def dtype_recorder():
-    """digits-deit with its weights, recording each forward: whether it is a counted one (robeval counts
-    under inference mode, attacks need gradients) and the dtype the network computed its logits in."""
-    deit = get_spec("digits-deit")
+    """digits-deit recording each forward: whether it is a counted one (robeval counts under inference
+    mode, attacks need gradients) and the dtype the network computed its logits in."""
 
-    @register_model("toy-dtype-recorder", family="toy", weights=embedded_weights("digits-deit"), config=deit.config)
-    def build():
-        net = deit.builder()
-        forward = net.forward
-
+    def wrap(forward):
         def recorded(x):
             out = forward(x)
             SEEN.append((torch.is_inference_mode_enabled(), out.dtype))
             return out
 
-        net.forward = recorded
-        return net
+        return recorded
 
     SEEN.clear()
-    yield "toy-dtype-recorder"
+    yield digits_deit_with("toy-dtype-recorder", wrap)
     MODEL_REGISTRY.remove("toy-dtype-recorder")
 
 

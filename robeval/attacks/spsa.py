@@ -55,7 +55,7 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 # A forward pass holds at most as many input values as 1,024 ImageNet images (3 x 224 x 224): the
 # memory ``max_batch`` images of that size take.  Smaller images go ``max_batch`` at a time: on 8x8
-# digits a pass of 1,024 cost 0.4x per image what one of 8,192 did on a quiet 2-core CPU, where the
+# digits a pass of 1,024 cost about half per image what one of 8,192 did on a quiet 2-core CPU, where the
 # larger pass leaves the caches (benchmarks/demo_run.py; benchmarks/RESULTS.md).
 MAX_PASS_VALUES = 1024 * 3 * 224 * 224
 

@@ -23,11 +23,10 @@ from typing import Any
 
 from .. import __version__
 from ..atomic_files import atomic_write
+from ..defaults import PLUGIN_GROUPS
 from ..errors import PluginWarning, UserError
 
-PLUGIN_GROUPS = ("robeval.models", "robeval.attention")  # robeval.models.plugins reads them
-
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # all of robeval: every registration is keyed, not only the CLI's
 
 
 def cache_dir() -> Path:

@@ -23,13 +23,14 @@ from typing import Any
 
 from torch import nn
 
+from ..defaults import PLUGIN_GROUPS
 from ..errors import PluginWarning, UserError
 from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind, takes_timm_calls
 from .deit_attention import family_names, register_family
 from .registry import EXTENSIONS, MODELS, Extension, ModelSpec
 from .user_code import code_spec, describe
 
-MODEL_GROUP, ATTENTION_GROUP = "robeval.models", "robeval.attention"
+MODEL_GROUP, ATTENTION_GROUP = PLUGIN_GROUPS
 _FAILED: dict[tuple[str, str], str] = {}  # (group, name) -> the one line said about it
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..errors import UserError
+from ..registry import Registry
 from ..settings import WORK_SPLIT
 from .stored_run import StoredRun
 from .summary import crafting_precision
@@ -63,13 +64,12 @@ class Side:
 
 
 Aspect = Callable[[Side, Side], "str | None"]  # the difference in words, or None when the sides agree
-ASPECTS: dict[str, Aspect] = {}
+ASPECTS: Registry[Aspect] = Registry("comparison aspect")
 
 
 def aspect(name: str) -> Callable[[Aspect], Aspect]:
     def register(fn: Aspect) -> Aspect:
-        ASPECTS[name] = fn
-        return fn
+        return ASPECTS.add(name, fn)
 
     return register
 
