@@ -16,8 +16,9 @@ import pandas as pd
 from ..data.labels import LabelSpace
 from ..eps import find_budget
 from ..errors import UserError
-from ..evaluation.config import model_order
+from ..evaluation.config import ADAPTIVE_SUFFIX, model_order
 from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
+from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
 from .runs import StoredRun, load_run
 from .selection import Selection, select_examples
@@ -104,6 +105,8 @@ def plan_recrafting(
     eps_text = _run_eps(run, eps)
     records = run.records[(run.records["attack"] == attack) & (run.records["eps"] == eps_text)]
     drawn = _run_models(run, records, models, attack, eps_text)
+    bases = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in drawn})
+    check_stored_code({**run.config, "models": bases}, run.info, named_code)  # before anything is made
     selection = select_examples(records, drawn, select, examples, max_examples)
     return RecraftPlan(run, drawn, attack, eps_text, records, selection, options)
 
