@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -421,3 +422,25 @@ def test_train_demo_writes_weights_that_load_back_with_the_accuracy_it_printed(t
     assert f"{100 * measured:.2f}" == f"{printed:.2f}"
     again = invoke([*trained, "--force"], tmp_path)
     assert again.returncode == 0, again.stderr
+
+
+def test_a_modules_source_file_is_found_without_importing_its_package(tmp_path, monkeypatch):
+    from robeval.models.user_code import check_stored_code, code_record, source_file
+
+    package = tmp_path / "theirpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(f"open({str(tmp_path / SENTINEL)!r}, 'w').write('ran')\n")
+    (package / "nets.py").write_text("def build():\n    raise AssertionError('not to be called')\n")
+    monkeypatch.chdir(tmp_path)
+    assert source_file("theirpkg.nets:build") == (package / "nets.py").resolve()
+    assert source_file("./theirpkg/nets.py:build") == (package / "nets.py").resolve()
+    recorded = code_record("theirpkg.nets:build")
+    config = {"models": ["mine"], "references": {"mine": "theirpkg.nets:build"}}
+    check_stored_code(config, {"models": {"mine": {"code": recorded}}})  # unchanged: allowed, nothing imported
+    (package / "nets.py").write_text("def build():\n    return None\n")
+    with pytest.raises(UserError, match="nets.py changed since the run"):
+        check_stored_code(config, {"models": {"mine": {"code": recorded}}})
+    with pytest.raises(UserError, match="the run recorded no SHA-256"):
+        check_stored_code(config, {"models": {}})
+    check_stored_code(config, {"models": {}}, named=["theirpkg.nets:build"])  # named on the command line
+    assert not (tmp_path / SENTINEL).exists() and "theirpkg" not in sys.modules
