@@ -34,11 +34,12 @@ def refuse_repeated_names(items: list[str]) -> None:
     for item in items:
         reference, label = split_label(item)
         name = label or reference
+        if name in seen and seen[name] == item:
+            raise UserError(f"--model {name!r} is given twice: give each model once")
         if name in seen:
-            same = "given twice" if seen[name] == item else f"the name of both {seen[name]!r} and {item!r}"
             raise UserError(
-                f"--model {name!r} is {same}: each model of a run has one name (name your code's model "
-                "otherwise with PATH.py:CALLABLE=NAME)"
+                f"--model {name!r} is the name of both {seen[name]!r} and {item!r}: each model of a run has one "
+                "name (name your code's model otherwise: PATH.py:CALLABLE=NAME)"
             )
         seen[name] = item
 

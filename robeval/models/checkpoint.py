@@ -268,7 +268,10 @@ def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = F
     if kind == "safetensors":
         obj: Any = {name: torch.empty(shape, device="meta") for name, shape in safetensors_entries(p).items()}
     elif kind == "torch-zip" and not trust:
-        obj = _load_torch(p, trust, mmap=True)
+        try:
+            obj = _load_torch(p, trust, mmap=True)
+        except UserError:  # what memory-mapping refuses (a file of an older torch) is said by a plain read
+            obj = _load_file(p, trust)
     else:
         obj = _load_file(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}")
