@@ -43,3 +43,18 @@ class StoreFull(UserError):
 class PluginWarning(UserWarning):
     """A plugin that could not be loaded (or clashes with another): the command line prints it as one
     ``warning:`` line and goes on with every other model."""
+
+
+# What the user's code (a model file or module, its callable, its forward, a plugin) may raise, caught
+# where robeval calls it: any Exception, and SystemExit and KeyboardInterrupt too, which would otherwise
+# end the command as if it had finished (``sys.exit(0)``: exit code 0 and no output) or been stopped.
+USER_CODE_RAISES = (Exception, SystemExit, KeyboardInterrupt)
+
+
+def raised(exc: BaseException) -> str:
+    """What the user's code raised, for a one-line message: its type and the first line of its text
+    (a ``SystemExit`` says that the code called ``sys.exit``)."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}): the code called sys.exit instead of returning or raising an error"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__

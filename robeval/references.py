@@ -26,6 +26,24 @@ def split_label(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+def refuse_repeated_names(items: list[str]) -> None:
+    """Each model of a run has one name: two ``--model`` entries of one name (a model given twice, or
+    ``./mine.py:build=digits-deit`` beside ``digits-deit``, in either order) are one line, never one
+    silently replacing the other."""
+    seen: dict[str, str] = {}
+    for item in items:
+        reference, label = split_label(item)
+        name = label or reference
+        if name in seen and seen[name] == item:
+            raise UserError(f"--model {name!r} is given twice: give each model once")
+        if name in seen:
+            raise UserError(
+                f"--model {name!r} is the name of both {seen[name]!r} and {item!r}: each model of a run has one "
+                "name (name your code's model otherwise: PATH.py:CALLABLE=NAME)"
+            )
+        seen[name] = item
+
+
 def parts(reference: str) -> tuple[str, str]:
     """(target, attribute): the file or module, and the callable's (possibly dotted) name in it."""
     target, _, attribute = reference.rpartition(":")

@@ -206,9 +206,11 @@ class Run:
 
     def _large_eps_run(self, progress: bool):
         from .api import large_eps_run
+        from .models.user_code import check_stored_code
 
         run = self.runs[0]
-        with existing_store(self.store) as db:
+        check_stored_code(run.config, run.info)  # the run's own code, only unchanged
+        with existing_store(self.store, writable=True) as db:  # the evidence run is stored beside the run
             return large_eps_run(db, run.run_id, run.config, progress=progress)
 
     def _checklist_text(self, summary: pd.DataFrame) -> str:

@@ -314,7 +314,7 @@ def test_load_model_and_train_demo_take_the_users_code(net_file, monkeypatch):
 
 def test_train_demo_writes_weights_that_run_loads(tmp_path, cli):
     out = tmp_path / "kde.safetensors"
-    result = cli("train-demo", "--model", "digits-deit-kde", "--out", str(out), "--epochs", "2", "--seed", "1")
+    result = cli("train-demo", "--model", "digits-deit-kde", "--out", str(out), "--epochs", "6", "--seed", "1")
     assert result.returncode == 0, result.stderr
     assert "digits-deit-kde: clean accuracy" in result.stdout and out.stat().st_size > 10_000
     run = cli("run", "--model", "digits-deit-kde", "--checkpoint", f"digits-deit-kde={out}", "-n", "8", "--attacks",
@@ -361,7 +361,7 @@ def test_the_reference_syntax_is_told_apart_from_names(tmp_path):
 
 def test_two_models_named_alike_are_refused(net_file, monkeypatch):
     monkeypatch.chdir(net_file)
-    with pytest.raises(UserError, match="two models are named mine"):
+    with pytest.raises(UserError, match="'mine' is the name of both './mynet.py:build=mine' and './mynet.py:with_cfg=mine'"):
         robeval.evaluate(models=["./mynet.py:build=mine", "./mynet.py:with_cfg=mine"], n_examples=4)
 
 

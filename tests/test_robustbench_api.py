@@ -73,8 +73,10 @@ def test_module_names_carry_their_state_dicts_hash():
     a, b = (torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3)) for _ in range(2))
     b.load_state_dict(a.state_dict())
     config = {"input_size": (1, 2, 2), "num_classes": 3}
-    names, given = split_models([GivenItem((a, config), "mine"), GivenItem((b, config), "mine")])
-    assert names[0] == names[1] and names[0].startswith("module:mine@")
+    names, given = split_models([GivenItem((a, config), "mine")])
+    assert split_models([GivenItem((b, config), "mine")])[0] == names and names[0].startswith("module:mine@")
+    with pytest.raises(UserError, match="are one model, module:mine@"):  # the same module twice: one column, refused
+        split_models([GivenItem((a, config), "mine"), GivenItem((b, config), "mine")])
     with torch.no_grad():
         b[1].weight[0, 0] += 1
     [changed], _ = split_models([GivenItem((b, config), "mine")])

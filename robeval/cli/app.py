@@ -87,8 +87,15 @@ def _run(args: list[str], err: Console) -> None:
     exceptions = _click_exceptions()
     try:
         code = app(args=args, standalone_mode=False)
-        if isinstance(code, int) and code:
-            sys.exit(code)
+    except SystemExit as exc:  # robeval's commands end with typer.Exit: this came from code they called
+        err.print(
+            f"error: the command was ended by SystemExit({exc.code!r}) from code it called (a model's or plugin's "
+            "code calling sys.exit); it did not finish",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(2)
     except UserError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -107,3 +114,5 @@ def _run(args: list[str], err: Console) -> None:
         if STOPPING and under_launcher():  # a worker stopped by its launcher while waiting for another worker
             sys.exit(0)
         raise
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -23,7 +23,9 @@ def examples_cmd(
         "--model",
         "-m",
         help="A model of the run to draw (repeatable; side by side in this order; default every model). "
-        "In --select, A and B are the first and second.",
+        "In --select, A and B are the first and second. A model of your code as PATH.py:CALLABLE=NAME (or "
+        "PATH.py:CALLABLE where that is its name) allows importing that code although its file changed since "
+        "the run; unnamed, a run's code is imported only from the file it was read from, unchanged.",
     ),
     attack: str = typer.Option(..., "--attack", "-a", help="The attack of the run whose images to craft again."),
     eps: Optional[str] = typer.Option(None, help="An eps of the run (default: its only one)."),

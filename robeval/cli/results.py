@@ -67,11 +67,10 @@ def runs_cmd(
     all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing."),
 ) -> None:
     """List stored runs with status, progress (finished/total units) and age."""
-    from ..results.store import Store
+    from ..results.store import Store, existing_store
 
-    if not store.exists():
-        raise UserError(f"results store not found: {store}")
-    df = Store(store).runs()
+    with existing_store(store) as db:  # read-only: a path that is no store is refused, nothing is written
+        df = db.runs()
     empty_failed = (df["status"] == "failed") & (df["done_units"] == 0)
     hidden = int(empty_failed.sum()) if not all_ else 0
     if hidden:

@@ -31,10 +31,12 @@ def train_demo_cmd(
     ),
     lr: float = typer.Option(DEFAULT_LR, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
     threads: int = typer.Option(1, help="CPU threads (1 is fastest for these tiny models on a busy machine)."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
 ) -> None:
     """Train MODEL's digits version on the digits training split (deterministic from --seed) and write
     its weights to --out, which `robeval run --checkpoint MODEL=FILE` loads; prints the clean accuracy
-    it reached on the digits test split."""
+    it reached on the digits test split (what `robeval run` measures with those weights).  A training
+    whose loss stops being finite, or that ends under twice chance accuracy, writes nothing."""
     from ..report.files import check_out_file
     from ..seeds import check_seed
 
@@ -42,15 +44,18 @@ def train_demo_cmd(
     if threads < 1:
         raise UserError(f"--threads must be at least 1, got {threads}")
     check_out_file(out)  # before the minute of training
+    if out.exists() and not force:
+        raise UserError(f"--out {out} exists: pass --force to replace it")
     import torch
 
-    from ..models.training import check_weights_path, save_demo, train_demo
+    from ..models.training import check_learned, check_weights_path, save_demo, train_demo
 
     check_weights_path(out)
 
     torch.set_num_threads(threads)
     with _bar(model) as progress:
         net, acc = train_demo(model, epochs, seed, lr=lr, progress=progress)
+    check_learned(model, acc)  # before anything is written
     meta = {"model": model, "epochs": str(epochs), "lr": str(lr), "seed": str(seed), "trained_by": "robeval train-demo"}
     save_demo(net, acc, out, meta)
     console.print(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..json_input import MAX_BYTES, load_json
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,14 @@ def read_class_map(path: str | Path) -> dict[str, int]:
         raise UserError(f"class map file not found: {p}")
     if not p.is_file():
         raise UserError(f"class map {p} is not a file")
+    if p.stat().st_size > MAX_BYTES:
+        raise UserError(f"class map {p} is {p.stat().st_size:,} bytes: not a class map; refused unread")
     text = p.read_text(errors="replace")
     try:
         if text.lstrip().startswith("{"):
-            raw = json.loads(text)
+            raw = load_json(text, f"class map {p}")
+            if not isinstance(raw, dict):
+                raise ValueError("a JSON class map is an object {FOLDER: INDEX}")
             return {str(k): _index(v, p, k) for k, v in raw.items()}
         pairs = [
             line.replace(",", " ").split() for line in text.splitlines() if line.strip() and not line.startswith("#")

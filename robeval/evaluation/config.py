@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..model_config import parse_model_config
 from ..models import expand_model_patterns
 from ..options import EvalConfig, identity_fields
-from ..references import split_label
+from ..references import refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..seeds import check_seed
 from ..shifts.kinds import get_shift
@@ -37,11 +37,14 @@ def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     for item in items:
         name, eq, path = item.partition("=")
         if eq and name and not Path(item).exists():
-            out[name.strip()] = path.strip()
+            name, path = name.strip(), path.strip()
         elif len(models) == 1:
-            out[models[0]] = item
+            name, path = models[0], item
         else:
             raise UserError(f"--checkpoint {item!r}: with several models write MODEL=PATH")
+        if name in out:  # never the last one silently
+            raise UserError(f"--checkpoint: two checkpoints for {name} ({out[name]} and {path}); give one")
+        out[name] = path
     return out
 
 
@@ -50,6 +53,7 @@ def _names(models: Any) -> tuple[list[str], dict[str, str]]:
     given = list(DEFAULT_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
     if not given:
         raise UserError("no --model given")
+    refuse_repeated_names([str(item) for item in given])
     references: dict[str, str] = {}
     names: list[str] = []
     for item in given:

@@ -1,11 +1,11 @@
 """Checks made before a run is created, so that a user's mistake costs no work and leaves no run.
 
 Every model's input size and classes are read from its registration (data: no network is built), or
-from the module the plan carries (the user's, checked by one forward pass when it was planned); a
-plugin's attention kind is built and run once on a zero batch (its layer is code robeval has not
-seen).  Every checkpoint file is looked at (exists, is a checkpoint); the data is opened once, the
-subset chosen, and its labels checked against each model's classes.  What is learnt (the data) is
-handed to the run, which reuses it for every model.
+from the module the plan carries (the user's, checked by one forward pass when it was planned).  Each
+registered model is admitted (robeval.models.admission: a plugin's network built and run once on a
+zero batch, its checkpoint read as little as its format allows and matched against its network); the
+data is opened once, the subset chosen, and its labels checked against each model's classes.  What is
+learnt (the data) is handed to the run, which reuses it for every model.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..errors import UserError
-from ..models import ModelSpec, build_network, get_spec, meta_of, model_meta
-from ..models.checkpoint import check_checkpoint_file
-from ..models.given import check_output
+from ..models import ModelSpec, build_network, meta_of, model_meta
+from ..models.admission import admit_model
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig
 from .plan import ModelJob, RunPlan
@@ -54,21 +53,18 @@ def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
 
 
 def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):
-    """A model's checkpoint file looked at (or its default weights' existence), and what it is."""
-    spec = get_spec(name)
-    if checkpoint is not None:
-        check_checkpoint_file(checkpoint)
-    elif not spec.has_default_weights and config.weights != "random":
+    """A model admitted (robeval.models.admission: its checkpoint, a plugin's network), or its default
+    weights' existence, and what it is."""
+    spec = admit_model(name, options, checkpoint, config.checkpoint_key, config.trust_checkpoint)
+    if checkpoint is None and not spec.has_default_weights and config.weights != "random":
         raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
     return _facts(spec, name, options)
 
 
 def _facts(spec: ModelSpec, name: str, options: dict) -> ModelMeta:
-    """A registration's facts; a plugin's network built and run once on a zero batch; a model whose
-    facts come with its network (hub models, the user's code as a transfer source) built to read them."""
+    """A registration's facts; a model whose facts come with its network (hub models, the user's code as
+    a transfer source) built to read them."""
     if spec.config is not None:
-        if spec.package != "robeval":
-            _check_plugin_network(spec, name, options)
         return meta_of(spec, spec.config, options)
     if spec.reference is not None:
         return model_meta(spec.builder(), spec, options)
@@ -88,19 +84,6 @@ def _source_meta(config: EvalConfig, targets: list):
                 f"{tuple(target.input_size)}: transfer needs the same images"
             )
     return meta
-
-
-def _check_plugin_network(spec: ModelSpec, name: str, options: dict) -> None:
-    """A plugin's network builds and gives ``[N, classes]`` logits (its layer is code robeval has not seen)."""
-    assert spec.config is not None
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        try:
-            net = build_network(name, **options).eval()
-        except Exception as exc:  # the plugin's layer code
-            text = (str(exc).strip().splitlines() or [""])[0][:200]
-            raise UserError(f"model {name} of {spec.package} does not build: {type(exc).__name__}: {text}") from None
-        check_output(net, name, spec.config)
 
 
 def check_settings_fit(plan: RunPlan, metas: list) -> None:

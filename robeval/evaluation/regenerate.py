@@ -16,7 +16,8 @@ that of the run on those batches.
 
 Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
 runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
-are refused (:func:`refusal`).
+are refused (:func:`refusal`).  A model of the user's code is built again only from the file the run
+read, unchanged, or from code the command line names (robeval.models.user_code.check_stored_code).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..attacks.base import PER_BATCH_IN_LIBRARY
 from ..data.labels import LabelSpace
 from ..eps import Eps
 from ..errors import UserError
+from ..models.user_code import check_stored_code
 from ..threads import set_threads
 from .batch_attacks import BatchAttack
 from .config import ADAPTIVE_SUFFIX
@@ -63,6 +65,7 @@ class Request:
     data_dir: str = "./data"
     trust_checkpoint: bool = False
     threads: int | None = None  # CPU threads (the run's own count: a reduction may round otherwise)
+    allowed_code: tuple[str, ...] = ()  # the user's code this command line names: imported even if changed
 
 
 @dataclass
@@ -124,7 +127,9 @@ def regenerate(request: Request) -> Regeneration:
         trust_checkpoint=request.trust_checkpoint,
         threads=request.threads,
     )
-    plan = rebuild_plan(request.config, sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models}), **machine)
+    models = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models})
+    check_stored_code({**request.config, "models": models}, request.info, request.allowed_code)  # before any import
+    plan = rebuild_plan(request.config, models, **machine)
     with _threads(request.threads):
         return _regenerate(plan, request)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import pickle
 import re
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from ..json_input import load_json
 
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")
@@ -62,6 +65,65 @@ def checkpoint_format(path: Path) -> str | None:
     return None
 
 
+# What a file may declare before anything of it is read or inflated.  torch.save stores its zip records
+# as they are (inflated size = stored size); a record that inflates further is what a zip bomb is.
+MAX_INFLATION = 4  # the declared inflated size of all records, at most this many times the file's size
+SAFETENSORS_HEADER_LIMIT = 100 << 20  # the safetensors library's own limit on its JSON header
+SAFETENSORS_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+                     "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}  # fmt: skip
+
+
+def _check_archive(path: Path) -> None:
+    """A torch zip's records from its central directory alone (nothing inflated): what they declare
+    inflated stays within :data:`MAX_INFLATION` times the file, so loading cannot take more memory."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise not_a_checkpoint(path, f"truncated or damaged zip archive: {_first_line(exc)}") from None
+    stored = max(path.stat().st_size, 1)
+    declared = sum(r.file_size for r in records)
+    if declared > MAX_INFLATION * stored:
+        raise UserError(
+            f"checkpoint {path} declares {declared:,} bytes once inflated, {declared / stored:,.0f} times its "
+            f"{stored:,} bytes (torch.save stores records as they are): refused before anything was inflated"
+        )
+
+
+def safetensors_entries(path: Path) -> dict[str, tuple[int, ...]]:
+    """The tensors a safetensors file declares (name -> shape), from its header alone: each one's bytes
+    (dtype x shape) must lie inside the file's data section, so a header that claims terabytes is one
+    line before anything is read."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        length = int.from_bytes(fh.read(8), "little")
+        if length > min(size - 8, SAFETENSORS_HEADER_LIMIT):
+            raise not_a_checkpoint(path, "truncated safetensors file: its header is longer than the file")
+        header = load_json(fh.read(length), f"the safetensors header of {path}")
+    if not isinstance(header, dict):
+        raise not_a_checkpoint(path, "damaged safetensors header: not a JSON object")
+    data = size - 8 - length
+    return {name: _entry_shape(path, name, entry, data) for name, entry in header.items() if name != "__metadata__"}
+
+
+def _entry_shape(path: Path, name: str, entry: Any, data: int) -> tuple[int, ...]:
+    try:
+        dtype, shape, (begin, end) = entry["dtype"], tuple(int(n) for n in entry["shape"]), entry["data_offsets"]
+        need = math.prod(shape) * SAFETENSORS_BYTES[dtype]
+        fits = min(shape, default=0) >= 0 and 0 <= int(begin) <= int(end) <= data and int(end) - int(begin) == need
+    except (KeyError, TypeError, ValueError):
+        raise not_a_checkpoint(
+            path, f"damaged safetensors header: entry {name!r} is not dtype, shape, data_offsets"
+        ) from None
+    if not fits:
+        raise not_a_checkpoint(
+            path,
+            f"truncated or damaged safetensors file: its header declares tensor {name!r} of {need:,} bytes at "
+            f"{begin}..{end}, and the file holds {data:,} bytes of data; refused before anything was read",
+        )
+    return shape
+
+
 def _describe(path: Path) -> str:
     """What a file that is no checkpoint looks like, for the error message."""
     head = path.read_bytes()[:512]
@@ -95,13 +157,13 @@ def _load_safetensors(path: Path) -> Any:
         raise not_a_checkpoint(path, f"damaged or truncated safetensors file: {_first_line(exc)}") from None
 
 
-def _load_torch(path: Path, trust: bool) -> Any:
+def _load_torch(path: Path, trust: bool, mmap: bool = False) -> Any:
     if trust:
         # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
         return _load_trusted(path)
     try:
         with torch.serialization.safe_globals(SAFE_GLOBALS):
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as exc:
         global_name = re.search(r"GLOBAL ([\w.]+)", str(exc))
         if global_name or "Unsupported global" in str(exc) or "Unsupported class" in str(exc):
@@ -162,16 +224,29 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
 
 
 def check_checkpoint_file(path: str | Path) -> Path:
-    """The file exists and its first bytes are a checkpoint's (cheap: nothing is loaded)."""
+    """The file exists, is a checkpoint by its first bytes, and what its header or archive records
+    declare fits the file (:func:`safetensors_entries`, :func:`_check_archive`): nothing is loaded."""
     p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise UserError(f"checkpoint {p} is a symbolic link to nothing (a missing target or a loop)")
     if not p.exists():
         raise UserError(f"checkpoint file not found: {p}")
     if not p.is_file():
         raise UserError(f"checkpoint path is not a file: {p}")
     if p.stat().st_size == 0:
         raise not_a_checkpoint(p, "the file is empty")
-    if checkpoint_format(p) is None:
-        raise not_a_checkpoint(p, _describe(p))
+    try:
+        kind = checkpoint_format(p)
+        if kind is None:
+            raise not_a_checkpoint(p, _describe(p))
+        if kind == "truncated-safetensors":
+            raise not_a_checkpoint(p, "truncated safetensors file: its header is longer than the file")
+        if kind == "torch-zip":
+            _check_archive(p)
+        elif kind == "safetensors":
+            safetensors_entries(p)
+    except OSError as exc:
+        raise UserError(f"cannot read checkpoint {p}: {exc.strerror or exc}") from None
     return p
 
 
@@ -182,6 +257,24 @@ def read_checkpoint(
     p = check_checkpoint_file(path)
     obj = _load_file(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
+
+
+def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
+    """The weights ``read_checkpoint`` would give, as far as their names and shapes go, read as little as
+    the format allows: a safetensors file's header alone (meta tensors), a torch zip memory-mapped (its
+    pickle unpickled under the same rules, the tensors not read), an older torch file loaded."""
+    p = check_checkpoint_file(path)
+    kind = checkpoint_format(p)
+    if kind == "safetensors":
+        obj: Any = {name: torch.empty(shape, device="meta") for name, shape in safetensors_entries(p).items()}
+    elif kind == "torch-zip" and not trust:
+        try:
+            obj = _load_torch(p, trust, mmap=True)
+        except UserError:  # what memory-mapping refuses (a file of an older torch) is said by a plain read
+            obj = _load_file(p, trust)
+    else:
+        obj = _load_file(p, trust)
+    return select_state_dict(obj, key, source=f"checkpoint {p}")
 
 
 def _added_prefix(longer: set[str], shorter: set[str]) -> str | None:
@@ -234,9 +327,9 @@ def _likely_cause(
     return "likely a checkpoint of another architecture"
 
 
-def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
-    """Load with every key and shape matching, or one :class:`UserError` naming the first mismatches."""
-    own = net.state_dict()
+def check_fit(own: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
+    """Every key and shape of ``own`` (a network's state dict, on the meta device or not) matching
+    ``state``, or one :class:`UserError` naming the first mismatches and their likely cause."""
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     shape_diff = [k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
@@ -250,4 +343,9 @@ def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], mo
             parts.append(f"{len(shape_diff)} of other shape (e.g. {', '.join(shape_diff[:3])})")
         cause = _likely_cause(own, state, shape_diff)
         raise UserError(f"{source} does not fit {model_name}: {'; '.join(parts)} — {cause}")
+
+
+def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
+    """Load with every key and shape matching (:func:`check_fit`)."""
+    check_fit(net.state_dict(), state, model_name, source)
     net.load_state_dict(state, strict=True)

@@ -23,13 +23,14 @@ from torch import nn
 
 from ..errors import UserError
 from ..model_config import ModelConfig, how_to_state
+from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .registry import ModelSpec
+from .user_code import code_record
 from .wrapper import ModelMeta, config_of, meta_from_config
 
 PREFIX = "module"  # a module given from Python is named module:<label>@<hash>
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
-CHECKED_BATCH = 2  # images in the output check's zero batch
 
 
 def state_dict_sha256(module: nn.Module) -> str:
@@ -55,6 +56,7 @@ class GivenModel:
     weights: str  # how the meta describes them
     checkpoint: str | None = None
     checkpoint_sha256: str | None = None
+    code: dict[str, str] | None = None  # the user's code file it was built by (path, SHA-256): user_code.code_record
 
     @property
     def params(self) -> int:
@@ -74,58 +76,21 @@ class GivenModel:
             checkpoint_sha256=self.checkpoint_sha256 or self.sha256,
             source=self.source,
             params=self.params,
+            code=self.code,
         )
-
-
-def _forward_zeros(module: nn.Module, name: str, size: tuple[int, int, int]) -> Any:
-    first = next(iter(module.parameters()), None)
-    x = torch.zeros(CHECKED_BATCH, *size, device=first.device if first is not None else "cpu")
-    training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            return module(x)
-    except Exception as exc:  # the user's forward: any exception is theirs, in one line
-        text = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise UserError(
-            f"model {name} fails on a zero batch of its stated input size {size} "
-            f"({type(exc).__name__}: {text}); state its input_size (or fix its forward)"
-        ) from None
-    finally:
-        module.train(training)
-
-
-def check_output(module: nn.Module, name: str, config: ModelConfig) -> int:
-    """One forward pass of a zero batch at ``config.input_size``: ``[N, classes]`` logits, or one line.
-    Returns the class count the output has."""
-    assert config.input_size is not None
-    out = _forward_zeros(module, name, config.input_size)
-    if not isinstance(out, torch.Tensor):
-        raise UserError(
-            f"model {name} returns a {type(out).__name__}, not a tensor of logits [N, classes] "
-            "(wrap it so that forward returns the logits)"
-        )
-    if out.dim() != 2 or out.shape[0] != CHECKED_BATCH:
-        raise UserError(
-            f"model {name} returns shape {tuple(out.shape)} for {CHECKED_BATCH} images of size {config.input_size}, "
-            f"not logits [{CHECKED_BATCH}, classes]"
-        )
-    width = int(out.shape[1])
-    if config.num_classes is not None and width != config.num_classes:
-        raise UserError(f"model {name} states num_classes={config.num_classes} but returns {width} logits per image")
-    return width
 
 
 def complete_config(
     module: nn.Module, name: str, options: dict[str, Any] | None = None, from_python: bool = False
 ) -> ModelConfig:
-    """The module's ``pretrained_cfg`` updated by ``options`` (``--model-config``), every field filled;
-    one line saying what is missing and how to state it."""
+    """The module's ``pretrained_cfg`` updated by ``options`` (``--model-config``), every field filled and
+    admitted (:func:`~.admission.admit_config`: a mean and std per channel); one line saying what is
+    missing or wrong and how to state it."""
     stated = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(options or {}))
     missing = stated.missing()
     if missing:
         raise UserError(how_to_state(name, missing, from_python))
-    return stated.completed(check_output(module, name, stated))
+    return admit_config(stated.completed(check_output(module, name, stated)), name)
 
 
 def _checkpoint(module: nn.Module, name: str, checkpoint: str | None, key: str | None, trust: bool):
@@ -147,7 +112,8 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any) -> GivenMod
     config = complete_config(module, name, run.model_config.get(name))
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)
-    return GivenModel(name, source, spec.family, module, config, state_dict_sha256(module), weights, checkpoint, sha)
+    sha256 = state_dict_sha256(module)
+    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, code_record(source))
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:
@@ -200,6 +166,10 @@ def split_models(items: Any) -> tuple[list[Any] | None, dict[str, GivenModel]]:
             names.append(item)
             continue
         model = given_from_object(*item) if isinstance(item, GivenItem) else given_from_object(item)
+        if model.name in given:
+            raise UserError(
+                f"two of the modules given are one model, {model.name} (the same class and weights): give it once"
+            )
         given[model.name] = model
         names.append(model.name)
     return names, given

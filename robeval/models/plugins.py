@@ -24,7 +24,7 @@ from typing import Any
 from torch import nn
 
 from ..defaults import PLUGIN_GROUPS
-from ..errors import PluginWarning, UserError
+from ..errors import USER_CODE_RAISES, PluginWarning, UserError, raised
 from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind, takes_timm_calls
 from .deit_attention import family_names, register_family
 from .registry import EXTENSIONS, MODELS, Extension, ModelSpec
@@ -75,11 +75,9 @@ def load(group: str, name: str) -> Any:
     (entry,) = entry_points(group)[name]
     try:
         return entry.load()
-    except Exception as exc:  # the plugin's own code
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
+    except USER_CODE_RAISES as exc:  # the plugin's own code (a SystemExit in it included)
         raise UserError(
-            f"plugin {package_of(entry)} ({group} entry point {name} = {entry.value}) failed to import: "
-            f"{type(exc).__name__}: {first}"
+            f"plugin {package_of(entry)} ({group} entry point {name} = {entry.value}) failed to import: {raised(exc)}"
         ) from None
 
 

@@ -36,6 +36,9 @@ MEAN, STD = DIGITS_CFG["mean"][0], DIGITS_CFG["std"][0]  # the demo's normalizat
 
 Loss = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]  # (net, normalized images, labels)
 Progress = Callable[[int, int, float], None]  # (epochs done, epochs, last batch's loss)
+Normalization = tuple[tuple[float, ...], tuple[float, ...]]  # (mean, std) per channel
+DEMO_NORMALIZATION: Normalization = ((MEAN,), (STD,))
+LEARNED = 2.0  # a trained model must reach this many times chance accuracy (1 / classes) on the test split
 
 
 def shift_augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -49,11 +52,39 @@ def shift_augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return out
 
 
-def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Top-1 accuracy of ``net`` (which takes normalized images) on [0,1] images ``x``."""
+def normalizer(normalization: Normalization) -> Callable[[torch.Tensor], torch.Tensor]:
+    """[0,1] images -> what a network taking ``normalization`` (mean, std per channel) takes."""
+    mean, std = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in normalization)
+    return lambda x: (x - mean) / std
+
+
+def accuracy(
+    net: nn.Module, x: torch.Tensor, y: torch.Tensor, normalization: Normalization = DEMO_NORMALIZATION
+) -> float:
+    """Top-1 accuracy of ``net`` (which takes images normalized by ``normalization``) on [0,1] images ``x``."""
     net.eval()
     with torch.inference_mode():
-        return float((net((x - MEAN) / STD).argmax(1) == y).float().mean())
+        return float((net(normalizer(normalization)(x)).argmax(1) == y).float().mean())
+
+
+def check_finite(loss: float, epoch: int, epochs: int, lr: float) -> None:
+    """A loss that is NaN or infinite ends the training in one line: every weight after it is garbage."""
+    if not math.isfinite(loss):
+        raise UserError(
+            f"training diverged: the loss is {loss} in epoch {epoch} of {epochs} (lr {lr:g} is likely too large); "
+            "nothing was written"
+        )
+
+
+def check_learned(name: str, acc: float, classes: int = int(DIGITS_CFG["num_classes"])) -> None:
+    """A model that ends near chance (under :data:`LEARNED` times 1/classes) learnt nothing: one line,
+    so that no file of such weights is written as if it were a trained model."""
+    if acc < LEARNED / classes:
+        raise UserError(
+            f"{name} reached {100 * acc:.2f}% on the digits test split, under {LEARNED:g}x chance "
+            f"({100 * LEARNED / classes:.0f}%): it learnt nothing (too few --epochs, or a --lr too small or too "
+            "large); nothing was written"
+        )
 
 
 def smoothed_ce(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -88,12 +119,15 @@ def train_network(
     lr: float = SHIPPED[1],
     loss_fn: Loss = smoothed_ce,
     progress: Progress | None = None,
+    normalization: Normalization = DEMO_NORMALIZATION,
 ) -> tuple[nn.Module, float]:
-    """The recipe (module docstring) on ``net`` (which takes normalized images); returns it in eval mode
-    and its top-1 accuracy on the digits test split.  Deterministic from ``seed`` (data order, shifts)."""
+    """The recipe (module docstring) on ``net`` (which takes images normalized by ``normalization``, the
+    demo's by default); returns it in eval mode and its top-1 accuracy on the digits test split.
+    Deterministic from ``seed`` (data order, shifts); a loss that is not finite stops it (one line)."""
     gen = torch.Generator().manual_seed(seed)
     xtr, ytr = (torch.from_numpy(a) for a in digits_split("train"))
     xte, yte = (torch.from_numpy(a) for a in digits_split("test"))
+    normalize = normalizer(normalization)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
     sched = _schedule(opt, epochs, math.ceil(len(ytr) / BATCH))
     for epoch in range(epochs):
@@ -101,15 +135,17 @@ def train_network(
         perm = torch.randperm(len(ytr), generator=gen)
         for start in range(0, len(ytr), BATCH):
             idx = perm[start : start + BATCH]
-            loss = loss_fn(net, (shift_augment(xtr[idx], gen) - MEAN) / STD, ytr[idx])
+            loss = loss_fn(net, normalize(shift_augment(xtr[idx], gen)), ytr[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), CLIP)
             opt.step()
             sched.step()
+        last = float(loss.detach())
+        check_finite(last, epoch + 1, epochs, lr)  # a NaN stays NaN: checked once an epoch
         if progress is not None:
-            progress(epoch + 1, epochs, float(loss.detach()))
-    return net.eval(), accuracy(net, xte, yte)
+            progress(epoch + 1, epochs, last)
+    return net.eval(), accuracy(net, xte, yte, normalization)
 
 
 def check_digits_sized(name: str, config: ModelConfig) -> None:
@@ -123,22 +159,22 @@ def check_digits_sized(name: str, config: ModelConfig) -> None:
         )
 
 
-def _digits_network(name: str, seed: int) -> nn.Module:
+def _digits_network(name: str, seed: int) -> tuple[nn.Module, ModelConfig]:
     """``name`` built by seed ``seed``, checked to be digits-sized (its registration's facts before it is
-    built; a network that is not robeval's own is run once on a zero batch)."""
-    from . import build_network, get_spec
-    from .given import check_output, complete_config
+    built) and admitted as a run admits it (robeval.models.admission: a plugin's network run once; the
+    user's code's facts and output checked), with its facts."""
+    from .admission import built_network
+    from .given import complete_config
+    from .registry import get_spec
 
     spec = get_spec(name)
     if spec.config is not None:
         check_digits_sized(name, spec.config)
     torch.manual_seed(seed)
-    net = build_network(name)
+    net = built_network(spec, name, {})
     config = spec.config if spec.config is not None else complete_config(net, name)
     check_digits_sized(name, config)
-    if spec.package != "robeval":
-        check_output(net, name, config)
-    return net
+    return net, config
 
 
 def train_demo(
@@ -149,19 +185,22 @@ def train_demo(
     progress: Progress | None = None,
 ) -> tuple[nn.Module, float]:
     """Train the digits model ``name`` (registered, a plugin's, or the user's code) with the recipe from
-    a network built by seed ``seed``; returns the network and its test accuracy."""
+    a network built by seed ``seed``, on images normalized as the model states (so that the weights,
+    loaded by ``robeval run``, give the accuracy returned); returns the network and its test accuracy."""
     from . import load_model
 
     if epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {epochs}")
-    if not lr > 0:
-        raise UserError(f"--lr must be positive, got {lr}")
-    net = _digits_network(name, seed)
+    if not (lr > 0 and math.isfinite(lr)):
+        raise UserError(f"--lr must be a positive finite number, got {lr}")
+    net, config = _digits_network(name, seed)
+    assert config.mean is not None and config.std is not None
     loss_fn: Loss = smoothed_ce
     distilled = hasattr(net, "set_distilled_training")
     if distilled:  # the teacher takes the normalized images the recipe feeds
         loss_fn = hard_distillation(load_model("digits-deit").net.eval())
-    net, acc = train_network(net, epochs, seed, lr=lr, loss_fn=loss_fn, progress=progress)
+    normalization = (tuple(config.mean), tuple(config.std))
+    net, acc = train_network(net, epochs, seed, lr=lr, loss_fn=loss_fn, progress=progress, normalization=normalization)
     if distilled:
         net.set_distilled_training(False)  # type: ignore[operator]
     return net, acc

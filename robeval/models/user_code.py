@@ -14,16 +14,18 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from torch import nn
 
-from ..errors import UserError
+from ..errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import check_reference_file, is_file_reference, is_reference, parts
 from .registry import EXTENSIONS, Extension, ModelSpec, register_prefix
@@ -32,11 +34,6 @@ from .wrapper import config_of, set_config
 
 FAMILY = "user code"
 _FILES: dict[Path, ModuleType] = {}  # a .py file imported once per process
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def import_file(path: Path) -> ModuleType:
@@ -54,9 +51,9 @@ def import_file(path: Path) -> ModuleType:
     sys.modules[name] = module  # classes defined in it stay importable (copying, pickling)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: any exception is theirs to see, in one line
+    except USER_CODE_RAISES as exc:  # the user's code: whatever it raises is theirs to see, in one line
         del sys.modules[name]
-        raise UserError(f"{path} raised {_first_line(exc)} on import") from None
+        raise UserError(f"{path} raised {raised(exc)} on import") from None
     _FILES[resolved] = module
     return module
 
@@ -71,9 +68,9 @@ def import_target(target: str, reference: str) -> ModuleType:
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:
-        raise UserError(f"cannot import {target} (from --model {reference}): {_first_line(exc)}") from None
-    except Exception as exc:  # the user's code raised while importing
-        raise UserError(f"{target} raised {_first_line(exc)} on import (from --model {reference})") from None
+        raise UserError(f"cannot import {target} (from --model {reference}): {raised(exc)}") from None
+    except USER_CODE_RAISES as exc:  # the user's code raised while importing
+        raise UserError(f"{target} raised {raised(exc)} on import (from --model {reference})") from None
 
 
 def resolve_target(reference: str) -> Any:
@@ -95,8 +92,8 @@ def build_from(reference: str, target: Any) -> nn.Module:
     elif callable(target):
         try:
             result = target()
-        except Exception as exc:  # the user's code
-            raise UserError(f"{reference}() raised {_first_line(exc)}") from None
+        except USER_CODE_RAISES as exc:  # the user's code
+            raise UserError(f"{reference}() raised {raised(exc)}") from None
         module, stated = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
         if not isinstance(module, nn.Module):
             raise UserError(
@@ -135,6 +132,87 @@ def _resolve_reference(name: str) -> ModelSpec | None:
 
 
 EXTENSIONS.add("user code", Extension(_resolve_reference, lambda: None))
+
+
+def registered_spec(name: str) -> ModelSpec | None:
+    """The registration behind a stored run's model name, or None; found without importing any code of
+    the user's (a name that is a ``PATH.py:CALLABLE`` reference has none): what readers of stored runs
+    (tables, the report, the checklist) ask, so reading a run never runs code it names."""
+    from .registry import get_spec
+
+    if is_reference(name):
+        return None
+    try:
+        return get_spec(name)
+    except UserError:
+        return None
+
+
+def source_file(reference: str) -> Path | None:
+    """The file a reference's code is read from, found as its import would find it (a ``.py`` path from
+    the current folder; a module through the current folder, then ``sys.path``) without running
+    anything: no package's ``__init__`` is imported to find its module.  None when there is none."""
+    target, _ = parts(reference)
+    if is_file_reference(reference):
+        path = Path(target)
+        return path.resolve() if path.is_file() else None
+    locations: list[str] | None = [os.getcwd(), *sys.path]
+    found = None
+    names = target.split(".")
+    for depth in range(len(names)):
+        if locations is None:
+            return None
+        found = importlib.machinery.PathFinder.find_spec(".".join(names[: depth + 1]), locations)
+        if found is None:
+            return None
+        locations = list(found.submodule_search_locations or []) or None
+    origin = found.origin if found is not None else None
+    return Path(origin).resolve() if origin and Path(origin).is_file() else None
+
+
+def code_record(reference: str) -> dict[str, str] | None:
+    """The file a model's code was read from and its SHA-256 (the run keeps them in its models' facts),
+    or None when it has no file."""
+    path = source_file(reference)
+    if path is None:
+        return None
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _unlike_recorded(reference: str, recorded: Mapping[str, str] | None) -> str | None:
+    """Why the code a reference would import now is not what the run recorded, or None when it is."""
+    if not recorded:
+        return "the run recorded no SHA-256 of its file"
+    now = code_record(reference)
+    if now is None:
+        return "its file is not found from here"
+    if now["path"] != recorded.get("path"):
+        return f"it would be read from {now['path']}, not from {recorded.get('path')} as the run read it"
+    if now["sha256"] != recorded.get("sha256"):
+        return f"{now['path']} changed since the run (SHA-256 {now['sha256'][:12]}, recorded {recorded['sha256'][:12]})"
+    return None
+
+
+def check_stored_code(config: Mapping[str, Any], info: Mapping[str, Any], named: Iterable[str] = ()) -> None:
+    """Before models of a stored run are built again (``robeval examples``, the report's gallery, ``check
+    --run-missing``): a model of the user's code is imported only when this command line names its
+    reference (``named``), or when the file it would be read from is the one the run read, unchanged
+    (path and SHA-256 as recorded in ``info``).  Otherwise one line naming the code and how to allow
+    it: a store written by someone else runs no code of theirs by being read."""
+    references = dict(config.get("references") or {})
+    allowed = set(named)
+    for model in config.get("models", []):
+        reference = references.get(model, model)
+        if not is_reference(reference) or reference in allowed:
+            continue
+        why = _unlike_recorded(reference, info.get("models", {}).get(model, {}).get("code"))
+        if why is not None:
+            label = "" if reference == model else f"={model}"
+            raise UserError(
+                f"model {model} of the run is built by the code {reference}, which reading a stored run does not "
+                f"import: {why}; to run it, name it on the command line (robeval examples ... --model "
+                f"{reference}{label})"
+            )
 
 
 @register_prefix("module")

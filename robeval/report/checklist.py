@@ -18,7 +18,7 @@ from ..attacks import get_attack_spec
 from ..defaults import NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
-from ..models import get_spec
+from ..models.user_code import registered_spec
 from ..results.convergence import convergence_rows, why_no_curves
 from ..results.flags import (
     MASKING_GAP,
@@ -274,10 +274,8 @@ def restarts(model, rows, ev):
     "Adaptive attack (gradients through the data-dependent weight)", "Carlini et al. checklist (adaptive attacks)"
 )
 def adaptive(model, rows, ev):
-    try:
-        takes_adaptive = get_spec(model).is_adaptive
-    except Exception:  # a renamed model of a combined table
-        takes_adaptive = True
+    spec = registered_spec(model)  # None: a renamed model of a combined table, or the user's code (not imported)
+    takes_adaptive = spec.is_adaptive if spec is not None else True
     if not takes_adaptive:
         return Finding("n/a", "no data-dependent attention weight to differentiate through")
     gaps = adaptive_gaps(ev.summary)

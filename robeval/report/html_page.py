@@ -150,13 +150,12 @@ def checklist(page: Page) -> Section:
 
 
 def _registered(model: str) -> str | None:
-    """The registered model behind a table row (``+adaptive`` and run-id labels removed), if any."""
-    from ..models import get_spec
+    """The registered model behind a table row (``+adaptive`` and run-id labels removed), if any (found
+    without importing the user's code a row names)."""
+    from ..models.user_code import registered_spec
 
-    try:
-        return get_spec(model).name
-    except UserError:
-        return None
+    spec = registered_spec(model)
+    return spec.name if spec is not None else None
 
 
 def _stored_meta(page: Page, model: str) -> dict[str, Any]:

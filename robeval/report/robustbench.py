@@ -25,6 +25,7 @@ from ..attacks import resolve_settings
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
 from ..evaluation.protocols import AUTOATTACK_VERSIONS
+from ..json_input import load_json
 from ..results.flags import chance_flags
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
@@ -148,10 +149,9 @@ def updated_model_info(path: Path, summary: pd.DataFrame) -> str:
     already, only the fields robeval fills are replaced (what the author filled stays)."""
     entry = model_info_entries(summary)[0]
     if path.is_file():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise UserError(f"{path} exists and is not JSON: move it away or remove it") from None
+        existing = load_json(path.read_bytes(), f"{path} (an existing model-info file)")
+        if not isinstance(existing, dict):
+            raise UserError(f"{path} exists and is no model-info entry (a JSON object): move it away or remove it")
         known = {k: v for k, v in entry.items() if v not in ("", None) and not (k == "unreliable" and v is False)}
         entry = {**existing, **known}  # an author's "unreliable": true stays unless robeval knows better
     return json.dumps(entry, indent=2) + "\n"

@@ -16,8 +16,10 @@ import pandas as pd
 from ..data.labels import LabelSpace
 from ..eps import find_budget
 from ..errors import UserError
-from ..evaluation.config import model_order
+from ..evaluation.config import ADAPTIVE_SUFFIX, model_order
 from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
+from ..models.user_code import check_stored_code
+from ..references import is_reference, split_label
 from .runs import StoredRun, load_run
 from .selection import Selection, select_examples
 from .store import Store, existing_store
@@ -33,7 +35,7 @@ class RecraftPlan:
     eps: str
     records: pd.DataFrame  # every model's records under (attack, eps)
     selection: Selection
-    options: dict[str, Any] = field(default_factory=dict)  # device, data_dir, trust_checkpoint, threads
+    options: dict[str, Any] = field(default_factory=dict)  # device, data_dir, trust_checkpoint, threads, allowed_code
 
     def request(self) -> Request:
         """What :func:`~robeval.evaluation.regenerate.regenerate` crafts: the wanted examples by stored
@@ -87,8 +89,12 @@ def plan_recrafting(
     **options: Any,
 ) -> RecraftPlan:
     """The run, models, attack, eps and examples, checked (one-line UserError otherwise); nothing is
-    crafted yet.  ``models``: of the run (default every one with records under the attack); ``eps``: one
-    of the run's (default its only one); ``select`` / ``examples``: robeval.results.selection's."""
+    crafted yet.  ``models``: of the run (default every one with records under the attack), a model of
+    the user's code named by its code too (``PATH.py:CALLABLE=NAME``, or ``PATH.py:CALLABLE`` where that
+    is its name) to allow importing that code although it changed since the run; ``eps``: one of the
+    run's (default its only one); ``select`` / ``examples``: robeval.results.selection's."""
+    models, named_code = _named_code(models)
+    options = {**options, "allowed_code": tuple(named_code)}
     with existing_store(store) as db:
         run = load_run(db, run_id)
     reason = refusal(attack, run.config)
@@ -99,6 +105,8 @@ def plan_recrafting(
     eps_text = _run_eps(run, eps)
     records = run.records[(run.records["attack"] == attack) & (run.records["eps"] == eps_text)]
     drawn = _run_models(run, records, models, attack, eps_text)
+    bases = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in drawn})
+    check_stored_code({**run.config, "models": bases}, run.info, named_code)  # before anything is made
     selection = select_examples(records, drawn, select, examples, max_examples)
     return RecraftPlan(run, drawn, attack, eps_text, records, selection, options)
 
@@ -110,6 +118,14 @@ def recraft(plan: RecraftPlan) -> Recrafted:
     crafted = {(c.model, c.example): c for c in regeneration.crafted}
     checks = [check(c, stored.loc[(c.model, c.example)].to_dict()) for c in regeneration.crafted]
     return Recrafted(plan, crafted, checks, regeneration.label_space, regeneration.batches, regeneration.batch_size)
+
+
+def _named_code(models: list[str] | None) -> tuple[list[str] | None, list[str]]:
+    """The models' names, and the code among them named as ``REFERENCE[=NAME]`` (robeval.references)."""
+    if models is None:
+        return None, []
+    pairs = [split_label(m) for m in models]
+    return [label or reference for reference, label in pairs], [r for r, _ in pairs if is_reference(r)]
 
 
 def _run_eps(run: StoredRun, eps: str | None) -> str:

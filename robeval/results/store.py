@@ -21,12 +21,14 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
 from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..evaluation.unit_records import CURVE_COLUMNS, UnitCurve, curve_rows
+from ..json_input import load_json
 from ..machine import process_start
 from ..settings import read_stored_settings
 
@@ -119,20 +121,73 @@ MIGRATIONS: dict[int, str] = {
 }
 OUR_TABLES = {"runs", "units", "records"}
 SQLITE_MAGIC = b"SQLite format 3\x00"
+HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
 
 
-def check_is_store(path: Path) -> None:
+def _refuse_path(path: Path, reading: bool) -> bool:
+    """Refuse what cannot be a store file (a folder, a link to nothing, nothing at all when reading);
+    True when ``path`` is an existing file to look into, False when a writer may create the store."""
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
+    if path.exists() and not path.is_file():
+        raise UserError(f"results store {path} is not a file")
+    if not path.exists():
+        if reading:
+            raise UserError(f"results store not found: {path}")
+        return False
+    if path.stat().st_size == 0:
+        if reading:
+            raise UserError(f"results store {path} is an empty file, not a robeval results store")
+        return False
+    return True
+
+
+def _check_length(path: Path, header: bytes, size: int) -> None:
+    """A file shorter than the pages its header counts was cut off (a copy that stopped, a full disk):
+    refused before SQLite reads a missing page mid-table.  Skipped while a ``-wal`` file holds pages
+    that a writer has not yet copied into it."""
+    if wal_path(path).exists():
+        return
+    if len(header) < HEADER_BYTES:
+        raise UserError(f"results store {path} is truncated ({size} bytes, shorter than SQLite's header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big") if header[92:96] == header[24:28] else 0
+    if size % page_size or size < pages * page_size:
+        raise UserError(
+            f"results store {path} is truncated ({size} bytes; its header counts {pages} pages of {page_size}): "
+            "copy it again whole"
+        )
+
+
+def wal_path(path: Path) -> Path:
+    return Path(f"{path}-wal")
+
+
+def read_only_connection(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write ``path`` nor create anything beside it: with a ``-wal`` file there
+    (a writer at work, or one that was killed) SQLite's ``mode=ro``, which reads the journal too; without
+    one ``immutable=1``, which needs no ``-wal``/``-shm`` and no write access to the folder (read-only
+    media).  A writer that starts during such a read is not seen by it."""
+    mode = "mode=ro" if wal_path(path).exists() else "immutable=1"
+    conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=60.0, isolation_level=None)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def check_is_store(path: Path, reading: bool = False) -> None:
     """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
-    database, a CSV): it is left byte for byte as it was.  A missing or empty file becomes a new store."""
-    if not path.is_file() or path.stat().st_size == 0:
-        if path.exists() and not path.is_file():
-            raise UserError(f"results store {path} is not a file")
+    database, a CSV, a truncated store): it is left byte for byte as it was.  A missing or empty file
+    becomes a new store when writing; when ``reading``, both are refused."""
+    if not _refuse_path(path, reading):
         return
     with open(path, "rb") as fh:
-        if fh.read(16) != SQLITE_MAGIC:
-            raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
+        header = fh.read(HEADER_BYTES)
+    if not header.startswith(SQLITE_MAGIC):
+        raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
+    _check_length(path, header, path.stat().st_size)
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = read_only_connection(path)
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -146,12 +201,14 @@ def check_is_store(path: Path) -> None:
             f"{path} is an SQLite database of another program (tables: {shown}), not a robeval results "
             "store; it was left as it was: give another --store"
         )
+    if reading and not tables:
+        raise UserError(f"results store {path} holds no runs table: not a robeval results store")
 
 
 def read_stored_json(text: str) -> dict[str, Any]:
     """A run's stored configuration or description, its attack settings in today's meaning
     (:func:`robeval.settings.read_stored_settings`): every reader of a run's settings reads them here."""
-    out = json.loads(text)
+    out = load_json(text, "a run's stored configuration")
     if isinstance(out.get("attack_settings"), dict):
         out["attack_settings"] = read_stored_settings(out["attack_settings"])
     return out
@@ -166,6 +223,12 @@ HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing 
 
 def this_process() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()), "beat": now()}
+
+
+def stored_holder(text: str | None) -> dict[str, Any] | None:
+    """The process a stored run names as its holder, or None (none, or what no robeval wrote)."""
+    holder = load_json(text, "a run's holder") if text else None
+    return holder if isinstance(holder, dict) and {"host", "pid"} <= set(holder) else None
 
 
 def holder_alive(holder: dict[str, Any]) -> bool:
@@ -184,26 +247,47 @@ def holder_alive(holder: dict[str, Any]) -> bool:
 
 
 class Store:
-    """A results store at ``path`` (created on first use)."""
+    """A results store at ``path`` (created on first use); ``read_only``: a reader's, which refuses a
+    path that is not a robeval store (missing, empty, foreign, truncated), opens it without writing
+    anything (:func:`read_only_connection`) and reads a store of an older schema through a migrated copy
+    in memory."""
 
-    def __init__(self, path: str | Path = DEFAULT_STORE) -> None:
+    def __init__(self, path: str | Path = DEFAULT_STORE, read_only: bool = False) -> None:
         self.path = Path(path)
         self.holder: dict[str, Any] | None = None  # this process, while it evaluates a run of the store
-        check_is_store(self.path)
+        check_is_store(self.path, reading=read_only)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-            self.conn.execute("PRAGMA busy_timeout = 60000")
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
-            # OS crash or power loss can drop the last units, which a resume then simply recomputes.
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+            if read_only:
+                self._open_reading()
+            else:
+                self._open_writing()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"cannot use results store {self.path}: {exc}") from None
         except OSError as exc:
             raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
+
+    def _open_writing(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+        self.conn.execute("PRAGMA busy_timeout = 60000")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
+        # OS crash or power loss can drop the last units, which a resume then simply recomputes.
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def _open_reading(self) -> None:
+        self.conn = read_only_connection(self.path)
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:  # migrated in a copy: the file stays as it was
+            memory = sqlite3.connect(":memory:", isolation_level=None)
+            self.conn.backup(memory)
+            self.conn.close()
+            self.conn = memory
+            self._migrate()
+        elif version > SCHEMA_VERSION:
+            raise UserError(self._newer(version))
 
     def close(self) -> None:
         self.conn.close()
@@ -218,13 +302,14 @@ class Store:
             raise
         self.conn.execute("COMMIT")
 
+    def _newer(self, version: int) -> str:
+        return f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
+
     def _migrate(self) -> None:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise UserError(
-                    f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
-                )
+                raise UserError(self._newer(version))
             while version < SCHEMA_VERSION:
                 for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
@@ -257,7 +342,7 @@ class Store:
         it (naming it); a holder that is gone (killed, its machine silent) is taken over."""
         with self.transaction() as conn:
             row = conn.execute("SELECT holder FROM runs WHERE id = ?", (run_id,)).fetchone()
-            holder = json.loads(row[0]) if row and row[0] else None
+            holder = stored_holder(row[0] if row else None)
             if holder is not None and holder_alive(holder) and holder.get("pid") != os.getpid():
                 raise UserError(
                     f"run {run_id} is being evaluated by process {holder['pid']} on {holder['host']} "
@@ -348,7 +433,8 @@ class Store:
     @staticmethod
     def shown_status(status: str, holder: str | None) -> str:
         """A run's status as ``robeval runs`` shows it: a running run whose process is gone was killed."""
-        if status == "running" and not (holder and holder_alive(json.loads(holder))):
+        alive = stored_holder(holder)
+        if status == "running" and not (alive is not None and holder_alive(alive)):
             return "running? (its process is gone: resumable)"
         return status
 
@@ -424,17 +510,21 @@ class Store:
 
 
 @contextmanager
-def existing_store(store: Store | str | Path) -> Iterator[Store]:
-    """``store`` itself, or the store at that path opened for the block and closed after it; a path
-    that does not exist is a one-line error (reading must not create an empty store)."""
+def existing_store(store: Store | str | Path, writable: bool = False) -> Iterator[Store]:
+    """``store`` itself, or the store at that path opened for the block and closed after it: read-only
+    (:class:`Store` ``read_only``) unless ``writable`` (``check --run-missing`` adds a run).  A path that
+    is not a robeval store, and a store that cannot be read (a damaged page), are one line; reading never
+    creates a store."""
     if isinstance(store, Store):
         yield store
         return
-    if not Path(store).exists():
+    if writable and not Path(store).exists():
         raise UserError(f"results store not found: {store}")
-    opened = Store(store)
+    opened = Store(store, read_only=not writable)
     try:
         yield opened
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"cannot read results store {store}: {exc}") from None
     finally:
         opened.close()
 

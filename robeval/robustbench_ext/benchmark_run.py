@@ -5,6 +5,8 @@ RobustBench returns.  No engine here: :func:`robeval.api.benchmark` hands this m
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,31 @@ class BenchmarkArgs:
         return MODEL_INFO_DIR / self.data.name / self.threat / f"{self.model_name}.json"
 
 
+DEVICE_KINDS = ("auto", "cpu", "cuda")  # what a benchmark() device may be (a torch.device or its text)
+
+
+def check_arguments(args: BenchmarkArgs) -> None:
+    """benchmark()'s arguments as RobustBench's signature types them, refused before anything is built or
+    stored with a ValueError (:class:`~robeval.errors.UserError`) that names the argument, as its own
+    refusals do (``eps=nan``, ``n_examples=2.5``, ``device=torch.device("meta")``)."""
+    for name in ("n_examples", "batch_size"):
+        value = getattr(args, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
+    eps = args.eps
+    if eps is not None and not isinstance(eps, str):
+        real = isinstance(eps, numbers.Real) and not isinstance(eps, bool)
+        if not (real and math.isfinite(float(eps)) and float(eps) > 0):
+            raise UserError(f"eps must be a positive finite number (or None: the threat model's default), got {eps!r}")
+    if args.device is not None and str(args.device).split(":")[0] not in DEVICE_KINDS:
+        raise UserError(
+            f"device {str(args.device)!r} cannot evaluate a model: give None, 'cpu', 'cuda' or 'cuda:N' "
+            "(or a torch.device of those)"
+        )
+    if args.model_name is not None and not isinstance(args.model_name, str):
+        raise UserError(f"model_name must be a string, got {type(args.model_name).__name__}")
+
+
 def model_info_path(args: BenchmarkArgs, options: dict[str, Any], standard: tuple[str, ...]) -> Path:
     """Where ``to_disk`` writes (RobustBench's path), checked before the run: its autoattack_acc comes
     only from AutoAttack's standard version (``standard``: its attacks) with the standard settings."""
@@ -132,6 +159,7 @@ def evaluate_module(
     data set's image facts, as RobustBench takes it: [0,1] pixels, its classes) under ``version`` (its
     run options); returns the result and the model's name in it (``module:<model_name>@<hash of its
     state dict>``)."""
+    check_arguments(args)
     config = image_config(args.data, args.preprocessing)
     args.threat  # noqa: B018  (the threat model checked before the module is hashed)
     if getattr(model, "training", False):

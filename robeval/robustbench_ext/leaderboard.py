@@ -10,11 +10,11 @@ does not know)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..json_input import load_json
 from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
 # The fields of a Linf / L2 entry, in RobustBench's order.
@@ -57,6 +57,7 @@ PUBLISHED_ACCURACIES = {
     "corruptions_3d": ("corruptions_acc_3d",),
 }
 REQUIRED = ("clean_acc",)  # what makes a JSON a model-info file, beside one more accuracy
+MODEL_INFO_BYTES = 1 << 20  # RobustBench's files are about 1 KB: anything near this is not one
 
 
 def percent(accuracy_in_percent: float) -> str:
@@ -87,10 +88,10 @@ def read_model_info(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"RobustBench model-info file not found: {p}")
-    try:
-        info = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{p} is not JSON ({exc}); expected a RobustBench model-info file") from None
+    if p.stat().st_size > MODEL_INFO_BYTES:
+        raise UserError(f"{p} is {p.stat().st_size:,} bytes: not a RobustBench model-info file (~1 KB); refused unread")
+    with open(p, "rb") as fh:
+        info = load_json(fh.read(MODEL_INFO_BYTES), f"{p} (expected a RobustBench model-info file)", MODEL_INFO_BYTES)
     accuracies = [m for m in PUBLISHED_ACCURACIES if m != "clean"]
     if (
         not isinstance(info, dict)

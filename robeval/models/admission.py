@@ -1,0 +1,143 @@
+"""What robeval admits of a model before a run exists: every check of what a user can get wrong about
+a model, in one place, made by every path that evaluates or trains one (``robeval run`` and
+``robeval.evaluate`` through the preflight, ``benchmark()``, ``reproduce``, ``train-demo``, ``profile``)
+before the results store is opened, so a mistake is one line and leaves no run behind:
+
+* a checkpoint (:func:`admit_checkpoint`): a file of a checkpoint's kind whose header or archive
+  records declare sizes that fit it (checked before anything is read or inflated:
+  :func:`~.checkpoint.check_checkpoint_file`), holding only allowed objects, whose names and shapes
+  fit the model's network (built on the meta device: no memory, no weights);
+* a model's stated facts against its input (:func:`admit_config`): one mean and std per channel,
+  finite numbers;
+* a network from code robeval has not seen (:func:`built_network`, :func:`check_output`): a plugin's
+  attention layer whose constructor or forward does not take timm's calls, a forward that fails or
+  gives no ``[N, classes]`` logits; whatever the code raises (``SystemExit`` included) is one line.
+
+JSON inputs are read within limits by :mod:`robeval.json_input`; the models of one run have one name
+each (:func:`robeval.references.refuse_repeated_names`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import USER_CODE_RAISES, UserError, raised
+from ..model_config import ModelConfig
+from .checkpoint import check_fit, inspect_checkpoint
+from .registry import ModelSpec, get_spec
+
+CHECKED_BATCH = 2  # images in the output check's zero batch
+
+
+def admit_checkpoint(net: nn.Module, name: str, checkpoint: str, key: str | None, trust: bool) -> None:
+    """``checkpoint`` is one ``net`` (model ``name``) can load: read as little as its format allows
+    (:func:`~.checkpoint.inspect_checkpoint`), its weights' names and shapes those of ``net``."""
+    check_fit(net.state_dict(), inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
+
+
+def admit_config(config: ModelConfig, name: str) -> ModelConfig:
+    """``config`` (a user's model's facts, every field filled) fits its input: as many mean and std
+    values as the input has channels (one of each would be stretched over three, two over one channel
+    would double the batch's channels), all finite."""
+    assert config.input_size is not None
+    channels = config.input_size[0]
+    for field in ("mean", "std"):
+        values = tuple(getattr(config, field) or ())
+        if len(values) != channels:
+            raise UserError(
+                f"model {name} takes {channels}-channel images (input_size {config.input_size}) but states "
+                f"{len(values)} {field} value{'s' * (len(values) != 1)} {values}: give one per channel"
+            )
+        if not all(math.isfinite(v) for v in values):
+            raise UserError(f"model {name} states {field} {values}: every value must be a finite number")
+    return config
+
+
+def _forward_zeros(module: nn.Module, name: str, size: tuple[int, int, int]) -> Any:
+    first = next(iter(module.parameters()), None)
+    x = torch.zeros(CHECKED_BATCH, *size, device=first.device if first is not None else "cpu")
+    training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            return module(x)
+    except USER_CODE_RAISES as exc:  # the user's forward: anything it raises is theirs, in one line
+        raise UserError(
+            f"model {name} fails on a zero batch of its stated input size {size} ({raised(exc)}); "
+            "state its input_size (or fix its forward)"
+        ) from None
+    finally:
+        module.train(training)
+
+
+def check_output(module: nn.Module, name: str, config: ModelConfig) -> int:
+    """One forward pass of a zero batch at ``config.input_size``: ``[N, classes]`` logits, or one line.
+    Returns the class count the output has."""
+    assert config.input_size is not None
+    out = _forward_zeros(module, name, config.input_size)
+    if not isinstance(out, torch.Tensor):
+        raise UserError(
+            f"model {name} returns a {type(out).__name__}, not a tensor of logits [N, classes] "
+            "(wrap it so that forward returns the logits)"
+        )
+    if out.dim() != 2 or out.shape[0] != CHECKED_BATCH:
+        raise UserError(
+            f"model {name} returns shape {tuple(out.shape)} for {CHECKED_BATCH} images of size {config.input_size}, "
+            f"not logits [{CHECKED_BATCH}, classes]"
+        )
+    width = int(out.shape[1])
+    if config.num_classes is not None and width != config.num_classes:
+        raise UserError(f"model {name} states num_classes={config.num_classes} but returns {width} logits per image")
+    return width
+
+
+def built_network(spec: ModelSpec, name: str, options: dict[str, Any]) -> nn.Module:
+    """``name``'s network built (by the caller's random state) in eval mode; a plugin's (its layer is
+    code robeval has not seen: a constructor or forward without timm's keywords) also run once on a
+    zero batch.  What goes wrong is the one line every command prints alike."""
+    from . import build_network
+
+    try:
+        net = build_network(name, **options).eval()
+    except UserError:
+        raise
+    except USER_CODE_RAISES as exc:  # a plugin's layer code
+        raise UserError(f"model {name} of {spec.package} does not build: {raised(exc)}") from None
+    if is_plugin_network(spec):
+        assert spec.config is not None
+        check_output(net, name, spec.config)
+    return net
+
+
+def is_plugin_network(spec: ModelSpec) -> bool:
+    """A network of robeval's families with a plugin's attention layer in it (facts as data, code unseen)."""
+    return spec.package != "robeval" and spec.config is not None and spec.reference is None
+
+
+def admit_model(
+    name: str,
+    options: dict[str, Any] | None = None,
+    checkpoint: str | None = None,
+    key: str | None = None,
+    trust: bool = False,
+) -> ModelSpec:
+    """A registered model (or a plugin's) as a run, train-demo or profile would use it: a plugin's network
+    built and run once (seeded: the same check each time), ``checkpoint`` fitting its network.  A model of
+    the user's code is checked as it is built (robeval.models.given)."""
+    spec = get_spec(name)
+    options = dict(options or {})
+    if is_plugin_network(spec):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            built_network(spec, name, options)
+    if checkpoint is not None:
+        from . import build_network
+
+        with torch.device("meta"):
+            net = build_network(name, **options)
+        admit_checkpoint(net, name, checkpoint, key, trust)
+    return spec
