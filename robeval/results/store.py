@@ -24,11 +24,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..attack_settings import read_stored_settings
 from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..evaluation.unit_records import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..machine import process_start
-from ..settings import read_stored_settings
 
 SCHEMA_VERSION = 6
 
@@ -150,7 +150,7 @@ def check_is_store(path: Path) -> None:
 
 def read_stored_json(text: str) -> dict[str, Any]:
     """A run's stored configuration or description, its attack settings in today's meaning
-    (:func:`robeval.settings.read_stored_settings`): every reader of a run's settings reads them here."""
+    (:func:`robeval.attack_settings.read_stored_settings`): every reader of a run's settings reads them here."""
     out = json.loads(text)
     if isinstance(out.get("attack_settings"), dict):
         out["attack_settings"] = read_stored_settings(out["attack_settings"])

@@ -1,10 +1,8 @@
 """What extends RobustBench: its fixed ImageNet subset (shipped as data), its data sets and threat models
 as data (AutoAttack's versions are protocols: robeval.evaluation.protocols), its model names (``robustbench:<dataset>/<threat model>/<entry>``;
-importing this package registers them), the model-info JSON of its leaderboards, and its
+importing :mod:`.models` registers them: robeval's API does), the model-info JSON of its leaderboards, and its
 ``benchmark()`` arguments as a robeval run.
 
 ``benchmark`` itself runs robeval's engine, two layers above this package: it is
 :func:`robeval.benchmark` (so a RobustBench user changes one import: ``from robeval import benchmark``).
 """
-
-from . import models  # noqa: F401  (registers the robustbench: prefix and weight source)
