@@ -230,7 +230,7 @@ class EvalConfig:
         out["attack_settings"] = out.pop("settings")
         if not out["references"]:
             del out["references"]
-        return json.loads(json.dumps(out))  # a copy, in the JSON form the store gives back (tuples as lists)
+        return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:
@@ -238,7 +238,7 @@ class EvalConfig:
         ``given_models``, are the plan's); ``outside``: options that are no part of it (device,
         data_dir, threads, ...).  One line for a key this robeval has no option for."""
         values = {k: v for k, v in identity.items() if k not in IDENTITY_FORMS}
-        unknown = sorted(set(values) - {f.name for f in identity_fields()} - {"settings"})
+        unknown = sorted(set(values) - {f.name for f in identity_fields()})
         if unknown:
             key = unknown[0]
             raise UserError(f"the stored run's configuration cannot be rebuilt here: {key}: stored {identity[key]!r}")

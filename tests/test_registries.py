@@ -79,6 +79,19 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     assert name in {a.name for a in list_attacks()}
 
 
+def test_an_attack_class_is_bound_to_its_registration_by_its_defaults():
+    """The registration (data, read without torch) and the class agree on every default: the command line
+    judges --set by the registration, the class runs with its own."""
+    from robeval.attacks.registry import registered_as
+
+    class Wrong(Attack):
+        defaults = dict(steps=19, rel_stepsize=0.25, random_start=True, eot_iter=1)
+
+    with pytest.raises(TypeError, match="defaults differ from attack 'pgd'"):
+        registered_as("pgd")(Wrong)
+    assert all(spec.cls.name == spec.name for spec in list_attacks())  # every class imported and bound
+
+
 EMBEDDED = [s.name for s in list_models() if s.weights.kind == "embedded"]
 
 

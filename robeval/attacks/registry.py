@@ -86,12 +86,13 @@ def class_defaults(cls: type) -> dict[str, Any]:
 
 
 def registered_as(name: str) -> Callable[[type], type]:
-    """Bind one of robeval's attack classes to its registration in :mod:`.catalog` (its ``name``); the
-    class's defaults must be the registration's (the command line checks ``--set`` against those)."""
+    """Bind one of robeval's attack classes to its registration in :mod:`.catalog` (its ``name``); every
+    setting the registration states must have the class's default (the command line judges ``--set``
+    by the registration; a constructor keyword that is no setting, such as a transfer source, may be more)."""
 
     def bind(cls: type) -> type:
-        spec = ATTACKS[name]
-        if class_defaults(cls) != spec.defaults:
+        spec, own = ATTACKS[name], class_defaults(cls)
+        if any(key not in own or own[key] != value for key, value in spec.defaults.items()):
             raise TypeError(
                 f"{cls.__name__}'s defaults differ from attack {name!r}'s registration (attacks/catalog.py)"
             )

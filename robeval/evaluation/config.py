@@ -24,11 +24,12 @@ from ..eps import parse_eps_list
 from ..errors import UserError
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
-from ..options import EvalConfig
+from ..options import EvalConfig, option_default
 from ..precision import PRECISIONS
 from ..references import split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..seeds import check_seed
+from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from .protocols import get_protocol
 
@@ -122,8 +123,6 @@ def _shift_forms(values: Mapping[str, Any]) -> dict[str, Any]:
     shift = values.get("shift")
     if shift is None or not (kind := get_shift(shift)).has_conditions:
         return {}
-    from ..shifts.catalog import parse_severities
-
     return dict(
         corruptions=kind.corruption_set.parse(values.get("corruptions")),
         severities=parse_severities(values.get("severities")),
@@ -167,8 +166,8 @@ def make_config(**values: Any) -> EvalConfig:
     """An :class:`EvalConfig` from user-level values (every keyword a field of it; see its help): each
     option judged, then the rules between them (:func:`check_config`)."""
     _check_values(values)
-    config = EvalConfig(**{**values, "protocol": values.get("protocol", "standard")})
-    config = EvalConfig(**{**values, **_user_forms({**values, "protocol": config.protocol})})
+    values = {"protocol": option_default("protocol"), **values}
+    config = EvalConfig(**{**values, **_user_forms(values)})
     check_config(config)
     return config
 

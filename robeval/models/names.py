@@ -11,6 +11,7 @@ when the run is planned."""
 from __future__ import annotations
 
 import fnmatch
+from functools import cache
 from importlib import metadata
 
 from ..defaults import PLUGIN_GROUPS
@@ -23,8 +24,10 @@ GLOB = "*?["
 M = "robeval.models"
 
 
+@cache
 def entry_point_names(group: str) -> list[str]:
-    """The names of the installed entry points of ``group`` (read from the packages' metadata)."""
+    """The names of the installed entry points of ``group`` (read from the packages' metadata, once per
+    process, as :mod:`.plugins` reads the entry points themselves)."""
     return sorted({entry.name for entry in metadata.entry_points(group=group)})
 
 
