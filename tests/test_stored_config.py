@@ -90,3 +90,14 @@ def test_the_run_that_options_would_make_is_found_newest_first(stored):
     assert newest_matching_run(path, OPTIONS) == run_id  # reproduce --resume's column lookup
     assert newest_matching_run(path, {**OPTIONS, "seed": 4}) is None
     assert newest_matching_run(path.parent / "absent.sqlite", OPTIONS) is None
+
+
+def test_a_model_of_the_users_code_round_trips_by_its_name(tmp_path, monkeypatch):
+    """Its identity names it and its code; read back, the name is known by that code (nothing imported)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "net.py").write_text("def build():\n    raise AssertionError('not imported to judge options')\n")
+    config = make_config(models=["./net.py:build=mine", "digits-deit"], attacks="fgsm")
+    assert config.models == ["mine", "digits-deit"] and config.references == {"mine": "./net.py:build"}
+    assert EvalConfig.from_identity(config.to_identity()) == config
+    assert remake(config, ["mine"]).references == {"mine": "./net.py:build"}
+    assert remake(config, ["digits-deit"]).references == {}

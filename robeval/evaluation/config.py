@@ -58,8 +58,9 @@ def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
-def _names(models: Any) -> tuple[list[str], dict[str, str]]:
-    """The models' names (patterns expanded, each known) and the code behind each one named ``REFERENCE=NAME``."""
+def _names(models: Any, labelled: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The models' names (patterns expanded, each known) and the code behind each one named
+    ``REFERENCE=NAME`` (``labelled``: such names given already, with their code)."""
     given = list(DEFAULT_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
     if not given:
         raise UserError("no --model given")
@@ -67,7 +68,7 @@ def _names(models: Any) -> tuple[list[str], dict[str, str]]:
     names: list[str] = []
     for item in given:
         reference, label = split_label(str(item))
-        check_model_name(reference)
+        check_model_name(labelled.get(reference, reference))
         if label is not None:
             if references.get(label, reference) != reference or label in names:
                 raise UserError(f"--model ...={label}: two models are named {label}")
@@ -131,7 +132,7 @@ def _shift_forms(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
     """The fields whose user form differs from what the engine reads, parsed and judged."""
-    models, references = _names(values.get("models"))
+    models, references = _names(values.get("models"), values.get("references") or {})
     subset = values.get("subset")
     attacks = _attacks(values)
     return dict(
