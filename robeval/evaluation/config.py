@@ -133,8 +133,8 @@ def _shift_forms(values: Mapping[str, Any]) -> dict[str, Any]:
 def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
     """The fields whose user form differs from what the engine reads, parsed and judged."""
     models, references = _names(values.get("models"), values.get("references") or {})
-    subset = values.get("subset")
-    attacks = _attacks(values)
+    subset, attacks = values.get("subset"), _attacks(values)
+    demo_size = DEFAULT_N_EXAMPLES if values.get("data", DIGITS) == DIGITS else None  # a folder: all of it
     return dict(
         models=models,
         references={**(values.get("references") or {}), **references},
@@ -142,9 +142,7 @@ def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
         attacks=attacks,
         settings=_settings(values, attacks),
         subset=list(subset) if isinstance(subset, list) else resolve_subset(subset, values.get("subset_file")),
-        n_examples=DEFAULT_N_EXAMPLES
-        if values.get("n_examples") is None and values.get("data", DIGITS) == DIGITS
-        else values.get("n_examples"),
+        n_examples=values.get("n_examples") or demo_size,
         **_by_model(values, models),
         **_shift_forms(values),
     )
