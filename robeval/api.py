@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
 from .evaluation.config import make_config, remake
 from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
@@ -31,7 +32,6 @@ from .options import EvalConfig, newest_matching, option_default
 from .results.flags import all_flags, as_dicts
 from .results.store import Store, existing_store, worker_store_path
 from .results.summary import passes_per_image, run_summary
-from .robustbench_ext import models as robustbench_models  # noqa: F401  (registers the robustbench: model names)
 
 RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
 LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
