@@ -17,18 +17,18 @@ import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
-from .evaluation.config import make_config
+from .evaluation.config import make_config, remake
 from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
 from .evaluation.engine import EvalResult, execute_run, prepare_run
+from .evaluation.plan import planned_identity
 from .evaluation.progress import NullReporter, Reporter
-from .evaluation.stored_config import newest_matching, rebuild_config, stored_identity
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import (
     GivenModel,
     load_model,  # noqa: F401  (robeval.load_model)
     split_models,
 )
-from .options import EvalConfig
+from .options import EvalConfig, newest_matching, option_default
 from .results.flags import all_flags, as_dicts
 from .results.store import Store, existing_store, worker_store_path
 from .results.summary import passes_per_image, run_summary
@@ -144,7 +144,7 @@ def large_eps_run(
     store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False
 ) -> EvalResult | None:
     """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
-    configuration as the store keeps it, rebuilt: :func:`robeval.evaluation.stored_config.rebuild_config`),
+    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
     written to ``store`` as a run of its own that names it (``evidence_for``: tables of ``run_id`` take
     it in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack
     settings of the stored run are not carried over."""
@@ -153,7 +153,10 @@ def large_eps_run(
     missing = [e for e in wanted if e not in have]
     if not missing:
         return None
-    config = rebuild_config(stored_config, reset=NOT_CARRIED, eps=missing, attacks=[attack], evidence_for=run_id)
+    reset = {name: option_default(name) for name in NOT_CARRIED}
+    config = remake(
+        EvalConfig.from_identity(stored_config), **reset, eps=missing, attacks=[attack], evidence_for=run_id
+    )
     prepared = prepare_run(config, store, None, SINGLE)
     return summarise(execute_run(prepared, _reporter(progress, SINGLE)))
 
@@ -232,7 +235,7 @@ def _resuming(store: str | Path, options: dict[str, Any]):
     def run(**run_options: Any) -> EvalResult:
         resume = None
         if Path(store).exists():
-            identity = stored_identity(run_options)
+            identity = planned_identity(run_options)
             with existing_store(store) as db:
                 resume = newest_matching(db.unfinished_runs(), identity)
         return evaluate_full(store=store, resume=resume, **run_options)

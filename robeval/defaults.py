@@ -20,7 +20,7 @@ SHIPPED_RECIPE = (300, 1e-3)
 TRAIN_DEMO_RECIPE = (100, 5e-3)
 
 # The entry-point groups through which installed packages give models and attention kinds
-# (robeval.models.plugins loads them; the listing cache is keyed on them).
+# (robeval.models.names reads their names, robeval.models.plugins loads them).
 PLUGIN_GROUPS = ("robeval.models", "robeval.attention")
 
 RANDOM_WEIGHTS = "random weights (untrained)"  # the checkpoint cell of a model run with --weights random

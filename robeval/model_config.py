@@ -18,6 +18,15 @@ from .errors import UserError
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 PIXELS_AS_GIVEN = "takes [0,1] pixels"  # a user's module without mean/std: it normalises inside, if at all
 DEFAULT_INTERPOLATION, DEFAULT_CROP_PCT = "bicubic", 0.875  # timm's defaults: how image folders are resized
+# ImageNet's usual evaluation transform (timm's defaults): what a network's config falls back to.
+IMAGENET_CONFIG: dict[str, Any] = dict(
+    input_size=(3, 224, 224),
+    mean=IMAGENET_MEAN,
+    std=IMAGENET_STD,
+    interpolation=DEFAULT_INTERPOLATION,
+    crop_pct=DEFAULT_CROP_PCT,
+    num_classes=1000,
+)
 REQUIRED = ("input_size",)  # what a user's model must state; classes are read off its output when not stated
 
 

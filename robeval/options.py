@@ -6,18 +6,24 @@ takes them as keywords of the same names, and the engine reads the fields.  Addi
 declaration here and the code that uses it.  Torch-free, so the command line parses and checks its
 options before torch loads.
 
-A field holds what the engine uses (``eps`` a list of :class:`~robeval.eps.Eps`); the command line
-and the API may give the user's form (``"1/255,2/255"``), which ``robeval.api.make_config`` parses.
+A field holds what the engine uses (``eps`` a list of :class:`~robeval.eps.Eps`, ``settings`` every
+setting of every attack the run runs); the command line and the API give the user's form
+(``"1/255,2/255"``, ``["pgd.steps=50"]``), which :func:`robeval.evaluation.config.make_config` parses
+once.  A run's identity is the JSON form of its identity fields (:meth:`EvalConfig.to_identity`: what
+the store keeps and ``--resume`` compares), read back by :meth:`EvalConfig.from_identity`.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
-from .eps import Eps
+from .eps import Eps, parse_eps_list
+from .errors import UserError
 
 
 def option(
@@ -165,11 +171,11 @@ class EvalConfig:
         cli_type=Optional[list[str]],
         cli_default=None,
         help="Override an attack setting: ATTACK.KEY=VALUE (repeatable).",
-    )
+    )  # in the config: every attack of the run -> every setting it runs with (protocol's, defaults, --set)
     seed: int = option(0, help="Seed for every random choice; same seed, same per-example records.")
     batch_size: Optional[int] = option(
         None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."
-    )
+    )  # None: by the data and device (the plan's config, and so the identity, holds the number)
     device: str = option("auto", identity=False, help="auto, cpu, cuda or cuda:N.")
     workers: Optional[int] = option(
         None, identity=False, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."
@@ -215,6 +221,33 @@ class EvalConfig:
         None, cli=False, help="The run whose checklist this run completes (check --run-missing)."
     )
 
+    def to_identity(self) -> dict[str, Any]:
+        """What determines the records, as the store keeps it (plain JSON data): every identity field,
+        eps as their text, checkpoints sorted, the settings as ``attack_settings``; ``references`` only
+        when there are some (as runs were stored before models of the user's code existed)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in identity_fields()}
+        out.update(eps=[e.text for e in self.eps], checkpoints=dict(sorted(self.checkpoints.items())))
+        out["attack_settings"] = out.pop("settings")
+        if not out["references"]:
+            del out["references"]
+        return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
+
+    @classmethod
+    def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:
+        """The configuration whose :meth:`to_identity` is ``identity`` (the modules it carried, under
+        ``given_models``, are the plan's); ``outside``: options that are no part of it (device,
+        data_dir, threads, ...).  One line for a key this robeval has no option for."""
+        values = {k: v for k, v in identity.items() if k not in IDENTITY_FORMS}
+        unknown = sorted(set(values) - {f.name for f in identity_fields()})
+        if unknown:
+            key = unknown[0]
+            raise UserError(f"the stored run's configuration cannot be rebuilt here: {key}: stored {identity[key]!r}")
+        values.update(
+            eps=parse_eps_list(list(identity["eps"]), identity.get("norm", "Linf")),
+            settings={a: dict(s) for a, s in identity.get("attack_settings", {}).items()},
+        )
+        return cls(**values, **outside)
+
 
 def option_fields() -> list[Field]:
     """The fields of :class:`EvalConfig` that the command line offers."""
@@ -224,3 +257,26 @@ def option_fields() -> list[Field]:
 def identity_fields() -> list[Field]:
     """The fields that determine a run's records (``--resume`` compares them)."""
     return [f for f in fields(EvalConfig) if f.metadata["identity"]]
+
+
+IDENTITY_FORMS = ("eps", "attack_settings", "given_models")  # identity keys read in a form of their own
+
+
+def option_default(name: str) -> Any:
+    """The default of run option ``name`` (a fresh copy for a list or dict)."""
+    declared = next(f for f in fields(EvalConfig) if f.name == name)
+    return declared.default_factory() if declared.default is MISSING else declared.default  # type: ignore[misc,operator]
+
+
+def identity_difference(stored: Mapping[str, Any], identity: Mapping[str, Any]) -> str | None:
+    """The first key where a stored identity differs from ``identity`` (both in their JSON form), or None."""
+    current = json.loads(json.dumps(identity, sort_keys=True, default=str))
+    for key in sorted(set(stored) | set(current)):
+        if stored.get(key) != current.get(key):
+            return f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
+    return None
+
+
+def newest_matching(candidates: Iterable[tuple[str, Mapping[str, Any]]], identity: Mapping[str, Any]) -> str | None:
+    """The first of ``candidates`` (run id, stored identity; newest first) stored with ``identity``."""
+    return next((run_id for run_id, stored in candidates if identity_difference(stored, identity) is None), None)

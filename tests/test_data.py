@@ -95,6 +95,9 @@ def test_robustbench_models_import_past_its_broken_init(tmp_path, monkeypatch):
 
     for name in [m for m in sys.modules if m.split(".")[0] == "robustbench"]:
         monkeypatch.delitem(sys.modules, name)
+    for name in ("robustbench", "robustbench.utils"):  # the stand-in's modules leave with the test, not the real ones
+        monkeypatch.setitem(sys.modules, name, None)
+        monkeypatch.delitem(sys.modules, name)
     package = tmp_path / "robustbench"
     package.mkdir()
     (package / "__init__.py").write_text("import pkg_resources_gone  # as robustbench 1.1.1 on a current setuptools\n")

@@ -8,7 +8,7 @@ import timm
 import torch
 
 from robeval.evaluation.profiling import count_flops, flops_per_image
-from robeval.models.attention.kinds import ATTENTION_KINDS, fit_sequence_length
+from robeval.models.attention.kinds import ATTENTION_KINDS, fit_sequence_length, layer_class
 
 N, C, H = 17, 48, 3  # tokens, width, heads: small, and N != C so that no term can stand in for another
 
@@ -40,7 +40,7 @@ HAND = {
 def test_every_attention_kind_counts_its_attention(name):
     assert name in HAND, f"attention kind {name} needs a hand count here"
     kind = ATTENTION_KINDS[name]
-    layer = kind.layer(C, num_heads=H, qkv_bias=True).eval()
+    layer = layer_class(kind)(C, num_heads=H, qkv_bias=True).eval()
     holder = torch.nn.Module()
     holder.layer = layer
     fit_sequence_length(holder, N)

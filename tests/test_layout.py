@@ -26,7 +26,7 @@ LAYERS = [
     ("robeval.models",),
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
+     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
      "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input"),
 ]
 MAX_BODY_LINES = 40

@@ -325,7 +325,7 @@ def test_train_demo_writes_weights_that_run_loads(tmp_path, cli):
     assert one_line_error(cli("train-demo", "--model", "digits-deit", "--out", str(tmp_path / "x.txt")), "*.safetensors")
 
 
-def test_the_torch_free_precheck_knows_the_file_and_the_models_registered_from_python(tmp_path, cli):
+def test_the_torch_free_check_of_a_run_knows_the_file_and_the_models_registered_from_python(tmp_path, cli):
     from robeval.models import register_model
     from robeval.models.digits import DIGITS, digits_vit
     from robeval.models.registry import MODELS

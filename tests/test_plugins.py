@@ -5,9 +5,7 @@ the registries as it found them."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +13,7 @@ import torch
 from torch import nn
 
 import robeval
-from robeval.models import plugins
+from robeval.models import names, plugins
 from robeval.models.attention.kinds import ATTENTION_KINDS, AttentionKind
 from robeval.models.registry import MODELS
 from tests.conftest import one_line_error
@@ -84,6 +82,7 @@ def installed(monkeypatch):
             return found
 
         monkeypatch.setattr(plugins, "entry_points", entry_points)
+        monkeypatch.setattr(names, "entry_point_names", lambda group: sorted({e.name for e in groups[group]}))
 
     yield install
     MODELS._entries.clear()
@@ -109,17 +108,15 @@ def test_a_plugin_kind_is_a_whole_family_that_runs(installed, cli, tmp_path):
 
 
 def test_the_listing_names_each_plugins_package(installed, cli):
-    from robeval.cli.listing import catalog
-
     kind = AttentionKind("scaled", PlainAttention, "scaled dot-product", "a paper", options={"scale_by": 1.0},
                          configure=set_scale)  # fmt: skip
     installed(models=[Entry("mlp-digits", digits_mlp, "my-models")],
               attention=[Entry("plain", PlainAttention, "plain-attention"), Entry("scaled", kind, "scaled-pkg")])
-    rows = {m["name"]: m for m in catalog()["models"]}
-    assert rows["mlp-digits"]["package"] == "my-models" and rows["mlp-digits"]["params_M"] is None
-    assert rows["mlp-digits"]["description"] == "A digits MLP from a plugin."
-    assert rows["deit-small-plain"]["package"] == "plain-attention" and rows["deit-small-plain"]["input"] == "3x224x224"
-    assert rows["digits-deit-scaled"]["options"] == {"scale_by": 1.0} and rows["digits-deit"]["package"] == "robeval"
+    rows = {m.name: m for m in robeval.models.list_models()}
+    assert rows["mlp-digits"].package == "my-models" and rows["mlp-digits"].params is None
+    assert rows["mlp-digits"].description == "A digits MLP from a plugin."
+    assert rows["deit-small-plain"].package == "plain-attention" and rows["deit-small-plain"].config.input_size == (3, 224, 224)
+    assert rows["digits-deit-scaled"].options == {"scale_by": 1.0} and rows["digits-deit"].package == "robeval"
     listed = cli("models")
     assert listed.returncode == 0 and "plain-attention" in listed.stdout and "my-models" in listed.stdout
 
@@ -181,46 +178,19 @@ def test_plugin_entry_points_are_read_lazily(installed):
     installed(models=[Counting("mlp-digits", digits_mlp, "my-models")],
               attention=[Counting("plain", PlainAttention, "plain-attention")])  # fmt: skip
     robeval.models.get_spec("digits-deit")
-    assert loaded == []  # robeval's own models need no plugin
+    from robeval.evaluation.config import make_config
+
+    assert make_config(models=["digits-deit-plain", "mlp-digits"]).models == ["digits-deit-plain", "mlp-digits"]
+    assert loaded == []  # robeval's own models need no plugin, and a run's options are judged by the names alone
     robeval.models.get_spec("deit-base-plain")
     assert loaded == ["plain"]
     robeval.models.list_models()
     assert loaded == ["plain", "mlp-digits"]
 
 
-def test_the_listing_cache_is_keyed_on_the_installed_entry_points(monkeypatch):
-    from robeval.cli import listing
-
-    before = listing.catalog_key()
-    fake = SimpleNamespace(name="plain", value="plain_attention:PlainAttention",
-                           dist=SimpleNamespace(name="plain-attention", version="0.1"))  # fmt: skip
-    monkeypatch.setattr(listing.metadata, "entry_points", lambda group: [fake] if group == "robeval.attention" else [])
-    assert listing.catalog_key() != before
-    fake.dist.version = "0.2"
-    assert len({before, listing.catalog_key()}) == 2
-
-
-def test_the_listing_cache_is_keyed_on_every_source_file_of_robeval(tmp_path, monkeypatch):
-    """A changed attack default or a new model registration outside the CLI's folder makes a new listing
-    (the key once covered robeval/cli/ alone, so `robeval attacks` could show a stale default)."""
-    from robeval.cli import listing
-
-    assert Path(robeval.__file__).resolve().parent == listing.PACKAGE
-    (tmp_path / "attacks").mkdir()
-    spsa = tmp_path / "attacks" / "spsa.py"
-    spsa.write_text("max_batch = 8192\n")
-    monkeypatch.setattr(listing, "PACKAGE", tmp_path)
-    before = listing.catalog_key()
-    spsa.write_text("max_batch = 1024\n")
-    os.utime(spsa, ns=(0, 1))
-    assert listing.catalog_key() != before
-
-
 def test_robeval_models_builds_no_network(monkeypatch, cli):
     """Every fact the listing shows is data on the registration: with every builder failing it lists."""
     import timm
-
-    from robeval.cli.listing import catalog
 
     def fails(*args, **kwargs):
         raise AssertionError("a network was built for the listing")
@@ -229,8 +199,8 @@ def test_robeval_models_builds_no_network(monkeypatch, cli):
         monkeypatch.setitem(MODELS._entries, name, replace(spec, builder=fails))
     monkeypatch.setattr(timm, "create_model", fails)
     monkeypatch.setattr(torch.nn.Module, "__init__", fails)
-    rows = catalog()["models"]
-    assert len(rows) == len(MODELS) and all(r["params_M"] for r in rows if r["package"] == "robeval")
+    rows = robeval.models.list_models()
+    assert len(rows) == len(MODELS) and all(r.params for r in rows if r.package == "robeval")
     listed = cli("models")
     assert listed.returncode == 0 and "digits-deit-elliptical" in listed.stdout and "86.57M" in listed.stdout
 

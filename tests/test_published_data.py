@@ -123,13 +123,16 @@ def test_a_data_dir_given_as_data_is_pointed_to_the_data_set(tmp_path):
 
 
 def test_options_that_do_not_apply_are_refused(tmp_path, image_folder):
-    pf.cifar10_python(tmp_path, n=20)
-    with pytest.raises(UserError, match="--split applies to"):
-        load_data(config(str(image_folder), tmp_path, split="train"), None)  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="--split"):
-        load_data(config("cifar10", tmp_path, split="val"), None)  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="--selection"):
-        load_data(config("cifar10", tmp_path, selection="random"), None)  # type: ignore[arg-type]
+    """Which options apply to which data is judged with the rest of a run's options, before torch."""
+    from robeval.evaluation.config import make_config
+
+    for options, words in ((dict(data=str(image_folder), split="train"), "--split applies to"),
+                           (dict(data="cifar10", split="val"), "--split"),
+                           (dict(data="cifar10", selection="random"), "--selection"),
+                           (dict(data=str(image_folder), selection="first"), "--selection first applies"),
+                           (dict(data="digits", subset="robustbench-5000"), "apply to an image folder")):  # fmt: skip
+        with pytest.raises(UserError, match=words):
+            make_config(**options, data_dir=str(tmp_path))
 
 
 def test_run_on_cifar10_with_fgsm_and_pgd(cli, tmp_path):

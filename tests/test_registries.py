@@ -16,7 +16,6 @@ from robeval.attacks.base import Attack
 from robeval.attacks.registry import ATTACK_KINDS
 from robeval.attacks.registry import ATTACKS as ATTACK_REGISTRY
 from robeval.attacks.transfer import SourceModel
-from robeval.cli.listing import catalog
 from robeval.data.digits import digits_split
 from robeval.evaluation.plan import make_plan
 from robeval.model_config import ModelConfig
@@ -77,7 +76,20 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
         if spec.kind == "transfer":
             attack.source.close()
     assert (x_adv - x).abs().max() <= eps + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
-    assert name in {a["name"] for a in catalog()["attacks"]}
+    assert name in {a.name for a in list_attacks()}
+
+
+def test_an_attack_class_is_bound_to_its_registration_by_its_defaults():
+    """The registration (data, read without torch) and the class agree on every default: the command line
+    judges --set by the registration, the class runs with its own."""
+    from robeval.attacks.registry import registered_as
+
+    class Wrong(Attack):
+        defaults = dict(steps=19, rel_stepsize=0.25, random_start=True, eot_iter=1)
+
+    with pytest.raises(TypeError, match="defaults differ from attack 'pgd'"):
+        registered_as("pgd")(Wrong)
+    assert all(spec.cls.name == spec.name for spec in list_attacks())  # every class imported and bound
 
 
 EMBEDDED = [s.name for s in list_models() if s.weights.kind == "embedded"]
@@ -101,10 +113,17 @@ def test_every_attention_kind_is_a_whole_family(kind):
     assert get_spec(f"digits-deit-{kind}").config == DIGITS
 
 
-def test_registered_models_are_listed():
-    listed = {m["name"]: m for m in catalog()["models"]}
-    assert set(MODELS) <= set(listed)
-    assert listed["deit-small-elliptical"]["adaptive"] == {"grad_through_m": True}
+def test_the_facts_of_timm_architectures_are_timms_pretrained_configs():
+    """robeval's registrations state their facts as data (read without torch); a timm architecture's are
+    timm's own pretrained config."""
+    from robeval.models.hub import timm_config
+    from robeval.models.registry import Lazy
+
+    archs = {s.name: s.builder.arguments["arch"] for s in list_models()
+             if isinstance(s.builder, Lazy) and "arch" in s.builder.arguments}  # fmt: skip
+    assert {"deit-tiny", "deit-small-elliptical", "deit-base-kde", "deit-tiny-distilled", "swin-small-super"} <= set(archs)
+    for name, arch in archs.items():
+        assert get_spec(name).config == timm_config(arch), name
 
 
 def test_records_do_not_depend_on_the_batch_size():
@@ -165,4 +184,4 @@ def test_a_new_attack_and_model_need_only_their_registration(tmp_path, toy_regis
     out = capsys.readouterr().out
     assert "Toy shift Top-1" in out and "Soundness checks" in out
     assert get_spec("toy-digits").options == {"scale": 1.0}  # read from the builder's signature
-    assert "toy-digits" in {m["name"] for m in catalog()["models"]}  # listed in this process at once
+    assert "toy-digits" in {m.name for m in list_models()}  # listed in this process at once

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from robeval.api import evaluate_full
+from robeval.attack_settings import SETTING_LIMITS
 from robeval.attacks import list_attacks
-from robeval.settings import SETTING_LIMITS
 
 from .conftest import one_line_error
 
@@ -21,7 +21,7 @@ def test_every_numeric_setting_has_a_meaning_its_default_meets(spec):
     for key, default in spec.defaults.items():
         if isinstance(default, bool) or not isinstance(default, (int, float)):
             continue
-        assert key in SETTING_LIMITS, f"{spec.name}.{key} has no limit in robeval.settings"
+        assert key in SETTING_LIMITS, f"{spec.name}.{key} has no limit in robeval.attack_settings"
         assert SETTING_LIMITS[key].allows(default), f"{spec.name}.{key}={default} breaks its own limit"
 
 
@@ -50,12 +50,22 @@ def test_a_setting_that_means_nothing_is_one_line_before_any_work(cli, tmp_path,
     assert not store.exists() and not (tmp_path / "results").exists()  # nothing created, nothing run
 
 
-def test_a_typo_answers_before_torch_loads(tmp_path):
+@pytest.mark.parametrize("args, words", [
+    (["--model", "nope"], "unknown model 'nope'"), (["--eps", "9/0"], "division by zero"),
+    (["--eps", "8/25x"], "invalid eps"), (["--seed", "-3"], "--seed"),
+    (["--set", "pgd.steps=-1"], "pgd.steps must be at least 1"), (["--set", "spsa.samples=0"], "spsa.samples"),
+    (["--model", "digits-*", "--attacks", "transfer-pgd"], "needs --source-model"),
+    (["--source-model", "digits-deit"], "--source-model is for transfer attacks"),
+    (["--attacks", "fmn", "--cascade"], "run it without --cascade"),
+    (["--data", "digits", "--split", "train"], "--split applies to"),
+    (["--set", "pgd.steps=3", "--attacks", "fgsm"], "pgd is not among the attacks"),
+])
+def test_a_wrong_option_answers_before_torch_loads(tmp_path, args, words):
+    """make_config judges every option without torch: the run's validation is the library's, at once."""
     code = ("import sys\nfrom robeval.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n"
             "    print(exc.code, 'torch' in sys.modules)\n")
-    for args in (["run", "--eps", "8/25x"], ["run", "--seed", "-3"], ["run", "--set", "spsa.samples=0"]):
-        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=tmp_path).stdout
-        assert out.split() == ["2", "False"], (args, out)
+    proc = subprocess.run([sys.executable, "-c", code, "run", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.stdout.split() == ["2", "False"] and words in proc.stderr, (args, proc.stdout, proc.stderr)
 
 
 def test_what_is_stored_is_what_ran():

@@ -1,12 +1,13 @@
 """Attacks: ``create(name, model, eps, norm, seed, **settings) -> (x, y) -> x_adv``, or the classes
-themselves (``PGD(model, eps=8/255)``), each with its defaults on the class."""
+themselves (``PGD(model, eps=8/255)``).  Their registrations are data (:mod:`.catalog`), read without
+torch; a class and the torch helpers (``Attack``, ``margin``, ``seeded_rng``) are imported on first use."""
 
-# registration order is the order of the attacks outside the suite in tables; SUITE orders the suite
-# isort: off
-from . import gradient, spsa, autoattack, transfer, minimum_norm  # noqa: F401
+from __future__ import annotations
 
-# isort: on
-from .base import Attack, margin, seeded_rng
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import catalog  # noqa: F401  (robeval's attacks, as data)
 from .registry import (
     SUITE,
     AttackSpec,
@@ -14,10 +15,14 @@ from .registry import (
     get_attack_spec,
     list_attacks,
     parse_attack_list,
-    parse_set_options,
     register_attack,
     resolve_settings,
 )
+
+if TYPE_CHECKING:
+    from .base import Attack, margin, seeded_rng
+
+_FROM_BASE = ("Attack", "margin", "seeded_rng")  # need torch: imported when asked for
 
 __all__ = [
     "SUITE",
@@ -28,8 +33,13 @@ __all__ = [
     "list_attacks",
     "margin",
     "parse_attack_list",
-    "parse_set_options",
     "register_attack",
     "resolve_settings",
     "seeded_rng",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_BASE:
+        raise AttributeError(f"module 'robeval.attacks' has no attribute {name!r}")
+    return getattr(importlib.import_module(".base", __name__), name)

@@ -32,9 +32,9 @@ from pyautoattack.fab_pt import FABAttack_PT
 from pyautoattack.square import SquareAttack
 
 from ..norms import perturbation_size
-from .base import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, Attack, margin
+from .base import Attack, margin
 from .convergence import ITERATIONS, QUERIES, Watched
-from .registry import register_attack
+from .registry import registered_as
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
 
@@ -147,9 +147,7 @@ class _AutoAttackRunner(Attack):
         return hear
 
 
-@register_attack(
-    "apgd-ce", title="APGD-CE", implementation="AutoAttack APGDAttack (pyautoattack)", randomness=PER_EXAMPLE
-)
+@registered_as("apgd-ce")
 class APGDCE(_AutoAttackRunner):
     """AutoAttack's APGD on cross-entropy, 100 iterations"""
 
@@ -184,12 +182,7 @@ class APGDCE(_AutoAttackRunner):
         self.apgd_run(self._make(x), x, y, idx, best, best_margin, "misclassified")
 
 
-@register_attack(
-    "apgd-dlr",
-    title="APGD-DLR",
-    implementation="AutoAttack APGDAttack, loss dlr (pyautoattack)",
-    randomness=PER_EXAMPLE,
-)
+@registered_as("apgd-dlr")
 class APGDDLR(APGDCE):
     """AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus"""
 
@@ -197,9 +190,7 @@ class APGDDLR(APGDCE):
     loss = "dlr"
 
 
-@register_attack(
-    "apgd-t", title="APGD-T", implementation="AutoAttack APGDAttack_targeted (pyautoattack)", randomness=PER_EXAMPLE
-)
+@registered_as("apgd-t")
 class APGDT(_AutoAttackRunner):
     """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
 
@@ -281,12 +272,7 @@ class _FAB(_AutoAttackRunner):
                     robust = robust[~fooled]
 
 
-@register_attack(
-    "fab-t",
-    title="FAB-T",
-    implementation="AutoAttack FABAttack_PT, targeted (pyautoattack)",
-    randomness=PER_BATCH_IN_LIBRARY,
-)
+@registered_as("fab-t")
 class FABT(_FAB):
     """AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps"""
 
@@ -294,25 +280,14 @@ class FABT(_FAB):
     targeted = True
 
 
-@register_attack(
-    "fab",
-    title="FAB",
-    implementation="AutoAttack FABAttack_PT, untargeted (pyautoattack)",
-    randomness=PER_BATCH_IN_LIBRARY,
-)
+@registered_as("fab")
 class FAB(_FAB):
     """AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus"""
 
     defaults = FAB_DEFAULTS
 
 
-@register_attack(
-    "square",
-    title="Square",
-    implementation="AutoAttack SquareAttack (pyautoattack)",
-    kind="black-box",
-    randomness=PER_BATCH_IN_LIBRARY,
-)
+@registered_as("square")
 class Square(_AutoAttackRunner):
     """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
 

@@ -17,18 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..attack_settings import apply_settings
 from ..seeds import derive_seed
-from ..settings import apply_settings
 from .convergence import Fooling
 
 Box = Optional[tuple[float, float]]
-
-# Where an attack's random draws come from (AttackSpec.randomness; run.json reports it).
-PER_EXAMPLE = "per example: seeded by (run seed, attack, eps, example index); records do not depend on the batch size"
-PER_BATCH_IN_LIBRARY = (
-    "per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
-    "records depend on the batch size"
-)
 
 
 @contextmanager
@@ -47,8 +40,8 @@ def seeded_rng(seed: int, device: torch.device) -> Iterator[None]:
 class Attack:
     """Base class: subclasses set ``name`` and implement :meth:`perturb`."""
 
-    name: str = "attack"  # set by register_attack
-    defaults: dict[str, Any] = {}  # every setting with its default (robeval.settings gives their meaning)
+    name: str = "attack"  # set by its registration
+    defaults: dict[str, Any] = {}  # every setting with its default (robeval.attack_settings gives their meaning)
     examples: list[int] | None = None  # the data-set index of each row, during a call that names them
     # True for attacks from AutoAttack's code: called with the run seed and no examples they draw exactly
     # as AutoAttack does (--cascade uses that to give AutoAttack's own robust examples)

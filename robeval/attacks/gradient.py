@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from .base import PER_EXAMPLE, Attack, ce_loss
+from .base import Attack, ce_loss
 from .convergence import ITERATIONS
-from .registry import register_attack
+from .registry import registered_as
 
 
 def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,7 +32,7 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
     return (total if passes == 1 else total / passes), logits
 
 
-@register_attack("fgsm", title="FGSM", implementation="robeval (one gradient step)")
+@registered_as("fgsm")
 class FGSM(Attack):
     """one step of size eps along the sign (Linf) or direction (L2) of the CE gradient"""
 
@@ -44,7 +44,7 @@ class FGSM(Attack):
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
-@register_attack("pgd", title="PGD", implementation="robeval (projected gradient descent)", randomness=PER_EXAMPLE)
+@registered_as("pgd")
 class PGD(Attack):
     """CE-loss PGD, step = rel_stepsize * eps, uniform random start
 

@@ -23,8 +23,8 @@ import torch
 
 from ..norms import perturbation_size
 from .autoattack import FAB_DEFAULTS
-from .base import PER_BATCH_IN_LIBRARY, Attack
-from .registry import register_attack
+from .base import Attack
+from .registry import registered_as
 
 
 def minimal_norms(
@@ -91,12 +91,7 @@ def _fixed_l2_fmn():
     return ProjectedL2FMN
 
 
-@register_attack(
-    "fmn",
-    title="FMN",
-    implementation="foolbox LInfFMNAttack / L2FMNAttack (L2 projection fixed here)",
-    minimum_norm=True,
-)
+@registered_as("fmn")
 class FMN(MinimumNormAttack):
     """fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps
 
@@ -128,13 +123,7 @@ class FMN(MinimumNormAttack):
         return attack.run(model, x, foolbox.criteria.Misclassification(y)).detach()
 
 
-@register_attack(
-    "fab-mn",
-    title="FAB-MN",
-    implementation="AutoAttack FABAttack_PT, untargeted minimum norm (pyautoattack)",
-    randomness=PER_BATCH_IN_LIBRARY,
-    minimum_norm=True,
-)
+@registered_as("fab-mn")
 class FABMinimumNorm(MinimumNormAttack):
     """untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at random within
     restart_radius)"""

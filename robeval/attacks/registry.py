@@ -1,22 +1,29 @@
-"""Registry of attack names -> attack classes, and the facts tables and checks read about each.
+"""Registry of attack names -> the facts tables, checks and the command line read about each, and the
+class that runs it.
 
-An attack's default settings live on its class (``PGD.defaults``: ``PGD(model, eps)`` works without
-the registry); ``register_attack`` adds the facts (title, kind, norms, implementation, randomness)
-and the name; the first paragraph of the class's docstring is its one-line description.  ``create`` builds one by name with settings validated against the defaults.
+Torch-free: a registration is data (:class:`AttackSpec`: title, kind, norms, defaults, randomness,
+implementation, description) with the place of its class (``robeval.attacks.gradient:PGD``), which is
+imported when an attack is first built, so the command line lists attacks and checks ``--attacks`` and
+``--set`` before torch loads.  robeval's own attacks are registered in :mod:`.catalog`; their classes
+name their registration with :func:`registered_as` (which checks that the class's defaults are the
+registration's); a class written elsewhere registers itself with :func:`register_attack`.  An attack
+class is usable without the registry (``PGD(model, eps=8/255, steps=10)``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
+from ..attack_settings import apply_settings
 from ..defaults import NOT_ATTACKS
-from ..errors import UserError
-from ..registry import Registry
-from ..settings import parse_attack_names, parse_set_items
+from ..errors import UserError, lookup
+from ..registry import Registry, placed
+
+if TYPE_CHECKING:
+    from torch import nn
 
 # The seven-attack suite of the Elliptical paper's Table E, in its column order: what "all" and the
 # default run mean.  The other attacks (apgd-dlr, fab, transfer, minimum-norm) are named or come with
@@ -24,17 +31,24 @@ from ..settings import parse_attack_names, parse_set_items
 SUITE = ("fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square")
 ATTACK_KINDS = ("white-box", "black-box", "transfer")
 
+# Where an attack's random draws come from (AttackSpec.randomness; run.json reports it).
+PER_EXAMPLE = "per example: seeded by (run seed, attack, eps, example index); records do not depend on the batch size"
+PER_BATCH_IN_LIBRARY = (
+    "per batch, inside the AutoAttack code (seeded by run seed, attack, eps, batch index): "
+    "records depend on the batch size"
+)
+
 
 @dataclass(frozen=True)
 class AttackSpec:
     name: str
-    cls: type
-    norms: tuple[str, ...]
-    kind: str  # "white-box", "black-box" or "transfer"
+    location: str | type  # the class, or where it is: "robeval.attacks.gradient:PGD" (imported when first built)
+    title: str  # how tables name it (FGSM, APGD-CE, ...)
     implementation: str
-    defaults: dict[str, Any] = field(default_factory=dict)  # the class's own
-    description: str = ""
-    title: str = ""  # how tables name it (FGSM, APGD-CE, ...)
+    description: str
+    defaults: dict[str, Any] = field(default_factory=dict)  # every setting with its default
+    kind: str = "white-box"  # "white-box", "black-box" or "transfer"
+    norms: tuple[str, ...] = ("Linf", "L2")
     randomness: str = "none"  # where its random draws come from (run.json says it)
     minimum_norm: bool = False  # finds each example's smallest fooling perturbation (one run serves every eps)
 
@@ -42,8 +56,50 @@ class AttackSpec:
     def in_suite(self) -> bool:
         return self.name in SUITE
 
+    @property
+    def cls(self) -> type:
+        """The class that runs the attack (its module imported now, the first time)."""
+        return self.location if isinstance(self.location, type) else placed(self.location)
+
 
 ATTACKS: Registry[AttackSpec] = Registry("attack", "robeval attacks")
+
+
+def add_attack(spec: AttackSpec) -> AttackSpec:
+    """One registration (its facts checked: a known kind, a name no results row takes)."""
+    if spec.kind not in ATTACK_KINDS:
+        raise ValueError(f"attack {spec.name!r}: kind must be one of {ATTACK_KINDS}")
+    if spec.name in NOT_ATTACKS:
+        raise ValueError(f"attack name {spec.name!r} is taken by a results row that is no attack")
+    return ATTACKS.add(spec.name, spec)
+
+
+def class_defaults(cls: type) -> dict[str, Any]:
+    """A class's settings with their defaults: its ``defaults``, else its constructor's keywords after
+    the ones every attack takes (model, eps, norm, seed, clip)."""
+    stated = getattr(cls, "defaults", None)
+    if stated:
+        return dict(stated)
+    params = list(inspect.signature(cls).parameters.values())
+    common = {"model", "eps", "norm", "seed", "clip"}
+    return {p.name: p.default for p in params if p.name not in common and p.default is not inspect.Parameter.empty}
+
+
+def registered_as(name: str) -> Callable[[type], type]:
+    """Bind one of robeval's attack classes to its registration in :mod:`.catalog` (its ``name``); every
+    setting the registration states must have the class's default (the command line judges ``--set``
+    by the registration; a constructor keyword that is no setting, such as a transfer source, may be more)."""
+
+    def bind(cls: type) -> type:
+        spec, own = ATTACKS[name], class_defaults(cls)
+        if any(key not in own or own[key] != value for key, value in spec.defaults.items()):
+            raise TypeError(
+                f"{cls.__name__}'s defaults differ from attack {name!r}'s registration (attacks/catalog.py)"
+            )
+        cls.name = name  # type: ignore[attr-defined]
+        return cls
+
+    return bind
 
 
 def register_attack(
@@ -57,31 +113,16 @@ def register_attack(
     randomness: str = "none",
     minimum_norm: bool = False,
 ) -> Callable[[type], type]:
-    """Register an attack class under ``name``: every fact about it lives here or on the class
-    (tables, checks, protocols, ``robeval attacks`` and the tests read it); ``description``
-    defaults to the first paragraph of the class's docstring."""
-    if kind not in ATTACK_KINDS:
-        raise ValueError(f"attack {name!r}: kind must be one of {ATTACK_KINDS}")
-    if name in NOT_ATTACKS:
-        raise ValueError(f"attack name {name!r} is taken by a results row that is no attack")
+    """Register an attack class written outside robeval under ``name``, its defaults its own and its
+    ``description`` (unless given) the first paragraph of its docstring."""
 
     def decorate(cls: type) -> type:
-        cls.name = name  # type: ignore[attr-defined]
-        ATTACKS.add(
-            name,
-            AttackSpec(
-                name,
-                cls,
-                tuple(norms),
-                kind,
-                implementation,
-                dict(getattr(cls, "defaults", {})),
-                description if description is not None else first_paragraph(cls.__doc__),
-                title,
-                randomness,
-                minimum_norm,
-            ),
+        text = description if description is not None else first_paragraph(cls.__doc__)
+        defaults = class_defaults(cls)
+        add_attack(
+            AttackSpec(name, cls, title, implementation, text, defaults, kind, tuple(norms), randomness, minimum_norm)
         )
+        cls.name = name  # type: ignore[attr-defined]
         return cls
 
     return decorate
@@ -102,21 +143,26 @@ def get_attack_spec(name: str) -> AttackSpec:
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
-    """``"all"``/None -> the suite; ``"none"`` -> no attack; else a comma list validated by name
-    (:func:`robeval.settings.parse_attack_names`)."""
-    return parse_attack_names(text, {spec.name: spec.in_suite for spec in list_attacks()})
-
-
-def parse_set_options(items: list[str] | None) -> dict[str, dict[str, str]]:
-    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (validated by name, key and value)."""
-    return parse_set_items(items, {name: spec.defaults for name, spec in ATTACKS.items()})
+    """The attacks of ``--attacks``: None or ``"all"`` -> the suite; ``"none"`` -> no attack; else a comma
+    list of registered names (no duplicates, in order)."""
+    suite = [spec.name for spec in list_attacks() if spec.in_suite]
+    if text is None:
+        return suite
+    items = [
+        t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()
+    ]
+    if not items:
+        raise UserError("--attacks names no attack: give a comma list (see `robeval attacks`), 'all' or 'none'")
+    if items in (["all"], ["none"]):
+        return suite if items == ["all"] else []
+    for item in items:
+        lookup(ATTACKS, item, "attack", "robeval attacks")
+    return list(dict.fromkeys(items))
 
 
 def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults of ``name`` updated by ``overrides`` (known keys, coerced types, values within their
-    limits: :mod:`robeval.settings`)."""
-    from ..settings import apply_settings
-
+    """The settings attack ``name`` runs with: its defaults updated by ``overrides``, judged by
+    :func:`robeval.attack_settings.apply_settings`."""
     return apply_settings(name, get_attack_spec(name).defaults, overrides)
 
 

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import PER_EXAMPLE, Attack, margin
+from .base import Attack, margin
 from .convergence import ITERATIONS
-from .registry import register_attack
+from .registry import registered_as
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -85,14 +85,7 @@ class Search:
         return None if bool(active.all()) else active.nonzero().squeeze(1)
 
 
-@register_attack(
-    "spsa",
-    title="SPSA",
-    implementation="robeval (batched SPSA + Adam)",
-    kind="black-box",
-    norms=("Linf",),
-    randomness=PER_EXAMPLE,
-)
+@registered_as("spsa")
 class SPSA(Attack):
     """gradient-free: finite differences along random +/-1 directions, samples = +/- pairs per step
     (2 x samples model evaluations), Adam on the margin loss; under the standard protocol from the

@@ -22,9 +22,9 @@ import torch
 
 from ..errors import UserError
 from .autoattack import APGDCE
-from .base import PER_EXAMPLE, Attack
+from .base import Attack
 from .gradient import PGD
-from .registry import create, register_attack
+from .registry import create, get_attack_spec, registered_as
 
 
 class SourceModel:
@@ -79,17 +79,13 @@ class TransferAttack(Attack):
         return self.source.craft(self, self.base, x, y)
 
 
-def register_transfer(base: type[Attack], title: str, library: str) -> type[TransferAttack]:
-    """``transfer-<base>``: ``base``'s images crafted on the source model and evaluated on each target,
-    with ``base``'s defaults (``library`` names whose code crafts them)."""
+def register_transfer(base: type[Attack], name: str) -> type[TransferAttack]:
+    """``transfer-<base>`` (registered as ``name``): ``base``'s images crafted on the source model and
+    evaluated on each target, with ``base``'s defaults."""
     cls = type(f"Transfer{base.__name__}", (TransferAttack,), {"defaults": base.defaults, "base": base.name})
-    cls.__doc__ = f"{title} crafted on the source model (--source-model), evaluated on each target"
-    name, implementation = f"transfer-{base.name}", f"{library} {title} on --source-model, evaluated on the target"
-    register_attack(
-        name, title=f"Transfer {title}", implementation=implementation, kind="transfer", randomness=PER_EXAMPLE
-    )(cls)
-    return cls
+    cls.__doc__ = get_attack_spec(name).description
+    return registered_as(name)(cls)
 
 
-TransferPGD = register_transfer(PGD, "PGD", "robeval")
-TransferAPGDCE = register_transfer(APGDCE, "APGD-CE", "AutoAttack")
+TransferPGD = register_transfer(PGD, "transfer-pgd")
+TransferAPGDCE = register_transfer(APGDCE, "transfer-apgd-ce")

@@ -62,29 +62,27 @@ MODELS_TITLE = (
 def models_cmd() -> None:
     """List the models: name, family, parameters, input size, options, weights, what it is, and the
     package it comes from (robeval, or an installed plugin's)."""
-    from .listing import catalog
+    from ..models import list_models  # registrations as data: torch loads only for an installed plugin's
 
     table = Table(title=MODELS_TITLE)
     for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description", "package"):
         table.add_column(col)
-    for m in catalog()["models"]:
-        options = _settings(m["options"]) + (f" ({_settings(m['adaptive'])})" if m["adaptive"] else "")
-        params = "-" if m["params_M"] is None else f"{m['params_M']:.2f}M"
-        row = (m["name"], m["family"], params, m["input"], options, m["weights"], m["description"], m["package"])
-        table.add_row(*row)
+    for m in list_models():
+        options = _settings(m.options) + (f" ({_settings(m.adaptive)})" if m.adaptive else "")
+        params = "-" if m.params is None else f"{m.params / 1e6:.2f}M"
+        size = "x".join(map(str, m.config.input_size)) if m.config and m.config.input_size else "-"
+        table.add_row(m.name, m.family, params, size, options, m.weights.describe(), m.description, m.package)
     console.print(table)
 
 
 @app.command("attacks")
 def attacks_cmd() -> None:
     """List the attacks: kind, norms, default settings, implementation and what each does."""
-    from .listing import catalog
+    from ..attacks import list_attacks  # registrations as data: no torch
 
     table = Table(title="robeval attacks (override settings with --set ATTACK.KEY=VALUE)")
     for col in ("name", "kind", "norms", "defaults", "implementation", "description"):
         table.add_column(col)
-    for a in catalog()["attacks"]:
-        table.add_row(
-            a["name"], a["kind"], ",".join(a["norms"]), _settings(a["defaults"]), a["implementation"], a["description"]
-        )
+    for a in list_attacks():
+        table.add_row(a.name, a.kind, ",".join(a.norms), _settings(a.defaults), a.implementation, a.description)
     console.print(table)

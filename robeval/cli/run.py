@@ -71,15 +71,16 @@ def command_signature() -> inspect.Signature:
 
 def run(**values: Any) -> None:
     """Run the attack suite (and/or a distribution shift) and write results.csv, results.md and run.json."""
-    from .precheck import precheck_run
+    from ..evaluation.config import at_least, make_config
 
-    precheck_run(values)  # before torch loads: a typo answers at once
     out, store, resume, nproc, quiet = (values.pop(name) for name in COMMAND_OPTIONS)
+    options: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+    at_least("--nproc", nproc, 1)
+    make_config(**options)  # torch-free: a wrong option answers before torch loads
     _start(nproc, values["device"], store, values["trust_checkpoint"])
     from ..api import evaluate_full
 
     try:
-        options: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
         result = evaluate_full(
             out=out or Path("results") / "{run_id}", store=store, resume=resume, progress=not quiet, **options
         )

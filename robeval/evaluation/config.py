@@ -1,38 +1,51 @@
-"""A run's configuration from the user's values, and its identity.
+"""A run's configuration from the user's values: the one place that judges a run's options.
 
 :func:`make_config` turns what a user gives (``robeval run`` options or ``robeval.evaluate`` keywords,
 both named as the fields of :class:`~robeval.options.EvalConfig`) into the configuration the engine
-reads: names expanded, eps and attacks parsed, settings checked, defaults by data kind.
-:func:`semantic_config` is the part that determines the records; ``--resume`` compares it with the
-stored run.  Device, worker count and DataLoader processes are not part of it.
+reads: model names expanded and known, eps and attacks parsed, every attack's settings judged
+(:func:`robeval.attack_settings.apply_settings`) and resolved, defaults by data kind, and the rules
+between options.  Torch-free: ``robeval run`` calls it before torch loads, so a wrong option answers
+at once; the plan checks what needs torch (the device, the models' code and weights, the data).
+Given a configuration's own fields again it gives the same configuration (:func:`remake`).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
-from ..attacks import parse_attack_list, parse_set_options, resolve_settings
+from ..attack_settings import parse_set_items
+from ..attacks import get_attack_spec, parse_attack_list, resolve_settings
+from ..data.published import check_data_options
 from ..defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
 from ..eps import parse_eps_list
 from ..errors import UserError
 from ..model_config import parse_model_config
-from ..models import expand_model_patterns
-from ..options import EvalConfig, identity_fields
+from ..models.names import check_model_name, expand_model_patterns, is_own_code
+from ..options import EvalConfig, option_default
+from ..precision import PRECISIONS
 from ..references import refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..seeds import check_seed
-from ..shifts.kinds import get_shift
+from ..shifts.catalog import parse_severities
+from ..shifts.kinds import SHIFT_KINDS, get_shift
 from .protocols import get_protocol
 
 ADAPTIVE_SUFFIX = "+adaptive"  # the name of a model's second evaluation with --adaptive
+CHOICES = {"weights": ("default", "random"), "split": SPLITS, "selection": SELECTIONS, "precision": tuple(PRECISIONS)}
+AT_LEAST = {"batch_size": 1, "n_examples": 1, "threads": 1, "workers": 0}  # whole-number options: their least
+MODEL_KEYED = ("checkpoints", "references", "model_config")  # options keyed by model name
+
+
+def at_least(option: str, value: int | None, least: int) -> None:
+    if value is not None and value < least:
+        raise UserError(f"{option} must be at least {least}, got {value}")
 
 
 def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     """``PATH`` (for a single model) or ``MODEL=PATH``, repeatable."""
-    from pathlib import Path
-
     out: dict[str, str] = {}
     for item in items:
         name, eq, path = item.partition("=")
@@ -48,8 +61,9 @@ def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
     return out
 
 
-def _names(models: Any) -> tuple[list[str], dict[str, str]]:
-    """The models' names (patterns expanded) and the code behind each one named ``REFERENCE=NAME``."""
+def _names(models: Any, labelled: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The models' names (patterns expanded, each known) and the code behind each one named
+    ``REFERENCE=NAME`` (``labelled``: such names given already, with their code)."""
     given = list(DEFAULT_MODELS) if models is None else [models] if isinstance(models, str) else list(models)
     if not given:
         raise UserError("no --model given")
@@ -58,6 +72,7 @@ def _names(models: Any) -> tuple[list[str], dict[str, str]]:
     names: list[str] = []
     for item in given:
         reference, label = split_label(str(item))
+        check_model_name(labelled.get(reference, reference))
         if label is not None:
             if references.get(label, reference) != reference or label in names:
                 raise UserError(f"--model ...={label}: two models are named {label}")
@@ -66,14 +81,7 @@ def _names(models: Any) -> tuple[list[str], dict[str, str]]:
     return expand_model_patterns(names), references
 
 
-def _model_config(values: dict[str, Any], models: list[str]) -> dict[str, dict[str, Any]]:
-    stated = values.get("model_config") or {}
-    if isinstance(stated, dict):
-        return {m: dict(v) for m, v in stated.items()}
-    return parse_model_config(list(stated), models)
-
-
-def _attacks(values: dict[str, Any]) -> list[str]:
+def _attacks(values: Mapping[str, Any]) -> list[str]:
     """The attacks to run: given, or the protocol's, or none for a shift run (which evaluates the shift alone)."""
     attacks = values.get("attacks")
     if attacks is None:
@@ -81,89 +89,167 @@ def _attacks(values: dict[str, Any]) -> list[str]:
     return parse_attack_list(attacks if isinstance(attacks, str) else list(attacks))
 
 
-def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
-    """The fields whose user form differs from what the engine reads, parsed."""
-    models, references = _names(values.get("models"))
-    checkpoints = values.get("checkpoints") or {}
-    settings = values.get("settings") or {}
-    out: dict[str, Any] = dict(
-        models=models,
-        references={**(values.get("references") or {}), **references},
-        model_config=_model_config(values, models),
-        eps=parse_eps_list(values.get("eps") or DEFAULT_EPS, values.get("norm", "Linf")),
-        attacks=_attacks({"protocol": "standard", **values}),
-        checkpoints=dict(checkpoints)
-        if isinstance(checkpoints, dict)
-        else split_checkpoints(list(checkpoints), models),
-        settings=(
-            {k: dict(v) for k, v in settings.items()}
-            if isinstance(settings, dict)
-            else parse_set_options(list(settings))
-        ),
-        subset=resolve_subset(values.get("subset"), values.get("subset_file")),
-    )
-    shift = values.get("shift")
-    if shift is not None and (kind := get_shift(shift)).has_conditions:  # --corruptions: the kind's set
-        from ..shifts import parse_severities
-
-        out.update(
-            corruptions=kind.corruption_set.parse(values.get("corruptions")),
-            severities=parse_severities(values.get("severities")),
-        )
+def _settings(values: Mapping[str, Any], attacks: list[str]) -> dict[str, dict[str, Any]]:
+    """Every attack of the run -> the settings it runs with: its defaults, its protocol's, the user's,
+    judged.  A settings dict (the API's) may name attacks the run leaves out (judged, then left out);
+    ``--set`` (a list of ``ATTACK.KEY=VALUE``) names attacks of the run only: another is a typo."""
+    given = values.get("settings") or {}
+    typed = not isinstance(given, Mapping)
+    overrides = parse_set_items(list(given)) if typed else {a: dict(s) for a, s in given.items()}
+    protocol = get_protocol(values["protocol"])
+    out: dict[str, dict[str, Any]] = {}
+    for attack in dict.fromkeys([*attacks, *overrides]):
+        settings = resolve_settings(attack, {**protocol.settings_for(attack), **overrides.get(attack, {})})
+        if attack in attacks:
+            out[attack] = settings
+        elif typed:
+            raise UserError(
+                f"--set {attack}.{next(iter(overrides[attack]))}: {attack} is not among the attacks of this run "
+                f"({', '.join(attacks) or 'none'})"
+            )
     return out
 
 
-def _data_defaults(values: dict[str, Any]) -> dict[str, Any]:
-    """Defaults that depend on the data: the demo's subset size."""
-    n_examples = values.get("n_examples")
-    digits = values.get("data", DIGITS) == DIGITS
-    return dict(n_examples=DEFAULT_N_EXAMPLES if n_examples is None and digits else n_examples)
+def _by_model(values: Mapping[str, Any], models: list[str]) -> dict[str, Any]:
+    """The options keyed by model name, from a dict or the command line's list form."""
+    checkpoints, stated = values.get("checkpoints") or {}, values.get("model_config") or {}
+    return dict(
+        checkpoints=dict(checkpoints)
+        if isinstance(checkpoints, Mapping)
+        else split_checkpoints(list(checkpoints), models),
+        model_config={m: dict(v) for m, v in stated.items()}
+        if isinstance(stated, Mapping)
+        else parse_model_config(list(stated), models),
+    )
 
 
-def make_config(**values: Any) -> EvalConfig:
-    """An :class:`EvalConfig` from user-level values (every keyword a field of it; see its help)."""
+def _shift_forms(values: Mapping[str, Any]) -> dict[str, Any]:
+    """--corruptions and --severities of a shift that has them (the kind's own corruption set)."""
+    shift = values.get("shift")
+    if shift is None or not (kind := get_shift(shift)).has_conditions:
+        return {}
+    return dict(
+        corruptions=kind.corruption_set.parse(values.get("corruptions")),
+        severities=parse_severities(values.get("severities")),
+    )
+
+
+def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
+    """The fields whose user form differs from what the engine reads, parsed and judged."""
+    models, references = _names(values.get("models"), values.get("references") or {})
+    subset, attacks = values.get("subset"), _attacks(values)
+    demo_size = DEFAULT_N_EXAMPLES if values.get("data", DIGITS) == DIGITS else None  # a folder: all of it
+    return dict(
+        models=models,
+        references={**(values.get("references") or {}), **references},
+        eps=parse_eps_list(values.get("eps") or DEFAULT_EPS, values.get("norm", "Linf")),
+        attacks=attacks,
+        settings=_settings(values, attacks),
+        subset=list(subset) if isinstance(subset, list) else resolve_subset(subset, values.get("subset_file")),
+        n_examples=values.get("n_examples") or demo_size,
+        **_by_model(values, models),
+        **_shift_forms(values),
+    )
+
+
+def _check_values(values: Mapping[str, Any]) -> None:
+    """What is wrong with one option alone: an unknown keyword, a choice, a count, the seed."""
     unknown = sorted(set(values) - {f.name for f in fields(EvalConfig)})
     if unknown:
         raise TypeError(f"unknown run option {unknown[0]!r}; the options are the fields of robeval.options.EvalConfig")
-    for option, allowed in (("weights", ("default", "random")), ("split", SPLITS), ("selection", SELECTIONS)):
+    for option, allowed in CHOICES.items():
         if option in values and values[option] not in allowed:
             raise UserError(f"invalid --{option} {values[option]!r}: choose {' or '.join(allowed)}")
-    config = EvalConfig(**{**values, **_user_forms(values), **_data_defaults(values)})
-    check_seed(config.seed)
-    for attack in set(config.settings) - set(config.attacks):  # a settings dict may cover attacks not run: checked too
-        attack_settings(config, attack)
+    for option, least in AT_LEAST.items():
+        at_least(f"--{option.replace('_', '-')}", values.get(option), least)
+    check_seed(values.get("seed", 0))
+
+
+def make_config(**values: Any) -> EvalConfig:
+    """An :class:`EvalConfig` from user-level values (every keyword a field of it; see its help): each
+    option judged, then the rules between them (:func:`check_config`)."""
+    _check_values(values)
+    values = {"protocol": option_default("protocol"), **values}
+    config = EvalConfig(**{**values, **_user_forms(values)})
+    check_config(config)
     return config
 
 
-def attack_settings(config: EvalConfig, attack: str) -> dict[str, Any]:
-    """Protocol defaults updated by the user's ``--set`` overrides, validated."""
+def remake(config: EvalConfig, models: list[str] | None = None, **changes: Any) -> EvalConfig:
+    """``config`` with ``changes`` (run options), judged again by :func:`make_config`; ``models``: only
+    those of its models (their checkpoints, code and stated facts with them)."""
+    values = {f.name: getattr(config, f.name) for f in fields(EvalConfig)}
+    if models is not None:
+        values["models"] = [m for m in config.models if m in models]
+        values.update({key: {m: v for m, v in values[key].items() if m in models} for key in MODEL_KEYED})
+    return make_config(**{**values, **changes})
+
+
+def check_config(config: EvalConfig) -> None:
+    """The rules between options, one line for the first one broken."""
     protocol = get_protocol(config.protocol)
-    return resolve_settings(attack, {**protocol.settings_for(attack), **config.settings.get(attack, {})})
+    for attack in config.attacks:
+        spec = get_attack_spec(attack)
+        if config.norm not in spec.norms:
+            raise UserError(
+                f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})"
+            )
+        if spec.minimum_norm and config.cascade:
+            raise UserError(
+                f"--cascade runs fixed-eps attacks one after another; {attack} searches each example's smallest "
+                "fooling perturbation: run it without --cascade"
+            )
+        if spec.minimum_norm and protocol.space != "pixel":
+            raise UserError(
+                f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
+                "normalized tensors: use --protocol standard or aa-plus"
+            )
+    check_transfer(config)
+    check_shift(config)
+    check_model_options(config)
+    check_data_options(config)
 
 
-def semantic_config(config: EvalConfig, batch_size: int, settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What determines the records (compared on --resume): every identity field, with eps as text,
-    checkpoints sorted, the batch size resolved and the attack settings as they will be used."""
-    out: dict[str, Any] = {f.name: getattr(config, f.name) for f in identity_fields()}
-    out["eps"] = [e.text for e in config.eps]
-    out["checkpoints"] = dict(sorted(config.checkpoints.items()))
-    out["batch_size"] = batch_size
-    out["attack_settings"] = {a: settings[a] for a in config.attacks}
-    del out["settings"]  # folded into attack_settings
-    if not out["references"]:
-        del out["references"]  # as runs without models of the user's code were stored before it existed
-    return out
+def check_model_options(config: EvalConfig) -> None:
+    """--checkpoint and --model-config name models of the run; --model-config states own code's facts only."""
+    for option, named in (("--checkpoint", config.checkpoints), ("--model-config", config.model_config)):
+        missing = sorted(set(named) - set(config.models))
+        if missing:
+            raise UserError(f"{option} given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
+    registered = sorted(m for m in config.model_config if not is_own_code(config.references.get(m, m)))
+    if registered:
+        raise UserError(
+            f"--model-config states the facts of your own models; {registered[0]}'s are its registration's "
+            "(robeval models lists them)"
+        )
 
 
-def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
-    """The first key where a stored run's configuration differs from ``current``, or None.
+def check_transfer(config: EvalConfig) -> None:
+    """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
+    transfer = [a for a in config.attacks if get_attack_spec(a).kind == "transfer"]
+    if transfer and not config.source_model:
+        raise UserError(
+            f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on"
+        )
+    if config.source_model and not transfer:
+        raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
+    if transfer:
+        check_model_name(str(config.source_model).partition("=")[0])
+        if get_protocol(config.protocol).space != "pixel":
+            raise UserError(
+                f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
+                "two models normalise their inputs differently"
+            )
 
-    ``current`` is first put in the form the store keeps (a JSON round trip: tuples become lists)."""
-    current = json.loads(json.dumps(current, sort_keys=True, default=str))
-    for key in sorted(set(stored) | set(current)):
-        if stored.get(key) != current.get(key):
-            return f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
-    return None
+
+def check_shift(config: EvalConfig) -> None:
+    """A shift that can be run on this data with these attacks (one line otherwise)."""
+    if config.shift is None:
+        if config.corruptions or config.severities:
+            with_conditions = " / ".join(k for k, s in SHIFT_KINDS.items() if s.has_conditions)
+            raise UserError(f"--corruptions / --severities choose conditions of --shift {with_conditions}")
+        return
+    get_shift(config.shift).check(config)
 
 
 def model_order(models: list[str]) -> list[str]:

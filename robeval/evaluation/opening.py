@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StoreFull, UserError
-from .config import config_difference
+from ..options import identity_difference, newest_matching
 from .distributed import DistContext
 from .plan import RunPlan
 from .run_store import RunStore
-from .stored_config import newest_matching
 from .unit_records import Unit
 
 
@@ -47,7 +46,7 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     newest, stored = unfinished[0]
     raise UserError(
         f"--resume: no unfinished run in {store.path} has this configuration (the newest, {newest}, differs "
-        f"in {config_difference(stored, identity)}); repeat its options or pass --resume RUN_ID"
+        f"in {identity_difference(stored, identity)}); repeat its options or pass --resume RUN_ID"
     )
 
 
@@ -55,7 +54,7 @@ def _reopen(store: RunStore, resume: str, identity: dict[str, Any], outline: dic
     for path in store.worker_paths():  # units a killed worker left in its own file count as done
         store.merge_from(path, resume)
     stored = store.run(resume)
-    diff = config_difference(stored["config"], identity)
+    diff = identity_difference(stored["config"], identity)
     if diff:
         raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
     store.hold(resume)

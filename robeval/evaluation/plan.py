@@ -1,27 +1,30 @@
-"""What a run will do, resolved once from its configuration: the protocol, the device and batch size,
-every attack's settings, the model jobs (with ``--adaptive`` copies), the shift and its conditions.
-Every part of the engine reads the plan instead of resolving these again.
+"""What a run will do, resolved once from its configuration (judged already by
+:func:`~.config.make_config`): the protocol, the device and batch size, the model jobs (with
+``--adaptive`` copies, the user's code built), the shift and its conditions, and what needs torch to
+check.  Every part of the engine reads the plan instead of resolving these again; its identity (what
+the store keeps and ``--resume`` compares) is its configuration's (:meth:`EvalConfig.to_identity`).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
 
 from ..attacks import get_attack_spec
-from ..data.loading import is_in_memory
+from ..data.published import is_in_memory
 from ..defaults import CLEAN
 from ..errors import UserError
-from ..models import GivenModel, get_spec
+from ..models import GivenModel, get_spec, split_models
 from ..models.given import given_from_spec
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
 from ..shifts.catalog import Condition
-from ..shifts.kinds import SHIFT_KINDS, ShiftKind, get_shift
-from .config import ADAPTIVE_SUFFIX, attack_settings, semantic_config
+from ..shifts.kinds import ShiftKind, get_shift
+from .config import ADAPTIVE_SUFFIX, make_config
 from .protocols import Protocol, get_protocol
 
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
@@ -45,11 +48,9 @@ class ModelJob:
 
 @dataclass
 class RunPlan:
-    config: EvalConfig
+    config: EvalConfig  # its batch size resolved
     protocol: Protocol
     device: torch.device
-    batch_size: int
-    settings: dict[str, dict[str, Any]]  # attack -> the settings it runs with (protocol defaults, --set)
     workers: int  # DataLoader worker processes
     jobs: list[ModelJob]
     shift: ShiftKind | None
@@ -62,14 +63,24 @@ class RunPlan:
         return [*clean, *job.attacks, *(c.name for c in self.conditions)]
 
     @property
+    def batch_size(self) -> int:
+        assert self.config.batch_size is not None, "a plan's configuration has its batch size"
+        return self.config.batch_size
+
+    @property
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """Attack -> the settings it runs with (its defaults, its protocol's, the user's)."""
+        return self.config.settings
+
+    @property
     def precision(self) -> Precision:
         """How the attacks craft (counted predictions are strict fp32 whatever it is)."""
         return get_precision(self.config.precision)
 
     def identity(self) -> dict[str, Any]:
-        """What determines the records (:func:`~.config.semantic_config`), and of every module the plan
+        """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
         carries its source, weights' SHA-256 and image facts."""
-        identity = semantic_config(self.config, self.batch_size, self.settings)
+        identity = self.config.to_identity()
         given = {job.name: job.given.identity() for job in self.jobs if job.given is not None}
         return {**identity, "given_models": given} if given else identity
 
@@ -99,15 +110,11 @@ def resolve_workers(config: EvalConfig) -> int:
     """DataLoader processes: image folders decode JPEGs in worker processes; arrays sit in memory."""
     if config.workers is None:
         return 0 if _in_memory(config) else min(8, os.cpu_count() or 1)
-    if config.workers < 0:
-        raise UserError(f"--workers must not be negative, got {config.workers}")
     return config.workers
 
 
 def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
     if config.batch_size is not None:
-        if config.batch_size <= 0:
-            raise UserError(f"--batch-size must be positive, got {config.batch_size}")
         return config.batch_size
     return DIGITS_BATCH if _in_memory(config) else FOLDER_BATCH[device.type == "cuda"]
 
@@ -143,85 +150,27 @@ def model_jobs(config: EvalConfig, protocol: Protocol, given: dict[str, GivenMod
 
 
 def make_plan(config: EvalConfig, given: dict[str, GivenModel] | None = None) -> RunPlan:
-    """The run's plan, checked (:func:`check_plan`): one line for anything that cannot run.  ``given``:
-    the modules given from Python, by the names ``config.models`` has for them."""
+    """The run's plan: one line for anything that cannot run here (the device, the precision on it,
+    the models' code and names).  ``given``: the modules given from Python, by the names
+    ``config.models`` has for them."""
     protocol = get_protocol(config.protocol)
     device = resolve_device(config.device)
+    get_precision(config.precision, on_gpu=device.type == "cuda")
+    config = replace(config, batch_size=resolve_batch_size(config, device))
     shift = get_shift(config.shift) if config.shift is not None else None
     conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
-    plan = RunPlan(
-        config,
-        protocol,
-        device,
-        resolve_batch_size(config, device),
-        {a: attack_settings(config, a) for a in config.attacks},
-        resolve_workers(config),
-        model_jobs(config, protocol, given),
-        shift,
-        conditions,
-    )
-    check_plan(plan)
-    return plan
-
-
-def check_plan(plan: RunPlan) -> None:
-    config = plan.config
-    get_precision(config.precision, on_gpu=plan.device.type == "cuda")
-    for attack in config.attacks:
-        spec = get_attack_spec(attack)
-        if config.norm not in spec.norms:
-            raise UserError(
-                f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})"
-            )
-        if spec.minimum_norm and config.cascade:
-            raise UserError(
-                f"--cascade runs fixed-eps attacks one after another; {attack} searches each example's smallest "
-                "fooling perturbation: run it without --cascade"
-            )
-        if spec.minimum_norm and plan.protocol.space != "pixel":
-            raise UserError(
-                f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
-                "normalized tensors: use --protocol standard or aa-plus"
-            )
-    check_shift(plan)
-    check_transfer(plan)
-    for option, named in (("--checkpoint", config.checkpoints), ("--model-config", config.model_config)):
-        missing = sorted(set(named) - set(config.models))
-        if missing:
-            raise UserError(f"{option} given for {missing[0]!r}, which is not among --model {', '.join(config.models)}")
-    registered = sorted(j.name for j in plan.jobs if j.given is None and j.name in config.model_config)
-    if registered:
-        raise UserError(
-            f"--model-config states the facts of your own models; {registered[0]}'s are its registration's "
-            "(robeval models lists them)"
-        )
-
-
-def check_transfer(plan: RunPlan) -> None:
-    """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
-    config = plan.config
-    transfer = [a for a in config.attacks if get_attack_spec(a).kind == "transfer"]
-    if transfer and not config.source_model:
-        raise UserError(
-            f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on"
-        )
-    if config.source_model and not transfer:
-        raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
-    if transfer:
+    if config.source_model:
         get_spec(str(config.source_model).partition("=")[0])
-        if plan.protocol.space != "pixel":
-            raise UserError(
-                f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
-                "two models normalise their inputs differently"
-            )
+    jobs = model_jobs(config, protocol, given)
+    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions)
 
 
-def check_shift(plan: RunPlan) -> None:
-    """A shift that can be run on this data with these attacks (one line otherwise)."""
-    config = plan.config
-    if plan.shift is None:
-        if config.corruptions or config.severities:
-            with_conditions = " / ".join(k for k, s in SHIFT_KINDS.items() if s.has_conditions)
-            raise UserError(f"--corruptions / --severities choose conditions of --shift {with_conditions}")
-        return
-    plan.shift.check(config)
+def planned_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity a run of ``options`` would store (its run options; others, such as ``out`` or
+    ``store``, are passed over; modules in ``models`` count by their name, source and weights)."""
+    names = {f.name for f in fields(EvalConfig)}
+    plain = {k: v for k, v in options.items() if k in names}
+    models, given = split_models(plain.get("models"))
+    if models is not None:
+        plain["models"] = models
+    return make_plan(make_config(**plain), given).identity()

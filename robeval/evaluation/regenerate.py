@@ -2,8 +2,8 @@
 run's configuration, and its per-example attacks draw from (run seed, attack, eps, example) alone, so
 an image the run crafted need not be stored to be seen again.
 
-The run's plan is rebuilt from its stored configuration and must give that configuration back
-(:func:`~.stored_config.rebuild_config`); each model is then loaded and attacked by the engine's own code
+The run's plan is rebuilt from its stored configuration (:meth:`~robeval.options.EvalConfig.from_identity`,
+judged again by :func:`~.config.remake`); each model is then loaded and attacked by the engine's own code
 (:class:`~.model_run.ModelEvaluation`: the same model building, the same attack objects and seeds,
 the same precision and threat-model checks), which hands back the records it would have stored.
 
@@ -31,19 +31,19 @@ import numpy as np
 import torch
 
 from ..attacks import list_attacks
-from ..attacks.base import PER_BATCH_IN_LIBRARY
+from ..attacks.registry import PER_BATCH_IN_LIBRARY
 from ..data.labels import LabelSpace
 from ..eps import Eps
 from ..errors import UserError
 from ..models.user_code import check_stored_code
+from ..options import EvalConfig
 from ..threads import set_threads
 from .batch_attacks import BatchAttack
-from .config import ADAPTIVE_SUFFIX
+from .config import ADAPTIVE_SUFFIX, remake
 from .engine import load_source
 from .model_run import ModelEvaluation
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
-from .stored_config import rebuild_config
 
 # What a regenerated record must repeat of the stored one: the prediction, its hits and the
 # perturbation's size (and a minimum-norm attack's smallest fooling norm).
@@ -113,10 +113,10 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
 
 
 def rebuild_plan(stored: dict[str, Any], models: list[str] | None = None, **machine: Any) -> RunPlan:
-    """The plan of a stored run (only ``models`` of its models), from its stored configuration
-    (:func:`~.stored_config.rebuild_config`: one line when this machine's robeval would not give it
-    back); ``machine``: the options that are no part of it (device, data_dir, threads, trust_checkpoint)."""
-    return make_plan(rebuild_config(stored, models, **machine))
+    """The plan of a stored run (only ``models`` of its models), from its stored configuration (one line
+    when this robeval cannot run it); ``machine``: the options that are no part of it (device, data_dir,
+    threads, trust_checkpoint)."""
+    return make_plan(remake(EvalConfig.from_identity(stored, **machine), models))
 
 
 def regenerate(request: Request) -> Regeneration:

@@ -1,29 +1,37 @@
-"""Model registry and loading: every model comes back as a :class:`NormalizedModel` in eval mode."""
+"""Models: the registry (every model's facts as data, torch-free: :mod:`.catalog`, :mod:`.registry`,
+:mod:`.names`) and loading (torch: :mod:`.loading`, imported when first asked for).  Every model
+comes back as a :class:`NormalizedModel` in eval mode."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from ..errors import UserError
-
-# importing the builders registers the models: this order is the order `robeval models` and 'digits-*' list them
-# isort: off
-from . import deit, digits  # noqa: F401
-from . import deit_attention, distilled, external, rvt, small_vits, swin  # noqa: F401
-
-from . import user_code, plugins  # noqa: F401  (names from the user's code, then from installed plugins)
-
-# isort: on
 from ..model_config import ModelConfig
-from .attention.elliptical import EllipticalAttention, set_elliptical_options
-from .checkpoint import load_state_dict_strict, read_checkpoint
-from .given import GivenModel, complete_config, given_from_object, split_models
-from .registry import ModelSpec, expand_model_patterns, get_spec, list_models, register_model
-from .weights import NO_WEIGHTS, Weights, embedded_weights, load_default_weights, timm_weights
-from .wrapper import ModelMeta, NormalizedModel, config_of, meta_from_config, set_config
+from . import catalog  # noqa: F401  (robeval's models, as data)
+from .names import expand_model_patterns
+from .registry import ModelSpec, get_spec, list_models, register_model
+from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
+
+if TYPE_CHECKING:
+    from .attention.elliptical import EllipticalAttention, set_elliptical_options
+    from .given import GivenModel, given_from_object, split_models
+    from .loading import build_network, count_parameters, load_model, meta_of, model_meta, parameter_count, wrap_given
+    from .wrapper import ModelMeta, NormalizedModel, config_of, set_config
+
+# What needs torch, by the module it is in (imported on first use, so the registry stays torch-free)
+_LAZY = {
+    "EllipticalAttention": "attention.elliptical",
+    "set_elliptical_options": "attention.elliptical",
+    "GivenModel": "given",
+    "given_from_object": "given",
+    "split_models": "given",
+    **dict.fromkeys(
+        ("build_network", "count_parameters", "load_model", "meta_of", "model_meta", "parameter_count", "wrap_given"),
+        "loading",
+    ),
+    **dict.fromkeys(("ModelMeta", "NormalizedModel", "config_of", "set_config"), "wrapper"),
+}
 
 __all__ = [
     "EllipticalAttention",
@@ -45,6 +53,7 @@ __all__ = [
     "get_spec",
     "list_models",
     "load_model",
+    "meta_of",
     "model_meta",
     "register_model",
     "set_elliptical_options",
@@ -54,85 +63,7 @@ __all__ = [
 ]
 
 
-def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(spec.options))
-    if unknown:
-        valid = ", ".join(spec.options) or "none"
-        raise UserError(f"model {spec.name} has no option {unknown[0]!r} (valid: {valid})")
-    return {**spec.options, **options}
-
-
-def build_network(name: str, **options: Any) -> torch.nn.Module:
-    """The bare network (expects normalized input) for ``name``, randomly initialised."""
-    spec = get_spec(name)
-    return spec.builder(**_check_options(spec, options))
-
-
-def parameter_count(net: torch.nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
-
-
-def count_parameters(name: str) -> int:
-    """Number of parameters of ``name``, counted on the meta device (no memory, no weights)."""
-    with torch.device("meta"):
-        return parameter_count(build_network(name))
-
-
-def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
-    """What a model is: input size, classes, preprocessing; a registration's facts (data), else what the
-    built network says (a timm-style ``pretrained_cfg``, its output for its classes)."""
-    config = spec.config if spec.config is not None else complete_config(net, spec.name)
-    return meta_of(spec, config, options)
-
-
-def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> ModelMeta:
-    """The meta of ``spec`` with facts ``config`` (every field filled)."""
-    return meta_from_config(spec.name, spec.family, config, options=options, source=spec.reference, params=spec.params)
-
-
-def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
-    """A given model as the engine evaluates it: [0,1] images in (its normalization inside), eval mode,
-    no parameter gradients."""
-    model = NormalizedModel(given.module, given.meta()).eval().to(device)
-    model.requires_grad_(False)
-    return model
-
-
-def load_model(
-    name: str,
-    checkpoint: str | Path | None = None,
-    checkpoint_key: str | None = None,
-    trust_checkpoint: bool = False,
-    device: str | torch.device = "cpu",
-    pretrained: bool = True,
-    **options: Any,
-) -> NormalizedModel:
-    """Build ``name`` in eval mode, taking [0,1] NCHW images (normalization inside).
-
-    ``name``: a registered model, a plugin's, or the user's code (``PATH.py:CALLABLE``,
-    ``PKG.MODULE:CALLABLE``: its weights are what the code gives).  ``checkpoint``: a .pth/.pt/.safetensors
-    file (bare state dict, or a dict with ``model``, ``model_ema`` or ``state_dict``; pick with
-    ``checkpoint_key``); loaded strictly.  Without it the model's default weights are used (timm hub, or
-    the embedded demo zoo); ``pretrained=False`` gives random weights instead (smoke tests, profiling,
-    making checkpoints): ``meta.weights`` is then ``"random"`` and every table says so.  ``options`` are
-    the model's own (``robeval models``).
-    """
-    spec = get_spec(name)
-    opts = _check_options(spec, options)
-    net = spec.builder(**opts)
-    if checkpoint is not None:
-        state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
-        load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
-        weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
-    elif spec.reference is not None:
-        weights, ckpt_path, sha = f"from its code ({spec.reference})", None, None
-    elif not pretrained:
-        weights, ckpt_path, sha = "random", None, None
-    else:
-        ckpt_path, sha = load_default_weights(net, spec.name, spec.weights)
-        weights = spec.weights.describe()
-    meta = model_meta(net, spec, opts)
-    meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
-    model = NormalizedModel(net, meta).eval().to(device)
-    model.requires_grad_(False)  # attacks need input gradients only
-    return model
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'robeval.models' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

@@ -11,12 +11,12 @@ from torch import nn
 
 from ..errors import UserError
 from .hub import hub_architecture
-from .registry import ModelSpec, register_prefix
+from .registry import ModelSpec
 from .weights import timm_weights
 
 
-@register_prefix("hf-hub")
-def _resolve_hf_hub(repo: str) -> ModelSpec:
+def hf_hub_spec(repo: str) -> ModelSpec:
+    """The spec of ``hf-hub:<repo>`` (registered as a prefix in :mod:`.catalog`)."""
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UserError(f"hf-hub model names look like hf-hub:OWNER/REPO, not hf-hub:{repo}")
     name = f"hf-hub:{repo}"

@@ -25,9 +25,9 @@ from torch import nn
 
 from ..defaults import PLUGIN_GROUPS
 from ..errors import USER_CODE_RAISES, PluginWarning, UserError, raised
-from .attention.kinds import ATTENTION_KINDS, AttentionKind, register_kind, takes_timm_calls
+from .attention.kinds import ATTENTION_KINDS, AttentionKind, layer_class, register_kind, takes_timm_calls
 from .deit_attention import family_names, register_family
-from .registry import EXTENSIONS, MODELS, Extension, ModelSpec
+from .registry import MODELS, ModelSpec
 from .user_code import code_spec, describe
 
 MODEL_GROUP, ATTENTION_GROUP = PLUGIN_GROUPS
@@ -92,7 +92,7 @@ def _model_spec(name: str) -> ModelSpec:
 def as_kind(name: str, target: Any, package: str) -> AttentionKind:
     """A kind from an entry point's object: an AttentionKind (renamed to the entry point's name) or a layer class."""
     if isinstance(target, AttentionKind):
-        return replace(target, name=name, package=package, layer=takes_timm_calls(target.layer))
+        return replace(target, name=name, package=package, layer=takes_timm_calls(layer_class(target)))
     if isinstance(target, type) and issubclass(target, nn.Module):
         return AttentionKind(name, takes_timm_calls(target), name, f"plugin {package}", package=package)
     raise UserError(
@@ -170,6 +170,3 @@ def unavailable() -> dict[str, str]:
             if not (model in MODELS and group == ATTENTION_GROUP):  # robeval's own kind of that name stays
                 out[model] = problem
     return out
-
-
-EXTENSIONS.add("plugins", Extension(resolve, load_all))

@@ -2,10 +2,14 @@
 
 A builder is ``builder(**options) -> nn.Module``: a randomly initialised network that expects
 *normalized* input.  What a network takes and gives (input size, classes, mean/std, interpolation,
-crop: :class:`~.config.ModelConfig`) and how many parameters it has are data on the registration, as
-timm's pretrained configs are, so listings and checks read them without building a network; where its
-weights come from is data too (:class:`~.weights.Weights`), read by one loader.  Adding a model =
-writing one builder and decorating it; nothing else changes.
+crop: :class:`~robeval.model_config.ModelConfig`) and how many parameters it has are data on the
+registration, as timm's pretrained configs are, so listings and checks read them without building a
+network; where its weights come from is data too (:class:`~.weights.Weights`), read by one loader.
+
+Torch-free: robeval's own registrations (:mod:`.catalog`) name their builders by place
+(:class:`Lazy`: ``robeval.models.deit:timm_network`` with its arguments), imported when a network is
+first built, so the command line lists and checks model names before torch loads.  A model defined in
+Python registers its builder itself (``@register_model``).
 
 Names not registered one by one resolve through prefixes (``timm:<arch>``) and through extensions,
 tried in turn when a name is not registered: installed plugins (:mod:`.plugins`) and the user's own
@@ -14,22 +18,33 @@ code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``; :mod:`.user_code`).
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
-from ..errors import UserError
 from ..model_config import ModelConfig
 from ..references import check_callable_named
-from ..registry import Registry
+from ..registry import Registry, placed
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
 
-Builder = Callable[..., nn.Module]
+if TYPE_CHECKING:
+    from torch import nn
+
+Builder = Callable[..., "nn.Module"]
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A function named by its place, ``module:name``, called with ``arguments`` (and the caller's):
+    a builder or resolver of a registration that is data, imported when first called."""
+
+    target: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return placed(self.target)(*args, **{**self.arguments, **kwargs})
 
 
 @dataclass(frozen=True)
@@ -83,27 +98,42 @@ def register_model(
     description: str = "",
     package: str = "robeval",
 ) -> Callable[[Builder], Builder]:
-    """Decorator registering ``builder`` under ``name``.
-
-    ``config``: what the network takes and gives (every field stated).  ``options`` (name -> default)
-    are the keywords the builder accepts; when not given they are read from the builder's signature.
-    ``adaptive`` names the options with which attacks see through a data-dependent attention weight
-    (``--adaptive`` evaluates the model again with them).  The parameter count is read from
-    :data:`~.parameter_counts.PARAMETER_COUNTS` (a plugin's models have none there)."""
+    """Decorator registering ``builder`` under ``name`` (see :func:`add_model`); ``options`` not given
+    are read from the builder's signature."""
 
     def decorate(builder: Builder) -> Builder:
         opts = dict(options) if options is not None else signature_options(builder)
-        unknown = sorted(set(adaptive or {}) - set(opts))
-        if unknown:
-            raise ValueError(f"model {name!r}: adaptive option {unknown[0]!r} is not one of its options")
-        spec = ModelSpec(
-            name, family, builder, weights, opts, description, dict(adaptive) if adaptive else None, config,
-            PARAMETER_COUNTS.get(name) if package == "robeval" else None, package,
-        )  # fmt: skip
-        MODELS.add(name, spec)
+        add_model(name, builder, family=family, weights=weights, config=config, options=opts, adaptive=adaptive,
+                  description=description, package=package)  # fmt: skip
         return builder
 
     return decorate
+
+
+def add_model(
+    name: str,
+    builder: Builder,
+    *,
+    family: str,
+    weights: Weights,
+    config: ModelConfig,
+    options: dict[str, Any],
+    adaptive: dict[str, Any] | None = None,
+    description: str = "",
+    package: str = "robeval",
+) -> ModelSpec:
+    """Register a model: ``config``, what the network takes and gives (every field stated); ``options``
+    (name -> default), the keywords the builder accepts; ``adaptive``, the options with which attacks see
+    through a data-dependent attention weight (``--adaptive`` evaluates the model again with them).  The
+    parameter count is read from :data:`~.parameter_counts.PARAMETER_COUNTS` (a plugin's models have none there)."""
+    unknown = sorted(set(adaptive or {}) - set(options))
+    if unknown:
+        raise ValueError(f"model {name!r}: adaptive option {unknown[0]!r} is not one of its options")
+    spec = ModelSpec(
+        name, family, builder, weights, dict(options), description, dict(adaptive) if adaptive else None, config,
+        PARAMETER_COUNTS.get(name) if package == "robeval" else None, package,
+    )  # fmt: skip
+    return MODELS.add(name, spec)
 
 
 def signature_options(builder: Builder) -> dict[str, Any]:
@@ -140,17 +170,3 @@ def get_spec(name: str) -> ModelSpec:
                 return spec
         check_callable_named(name)
     return MODELS.get(name)
-
-
-def expand_model_patterns(patterns: list[str]) -> list[str]:
-    """Expand glob patterns (``digits-*``) against registered names, keeping order, no duplicates."""
-    names: list[str] = []
-    for pattern in patterns:
-        if any(ch in pattern for ch in "*?[") and ":" not in pattern:
-            matched = [s.name for s in list_models() if fnmatch.fnmatchcase(s.name, pattern)]
-            if not matched:
-                raise UserError(f"model pattern {pattern!r} matches no registered model")
-        else:
-            matched = [pattern]
-        names.extend(n for n in matched if n not in names)
-    return names

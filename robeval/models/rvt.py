@@ -32,11 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..model_config import ModelConfig
-from .digits import DIGITS_CFG, register_digits
-from .registry import register_model
-from .weights import Weights
-from .wrapper import IMAGENET_CONFIG, set_config
+from ..model_config import IMAGENET_CONFIG
+from .catalog import DIGITS_CFG
+from .wrapper import set_config
 
 PLAIN_MLP_WIDTH = 768  # the authors' RVT-B blocks use ViT's MLP
 
@@ -182,11 +180,14 @@ class RVT(nn.Module):
         return self.head(self.norm(grid.mean(dim=(2, 3))))
 
 
-RVT_SIZES = {  # the authors' rvt_tiny / rvt_small / rvt_base; the _plus versions add masked_block
-    "tiny": (RVTConfig(base_dims=(32, 32), depth=(10, 2), heads=(6, 12)), 10),
-    "small": (RVTConfig(base_dims=(64,), depth=(12,), heads=(6,)), 5),
-    "base": (RVTConfig(base_dims=(64,), depth=(12,), heads=(12,)), 5),
+RVT_SIZES = {  # the authors' rvt_tiny / rvt_small / rvt_base; the _plus versions add masked_block (.catalog)
+    "tiny": RVTConfig(base_dims=(32, 32), depth=(10, 2), heads=(6, 12)),
+    "small": RVTConfig(base_dims=(64,), depth=(12,), heads=(6,)),
+    "base": RVTConfig(base_dims=(64,), depth=(12,), heads=(12,)),
 }
+DIGITS_RVT = RVTConfig(
+    base_dims=(16,), depth=(3,), heads=(3,), stem="digits", in_chans=1, num_classes=10, grid=4, mlp_ratio=2.0
+)  # the digits DeiT's width (48), depth and heads; a 2x2 patch stem
 
 
 def build_rvt(cfg: RVTConfig, pretrained_cfg: dict) -> nn.Module:
@@ -194,44 +195,11 @@ def build_rvt(cfg: RVTConfig, pretrained_cfg: dict) -> nn.Module:
     return set_config(net, pretrained_cfg)
 
 
-def _register(size: str, plus: bool) -> None:
-    cfg, masked = RVT_SIZES[size]
-    name = f"rvt-{size}{'-plus' if plus else ''}"
-    what = f"RVT-{size[0].upper()}{'i' if size == 'tiny' else ''}{'*' if plus else ''}"
-
-    @register_model(
-        name,
-        family="rvt",
-        weights=Weights("none", note="the authors' releases load strictly"),
-        config=ModelConfig.from_cfg(IMAGENET_CONFIG),
-        description=f"{what} (Mao et al. 2022){', position-aware attention scaling' if plus else ''}",
-    )
-    def build(masked_block: int = masked if plus else 0) -> nn.Module:
-        return build_rvt(replace(cfg, masked_block=masked_block), IMAGENET_CONFIG)  # the authors' evaluation transform
+def rvt_network(size: str, masked_block: int = 0) -> nn.Module:
+    """The authors' RVT at ``size`` (``masked_block`` > 0: the _plus version), with their evaluation transform."""
+    return build_rvt(replace(RVT_SIZES[size], masked_block=masked_block), IMAGENET_CONFIG)
 
 
-for _size in RVT_SIZES:
-    for _plus in (False, True):
-        _register(_size, _plus)
-
-
-DIGITS_RVT = RVTConfig(
-    base_dims=(16,), depth=(3,), heads=(3,), stem="digits", in_chans=1, num_classes=10, grid=4, mlp_ratio=2.0
-)  # the digits DeiT's width (48), depth and heads; a 2x2 patch stem
-
-
-def _register_digits(plus: bool) -> None:
-    name = f"digits-rvt{'-plus' if plus else ''}"
-
-    @register_digits(
-        name,
-        "rvt",
-        f"RVT{'*' if plus else ''} for 8x8 digits (width 48, depth 3, 3 heads, conv MLP"
-        f"{', masks in blocks 0-1' if plus else ''})",
-    )
-    def build() -> nn.Module:
-        return build_rvt(replace(DIGITS_RVT, masked_block=2 if plus else 0), DIGITS_CFG)
-
-
-for _plus in (False, True):
-    _register_digits(_plus)
+def digits_rvt(plus: bool) -> nn.Module:
+    """RVT for 8x8 digits (``plus``: masks in blocks 0-1)."""
+    return build_rvt(replace(DIGITS_RVT, masked_block=2 if plus else 0), DIGITS_CFG)

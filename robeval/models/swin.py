@@ -35,12 +35,8 @@ from torch import nn
 
 from .attention.kinds import get_kind
 from .attention.variants import VARIANTS, SliceAttention, SuperAttention
-from .deit import timm_facts
-from .digits import as_digits, register_digits
-from .registry import register_model
-from .weights import NO_WEIGHTS, timm_weights
+from .digits import as_digits
 
-SWIN_SIZES = ("tiny", "small")
 DIGITS_SWIN: dict[str, Any] = dict(
     img_size=8,
     patch_size=1,
@@ -103,21 +99,10 @@ def swin_with_attention(net: SwinTransformer, kind: str) -> SwinTransformer:
     return net
 
 
-def _register(size: str, kind: Optional[str]) -> None:
-    arch = f"swin_{size}_patch4_window7_224"
-    name = f"swin-{size}" + (f"-{kind}" if kind else "")
-
-    @register_model(
-        name,
-        family=f"swin-{kind}" if kind else "swin",
-        weights=timm_weights(arch, "ImageNet-1k") if kind is None else NO_WEIGHTS,
-        config=timm_facts(arch),
-        description=f"timm {arch}"
-        + (f" with {kind} attention in its windows (Hosseini & Hosseini 2024)" if kind else ""),
-    )
-    def build() -> nn.Module:
-        net = timm.create_model(arch, pretrained=False)
-        return net if kind is None else swin_with_attention(net, kind)  # type: ignore[arg-type]  # a SwinTransformer
+def swin_network(arch: str, kind: Optional[str] = None) -> nn.Module:
+    """timm's Swin ``arch`` (random weights), with attention ``kind`` in its windows if given."""
+    net = timm.create_model(arch, pretrained=False)
+    return net if kind is None else swin_with_attention(net, kind)  # type: ignore[arg-type]  # a SwinTransformer
 
 
 def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.Module:
@@ -126,22 +111,3 @@ def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.M
     if kind is not None:
         swin_with_attention(net, kind)
     return as_digits(net)
-
-
-def _register_digits(kind: Optional[str]) -> None:
-    name = "digits-swin" + (f"-{kind}" if kind else "")
-
-    @register_digits(
-        name,
-        f"swin-{kind}" if kind else "swin",
-        "Swin for 8x8 digits (patch 1, dim 24, depths 2+2, window 4)" + (f" with {kind} attention" if kind else ""),
-    )
-    def build() -> nn.Module:
-        return digits_swin(kind)
-
-
-for _kind in (None, *VARIANTS):
-    _register_digits(_kind)
-for _size in SWIN_SIZES:
-    for _kind in (None, *VARIANTS):
-        _register(_size, _kind)

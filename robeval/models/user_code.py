@@ -28,7 +28,7 @@ from torch import nn
 from ..errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import check_reference_file, is_file_reference, is_reference, parts
-from .registry import EXTENSIONS, Extension, ModelSpec, register_prefix
+from .registry import ModelSpec
 from .weights import Weights
 from .wrapper import config_of, set_config
 
@@ -124,14 +124,12 @@ def describe(target: Any) -> str:
     return doc.splitlines()[0] if doc and not isinstance(target, nn.Module) else ""
 
 
-def _resolve_reference(name: str) -> ModelSpec | None:
+def reference_spec(name: str) -> ModelSpec | None:
+    """The spec of a name that is a reference to the user's code (an extension in :mod:`.catalog`), else None."""
     if not is_reference(name):
         return None
     target = resolve_target(name)  # imported now: a wrong reference is one line before any work
     return code_spec(name, name, lambda: target, "(your code)", describe(target))
-
-
-EXTENSIONS.add("user code", Extension(_resolve_reference, lambda: None))
 
 
 def registered_spec(name: str) -> ModelSpec | None:
@@ -215,8 +213,7 @@ def check_stored_code(config: Mapping[str, Any], info: Mapping[str, Any], named:
             )
 
 
-@register_prefix("module")
-def _resolve_module(rest: str) -> ModelSpec:
+def module_spec(rest: str) -> ModelSpec:
     raise UserError(
         f"module:{rest} names an nn.Module given to robeval from Python in another process: its stored runs "
         "can be read, not run again by name"

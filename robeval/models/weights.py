@@ -4,20 +4,22 @@
 A source kind is a registration too: ``timm`` (the Hugging Face hub through timm, or its local
 cache), ``embedded`` (``robeval/zoo/<name>.safetensors``); robeval.robustbench_ext adds
 ``robustbench``.  Every loader returns a state dict, which is loaded strictly into the built network.
+Torch-free to import: a registration states its weights without loading torch (listings, checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..registry import Registry
 from ..zoo import zoo_path
-from .checkpoint import load_state_dict_strict, read_checkpoint
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def embedded_weights(name: str) -> Weights:
     return Weights("embedded", name)
 
 
-Loaded = tuple[dict[str, torch.Tensor], str | None, str | None]  # state dict, file it came from, its SHA-256
+Loaded = tuple[dict[str, "torch.Tensor"], str | None, str | None]  # state dict, file it came from, its SHA-256
 Loader = Callable[[str], Loaded]
 WEIGHT_SOURCES: Registry[Loader] = Registry("weight source")
 
@@ -62,6 +64,8 @@ def _timm(name: str) -> Loaded:
 
 
 def _embedded(name: str) -> Loaded:
+    from .checkpoint import read_checkpoint
+
     path = zoo_path(name)
     if not path.exists():
         raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_models.py {name}")
@@ -75,6 +79,8 @@ WEIGHT_SOURCES.add("embedded", _embedded)
 
 def load_default_weights(net: nn.Module, name: str, weights: Weights) -> tuple[str | None, str | None]:
     """Load ``weights`` into ``net`` (model ``name``) strictly; returns the file and SHA-256 they came from."""
+    from .checkpoint import load_state_dict_strict
+
     if not weights.exists:
         raise UserError(f"{name} has no public weights; pass --checkpoint {name}=PATH")
     state, path, sha = WEIGHT_SOURCES.get(weights.kind)(weights.source)

@@ -73,17 +73,6 @@ class NormalizedModel(nn.Module):
         return self.net(self.normalize(x))
 
 
-# ImageNet's usual evaluation transform (timm's defaults): what a network's config falls back to.
-IMAGENET_CONFIG: dict[str, Any] = dict(
-    input_size=(3, 224, 224),
-    mean=(0.485, 0.456, 0.406),
-    std=(0.229, 0.224, 0.225),
-    interpolation="bicubic",
-    crop_pct=0.875,
-    num_classes=1000,
-)
-
-
 def set_config(net: nn.Module, cfg: dict[str, Any]) -> nn.Module:
     """Give ``net`` the timm-style ``pretrained_cfg`` (mean, std, input size, ...) that every builder
     provides and :func:`config_of` reads."""

@@ -65,7 +65,8 @@ def run_options(req: Request, column: Column) -> dict[str, Any]:
 
 def newest_matching_run(store: str | Path | Store, options: dict[str, Any]) -> str | None:
     """The newest run in ``store`` (finished or not) with the configuration ``options`` give, if any."""
-    from ..evaluation.stored_config import newest_matching, stored_identity
+    from ..evaluation.plan import planned_identity
+    from ..options import newest_matching
     from ..results.store import Store, existing_store
 
     if not isinstance(store, Store) and not Path(store).exists():
@@ -73,7 +74,7 @@ def newest_matching_run(store: str | Path | Store, options: dict[str, Any]) -> s
     with existing_store(store) as opened:
         runs = opened.runs()
     newest_first = [(r.id, json.loads(r.config)) for r in runs.iloc[::-1].itertuples()]
-    return newest_matching(newest_first, stored_identity(options))
+    return newest_matching(newest_first, planned_identity(options))
 
 
 def resume_points(req: Request, columns: list[Column], resume: str | None) -> dict[str, str]:

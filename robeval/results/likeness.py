@@ -25,10 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..attack_settings import WORK_SPLIT
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..errors import UserError
 from ..registry import Registry
-from ..settings import WORK_SPLIT
 from .stored_run import StoredRun
 from .summary import crafting_precision
 
@@ -134,7 +134,7 @@ def _settings(a: Side, b: Side) -> str | None:
 
 def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str | None:
     """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ (not those that
-    only split the work into passes: :data:`robeval.settings.WORK_SPLIT`)."""
+    only split the work into passes: :data:`robeval.attack_settings.WORK_SPLIT`)."""
     keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k) and k not in WORK_SPLIT]
     if not keys:
         return None

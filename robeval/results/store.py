@@ -25,12 +25,12 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from ..attack_settings import read_stored_settings
 from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
 from ..errors import StoreFull, UserError
 from ..evaluation.unit_records import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..json_input import load_json
 from ..machine import process_start
-from ..settings import read_stored_settings
 
 SCHEMA_VERSION = 6
 
@@ -207,7 +207,7 @@ def check_is_store(path: Path, reading: bool = False) -> None:
 
 def read_stored_json(text: str) -> dict[str, Any]:
     """A run's stored configuration or description, its attack settings in today's meaning
-    (:func:`robeval.settings.read_stored_settings`): every reader of a run's settings reads them here."""
+    (:func:`robeval.attack_settings.read_stored_settings`): every reader of a run's settings reads them here."""
     out = load_json(text, "a run's stored configuration")
     if isinstance(out.get("attack_settings"), dict):
         out["attack_settings"] = read_stored_settings(out["attack_settings"])

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..models.digits import DIGITS_CFG
-from ..models.wrapper import IMAGENET_CONFIG
+from ..model_config import IMAGENET_CONFIG
+from ..models.catalog import DIGITS_CFG
 from ..registry import Registry
 from .subsets import LISTED, ROBUSTBENCH_5000
 

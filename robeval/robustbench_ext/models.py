@@ -21,8 +21,8 @@ from torch import nn
 from ..errors import UserError, lookup
 from ..model_config import ModelConfig
 from ..models.hub import hub_offline, hub_reachable
-from ..models.registry import ModelSpec, register_prefix
-from ..models.weights import WEIGHT_SOURCES, Loaded, Weights
+from ..models.registry import ModelSpec
+from ..models.weights import Loaded, Weights
 from ..models.wrapper import set_config
 from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
@@ -171,11 +171,7 @@ def robustbench_weights(source: str) -> Loaded:
     return net.state_dict(), None, None
 
 
-WEIGHT_SOURCES.add("robustbench", robustbench_weights)
-
-
-@register_prefix("robustbench")
-def _resolve_robustbench(model_name: str) -> ModelSpec:
+def robustbench_spec(model_name: str) -> ModelSpec:
     entry = parse_entry(model_name)
     _robustbench_utils()  # fail early, with one line, when the package is missing
 

@@ -25,10 +25,9 @@ import torch
 import torch.nn.functional as F
 from timm.layers import Attention
 
+from ..catalog import ELLIPTICAL_OPTIONS  # the elliptical models' options, as data
+
 TOKEN_REDUCTIONS = ("mean", "median")
-# The model options of every elliptical model (one place: builders, registry and defaults read it).
-ELLIPTICAL_OPTIONS = {"token_reduction": "mean", "grad_through_m": False}
-ADAPTIVE_OPTIONS = {"grad_through_m": True}  # what an adaptive attack changes (--adaptive)
 
 
 class ValueCarry:

@@ -49,13 +49,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kinds import AttentionKind, OptionRule, register_kind, set_layer_options
+from ..catalog import SPKDE_OPTIONS  # the kinds' options, as data (their registrations too)
+from .kinds import OptionRule, set_layer_options
 from .robust import RobustBase, gaussian_gram
 
-SPKDE_OPTIONS: dict[str, Any] = {"outlier_fraction": 0.1, "solver_iterations": 30, "grad_through_weights": False}
-SPKDE_ADAPTIVE = {"grad_through_weights": True}
 FOURIER_FLOOR = 1e-6  # the authors' constant in the FourierFormer normalisation
-ELLIPTICAL_ZOO = "Elliptical authors' robustness zoo"
 
 
 def project_to_simplex(y: torch.Tensor) -> torch.Tensor:
@@ -183,19 +181,3 @@ def set_spkde_options(model: nn.Module, **options: Any) -> int:
     """Set the SPKDE options (``outlier_fraction``, ``solver_iterations``, ``grad_through_weights``) on
     every such layer of ``model``; returns how many."""
     return set_layer_options(model, (SPKDEAttention,), SPKDE_RULES, **options)
-
-
-register_kind(AttentionKind("kde", KDEAttention, "KDE", ELLIPTICAL_ZOO))
-register_kind(
-    AttentionKind(
-        "spkde",
-        SPKDEAttention,
-        "scaled-and-projected KDE",
-        ELLIPTICAL_ZOO,
-        options=SPKDE_OPTIONS,
-        configure=set_spkde_options,
-        adaptive=SPKDE_ADAPTIVE,
-    )
-)
-register_kind(AttentionKind("fourier", FourierAttention, "FourierFormer", ELLIPTICAL_ZOO))
-register_kind(AttentionKind("rvt", MaskedKeyNormAttention, "RVT-style (normalised keys, learned mask)", ELLIPTICAL_ZOO))

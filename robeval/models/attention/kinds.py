@@ -4,7 +4,7 @@ A kind names its layer class, its options (with defaults), how to apply them to 
 which options let attacks see through a data-dependent weight (``--adaptive``), the paper it comes
 from and the package that registers it.  ``robeval.models.deit_attention`` turns every kind into a
 whole family, ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``, so adding a kind is one
-call here, or one entry point in group ``robeval.attention`` of an installed package
+registration (robeval's own in :mod:`robeval.models.catalog`, as data), or one entry point in group ``robeval.attention`` of an installed package
 (:mod:`robeval.models.plugins`): a layer class that timm's ``VisionTransformer`` accepts as
 ``attn_layer`` (timm's ``Attention`` constructor, ``forward(x, attn_mask=None)``), or an
 :class:`AttentionKind` where the kind has options.
@@ -18,29 +18,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import timm
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from ...registry import Registry
+from ...registry import placed
+from .registry import ATTENTION_KINDS, AttentionKind, get_kind, register_kind
 
-
-@dataclass(frozen=True)
-class AttentionKind:
-    name: str  # e.g. "kde"; models are deit-<size>-<name> and digits-deit-<name>
-    layer: type[nn.Module]
-    what: str  # a phrase for the model description: "<arch> with <what> attention (<source>)"
-    source: str
-    options: dict[str, Any] = field(default_factory=dict)
-    configure: Optional[Callable[..., Any]] = None  # configure(net, **options) on a built network
-    adaptive: Optional[dict[str, Any]] = None
-    package: str = "robeval"  # the distribution that registers it (a plugin's)
-
-
-ATTENTION_KINDS: Registry[AttentionKind] = Registry("attention kind", "robeval models")
+__all__ = ["ATTENTION_KINDS", "AttentionKind", "get_kind", "register_kind"]  # the registry, torch-free: .registry
 
 
 def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
@@ -61,14 +48,9 @@ def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
     )
 
 
-def register_kind(kind: AttentionKind) -> AttentionKind:
-    if kind.options and kind.configure is None:
-        raise ValueError(f"attention kind {kind.name!r} has options but no configure function")
-    return ATTENTION_KINDS.add(kind.name, kind)
-
-
-def get_kind(name: str) -> AttentionKind:
-    return ATTENTION_KINDS.get(name)
+def layer_class(kind: AttentionKind) -> type[nn.Module]:
+    """The kind's layer class (imported now when the registration names it by place)."""
+    return placed(kind.layer) if isinstance(kind.layer, str) else kind.layer
 
 
 def sequence_length(model: nn.Module) -> int:
@@ -113,18 +95,19 @@ def finish(net: nn.Module, kind: AttentionKind, options: dict[str, Any]) -> nn.M
     """Sequence length and options on a network built with ``kind.layer``."""
     fit_sequence_length(net)
     if kind.configure is not None:
-        kind.configure(net, **{**kind.options, **options})
+        configure = placed(kind.configure) if isinstance(kind.configure, str) else kind.configure
+        configure(net, **{**kind.options, **options})
     return net
 
 
 def timm_with_attention(kind_name: str, arch: str, **options: Any) -> nn.Module:
     """timm ``arch`` (random weights) with attention ``kind_name`` in every block."""
     kind = get_kind(kind_name)
-    return finish(timm.create_model(arch, pretrained=False, attn_layer=kind.layer), kind, options)
+    return finish(timm.create_model(arch, pretrained=False, attn_layer=layer_class(kind)), kind, options)
 
 
 def vit_with_attention(kind_name: str, vit: dict[str, Any], drop_path_rate: float = 0.0, **options: Any) -> nn.Module:
     """A ``VisionTransformer(**vit)`` (random weights) with attention ``kind_name`` in every block."""
     kind = get_kind(kind_name)
-    net = VisionTransformer(**vit, drop_path_rate=drop_path_rate, attn_layer=kind.layer)
+    net = VisionTransformer(**vit, drop_path_rate=drop_path_rate, attn_layer=layer_class(kind))
     return finish(net, kind, options)

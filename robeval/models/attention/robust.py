@@ -50,10 +50,8 @@ import torch.nn.functional as F
 from timm.layers import Attention
 from torch import nn
 
-from .kinds import AttentionKind, OptionRule, register_kind, set_layer_options
-
-RKDE_OPTIONS: dict[str, Any] = {"iterations": 1, "huber_threshold": 0.2}
-MOM_OPTIONS: dict[str, Any] = {"groups": 3}
+from ..catalog import MOM_OPTIONS, RKDE_OPTIONS  # the kinds' options, as data (their registrations too)
+from .kinds import OptionRule, set_layer_options
 
 
 def gaussian_gram(z: torch.Tensor, bandwidth: float) -> torch.Tensor:
@@ -157,12 +155,3 @@ def set_robust_options(model: nn.Module, **options: Any) -> int:
     """Set RKDE ``iterations`` / ``huber_threshold`` and MoM ``groups`` on every such layer of ``model``;
     returns how many."""
     return set_layer_options(model, (RKDEAttention, MoMAttention), ROBUST_RULES, **options)
-
-
-HAN = "Han et al. 2023"
-register_kind(
-    AttentionKind("rkde", RKDEAttention, "robust-KDE (Huber)", HAN, options=RKDE_OPTIONS, configure=set_robust_options)
-)
-register_kind(
-    AttentionKind("mom", MoMAttention, "median-of-means", HAN, options=MOM_OPTIONS, configure=set_robust_options)
-)

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kinds import AttentionKind, fit_sequence_length, register_kind
+from .kinds import fit_sequence_length
 
 
 class SliceAttention(nn.Module):
@@ -205,8 +205,3 @@ def state_from_deit(state: dict[str, torch.Tensor], model: nn.Module) -> dict[st
         if isinstance(module, SuperAttention) and module.w_a is not None:
             out[f"{name}.w_a"] = module.w_a.detach().clone()
     return out
-
-
-HOSSEINI = "Hosseini & Hosseini 2024"
-for _kind, _layer in VARIANTS.items():
-    register_kind(AttentionKind(_kind, _layer, _kind, HOSSEINI))

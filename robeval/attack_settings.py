@@ -1,10 +1,10 @@
-"""What an attack setting may be: its type (from the attack's default) and the values that mean
+"""The rules of attack settings: a setting's type (from the attack's default) and the values that mean
 something (``pgd.steps=0`` is no attack; ``spsa.samples`` counts +/- direction pairs, at least one).
 
-Torch-free on purpose: the command line checks ``--set`` against these rules (with the attacks'
-defaults from the listing cache) before it loads torch, and the attack registry applies the same
-rules when an attack is built, so what a run stores is what ran.  A setting name means the same in
-every attack that has it.
+:func:`apply_settings` is the one judge: ``make_config`` calls it for every attack of a run (the
+command line's ``--set`` included, before torch loads), and an attack built directly from Python
+(``PGD(model, eps, steps=...)``) calls it too, so what a run stores is what ran.  A setting name means
+the same in every attack that has it.  Also here: how settings stored by an earlier robeval read today.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UserError, closest, lookup
+from .errors import UserError, closest
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ def check_setting(attack: str, key: str, value: Any, defaults: Mapping[str, Any]
 
 
 def apply_settings(attack: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``defaults`` updated by ``overrides``, each checked by :func:`check_setting`."""
+    """``defaults`` updated by ``overrides``, each checked by :func:`check_setting`: the settings an
+    attack runs with (known keys, the defaults' types, values within their limits)."""
     settings = dict(defaults)
     for key, value in (overrides or {}).items():
         settings[key] = check_setting(attack, key, value, defaults)
@@ -146,49 +147,14 @@ def read_stored_settings(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, d
     return {attack: STORED_FORMATS.get(attack, dict)(values) for attack, values in stored.items()}
 
 
-def split_set_option(item: str) -> tuple[str, str, str]:
-    """``"pgd.steps=50"`` -> ``("pgd", "steps", "50")``; one line for anything else."""
-    target, eq, value = item.partition("=")
-    attack, dot, key = target.strip().partition(".")
-    if not eq or not dot or not attack or not key:
-        raise UserError(f"--set {item!r}: expected ATTACK.KEY=VALUE, e.g. pgd.steps=50")
-    return attack, key.strip(), value.strip()
-
-
-def parse_attack_names(text: str | list[str] | None, known: Mapping[str, bool]) -> list[str]:
-    """The attacks of ``--attacks``: None or ``"all"`` -> the suite (the names ``known`` marks True, in
-    its order); ``"none"`` -> no attack; else a comma list of known names (no duplicates, in order)."""
-    suite = [name for name, in_suite in known.items() if in_suite]
-    if text is None:
-        return suite
-    items = [
-        t.strip() for part in ([text] if isinstance(text, str) else text) for t in str(part).split(",") if t.strip()
-    ]
-    if not items:
-        raise UserError("--attacks names no attack: give a comma list (see `robeval attacks`), 'all' or 'none'")
-    if items in (["all"], ["none"]):
-        return suite if items == ["all"] else []
-    for item in items:
-        lookup(known, item, "attack")
-    return list(dict.fromkeys(items))
-
-
-def parse_set_items(items: list[str] | None, defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}``, each checked against ``defaults``
-    (attack -> its default settings) by :func:`check_setting`."""
+def parse_set_items(items: list[str]) -> dict[str, dict[str, str]]:
+    """``["pgd.steps=50", ...]`` -> ``{"pgd": {"steps": "50"}}`` (the text of ``--set``; the values are
+    judged by :func:`apply_settings`); one line for an item of another shape."""
     out: dict[str, dict[str, str]] = {}
-    for item in items or []:
-        attack, key, value = split_set_option(item)
-        check_setting(attack, key, value, lookup(defaults, attack, "attack"))
-        out.setdefault(attack, {})[key] = value
+    for item in items:
+        target, eq, value = item.partition("=")
+        attack, dot, key = target.strip().partition(".")
+        if not eq or not dot or not attack or not key.strip():
+            raise UserError(f"--set {item!r}: expected ATTACK.KEY=VALUE, e.g. pgd.steps=50")
+        out.setdefault(attack, {})[key.strip()] = value.strip()
     return out
-
-
-def check_set_targets(set_options: Mapping[str, Mapping[str, Any]], attacks: list[str]) -> None:
-    """Every ``--set`` names an attack of the run: a setting of an attack that does not run is a typo."""
-    for attack, values in set_options.items():
-        if attack not in attacks:
-            raise UserError(
-                f"--set {attack}.{next(iter(values))}: {attack} is not among the attacks of this run "
-                f"({', '.join(attacks) or 'none'})"
-            )

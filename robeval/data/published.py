@@ -1,0 +1,54 @@
+"""The data sets ``--data`` names besides image folders, as data (torch-free): the embedded ``digits``
+and the published sets read from ``--data-dir`` (``cifar10``, ``cifar100``, ``mnist``), and the rules
+of the data options, which :func:`robeval.evaluation.config.make_config` checks before torch loads.
+How their files are read is :mod:`.loading`'s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..defaults import DIGITS
+from ..errors import UserError
+from ..registry import Registry
+
+CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
+MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    """A data set read from its published files under ``--data-dir``."""
+
+    name: str
+    title: str
+    num_classes: int
+    where: str  # where the files are published
+
+
+PUBLISHED: Registry[PublishedSet] = Registry("data set", "robeval run --help (--data)")
+for _set in (
+    PublishedSet("cifar10", "CIFAR-10", 10, CIFAR_WHERE),
+    PublishedSet("cifar100", "CIFAR-100", 100, CIFAR_WHERE),
+    PublishedSet("mnist", "MNIST", 10, MNIST_WHERE),
+):
+    PUBLISHED.add(_set.name, _set)
+
+IN_MEMORY = (DIGITS, *PUBLISHED)  # data sets served from memory: no DataLoader workers needed
+
+
+def is_in_memory(data: str) -> bool:
+    return data in IN_MEMORY
+
+
+def check_data_options(config: Any) -> None:
+    """The options that apply to some data only (``config``: a run's configuration, by attribute)."""
+    data = config.data
+    if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):
+        raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --data {data}")
+    if data not in PUBLISHED and getattr(config, "split", "test") != "test":
+        raise UserError(f"--split applies to --data {', '.join(PUBLISHED)}, not to --data {data}")
+    if data not in IN_MEMORY and getattr(config, "selection", "balanced") != "balanced":
+        raise UserError(
+            "--selection first applies to --data digits/cifar10/cifar100/mnist; an image folder takes --subset"
+        )

@@ -1,0 +1,101 @@
+"""Building and loading registered models: the bare network, its parameter count, a model ready to
+evaluate (:func:`load_model`: [0,1] images in, normalization inside, eval mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import UserError
+from ..model_config import ModelConfig
+from .checkpoint import load_state_dict_strict, read_checkpoint
+from .given import GivenModel, complete_config
+from .registry import ModelSpec, get_spec
+from .weights import load_default_weights
+from .wrapper import ModelMeta, NormalizedModel, meta_from_config
+
+
+def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        valid = ", ".join(spec.options) or "none"
+        raise UserError(f"model {spec.name} has no option {unknown[0]!r} (valid: {valid})")
+    return {**spec.options, **options}
+
+
+def build_network(name: str, **options: Any) -> torch.nn.Module:
+    """The bare network (expects normalized input) for ``name``, randomly initialised."""
+    spec = get_spec(name)
+    return spec.builder(**_check_options(spec, options))
+
+
+def parameter_count(net: torch.nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def count_parameters(name: str) -> int:
+    """Number of parameters of ``name``, counted on the meta device (no memory, no weights)."""
+    with torch.device("meta"):
+        return parameter_count(build_network(name))
+
+
+def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
+    """What a model is: input size, classes, preprocessing; a registration's facts (data), else what the
+    built network says (a timm-style ``pretrained_cfg``, its output for its classes)."""
+    config = spec.config if spec.config is not None else complete_config(net, spec.name)
+    return meta_of(spec, config, options)
+
+
+def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> ModelMeta:
+    """The meta of ``spec`` with facts ``config`` (every field filled)."""
+    return meta_from_config(spec.name, spec.family, config, options=options, source=spec.reference, params=spec.params)
+
+
+def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
+    """A given model as the engine evaluates it: [0,1] images in (its normalization inside), eval mode,
+    no parameter gradients."""
+    model = NormalizedModel(given.module, given.meta()).eval().to(device)
+    model.requires_grad_(False)
+    return model
+
+
+def load_model(
+    name: str,
+    checkpoint: str | Path | None = None,
+    checkpoint_key: str | None = None,
+    trust_checkpoint: bool = False,
+    device: str | torch.device = "cpu",
+    pretrained: bool = True,
+    **options: Any,
+) -> NormalizedModel:
+    """Build ``name`` in eval mode, taking [0,1] NCHW images (normalization inside).
+
+    ``name``: a registered model, a plugin's, or the user's code (``PATH.py:CALLABLE``,
+    ``PKG.MODULE:CALLABLE``: its weights are what the code gives).  ``checkpoint``: a .pth/.pt/.safetensors
+    file (bare state dict, or a dict with ``model``, ``model_ema`` or ``state_dict``; pick with
+    ``checkpoint_key``); loaded strictly.  Without it the model's default weights are used (timm hub, or
+    the embedded demo zoo); ``pretrained=False`` gives random weights instead (smoke tests, profiling,
+    making checkpoints): ``meta.weights`` is then ``"random"`` and every table says so.  ``options`` are
+    the model's own (``robeval models``).
+    """
+    spec = get_spec(name)
+    opts = _check_options(spec, options)
+    net = spec.builder(**opts)
+    if checkpoint is not None:
+        state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
+        load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
+        weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
+    elif spec.reference is not None:
+        weights, ckpt_path, sha = f"from its code ({spec.reference})", None, None
+    elif not pretrained:
+        weights, ckpt_path, sha = "random", None, None
+    else:
+        ckpt_path, sha = load_default_weights(net, spec.name, spec.weights)
+        weights = spec.weights.describe()
+    meta = model_meta(net, spec, opts)
+    meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
+    model = NormalizedModel(net, meta).eval().to(device)
+    model.requires_grad_(False)  # attacks need input gradients only
+    return model

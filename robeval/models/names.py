@@ -1,0 +1,95 @@
+"""Which model names a run may give, judged without importing torch or any plugin: robeval's own
+registrations (data), the names the installed plugins' entry points give (their names are data too:
+a ``robeval.models`` entry point's name is the model's, a ``robeval.attention`` kind gives its family),
+names with a resolver's prefix (``timm:``, ``hf-hub:``, ``robustbench:``, ``module:``: resolved when
+the run is planned) and the user's own code (``PATH.py:CALLABLE``, its file checked).
+
+A plugin's module is imported only when one of its models is built or everything is listed
+(``robeval models``): a name it gives passes here, and the plugin that cannot be imported is one line
+when the run is planned."""
+
+from __future__ import annotations
+
+import fnmatch
+from functools import cache
+from importlib import metadata
+
+from ..defaults import PLUGIN_GROUPS
+from ..errors import UserError, lookup
+from ..references import PREFIX_NAMES, check_callable_named, check_reference_file, is_reference
+from .catalog import family_names
+from .registry import EXTENSIONS, MODELS, PREFIXES, Extension, Lazy, ModelSpec
+
+GLOB = "*?["
+M = "robeval.models"
+
+
+@cache
+def entry_point_names(group: str) -> list[str]:
+    """The names of the installed entry points of ``group`` (read from the packages' metadata, once per
+    process, as :mod:`.plugins` reads the entry points themselves)."""
+    return sorted({entry.name for entry in metadata.entry_points(group=group)})
+
+
+def plugin_names() -> list[str]:
+    """The model names the installed plugins give, read from their entry points (nothing imported)."""
+    models, kinds = (entry_point_names(group) for group in PLUGIN_GROUPS)
+    return [*models, *(name for kind in kinds for name in family_names(kind))]
+
+
+def resolve_plugin(name: str) -> ModelSpec | None:
+    """The plugin model ``name`` (its plugin imported now), or None when no installed plugin gives it."""
+    return Lazy(f"{M}.plugins:resolve")(name) if name in plugin_names() else None
+
+
+def load_plugins() -> None:
+    """Every installed plugin's models registered (their modules imported now; none installed: nothing)."""
+    if plugin_names():
+        Lazy(f"{M}.plugins:load_all")()
+
+
+def known_names() -> list[str]:
+    """Every model name a run may give by name: registered ones (robeval's, or from Python), then plugins'."""
+    return list(dict.fromkeys([*MODELS, *plugin_names()]))
+
+
+def is_own_code(name: str) -> bool:
+    """Whether ``name`` is a model of the user's code (a reference, or a module given from Python)."""
+    return is_reference(name) or name.partition(":")[0] == "module"
+
+
+def check_model_name(name: str) -> None:
+    """One line for a model name no run could use: unknown (with the closest names), a pattern that
+    matches none, a ``.py`` file without its callable, a reference to a file that does not exist."""
+    if is_reference(name):
+        check_reference_file(name)
+    elif name.partition(":")[0] in PREFIX_NAMES and ":" in name:
+        return
+    elif any(ch in name for ch in GLOB):
+        expand_model_patterns([name])
+    else:
+        check_callable_named(name)
+        lookup(dict.fromkeys(known_names()), name, "model", "robeval models")
+
+
+def expand_model_patterns(patterns: list[str]) -> list[str]:
+    """Expand glob patterns (``digits-*``) against the known names, keeping order, no duplicates."""
+    names: list[str] = []
+    for pattern in patterns:
+        if any(ch in pattern for ch in GLOB) and ":" not in pattern:
+            matched = [n for n in known_names() if fnmatch.fnmatchcase(n, pattern)]
+            if not matched:
+                raise UserError(f"model pattern {pattern!r} matches no registered model")
+        else:
+            matched = [pattern]
+        names.extend(n for n in matched if n not in names)
+    return names
+
+
+# Names that are not registered one by one: ``timm:``, ``hf-hub:`` and ``module:`` names, the user's own
+# code and the installed plugins' (each module imported when such a name is first resolved).
+PREFIXES.add("timm", Lazy(f"{M}.deit:timm_spec"))
+PREFIXES.add("hf-hub", Lazy(f"{M}.external:hf_hub_spec"))
+PREFIXES.add("module", Lazy(f"{M}.user_code:module_spec"))
+EXTENSIONS.add("user code", Extension(Lazy(f"{M}.user_code:reference_spec"), lambda: None))
+EXTENSIONS.add("plugins", Extension(resolve_plugin, load_plugins))
