@@ -1,0 +1,114 @@
+"""Every registered soundness check (robeval.results.checks) over a run, model by model: the findings
+``robeval check`` prints the raised ones of (the flags), the checklist and the HTML report render.
+
+A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
+--run-missing`` makes for it) and with the newest run of the other restart protocol on the same
+examples, both found in its store; at the end of a run (:func:`run_flags`, what run.json stores)
+only its own records are at hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from . import checks  # noqa: F401  (importing it registers every check)
+from .findings import CHECKS, NOT_RUN, Evidence, Finding
+from .runs import load_run, minimal_norms, restart_companion
+from .store import Store
+from .stored_run import StoredRun
+
+
+@dataclass
+class ModelFindings:
+    """One model's finding of every check, in registration order."""
+
+    model: str
+    findings: list[Finding]
+
+    @property
+    def raised(self) -> list[Finding]:
+        return [f for f in self.findings if f.raised]
+
+    @property
+    def not_run(self) -> int:
+        return sum(f.status == NOT_RUN for f in self.findings)
+
+    @property
+    def checked(self) -> int:
+        """The checks that judged the model (ok, RAISED or not applicable to it)."""
+        return len(self.findings) - self.not_run
+
+
+def judge(evidence: Evidence) -> list[ModelFindings]:
+    """Every check's finding for every model of ``evidence.summary`` (an adaptive copy is a model too)."""
+    summary = evidence.summary
+    return [
+        ModelFindings(model, [c.finding(name, model, summary[summary["model"] == model], evidence) for name, c in CHECKS.items()])
+        for model in dict.fromkeys(summary["model"])
+    ]  # fmt: skip
+
+
+def judge_summary(
+    summary: pd.DataFrame,
+    info: dict[str, Any] | None = None,
+    records: pd.DataFrame | None = None,
+    companion: pd.DataFrame | None = None,
+) -> list[ModelFindings]:
+    """A run's findings from its summary, run.json facts (``model_checks``, ``models``), per-example
+    records (for the minimum-norm curves) and restart companion, those at hand (a missing one: the
+    checks that read it are not run)."""
+    info = info or {}
+    norms = minimal_norms([StoredRun("", info, {}, records, summary)]) if records is not None else None
+    return judge(
+        Evidence(
+            summary,
+            info.get("model_checks", {}),
+            info.get("models", {}),
+            norms if norms is not None else pd.DataFrame(columns=["model", "attack", "example", "min_norm"]),
+            companion if companion is not None else pd.DataFrame(),
+        )
+    )
+
+
+def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
+    """The raised findings of a run as run.json stores them (check, model, message, advice), from its
+    own summary, run.json facts and per-example records (what the API's summarising has at hand)."""
+    return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
+
+
+def evidence_runs(store: Store, run: StoredRun) -> list[StoredRun]:
+    """The finished runs made as evidence for ``run`` (``check --report --run-missing``), oldest first."""
+    runs = store.runs()
+    made_for = [r.id for r in runs[runs["status"] == "finished"].itertuples()
+                if json.loads(r.config).get("evidence_for") == run.run_id]  # fmt: skip
+    return [load_run(store, run_id) for run_id in made_for]
+
+
+@dataclass
+class JudgedRun:
+    """A stored run's findings, judged with its evidence runs (named, with the eps they added)."""
+
+    run: StoredRun
+    evidence: list[StoredRun]
+    models: list[ModelFindings]
+
+    @property
+    def flags(self) -> list[Finding]:
+        return [f for one in self.models for f in one.raised]
+
+
+def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
+    """``run`` of ``store`` judged with its evidence runs and its restart companion from the store."""
+    extra = evidence_runs(store, run)
+    both = [run, *extra]
+    models = judge_summary(
+        pd.concat([r.summary for r in both], ignore_index=True),
+        run.info,
+        pd.concat([r.records for r in both], ignore_index=True),
+        restart_companion(store, run),
+    )
+    return JudgedRun(run, extra, models)
