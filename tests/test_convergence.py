@@ -20,10 +20,10 @@ from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.convergence import convergence_figure, convergence_svg, write_convergence_plots
-from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.checks import converged
-from robeval.results.soundness import run_flags
+from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.runs import load_run
+from robeval.results.soundness import run_flags
 from robeval.results.store import SCHEMA_VERSION, Store
 
 from .conftest import FAST_SETTINGS

@@ -13,8 +13,8 @@ from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import embedded_weights
 from robeval.precision import float32_math, get_precision
 from robeval.report.paper import render
-from robeval.results.soundness import run_flags
 from robeval.results.runs import combine, resolve_runs
+from robeval.results.soundness import run_flags
 from robeval.results.store import Store
 
 from .conftest import one_line_error

@@ -1,20 +1,25 @@
-"""The soundness findings of a run (robeval.results.soundness) as ``robeval check`` prints them and as
-the checklist document ``robeval check --report FILE`` writes: per model every check's status (ok /
-RAISED / not run / n/a) and evidence, then a verdict line.  Nothing is judged here.
+"""The soundness findings of a run (robeval.results.soundness) as ``robeval check`` prints them (with
+the lines under every table) and as the checklist document ``robeval check --report FILE`` writes: per
+model every check's status (ok / RAISED / not run / n/a) and evidence, then a verdict line.  Nothing is
+judged here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from html import escape
+from typing import Any
 
 import pandas as pd
 
 from ..registry import Registry
+from ..results.checks import adaptive_gaps
 from ..results.findings import CHECKS, RAISED, Finding
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
+from .files import skipped_note
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
@@ -67,7 +72,7 @@ def checklist_markdown(
 class Soundness:
     """``robeval check``'s answer: a stored run's findings, judged with its evidence runs (the data:
     ``judged.models``, ``flags``), rendered as ``robeval check`` prints it (``render("md")``, ``str``)
-    or as the checklist document (``render("checklist")``)."""
+    or as the checklist document (``render("checklist")``; ``"html"``: its tables in ``robeval report``)."""
 
     judged: JudgedRun
 
@@ -82,10 +87,31 @@ class Soundness:
         return self.render()
 
 
+def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
+    """What is said under every results table (``robeval run``, ``robeval check``): the image files a run
+    could not read, stopped models, adaptive gaps and soundness flags (its run.json facts and summary)."""
+    note = skipped_note(run)
+    lines = [note] if note else []
+    lines += [f"Stopped model {model}: {message}" for model, message in run.get("failed_models", {}).items()]
+    gaps = adaptive_gaps(summary)
+    if not gaps.empty:
+        lines.append("Adaptive attack (gradients through M) vs default:")
+        lines += [
+            f"  {r.model} eps {r.eps} {r.attack}: top-1 {r.top1_default:.2f} -> {r.top1_adaptive:.2f} (gap {r.gap:+.2f})"
+            for r in gaps.itertuples()
+        ]
+    flags = run.get("flags", [])
+    if not flags:
+        return lines + ["Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)"]
+    return (
+        lines
+        + [f"Soundness checks: {len(flags)} flag(s)"]
+        + [f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags]
+    )
+
+
 def check_lines(judged: JudgedRun) -> str:
     """What ``robeval check`` prints: the run, then the lines under every table with its flags."""
-    from .diagnostics import diagnostic_lines
-
     run = judged.run
     flags = [f.as_flag() for f in judged.flags]
     lines = [
@@ -100,6 +126,25 @@ def checklist_document(judged: JudgedRun) -> str:
     return checklist_markdown(run.run_id, run.protocol, run.summary, judged.models, judged.evidence)
 
 
+def checklist_html(judged: JudgedRun) -> str:
+    """The checklist's tables as HTML (``robeval report``'s checklist section)."""
+    head = "".join(f'<th class="text">{h}</th>' for h in ("indicator", "covers", "status", "evidence"))
+    parts = []
+    for one in judged.models:
+        rows = "".join(
+            f'<tr><td class="text">{escape(CHECKS[f.check].title)}</td><td class="text">{escape(CHECKS[f.check].covers)}'
+            f'</td><td class="text status-{f.status.replace(" ", "-").replace("/", "-")}">{escape(f.status)}</td>'
+            f'<td class="text">{escape(shown(f))}</td></tr>'
+            for f in one.findings
+        )
+        parts.append(
+            f"<h3>{escape(one.model)} (run {escape(judged.run.run_id)})</h3><table><thead><tr>{head}</tr></thead>"
+            f'<tbody>{rows}</tbody></table><p class="verdict"><strong>Verdict: {escape(verdict(one))}.</strong></p>'
+        )
+    return "".join(parts + [f"<p>{escape(note)}</p>" for note in evidence_note(judged.evidence)])
+
+
 RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")
 RENDERINGS.add("md", check_lines)
 RENDERINGS.add("checklist", checklist_document)
+RENDERINGS.add("html", checklist_html)

@@ -129,29 +129,14 @@ def convergence(page: Page) -> Section | None:
 def checklist(page: Page) -> Section:
     """Each run of the page judged with its evidence runs (those made for it are not judged apart), as
     ``robeval check --report`` judges it."""
-    from ..results.findings import CHECKS
     from ..results.soundness import judge_stored
-    from .checklist import CHECKLIST_INTRO, evidence_note, shown, verdict
+    from .checklist import CHECKLIST_INTRO, RENDERINGS
 
-    parts = []
     ids = {run.run_id for run in page.runs}
-    for run in [r for r in page.runs if r.config.get("evidence_for") not in ids]:
-        judged = judge_stored(page.store, run)
-        for one in judged.models:
-            rows = "".join(
-                f'<tr><td class="text">{escape(CHECKS[f.check].title)}</td><td class="text">{escape(CHECKS[f.check].covers)}'
-                f'</td><td class="text status-{f.status.replace(" ", "-").replace("/", "-")}">{escape(f.status)}</td>'
-                f'<td class="text">{escape(shown(f))}</td></tr>'
-                for f in one.findings
-            )
-            parts.append(
-                f"<h3>{escape(one.model)} (run {escape(run.run_id)})</h3><table><thead><tr>"
-                + "".join(f'<th class="text">{h}</th>' for h in ("indicator", "covers", "status", "evidence"))
-                + f"</tr></thead><tbody>{rows}</tbody></table>"
-                f'<p class="verdict"><strong>Verdict: {escape(verdict(one))}.</strong></p>'
-            )
-        parts += [f"<p>{escape(note)}</p>" for note in evidence_note(judged.evidence)]
-    return Section("checklist", "Soundness checklist", Markup("".join(parts)), CHECKLIST_INTRO)
+    judged = [judge_stored(page.store, r) for r in page.runs if r.config.get("evidence_for") not in ids]
+    return Section(
+        "checklist", "Soundness checklist", Markup("".join(map(RENDERINGS["html"], judged))), CHECKLIST_INTRO
+    )
 
 
 def _registered(model: str) -> str | None:

@@ -9,6 +9,9 @@ stored records.  robeval.results.soundness runs them all over a run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
@@ -17,13 +20,14 @@ from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
 from ..models.registry import MODELS, get_spec
 from ..shifts.kinds import get_shift
-from .convergence import convergence_rows, why_no_curves
+from .convergence import lengthen, standard_error, still_falling, why_no_curves
 from .findings import (
     MIN_EXAMPLES,
     NOT_APPLICABLE,
     NOT_RUN,
     Evidence,
     Finding,
+    Judge,
     beyond,
     check,
     judged,
@@ -41,21 +45,16 @@ NEAR_ZERO = 1.0  # % top-1
 NOT_MEASURED = Finding(NOT_RUN, "the model checks ran in another process of this run or were not stored")
 
 
-def chance_p_value(hits: int, n: int, classes: int) -> float:
-    """One-sided exact binomial test: the chance that guessing uniformly among ``classes`` classes gets
-    ``hits`` or more of ``n`` examples right."""
-    from scipy.stats import binom
-
-    return float(binom.sf(hits - 1, n, 1.0 / classes))
-
-
 def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
     """Whether a clean top-1 (%) on ``n`` examples is near chance (1 / ``classes``), and the test's p-value.
 
     Near chance: not significantly above it (p >= CHANCE_P, what a few examples allow), or, with three
     classes or more, under twice it (on many examples 12% on 10 classes is "significant" and still
-    no classifier worth attacking)."""
-    p = chance_p_value(round(top1 * n / 100.0), n, classes)
+    no classifier worth attacking).  The test: the chance that guessing uniformly among ``classes``
+    classes gets as many right, one-sided and exact."""
+    from scipy.stats import binom
+
+    p = float(binom.sf(round(top1 * n / 100.0) - 1, n, 1.0 / classes))
     return p >= CHANCE_P or (classes >= 3 and top1 < 200.0 / classes), p
 
 
@@ -70,15 +69,12 @@ def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[(summary["attack"] == CLEAN) & own & summary["classes"].notna() & (summary["classes"] > 1)]
 
 
-@check(
-    "near-chance",
-    "Clean accuracy is above chance",
-    "Carlini et al. checklist (sanity-check the evaluation: report clean accuracy; a model at chance on clean "
-    "images, e.g. one fed unnormalised input, measures nothing under attack)",
-    "the model does not classify these images: check that it takes [0,1] images with its normalisation "
-    "inside (a module expecting normalised input does this), its weights (--checkpoint; --weights random "
-    "is untrained) and the label order (--class-map)",
-)
+@check("near-chance", "Clean accuracy is above chance",
+       "Carlini et al. checklist (sanity-check the evaluation: report clean accuracy; a model at chance on clean "
+       "images, e.g. one fed unnormalised input, measures nothing under attack)",
+       "the model does not classify these images: check that it takes [0,1] images with its normalisation inside (a "
+       "module expecting normalised input does this), its weights (--checkpoint; --weights random is untrained) and "
+       "the label order (--class-map)")  # fmt: skip
 def above_chance(model: str, rows: pd.DataFrame, ev: Evidence | None = None) -> Finding:
     """The first clean row on the model's own data against chance (none: not applicable)."""
     found = chance_rows(rows)
@@ -93,51 +89,43 @@ def above_chance(model: str, rows: pd.DataFrame, ev: Evidence | None = None) -> 
     )
 
 
-@check(
-    "randomness",
-    "Randomness at inference",
-    "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions",
-    "the model is randomized; gradient attacks need EOT: --set apgd-ce.eot_iter=20 (likewise pgd, fgsm, "
-    "apgd-t, apgd-dlr), as AutoAttack's rand version does",
-)
-def randomness(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model not in ev.model_checks:
-        return NOT_MEASURED
-    change = ev.model_checks[model]["relative_logit_change_between_passes"]
-    return judged(change > RANDOM_CHANGE, f"relative logit change between two identical passes {change:.2g}")
+def measured(read: Callable[[dict[str, Any]], tuple[bool, str]]) -> Judge:
+    """A check of the values measured on the model's first batch (robeval.evaluation.model_checks):
+    ``read(values)`` says whether it is raised, and its evidence."""
+
+    def judge(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+        return judged(*read(ev.model_checks[model])) if model in ev.model_checks else NOT_MEASURED
+
+    return judge
 
 
-@check(
-    "softmax-output",
-    "Outputs are logits",
-    "Carlini et al. checklist (losses on logits, not softmax outputs)",
-    "return logits: losses on softmax outputs saturate and weaken gradient attacks",
-)
-def logits(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model not in ev.model_checks:
-        return NOT_MEASURED
-    values = ev.model_checks[model]
-    kind = next((k for k in ("probabilities", "log-probabilities") if values[f"outputs_are_{k.replace('-', '_')}"]), "")
-    return judged(bool(kind), f"outputs look like {kind}, not logits" if kind else "outputs are logits")
+def logit_change(values: dict[str, Any]) -> tuple[bool, str]:
+    change = values["relative_logit_change_between_passes"]
+    return change > RANDOM_CHANGE, f"relative logit change between two identical passes {change:.2g}"
 
 
-@check(
-    "zero-gradients",
-    "Input gradients exist",
-    "Pintor et al.: Unavailable Gradients; Carlini et al. checklist (gradient masking)",
-    "gradients are masked or broken; trust black-box attacks (Square, SPSA) and check the model",
-)
-def gradients(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model not in ev.model_checks:
-        return NOT_MEASURED
-    share, checked = (
-        ev.model_checks[model]["share_zero_or_nan_gradients"],
-        ev.model_checks[model].get("examples_checked"),
-    )
-    broken = round(share * checked) if checked else None
-    many = share > GRADIENT_FAILURE_SHARE and (broken is None or broken >= MIN_EXAMPLES)
+def broken_gradients(values: dict[str, Any]) -> tuple[bool, str]:
+    share, checked = values["share_zero_or_nan_gradients"], values.get("examples_checked")
+    broken = round(share * checked) if checked else None  # (a run stored before the count: the share alone)
     count = f"{broken} of {checked} checked examples" if checked else "of the checked examples"
-    return judged(many, f"{count} ({100 * share:.1f}%) have zero or NaN input gradients")
+    many = share > GRADIENT_FAILURE_SHARE and (broken is None or broken >= MIN_EXAMPLES)
+    return many, f"{count} ({100 * share:.1f}%) have zero or NaN input gradients"
+
+
+def probabilities(values: dict[str, Any]) -> tuple[bool, str]:
+    kind = next((k for k in ("probabilities", "log-probabilities") if values[f"outputs_are_{k.replace('-', '_')}"]), "")
+    return bool(kind), f"outputs look like {kind}, not logits" if kind else "outputs are logits"
+
+
+check("randomness", "Randomness at inference",
+      "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions",
+      "the model is randomized; gradient attacks need EOT: --set apgd-ce.eot_iter=20 (likewise pgd, fgsm, apgd-t, "
+      "apgd-dlr), as AutoAttack's rand version does")(measured(logit_change))  # fmt: skip
+check("softmax-output", "Outputs are logits", "Carlini et al. checklist (losses on logits, not softmax outputs)",
+      "return logits: losses on softmax outputs saturate and weaken gradient attacks")(measured(probabilities))  # fmt: skip
+check("zero-gradients", "Input gradients exist",
+      "Pintor et al.: Unavailable Gradients; Carlini et al. checklist (gradient masking)",
+      "gradients are masked or broken; trust black-box attacks (Square, SPSA) and check the model")(measured(broken_gradients))  # fmt: skip
 
 
 def attacks_of_kind(names: set[str], kind: str) -> list[str]:
@@ -158,11 +146,8 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
     return lines
 
 
-@check(
-    "gradient-masking",
-    "Black-box attacks do not beat white-box ones",
-    "Carlini et al. checklist (try gradient-free attacks)",
-)
+@check("gradient-masking", "Black-box attacks do not beat white-box ones",
+       "Carlini et al. checklist (try gradient-free attacks)")  # fmt: skip
 def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     adaptive = _takes_adaptive(model) and not model.endswith(ADAPTIVE_SUFFIX)
     advice = "gradients likely masked; report the black-box number" + (
@@ -188,12 +173,9 @@ def fitting_source(model: str, ev: Evidence) -> str | None:
     return next((name for name in fitting if size and name != base and MODELS[name].has_default_weights), None)
 
 
-@check(
-    "transfer-beats-white-box",
-    "Transfer attacks do not beat white-box ones",
-    "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
-    "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number",
-)
+@check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
+       "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
+       "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number")  # fmt: skip
 def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     source = fitting_source(model, ev)
     how = (
@@ -204,13 +186,10 @@ def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return observed(kind_vs_white(rows, "transfer"), f"no transfer attack next to a white-box one in this run ({how})")
 
 
-@check(
-    "one-step-beats-iterative",
-    "Iterative attacks beat one step",
-    "Carlini et al. checklist (iterative attacks should outperform single-step ones)",
-    "PGD does worse than its own first step: too few or too small steps, or masked gradients; raise "
-    "pgd.steps (--set), check pgd.rel_stepsize, and report the lower number",
-)
+@check("one-step-beats-iterative", "Iterative attacks beat one step",
+       "Carlini et al. checklist (iterative attacks should outperform single-step ones)",
+       "PGD does worse than its own first step: too few or too small steps, or masked gradients; raise pgd.steps "
+       "(--set), check pgd.rel_stepsize, and report the lower number")  # fmt: skip
 def iterative(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     lines = []
     for eps, at_eps in rows.groupby("eps", sort=False):
@@ -221,13 +200,10 @@ def iterative(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return observed(lines, "no FGSM and PGD pair (robeval run ... --attacks fgsm,pgd)")
 
 
-@check(
-    "eps-monotonicity",
-    "Accuracy falls as eps grows",
-    "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack",
-    "the attack is not converging; raise its iterations or restarts (--set) — a larger budget can only "
-    "help a correct attack",
-)
+@check("eps-monotonicity", "Accuracy falls as eps grows",
+       "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack",
+       "the attack is not converging; raise its iterations or restarts (--set) — a larger budget can only help a "
+       "correct attack")  # fmt: skip
 def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     if rows["eps"].nunique() < 2:
         return Finding(NOT_RUN, "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
@@ -259,13 +235,10 @@ def _kind(attack: str) -> str | None:
         return None
 
 
-@check(
-    "large-eps-not-zero",
-    "Accuracy reaches 0 at a large eps",
-    "Carlini et al. checklist (an unbounded attack must succeed always)",
-    "at this budget a working attack fools (almost) every image: the attacks fail on this model (masked "
-    "gradients or a broken loss); trust black-box attacks and check the model",
-)
+@check("large-eps-not-zero", "Accuracy reaches 0 at a large eps",
+       "Carlini et al. checklist (an unbounded attack must succeed always)",
+       "at this budget a working attack fools (almost) every image: the attacks fail on this model (masked gradients "
+       "or a broken loss); trust black-box attacks and check the model")  # fmt: skip
 def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     white = rows[rows["attack"].map(lambda a: a not in NOT_ATTACKS and _kind(a) == "white-box")]
     large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
@@ -296,12 +269,9 @@ def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, f
     return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
 
 
-@check(
-    "minimum-norm-mismatch",
-    "Minimum-norm curve meets the fixed-eps attacks",
-    "Pintor et al.: Non-converging Attack and Incomplete Optimization; Carlini et al. checklist "
-    "(minimum-distortion attacks, accuracy against distortion)",
-)
+@check("minimum-norm-mismatch", "Minimum-norm curve meets the fixed-eps attacks",
+       "Pintor et al.: Non-converging Attack and Incomplete Optimization; Carlini et al. checklist "
+       "(minimum-distortion attacks, accuracy against distortion)")  # fmt: skip
 def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
     the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
@@ -321,12 +291,9 @@ def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return observed(lines, none, "; ".join(dict.fromkeys(advice)))
 
 
-@check(
-    "restarts-change-result",
-    "Restarts do not change the result",
-    "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)",
-    "one restart leaves examples robust that five restarts fool: report the aa-plus (5 restarts) numbers",
-)
+@check("restarts-change-result", "Restarts do not change the result",
+       "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)",
+       "one restart leaves examples robust that five restarts fool: report the aa-plus (5 restarts) numbers")  # fmt: skip
 def restarts(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """This run against a finished run of the other restart protocol (standard: one restart; aa-plus:
     five) on the same models, data, examples and eps, found in the same store."""
@@ -361,12 +328,9 @@ def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@check(
-    "adaptive-gap",
-    "Adaptive attack (gradients through the data-dependent weight)",
-    "Carlini et al. checklist (adaptive attacks)",
-    "the detached M masks gradients; report the adaptive numbers",
-)
+@check("adaptive-gap", "Adaptive attack (gradients through the data-dependent weight)",
+       "Carlini et al. checklist (adaptive attacks)",
+       "the detached M masks gradients; report the adaptive numbers")  # fmt: skip
 def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     if model.endswith(ADAPTIVE_SUFFIX) or not _takes_adaptive(model):
         return Finding(NOT_APPLICABLE, "no data-dependent attention weight to differentiate through"
@@ -379,13 +343,10 @@ def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return observed(lines, "no +adaptive evaluation of this model (robeval run ... --adaptive)")
 
 
-@check(
-    "reduced-precision",
-    "Reduced precision does not weaken the attacks",
-    "Carlini et al. checklist (verify the attack is as strong as it can be): attacks crafted in bf16/fp16 "
-    "checked again in fp32",
-    "reduced precision weakens this attack on this model: report a --precision fp32 run",
-)
+@check("reduced-precision", "Reduced precision does not weaken the attacks",
+       "Carlini et al. checklist (verify the attack is as strong as it can be): attacks crafted in bf16/fp16 checked "
+       "again in fp32",
+       "reduced precision weakens this attack on this model: report a --precision fp32 run")  # fmt: skip
 def precision(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """Attacks crafted again in fp32 on a sample that fool more examples than in the run's reduced
     precision, beyond chance: the examples fooled only in fp32 against those fooled only in the reduced
@@ -399,25 +360,23 @@ def precision(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
         worse, better = int(r.fp32_fooled), int(r.fp32_rescued)
         p = paired_p_value(worse, better)
         lines.append((f"eps {r.eps}: {r.attack} crafted in {r.precision} left {worse} of {r.fp32_checked} re-checked "
-                      f"examples robust that it fools crafted in fp32 ({better} the other way, p = {p:.3g}; about "
+                      f"examples robust that it fools crafted in fp32 ({better} the other way, p = {p:.3g}, about "
                       f"{100.0 * (worse - better) / r.fp32_checked:.1f} points)", worse > better and p < PRECISION_P))  # fmt: skip
     return observed(lines, f"crafted in {crafted[0]}, with no white-box attack re-checked in fp32")
 
 
-@check(
-    "not-converged",
-    "The attacks converged",
-    "Pintor et al.: Non-converging Attack; Carlini et al. checklist (run attacks to convergence: accuracy "
-    "against iterations levels off)",
-)
+@check("not-converged", "The attacks converged",
+       "Pintor et al.: Non-converging Attack; Carlini et al. checklist (run attacks to convergence: accuracy against "
+       "iterations levels off)")  # fmt: skip
 def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """Each curve's fall over the last tenth of its budget against the noise test (results.convergence)."""
-    found = convergence_rows(rows)
-    lines = [
-        (f"eps {r['eps']}: {r['attack']} {r['start']:.2f} -> {r['end']:.2f} over the last tenth ({r['fell']} examples "
-         f"fooled; standard error {r['noise']:.3g})", r["falling"])
-        for r in found
-    ]  # fmt: skip
-    advice = "; ".join(r["advice"] for r in found if r["falling"])
-    return observed(lines, why_no_curves(rows), f"the attack has not converged: lengthen it ({advice}) and report "
-                    "the lower number")  # fmt: skip
+    curves = rows[rows["curve_robust_90"].notna()] if "curve_robust_90" in rows else rows.iloc[0:0]
+    lines, advice = [], []
+    for r in curves.itertuples():
+        start, end, n = int(r.curve_robust_90), int(r.curve_robust_end), int(r.curve_examples)
+        lines.append((f"eps {r.eps}: {r.attack} {100 * start / n:.2f} -> {100 * end / n:.2f} over the last tenth "
+                      f"({start - end} examples fooled, standard error {100 * standard_error(start, n):.3g})",
+                      still_falling(start, end, n)))  # fmt: skip
+        advice += [lengthen(r.attack, getattr(r, "settings", None))] if lines[-1][1] else []
+    return observed(lines, why_no_curves(rows), f"the attack has not converged: lengthen it ({'; '.join(advice)}) "
+                    "and report the lower number")  # fmt: skip

@@ -113,31 +113,11 @@ def still_falling(robust_start: int, robust_end: int, n: int) -> bool:
     return fell >= MIN_EXAMPLES and robust_end > 0 and fell / max(n, 1) > standard_error(robust_start, n)
 
 
-def convergence_rows(summary: pd.DataFrame) -> list[dict]:
-    """The summary rows with a curve: model, eps, attack, robust top-1 (%) at nine tenths of the
-    budget and at its end, examples newly fooled, the standard error (points), whether the curve is
-    still falling, and the setting that lengthens it with its value doubled."""
-    if "curve_robust_90" not in summary:
-        return []
-    out = []
-    for r in summary[summary["curve_robust_90"].notna()].itertuples():
-        start, end, n = int(r.curve_robust_90), int(r.curve_robust_end), int(r.curve_examples)
-        setting = setting_of(r.attack)
-        value = json.loads(getattr(r, "settings", "{}") or "{}").get(setting.partition(".")[2])
-        out.append(
-            dict(
-                model=r.model,
-                eps=r.eps,
-                attack=r.attack,
-                start=100.0 * start / n,
-                end=100.0 * end / n,
-                fell=start - end,
-                noise=100.0 * standard_error(start, n),
-                falling=still_falling(start, end, n),
-                advice=f"--set {setting}={2 * value}" if isinstance(value, int) else f"--set {setting}=...",
-            )
-        )
-    return out
+def lengthen(attack: str, settings: str | None) -> str:
+    """The option that lengthens ``attack``'s curve: its setting doubled (``--set pgd.steps=40``)."""
+    setting = setting_of(attack)
+    value = json.loads(settings if isinstance(settings, str) and settings else "{}").get(setting.partition(".")[2])
+    return f"--set {setting}={2 * value}" if isinstance(value, int) else f"--set {setting}=..."
 
 
 def why_no_curves(summary: pd.DataFrame) -> str:

@@ -121,5 +121,4 @@ def noise_points(top1: float, n: int) -> float:
 def paired_p_value(worse: int, better: int) -> float:
     """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
     discordant pairs going one way when either way is equally likely."""
-    n = worse + better
-    return sum(math.comb(n, k) for k in range(worse, n + 1)) / 2**n if n else 1.0
+    return sum(math.comb(worse + better, k) for k in range(worse, worse + better + 1)) / 2 ** (worse + better)

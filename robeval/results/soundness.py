@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import checks  # noqa: F401  (importing it registers every check)
 from .findings import CHECKS, NOT_RUN, Evidence, Finding
-from .runs import load_run, minimal_norms, restart_companion
+from .runs import load_run, restart_companion
 from .store import Store
 from .stored_run import StoredRun
 
@@ -43,35 +43,27 @@ class ModelFindings:
         return len(self.findings) - self.not_run
 
 
-def judge(evidence: Evidence) -> list[ModelFindings]:
-    """Every check's finding for every model of ``evidence.summary`` (an adaptive copy is a model too)."""
-    summary = evidence.summary
-    return [
-        ModelFindings(model, [c.finding(name, model, summary[summary["model"] == model], evidence) for name, c in CHECKS.items()])
-        for model in dict.fromkeys(summary["model"])
-    ]  # fmt: skip
-
-
 def judge_summary(
     summary: pd.DataFrame,
     info: dict[str, Any] | None = None,
     records: pd.DataFrame | None = None,
     companion: pd.DataFrame | None = None,
 ) -> list[ModelFindings]:
-    """A run's findings from its summary, run.json facts (``model_checks``, ``models``), per-example
-    records (for the minimum-norm curves) and restart companion, those at hand (a missing one: the
-    checks that read it are not run)."""
+    """Every check's finding for every model of a run (an adaptive copy is a model too), from its
+    summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
+    and restart companion, those at hand (a check that reads a missing one is not run)."""
     info = info or {}
-    norms = minimal_norms([StoredRun("", info, {}, records, summary)]) if records is not None else None
-    return judge(
-        Evidence(
-            summary,
-            info.get("model_checks", {}),
-            info.get("models", {}),
-            norms if norms is not None else pd.DataFrame(columns=["model", "attack", "example", "min_norm"]),
-            companion if companion is not None else pd.DataFrame(),
-        )
+    found = (
+        records[records["min_norm"].notna()]
+        if records is not None
+        else pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
     )
+    norms = found[found["eps"] == found["eps"].iloc[0]] if len(found) else found  # one search serves every eps
+    companion = companion if companion is not None else pd.DataFrame()
+    ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
+    models = dict.fromkeys(summary["model"])
+    return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
+            for m in models]  # fmt: skip
 
 
 def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
