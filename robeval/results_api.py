@@ -13,8 +13,9 @@
     run.report("results/report.html")             # one self-contained HTML page
 
 ``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
-command line: what a command prints is what the method returns (``compare`` and ``check``: its rendering).  The store is opened for each read and
-closed after it (nothing is held open, nothing is written but what a method is asked to write).
+command line: what a command prints, the method returns (``compare`` and ``check`` return data whose
+``str`` is what is printed).  The store is opened for each read and closed after it (nothing is held
+open, nothing is written but what a method is asked to write).
 """
 
 from __future__ import annotations

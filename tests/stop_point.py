@@ -4,8 +4,9 @@ loaded machine cannot finish the run before the signal lands ("finished before i
 
 The model is digits-deit as a model of the user's own code (``--model PATH.py:build``).  In a process
 whose environment names a store (``STOP_STORE``) it waits, in its first forward pass after its rank's
-store file holds ``STOP_AFTER`` units, until a signal ends it, having written ``PATH.py.stopped-rank<R>``;
-once that file exists (a resumed run, a run of another store) it is digits-deit and nothing else.
+store file holds ``STOP_AFTER`` units, until a signal ends it or the test writes ``PATH.py.release``
+(:func:`release`), having written ``PATH.py.stopped-rank<R>``; once that file exists (a resumed run, a
+run of another store) it is digits-deit and nothing else.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def units_stored(path):
 
 
 def hold_if_due():
-    """Wait for a signal here, once, when this rank's store file holds enough units."""
+    """Wait here for a signal or the release file, once, when this rank's store file holds enough units."""
     store, rank = os.environ.get("STOP_STORE"), int(os.environ.get("RANK", "0"))
     mark = Path(f"{__file__}.stopped-rank{rank}")
     if not store or mark.exists():
@@ -44,7 +45,7 @@ def hold_if_due():
     own = store if rank == 0 else f"{store}.rank{rank}"  # a worker's units, until rank 0 merges them
     if units_stored(own) >= int(os.environ["STOP_AFTER"]):
         mark.touch()
-        while True:  # a signal's handler raises out of here (KeyboardInterrupt, robeval's Terminated)
+        while not Path(f"{__file__}.release").exists():  # a signal's handler raises out of here
             time.sleep(0.05)
 
 
@@ -84,6 +85,11 @@ def wait_until(reached, proc: subprocess.Popen | None = None, hang_guard: float 
     guard = time.monotonic() + hang_guard
     while not reached() and (proc is None or proc.poll() is None) and time.monotonic() < guard:
         time.sleep(0.05)
+
+
+def release(model: str) -> None:
+    """Let a held run go on."""
+    Path(f"{model.rpartition(':')[0]}.release").touch()
 
 
 def held_ranks(model: str, ranks: int) -> bool:
