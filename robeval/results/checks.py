@@ -43,6 +43,7 @@ CHANCE_P = 0.01  # a clean top-1 whose exact test against guessing gives p at or
 LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
 NEAR_ZERO = 1.0  # % top-1
 NOT_MEASURED = Finding(NOT_RUN, "the model checks ran in another process of this run or were not stored")
+ADAPTIVE_COPY = Finding(NOT_APPLICABLE, "an --adaptive evaluation: attacks that use no gradient of it are the model's")
 
 
 def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
@@ -149,7 +150,9 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
 @check("gradient-masking", "Black-box attacks do not beat white-box ones",
        "Carlini et al. checklist (try gradient-free attacks)")  # fmt: skip
 def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    adaptive = _takes_adaptive(model) and not model.endswith(ADAPTIVE_SUFFIX)
+    if model.endswith(ADAPTIVE_SUFFIX):
+        return ADAPTIVE_COPY
+    adaptive = _takes_adaptive(model)
     advice = "gradients likely masked; report the black-box number" + (
         " and evaluate it with --adaptive (gradients through its data-dependent weight)" if adaptive else ""
     )
@@ -177,6 +180,8 @@ def fitting_source(model: str, ev: Evidence) -> str | None:
        "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
        "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number")  # fmt: skip
 def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    if model.endswith(ADAPTIVE_SUFFIX):
+        return ADAPTIVE_COPY
     source = fitting_source(model, ev)
     how = (
         f"robeval run ... --attacks pgd,transfer-pgd --source-model {source}"
