@@ -29,7 +29,7 @@ from .models import (
     split_models,
 )
 from .options import EvalConfig, newest_matching, option_default
-from .results.flags import all_flags, as_dicts
+from .results.soundness import run_flags
 from .results.store import Store, existing_store, worker_store_path
 from .results.summary import passes_per_image, run_summary
 
@@ -53,7 +53,7 @@ def summarise(result: EvalResult) -> EvalResult:
     run stored."""
     if not result.records.empty or result.run.get("models"):
         result.summary = run_summary(result.records, result.run, done_units=result.done_units, curves=result.curves)
-        result.run["flags"] = as_dicts(all_flags(result.summary, result.run.get("model_checks", {})))
+        result.run["flags"] = run_flags(result.summary, result.run, result.records)
         result.run["passes_per_image"] = passes_per_image(result.summary)
     return result
 

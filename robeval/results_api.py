@@ -7,14 +7,15 @@
     run.records                                   # per-example records (pandas), a run_id column first
     run.summary                                   # the results table every format renders
     print(run.table("md"))                        # md, csv, latex, json, html, robustbench
-    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p
+    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers)
     run.plot("results/plots")                     # the figures (paths)
-    print(run.check())                            # the soundness flags; run.checklist(FILE) the document
+    print(run.check())                            # the soundness findings (.flags); run.checklist(FILE) the document
     run.report("results/report.html")             # one self-contained HTML page
 
 ``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
-command line: what a command prints, the method returns.  The store is opened for each read and
-closed after it (nothing is held open, nothing is written but what a method is asked to write).
+command line: what a command prints, the method returns (``compare`` and ``check`` return data whose
+``str`` is what is printed).  The store is opened for each read and closed after it (nothing is held
+open, nothing is written but what a method is asked to write).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,6 +31,10 @@ from .defaults import DEFAULT_STORE
 from .errors import UserError
 from .results.runs import StoredRun, combine, minimal_norms, resolve_runs
 from .results.store import Store, existing_store
+
+if TYPE_CHECKING:
+    from .report.checklist import Soundness
+    from .report.comparison import Comparison
 
 
 def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = DEFAULT_STORE) -> Run:
@@ -74,10 +80,12 @@ def _notes(runs: list[StoredRun], path: Path, named: bool) -> list[str]:
 
 @dataclass
 class Checklist:
-    """The evaluation checklist of a run as written: its text, its file, and the large-eps run made for it."""
+    """The evaluation checklist of a run as written: its text, its file, the findings it renders, and the
+    large-eps run made for it."""
 
     text: str
     path: Path
+    checked: Soundness
     evidence_run: str | None = None  # the run ``run_missing`` made (None: none was needed or asked for)
     evidence_eps: list[str] = field(default_factory=list)
 
@@ -119,33 +127,16 @@ class Run:
 
         return render(self.summary, format)
 
-    def comparison(self, a: str, b: str, seed: int = 0) -> pd.DataFrame:
+    def compare(self, a: str, b: str, seed: int = 0) -> Comparison:
         """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one
-        side: against its published numbers).  A model of this run is named as it is; ``RUN_ID:MODEL``
-        names one of another run, a bare name not in this run the newest finished run that has it."""
-        from .report.compare import compare
-        from .report.published_compare import compare_published
-        from .robustbench_ext.leaderboard import is_model_info_path
+        side: against its published numbers): the numbers in ``.table``, ``.render("md" | "csv" |
+        "json")`` what ``robeval compare`` prints.  A model of this run is named as it is;
+        ``RUN_ID:MODEL`` names one of another run, a bare name not in this run the newest finished run
+        that has it."""
+        from .report.comparison import comparison
 
-        published = is_model_info_path(a) or is_model_info_path(b)
         with existing_store(self.store) as db:
-            return (compare_published if published else compare)(db, self._ref(a), self._ref(b), seed=seed)
-
-    def compare(self, a: str, b: str, format: str = "md", seed: int = 0) -> str:
-        """:meth:`comparison` as ``robeval compare`` prints it (md, csv or json)."""
-        from .report.compare import to_markdown
-        from .report.published_compare import published_markdown
-        from .robustbench_ext.leaderboard import is_model_info_path
-
-        markdown = published_markdown if is_model_info_path(a) or is_model_info_path(b) else to_markdown
-        renderers = {
-            "md": markdown,
-            "csv": lambda r: r.to_csv(index=False),
-            "json": lambda r: r.to_json(orient="records", indent=2) + "\n",
-        }
-        if format not in renderers:
-            raise UserError(f"unknown format {format!r}; choose md, csv or json")
-        return renderers[format](self.comparison(a, b, seed=seed))
+            return comparison(db, self._ref(a), self._ref(b), seed=seed)
 
     def _ref(self, ref: str) -> str:
         """``ref`` as the store's readers take it: a model of these runs named with its run's id."""
@@ -171,18 +162,15 @@ class Run:
             curves = convergence_curves(db, self.runs)
         return paths + write_convergence_plots(curves, folder)
 
-    def check(self) -> str:
-        """The soundness checks of the run (its flags, stopped models, adaptive gaps): ``robeval check``."""
-        from .report.diagnostics import diagnostic_lines
-        from .results.flags import all_flags, as_dicts
+    def check(self) -> Soundness:
+        """The soundness findings of the run, judged with its evidence runs (those ``run_missing`` made)
+        from the store: ``.flags`` the raised ones, ``.judged.models`` every check's finding per model,
+        ``.render("md")`` (``str``) what ``robeval check`` prints, ``.render("checklist")`` the document."""
+        from .report.checklist import Soundness
+        from .results.soundness import judge_stored
 
-        run = self.runs[0]
-        flags = as_dicts(all_flags(run.summary, run.info.get("model_checks", {})))
-        lines = [
-            f"Run {run.run_id} ({run.protocol}, {run.status}):",
-            *diagnostic_lines({**run.info, "flags": flags}, run.summary),
-        ]
-        return "\n".join(lines) + "\n"
+        with existing_store(self.store) as db:
+            return Soundness(judge_stored(db, self.runs[0]))
 
     def checklist(self, out: str | Path, run_missing: bool = False, progress: bool = False) -> Checklist:
         """The evaluation checklist (Markdown) written to ``out``; ``run_missing``: first PGD at 16/255 and
@@ -192,17 +180,13 @@ class Run:
         from .report.files import check_out_file
 
         path = check_out_file(Path(out))  # before the evidence run spends minutes
-        summary, evidence = self.runs[0].summary, None
-        if run_missing:
-            evidence = self._large_eps_run(progress)
-            if evidence is not None:
-                summary = pd.concat([summary, evidence.summary], ignore_index=True)
-        text = self._checklist_text(summary)
-        eps = list(dict.fromkeys(evidence.summary["eps"])) if evidence is not None else []
-        if evidence is not None:
-            text += f"\nLarge-eps evidence from run {evidence.run['run_id']} (PGD at {', '.join(eps)}, same models and examples).\n"
+        evidence = self._large_eps_run(progress) if run_missing else None
+        checked = self.check()
+        text = checked.render("checklist")
         atomic_write(path, text)
-        return Checklist(text, path, evidence.run["run_id"] if evidence is not None else None, eps)
+        if evidence is None:
+            return Checklist(text, path, checked)
+        return Checklist(text, path, checked, evidence.run["run_id"], list(dict.fromkeys(evidence.summary["eps"])))
 
     def _large_eps_run(self, progress: bool):
         from .api import large_eps_run
@@ -212,17 +196,6 @@ class Run:
         check_stored_code(run.config, run.info)  # the run's own code, only unchanged
         with existing_store(self.store, writable=True) as db:  # the evidence run is stored beside the run
             return large_eps_run(db, run.run_id, run.config, progress=progress)
-
-    def _checklist_text(self, summary: pd.DataFrame) -> str:
-        from .report.checklist import checklist
-        from .results.runs import restart_companion
-
-        run = self.runs[0]
-        with existing_store(self.store) as db:
-            companion = restart_companion(db, run)
-        return checklist(
-            summary, run.info.get("model_checks", {}), run.run_id, run.protocol, minimal_norms([run]), companion
-        )
 
     def report(
         self,

@@ -1,47 +1,146 @@
-"""The evaluation checklist (robeval check --report): every indicator with its verdict, restarts compared with the other protocol."""
+"""The soundness checks as one registry: every check can be raised, and a raised one is both a flag of
+``robeval check`` and a RAISED row of its checklist (``check --report``) and of the HTML report, which
+judge a run together with its evidence runs alike; restarts compared with a run of the other protocol."""
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
+
 from robeval.api import evaluate_full
+from robeval.report.checklist import Soundness, checklist_markdown
+from robeval.results.findings import CHECKS
+from robeval.results.soundness import JudgedRun, judge_summary
+from robeval.results.stored_run import StoredRun
+
+from .conftest import run_cli
+
+ELLIPTICAL = "digits-deit-elliptical"  # registered, with a data-dependent weight (--adaptive applies)
 
 
-def test_check_report_lists_every_indicator_with_a_verdict(tmp_path):
-    from robeval.report.checklist import INDICATORS
+def raising_everything() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """A summary, run.json facts and a restart companion on which every registered check raises its
+    finding for ``ELLIPTICAL`` (100 examples, 10 classes, crafted in bf16)."""
+    top1 = {("clean", "8/255"): 10.0, ("pgd", "8/255"): 60.0, ("fgsm", "8/255"): 40.0, ("apgd-ce", "8/255"): 45.0,
+            ("square", "8/255"): 20.0, ("transfer-pgd", "8/255"): 20.0, ("fmn", "8/255"): 80.0,
+            ("pgd", "16/255"): 70.0, ("pgd", "64/255"): 50.0}  # fmt: skip
+    rows = [dict(model=ELLIPTICAL, attack=a, eps=e, eps_value=int(e.split("/")[0]) / 255, top1=v, n=100, classes=10,
+                 protocol="standard", precision="bf16") for (a, e), v in top1.items()]  # fmt: skip
+    rows.append({**rows[1], "model": ELLIPTICAL + "+adaptive", "top1": 30.0})
+    summary = pd.DataFrame(rows)
+    pgd = (summary["model"] == ELLIPTICAL) & (summary["attack"] == "pgd") & (summary["eps"] == "8/255")
+    summary.loc[pgd, ["fp32_checked", "fp32_fooled", "fp32_rescued"]] = [50, 10, 0]
+    summary.loc[pgd, ["curve_robust_90", "curve_robust_end", "curve_examples", "settings"]] = [70, 60, 100, '{"steps": 20}']
+    checks = {"relative_logit_change_between_passes": 0.1, "outputs_are_probabilities": True,
+              "outputs_are_log_probabilities": False, "share_zero_or_nan_gradients": 0.5, "examples_checked": 16}  # fmt: skip
+    companion = pd.DataFrame([dict(model=ELLIPTICAL, eps="8/255", attack="apgd-ce", top1=20.0, n=100, run_id="plus")])
+    return summary, {"model_checks": {ELLIPTICAL: checks}}, companion
 
-    from .conftest import run_cli
 
+def raised_rows(checklist: str) -> set[tuple[str, str]]:
+    """(model, check) of every RAISED row of a checklist document."""
+    titles = {c.title: name for name, c in CHECKS.items()}
+    found = set()
+    for section in checklist.split("\n## ")[1:]:
+        model = section.splitlines()[0]
+        found |= {(model, titles[r.split(" | ")[0][2:]]) for r in section.splitlines() if " | RAISED | " in r}
+    return found
+
+
+def flag_lines(printed: str) -> set[tuple[str, str]]:
+    """(model, check) of every flag ``robeval check`` printed."""
+    return set((m, c) for c, m in re.findall(r"^  \[([a-z0-9-]+)\] (\S+): ", printed, flags=re.M))
+
+
+def test_every_registered_check_can_be_raised_and_check_prints_what_the_checklist_raises():
+    summary, info, companion = raising_everything()
+    models = judge_summary(summary, info, companion=companion)
+    mine = next(one for one in models if one.model == ELLIPTICAL)
+    assert [f.check for f in mine.raised] == list(CHECKS)  # every registration, in registration order
+    assert all(f.advice and f.evidence for f in mine.raised)
+    judged = Soundness(JudgedRun(StoredRun("r", info, {"protocol": "standard"}, pd.DataFrame(), summary), [], models))
+    document = judged.render("checklist")
+    assert raised_rows(document) == flag_lines(judged.render("md")) == {(f.model, f.check) for f in judged.flags}
+    assert (ELLIPTICAL, "not-converged") in raised_rows(document) and str(judged) == judged.render("md")
+
+
+def test_advice_fits_the_run_and_one_example_never_raises():
+    """A digits run is told to transfer from a digits model (8x8, one channel, 10 classes), never from a
+    224-px ImageNet one; a curve that lost one example of 100 at 100% has not failed to converge."""
+    summary = pd.DataFrame([dict(model="digits-deit", attack="pgd", eps="8/255", eps_value=8 / 255, top1=100.0, n=100,
+                                 curve_robust_90=100, curve_robust_end=99, curve_examples=100, settings="{}")])  # fmt: skip
+    facts = {"models": {"digits-deit": {"input_size": [1, 8, 8], "num_classes": 10}}}
+    (one,) = judge_summary(summary, facts)
+    found = {f.check: f for f in one.findings}
+    assert "--source-model digits-" in found["transfer-beats-white-box"].evidence
+    assert found["not-converged"].status == "ok" and "standard error 0.00" not in found["not-converged"].evidence
+    (unknown,) = judge_summary(summary, {"models": {"digits-deit": {"input_size": [3, 17, 17], "num_classes": 7}}})
+    transfer = next(f for f in unknown.findings if f.check == "transfer-beats-white-box")
+    assert "--source-model PATH.py:CALLABLE" in transfer.evidence
+
+
+def test_check_report_lists_every_indicator_with_a_verdict_and_check_prints_its_raised_ones(tmp_path):
     store = str(tmp_path / "s.sqlite")
-    proc = run_cli("run", "-m", "digits-deit", "-m", "digits-deit-elliptical", "--adaptive", "--attacks",
+    proc = run_cli("run", "-m", "digits-deit", "-m", ELLIPTICAL, "--adaptive", "--attacks",
                    "fgsm,pgd,square,transfer-pgd", "--source-model", "digits-deit", "-n", "20", "--eps", "8/255,64/255",
                    "--set", "square.n_queries=100", "--set", "pgd.steps=5", "--set", "transfer-pgd.steps=5",
-                   "--quiet", "--store", store)
+                   "--quiet", "--store", store)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     checked = run_cli("check", "--store", store, "--report", str(tmp_path / "report.md"))
     assert checked.returncode == 0, checked.stderr
     text = (tmp_path / "report.md").read_text()
-    for model in ("digits-deit", "digits-deit-elliptical"):
+    for model in ("digits-deit", ELLIPTICAL):
         section = text.split(f"## {model}\n")[1].split("\n## ")[0]
-        assert all(f"| {ind.name} |" in section for ind in INDICATORS) and f"**Verdict for {model}:" in section
+        assert all(f"| {c.title} |" in section for c in CHECKS.values()) and f"**Verdict for {model}:" in section
     assert "Accuracy reaches 0 at a large eps | Carlini" in text and "| ok | lowest fixed-eps white-box top-1 at eps >= 64/255: 0.00%" in text
-    assert "n/a | no data-dependent attention weight" in text.split("## digits-deit-elliptical")[0]
+    assert "n/a | no data-dependent attention weight" in text.split(f"## {ELLIPTICAL}")[0]
+    assert raised_rows(text) == flag_lines(checked.stdout)
+
+
+def verdicts(text: str) -> list[str]:
+    """The verdict lines of a checklist, Markdown or HTML ("no indicator ... among the N checked ...")."""
+    return re.findall(r"Verdict(?: for [^:]+)?: (.*?)\.(?:\*\*|</strong>)", text)
+
+
+def test_the_checklist_and_the_report_judge_a_run_with_its_evidence_runs_alike(tmp_path):
+    """``check --report --run-missing`` makes PGD at large eps as a run of its own; the checklist, the
+    flags and the HTML report of the run all read it (the report once counted 9 checked where the
+    checklist counted 11)."""
+    store = str(tmp_path / "s.sqlite")
+    assert run_cli("run", "-m", "digits-deit", "--attacks", "fgsm,pgd", "-n", "10", "--eps", "8/255", "--quiet",
+                   "--set", "pgd.steps=5", "--store", store).returncode == 0  # fmt: skip
+    checked = run_cli("check", "--store", store, "--report", str(tmp_path / "c.md"), "--run-missing")
+    assert checked.returncode == 0, checked.stderr
+    page = run_cli("report", "--store", store, "--out", str(tmp_path / "r.html"), "--gallery-size", "0")
+    assert page.returncode == 0, page.stderr
+    checklist = (tmp_path / "c.md").read_text()
+    html = (tmp_path / "r.html").read_text().split('<section id="checklist"')[1].split("</section>")[0]
+    assert verdicts(checklist) == verdicts(html) and len(verdicts(checklist)) == 1
+    assert "| Accuracy reaches 0 at a large eps |" in checklist and "| not run | no white-box attack at eps" not in checklist
+    assert html.count("<h3>") == 1 and "Large-eps evidence from run" in html  # the evidence run is no run of its own
+    assert raised_rows(checklist) == flag_lines(checked.stdout)
 
 
 def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_path):
-    from robeval.report.checklist import checklist
     from robeval.results.runs import resolve_runs, restart_companion
     from robeval.results.store import Store
 
     store = Store(tmp_path / "s.sqlite")
     common = dict(models="digits-deit", attacks="apgd-ce", eps="8/255", n_examples=20, store=store,
-                  settings={"apgd-ce": {"n_iter": 5}})
+                  settings={"apgd-ce": {"n_iter": 5}})  # fmt: skip
     standard = evaluate_full(protocol="standard", **common)
     plus = evaluate_full(protocol="aa-plus", **common)
     run = resolve_runs(store, [plus.run["run_id"]])[0]
     companion = restart_companion(store, run)
     assert set(companion["run_id"]) == {standard.run["run_id"]}
-    row = checklist(run.summary, {}, run.run_id, "aa-plus", companion=companion).split("| Restarts do not change the result |")[1]
+
+    def restarts_row(companion: pd.DataFrame | None) -> str:
+        document = checklist_markdown(run.run_id, "aa-plus", run.summary, judge_summary(run.summary, companion=companion))
+        return document.split("| Restarts do not change the result |")[1]
+
+    row = restarts_row(companion)
     one, five = (r.summary.set_index("attack").loc["apgd-ce", "top1"] for r in (standard, plus))
     assert f"eps 8/255: apgd-ce {one:.2f} with 1 restart, {five:.2f} with 5" in row.splitlines()[0]
     assert row.split("|")[1].strip() in ("ok", "RAISED")
-    alone = checklist(run.summary, {}, run.run_id, "aa-plus").split("| Restarts do not change the result |")[1]
-    assert "| not run | the reported numbers include 5 restarts" in alone
+    assert "| not run | the reported numbers include 5 restarts" in restarts_row(None)

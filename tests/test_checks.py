@@ -8,7 +8,7 @@ import torch
 
 import robeval
 from robeval.evaluation.model_checks import model_checks
-from robeval.results.flags import flags_from_model_checks, flags_from_summary
+from robeval.results.soundness import run_flags
 from robeval.results.store import Store
 
 from .conftest import run_cli
@@ -51,22 +51,39 @@ def test_model_level_checks(wrap, check):
     model = robeval.load_model("digits-deit")
     x = torch.rand(16, 1, 8, 8)
     y = torch.randint(0, 10, (16,))
-    flags = flags_from_model_checks("m", model_checks(wrap(model), x, y))
-    assert [f.check for f in flags] == ([check] if check else [])
+    clean = pd.DataFrame([{"model": "m", "attack": "clean", "eps": "8/255", "eps_value": 8 / 255, "top1": 90.0, "n": 16}])
+    flags = run_flags(clean, {"model_checks": {"m": model_checks(wrap(model), x, y)}})
+    assert [f["check"] for f in flags] == ([check] if check else [])
     for f in flags:
-        assert f.message and f.advice
+        assert f["message"] and f["advice"]
 
 
 def test_summary_level_checks():
     rows = [("pgd", "2/255", 2 / 255, 60.0), ("pgd", "8/255", 8 / 255, 40.0), ("square", "2/255", 2 / 255, 70.0),
             ("square", "8/255", 8 / 255, 30.0), ("fgsm", "2/255", 2 / 255, 50.0), ("fgsm", "8/255", 8 / 255, 55.0)]
-    summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": v, "top1": t} for a, e, v, t in rows])
-    flags = flags_from_summary(summary)
-    assert {f.check for f in flags} == {"gradient-masking", "eps-monotonicity"}
-    masking = [f for f in flags if f.check == "gradient-masking"]
-    assert len(masking) == 1 and "8/255" in masking[0].message
-    rising = [f for f in flags if f.check == "eps-monotonicity"]
-    assert len(rising) == 1 and "fgsm" in rising[0].message
+    summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": v, "top1": t, "n": 100}
+                            for a, e, v, t in rows])
+    flags = run_flags(summary, {})
+    # PGD worse than FGSM at 2/255 is a flag too (it was an indicator of the checklist only)
+    assert [f["check"] for f in flags] == ["gradient-masking", "one-step-beats-iterative", "eps-monotonicity"]
+    assert "8/255" in flags[0]["message"] and "2/255" not in flags[0]["message"]  # the raised eps only
+    assert flags[1]["message"] == "eps 2/255: PGD 60.00, FGSM 50.00"
+    assert "fgsm" in flags[2]["message"] and "pgd" not in flags[2]["message"]
+
+
+@pytest.mark.parametrize("n, flagged", [(50, False), (100, True)])
+def test_a_gap_of_one_example_is_never_a_flag(n, flagged):
+    """2 points are one example of 50 (luck) and two of 100: the gap must exceed 1 point and be 2 examples."""
+    rows = [("pgd", "8/255", 40.0), ("fgsm", "8/255", 42.0), ("square", "8/255", 38.0),
+            ("pgd", "16/255", 42.0), ("fgsm", "16/255", 44.0), ("square", "16/255", 20.0)]
+    summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": int(e.split("/")[0]) / 255, "top1": t,
+                             "n": n} for a, e, t in rows])
+    flags = {f["check"]: f["message"] for f in run_flags(summary, {})}
+    # square at 16/255 is far below PGD either way; the 2-point gaps (PGD and FGSM rising with eps, square
+    # below PGD at 8/255) count only when they are two examples
+    assert "eps 16/255: square" in flags["gradient-masking"]
+    assert ("eps 8/255: square" in flags["gradient-masking"]) is flagged
+    assert ("eps-monotonicity" in flags) is flagged
 
 
 def test_check_command_and_adaptive(tmp_path):
@@ -93,7 +110,7 @@ def test_check_command_and_adaptive(tmp_path):
     (0.15, 50_000, 1000, True),
 ])  # fmt: skip
 def test_near_chance_is_a_test_against_guessing(top1, n, classes, near):
-    from robeval.results.flags import near_chance
+    from robeval.results.checks import near_chance
 
     assert near_chance(top1, n, classes)[0] is near
 

@@ -19,11 +19,11 @@ from robeval.models import load_model, register_model
 from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
-from robeval.report.checklist import converged
 from robeval.report.convergence import convergence_figure, convergence_svg, write_convergence_plots
-from robeval.results.convergence import curves, summed
-from robeval.results.flags import convergence_flags
+from robeval.results.checks import converged
+from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.runs import load_run
+from robeval.results.soundness import run_flags
 from robeval.results.store import SCHEMA_VERSION, Store
 
 from .conftest import FAST_SETTINGS
@@ -191,10 +191,28 @@ def test_pgd_with_5_steps_has_not_converged_on_a_linear_model(centroids):
 
     short = run(5)
     flags = convergence_flags(short)
-    assert len(flags) == 1 and "--set pgd.steps=10" in flags[0].advice
+    assert len(flags) == 1 and "--set pgd.steps=10" in flags[0]["advice"]
     assert converged(centroids, short, None).status == "RAISED"
     long = run(20)
     assert convergence_flags(long) == [] and converged(centroids, long, None).status == "ok"
+
+
+def convergence_flags(summary: pd.DataFrame) -> list[dict]:
+    return [f for f in run_flags(summary, {}) if f["check"] == "not-converged"]
+
+
+@pytest.mark.parametrize("start, end, n, falling", [
+    (100, 99, 100, False),  # one example at 100% robust: the plain standard error is 0, and one example never counts
+    (10_000, 9_999, 10_000, False),
+    (3, 2, 3, False),
+    (100, 98, 100, True),
+    (70, 60, 100, True),
+    (70, 67, 100, False),  # 3 points: within a standard error of 70% of 100 (4.5 points)
+    (5, 0, 100, False),  # ends at 0: nothing left to fool
+])  # fmt: skip
+def test_the_noise_test_never_passes_on_one_example(start, end, n, falling):
+    assert still_falling(start, end, n) is falling
+    assert standard_error(start, n) >= 1e-4
 
 
 @pytest.fixture(scope="module")

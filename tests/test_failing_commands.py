@@ -21,6 +21,7 @@ from robeval.results.store import Store
 
 from .conftest import one_line_error
 from .test_shifts import StopAfter
+from .test_store import units_done
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -102,24 +103,23 @@ def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
 
 
 def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
-    store = tmp_path / "s.sqlite"
-    args = ["run", "-m", "digits-deit", "-n", "40", "--batch-size", "10", "--attacks", "fgsm,spsa", "--quiet",
+    """The first process holds still while it holds the run (tests/stop_point.py), so the second meets
+    it there however loaded the machine is; released, it finishes the run."""
+    from .stop_point import held_model, held_ranks, release, start_held, wait_until
+
+    store, model = tmp_path / "s.sqlite", held_model(tmp_path)
+    args = ["run", "-m", model, "-n", "40", "--batch-size", "10", "--attacks", "fgsm,spsa", "--quiet",
             "--set", "spsa.iterations=20", "--set", "spsa.samples=16", "--store", str(store), "--out", str(tmp_path / "o")]
-    options = dict(models="digits-deit", n_examples=40, batch_size=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 20, "samples": 16}})
+    options = dict(models=model, n_examples=40, batch_size=10, attacks="fgsm,spsa", settings={"spsa": {"iterations": 20, "samples": 16}})
     with pytest.raises(KeyboardInterrupt):
         evaluate_full(store=str(store), reporter=StopAfter(1), **options)
     run_id = Store(store).runs()["id"].iloc[0]
-    first = subprocess.Popen([sys.executable, "-m", "robeval", *args, "--resume", run_id], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and first.poll() is None:
-        holder = Store(store).conn.execute("SELECT holder FROM runs").fetchone()[0]
-        if holder and json.loads(holder)["pid"] == first.pid:
-            break
-        time.sleep(0.1)
+    first = start_held([*args, "--resume", run_id], model, store, units_done(store) + 1, cwd=tmp_path)
+    wait_until(lambda: held_ranks(model, 1), first)
     second = cli(*args, "--resume", run_id)
     assert one_line_error(second, f"run {run_id} is being evaluated by process {first.pid}"), second.stderr
-    _, err = first.communicate(timeout=300)
+    release(model)
+    _, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
     reference = evaluate_full(**options).records
     got = Store(store).records(run_id)

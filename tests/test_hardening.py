@@ -340,7 +340,7 @@ def test_reading_a_store_imports_no_code_it_names(tmp_path, monkeypatch):
         result = invoke([*args, "--store", str(store)], tmp_path)
         assert result.returncode == 0, (args, result.stderr)
     opened = robeval.open_run(run_id, store=store)
-    assert set(opened.summary["model"]) == {"mine", "other"} and "Run " in opened.check()
+    assert set(opened.summary["model"]) == {"mine", "other"} and "Run " in str(opened.check())
     assert not sentinel.exists()
     (tmp_path / "mine.py").write_text(STORED_CODE + "\n# changed since the run\n")
     written = invoke(["report", run_id, "--store", str(store), "--out", "report.html"], tmp_path)

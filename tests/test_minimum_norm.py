@@ -18,11 +18,12 @@ from robeval.api import evaluate_full
 from robeval.attacks import create
 from robeval.attacks.minimum_norm import _fixed_l2_fmn, minimal_norms, within_eps
 from robeval.data.digits import digits_split
-from robeval.report.checklist import checklist
+from robeval.report.checklist import checklist_markdown
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
-from robeval.results.flags import flags_from_summary, noise_points
+from robeval.results.findings import noise_points
+from robeval.results.soundness import judge_summary, run_flags
 from robeval.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
@@ -60,7 +61,7 @@ def test_the_curve_is_non_increasing_and_never_above_fixed_eps_pgd_beyond_noise(
     top1 = result.summary.set_index(["attack", "eps"])["top1"]
     for eps in EPS:
         assert top1[("fmn", eps)] <= top1[("pgd", eps)] + noise_points(top1[("pgd", eps)], 100), eps
-    assert not [f for f in flags_from_summary(result.summary) if f.check in ("minimum-norm-weaker", "fixed-eps-missed")]
+    assert not [f for f in run_flags(result.summary, result.run, result.records) if f["check"] == "minimum-norm-mismatch"]
 
 
 def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
@@ -85,10 +86,12 @@ def test_a_search_that_stops_early_and_fixed_eps_attacks_that_miss_are_both_flag
         return pd.DataFrame([dict(model="m", eps="8/255", eps_value=8 / 255, attack=a, top1=v, n=400)
                              for a, v in (("clean", 99.0), ("pgd", pgd), ("fmn", fmn))])
 
-    assert [f.check for f in flags_from_summary(summary(60.0, 40.0))] == ["minimum-norm-weaker"]
-    assert [f.check for f in flags_from_summary(summary(20.0, 40.0))] == ["fixed-eps-missed"]
-    assert not flags_from_summary(summary(41.0, 40.0))
-    text = checklist(summary(60.0, 40.0), {}, "r", "standard")
+    (weaker,) = run_flags(summary(60.0, 40.0), {})
+    assert weaker["check"] == "minimum-norm-mismatch" and "fmn stopped early: raise its budget" in weaker["advice"]
+    (missed,) = run_flags(summary(20.0, 40.0), {})
+    assert missed["check"] == "minimum-norm-mismatch" and "pgd missed fooling points that fmn found" in missed["advice"]
+    assert not run_flags(summary(41.0, 40.0), {})
+    text = checklist_markdown("r", "standard", summary(60.0, 40.0), judge_summary(summary(60.0, 40.0)))
     assert "| Minimum-norm curve meets the fixed-eps attacks |" in text and "| RAISED | eps 8/255: fmn 60.00 vs pgd 40.00" in text
 
 

@@ -71,13 +71,14 @@ def test_compare_prints_what_the_library_returns(store, cli, fmt):
     run = robeval.open_run(store=path)
     shown = cli("compare", *MODELS, "--store", str(path), "--format", fmt)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == printed(run.compare(*MODELS, format=fmt)) and shown.stderr == ""
+    compared = run.compare(*MODELS)
+    assert shown.stdout == printed(compared.render(fmt)) and shown.stderr == ""
     named = cli("compare", f"{older}:digits-deit", f"{newest}:digits-deit-elliptical", "--store", str(path), "-f", fmt)
-    assert named.stdout == printed(run.compare(f"{older}:digits-deit", f"{newest}:digits-deit-elliptical", fmt))
-    frame = run.comparison(*MODELS)
-    assert frame.attrs["a"] == f"{newest}:digits-deit" and set(frame["eps"]) == {"2/255", "8/255"}
+    assert named.stdout == printed(run.compare(f"{older}:digits-deit", f"{newest}:digits-deit-elliptical").render(fmt))
+    assert compared.a == f"{newest}:digits-deit" and set(compared.table["eps"]) == {"2/255", "8/255"}
+    assert str(compared) == compared.render("md") and compared.protocol == "standard"
     if fmt == "json":
-        assert json.loads(shown.stdout) == json.loads(frame.to_json(orient="records"))
+        assert json.loads(shown.stdout) == json.loads(compared.table.to_json(orient="records"))
 
 
 def test_check_prints_what_the_library_returns_and_writes_its_checklist(store, cli, tmp_path):
@@ -85,11 +86,13 @@ def test_check_prints_what_the_library_returns_and_writes_its_checklist(store, c
     run = robeval.open_run(store=path)
     shown = cli("check", "--store", str(path), "--report", str(tmp_path / "cli.md"))
     assert shown.returncode == 0, shown.stderr
-    text = run.check()
+    checked = run.check()
+    text = str(checked)
     assert text.startswith(f"Run {newest} (standard, finished):\n") and "Soundness checks:" in text
     assert shown.stdout == text + f"Wrote the checklist to {tmp_path / 'cli.md'}\n"
     written = run.checklist(tmp_path / "lib.md")
-    assert written.path.read_text() == written.text == (tmp_path / "cli.md").read_text()
+    assert written.path.read_text() == written.text == (tmp_path / "cli.md").read_text() == checked.render("checklist")
+    assert {m.model for m in checked.judged.models} == set(MODELS) and all(f.raised for f in checked.flags)
     assert "| Accuracy reaches 0 at a large eps |" in written.text and written.evidence_run is None
 
 
@@ -135,4 +138,4 @@ def test_a_bad_compare_format_is_one_line(store, cli):
     path, _, _ = store
     assert one_line_error(cli("compare", *MODELS, "--store", str(path), "-f", "latex"), "unknown format 'latex'")
     with pytest.raises(UserError, match="unknown format"):
-        robeval.open_run(store=path).compare(*MODELS, format="latex")
+        robeval.open_run(store=path).compare(*MODELS).render("latex")

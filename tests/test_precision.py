@@ -13,8 +13,8 @@ from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import embedded_weights
 from robeval.precision import float32_math, get_precision
 from robeval.report.paper import render
-from robeval.results.flags import flags_from_summary
 from robeval.results.runs import combine, resolve_runs
+from robeval.results.soundness import run_flags
 from robeval.results.store import Store
 
 from .conftest import one_line_error
@@ -128,14 +128,14 @@ def masked_in_bf16():
 
 
 def precision_flags(result):
-    return [f for f in flags_from_summary(result.summary) if f.check == "reduced-precision"]
+    return [f for f in run_flags(result.summary, result.run) if f["check"] == "reduced-precision"]
 
 
 def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):
     run = dict(models=["digits-deit", masked_in_bf16], eps="8/255", n_examples=100, attacks="pgd,apgd-ce",
                settings={"pgd": {"steps": 10}, "apgd-ce": {"n_iter": 10}}, precision="bf16")
     result = evaluate_full(**run)
-    flagged = {(f.model, f.message.split(" ")[3].rstrip(",")) for f in precision_flags(result)}
+    flagged = {(f["model"], line.split(" ")[2]) for f in precision_flags(result) for line in f["message"].split("; ")}
     assert flagged == {(masked_in_bf16, "pgd"), (masked_in_bf16, "apgd-ce")}
     checked = result.records.dropna(subset=["fp32_top1"])
     assert 30 <= checked["example"].nunique() < 100  # a sample, the same examples for every attack and model

@@ -21,10 +21,11 @@ from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
 from robeval.results.store import SCHEMA_VERSION, Store
 
 from .conftest import require_tool, run_cli
+from .stop_point import held_model, held_ranks, start_held, wait_until
 
 # Small but long enough to be killed part-way: 6 batches x 3 attacks.
-RUN_ARGS = ["run", "-m", "digits-deit", "-n", "60", "--batch-size", "10", "--eps", "8/255",
-            "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=10", "--set", "spsa.samples=32", "--quiet"]
+RUN_OPTIONS = ["-n", "60", "--batch-size", "10", "--eps", "8/255", "--attacks", "fgsm,pgd,spsa", "--set",
+               "spsa.iterations=10", "--set", "spsa.samples=32", "--quiet"]  # fmt: skip
 RECORD_KEY = ["model", "eps", "attack", "example"]
 
 
@@ -44,29 +45,37 @@ def only_run_records(path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def reference_store(tmp_path_factory):
+def held(tmp_path_factory) -> str:
+    """digits-deit as a model that holds still when the test that kills a run asks it to (tests/stop_point.py)."""
+    return held_model(tmp_path_factory.mktemp("held"))
+
+
+@pytest.fixture(scope="module")
+def run_args(held) -> list[str]:
+    return ["run", "-m", held, *RUN_OPTIONS]
+
+
+@pytest.fixture(scope="module")
+def reference_store(tmp_path_factory, run_args):
     path = tmp_path_factory.mktemp("ref") / "ref.sqlite"
-    proc = run_cli(*RUN_ARGS, "--store", str(path), "--out", str(path.parent / "out"))
+    proc = run_cli(*run_args, "--store", str(path), "--out", str(path.parent / "out"))
     assert proc.returncode == 0, proc.stderr
     return path
 
 
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path, reference_store):
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, reference_store, run_args, held):
     path = tmp_path / "killed.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "robeval", *RUN_ARGS, "--store", str(path), "--out", str(tmp_path / "o")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while units_done(path) < 5 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.2)
-    assert proc.poll() is None, "run finished before it could be killed"
+    proc = start_held([*run_args, "--store", str(path), "--out", str(tmp_path / "o")], held, path, 5)
+    wait_until(lambda: held_ranks(held, 1), proc)  # the run holds after 5 units, until it is killed
+    assert proc.poll() is None, proc.communicate()[1]
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
     partial = units_done(path)
     total = 6 * 4  # batches x (clean + 3 attacks)
     assert 0 < partial < total
     assert Store(path).runs()["status"].iloc[0] == "running"  # killed: never marked finished
 
-    resumed = run_cli(*RUN_ARGS, "--store", str(path), "--resume", "--out", str(tmp_path / "o"))
+    resumed = run_cli(*run_args, "--store", str(path), "--resume", "--out", str(tmp_path / "o"))
     assert resumed.returncode == 0, resumed.stderr
     assert units_done(path) == total
     pd.testing.assert_frame_equal(only_run_records(path), only_run_records(reference_store))
@@ -75,11 +84,11 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, reference_store):
     pd.testing.assert_frame_equal(ref_csv.drop(columns=["checkpoint", "run_id"]), new_csv.drop(columns=["checkpoint", "run_id"]))
 
 
-def test_resume_with_changed_configuration_names_the_difference(tmp_path, reference_store):
+def test_resume_with_changed_configuration_names_the_difference(tmp_path, reference_store, run_args):
     copy = tmp_path / "copy.sqlite"
     shutil.copy(reference_store, copy)
     run_id = Store(copy).runs()["id"].iloc[0]
-    args = [a if a != "8/255" else "4/255" for a in RUN_ARGS]
+    args = [a if a != "8/255" else "4/255" for a in run_args]
     proc = run_cli(*args, "--store", str(copy), "--resume", run_id)
     assert proc.returncode == 2 and "configuration differs" in proc.stderr and "eps: stored ['8/255'], now ['4/255']" in proc.stderr
 

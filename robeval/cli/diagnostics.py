@@ -1,4 +1,4 @@
-"""Printing what is said under every results table (robeval.report.diagnostics makes the lines)."""
+"""Printing what is said under every results table (robeval.report.checklist makes the lines)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ def print_lines(lines: list[str]) -> None:
 
 def print_diagnostics(run: dict, summary) -> None:
     """Skipped files, stopped models, soundness flags and adaptive gaps: printed under every table."""
-    from ..report.diagnostics import diagnostic_lines
+    from ..report.checklist import diagnostic_lines
 
     print_lines(diagnostic_lines(run, summary))

@@ -45,7 +45,8 @@ def check_cmd(
         "the same models and examples where the run lacks them (a run of its own).",
     ),
 ) -> None:
-    """Run the soundness checks on a stored run and print the flags (--report: the checklist document)."""
+    """Run the soundness checks on a stored run (with the runs made as its evidence) and print the flags
+    (--report: every check's finding, the checklist document)."""
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
     if report is not None:
@@ -53,12 +54,14 @@ def check_cmd(
 
         check_out_file(report)  # before --run-missing spends minutes
     run = opened([run_id] if run_id else [], store)
-    emit(run.check(), None)
-    if report is not None:
-        written = run.checklist(report, run_missing, progress=True)
-        if written.evidence_run is not None:
-            console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
-        console.print(f"Wrote the checklist to {written.path}", markup=False)
+    if report is None:
+        emit(str(run.check()), None)
+        return
+    written = run.checklist(report, run_missing, progress=True)  # the findings with the evidence it made
+    emit(str(written.checked), None)
+    if written.evidence_run is not None:
+        console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
+    console.print(f"Wrote the checklist to {written.path}", markup=False)
 
 
 @app.command("runs")
@@ -119,13 +122,13 @@ def table_cmd(
 ) -> None:
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
     from ..report.files import check_out_file
-    from ..report.paper import FORMAT_NOTES
+    from ..report.paper import FORMATS
 
     if out is not None:
         check_out_file(out)  # before the store is read
     emit(opened(list(run_ids or []), store).table(format), out)
-    if format in FORMAT_NOTES:
-        Console(stderr=True).print(FORMAT_NOTES[format], markup=False, soft_wrap=True)
+    if FORMATS[format].note:
+        Console(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
 
 
 @app.command("compare")
@@ -143,9 +146,11 @@ def compare_cmd(
 ) -> None:
     """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p (against
     a RobustBench model-info file: the run's accuracies with their CI against the published ones)."""
+    from ..report.comparison import FORMATS
     from ..results_api import runs_named
 
-    emit(opened(runs_named(a, b), store, say=False).compare(a, b, format, seed), out)
+    FORMATS.get(format)  # a bad format is refused before the store is read
+    emit(opened(runs_named(a, b), store, say=False).compare(a, b, seed).render(format), out)
 
 
 @app.command("plot")

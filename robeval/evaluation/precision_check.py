@@ -6,7 +6,7 @@ run again in fp32 (same seed, same per-example draws) on a sample of the example
 example's fp32 outcome is stored beside its reduced-precision one (records column ``fp32_top1``).
 The sample is drawn per example from the run's seed, so it is the same for every attack, model and
 batch size; it holds at least :data:`MIN_SHARE` of the examples and, on small runs, about
-:data:`MIN_EXAMPLES` of them.  The flag (robeval.results.flags) compares the two outcomes pairwise.
+:data:`MIN_EXAMPLES` of them.  The check (robeval.results.checks) compares the two outcomes pairwise.
 """
 
 from __future__ import annotations

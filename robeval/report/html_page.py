@@ -24,7 +24,8 @@ import pandas as pd
 from markupsafe import Markup
 
 from ..errors import UserError
-from ..results.runs import StoredRun, combine, minimal_norms, restart_companion
+from ..registry import Registry
+from ..results.runs import StoredRun, combine, minimal_norms
 from ..results.store import Store
 
 
@@ -47,13 +48,13 @@ class Page:
     gallery_size: int = 6
 
 
-SECTIONS: list[Callable[[Page], Section | None]] = []
+Builder = Callable[[Page], Section | None]
+SECTIONS: Registry[Builder] = Registry("report section")
 
 
-def section(fn: Callable[[Page], Section | None]) -> Callable[[Page], Section | None]:
-    """Register a section builder; the page shows the sections in registration order."""
-    SECTIONS.append(fn)
-    return fn
+def section(fn: Builder) -> Builder:
+    """Register a section builder under its name; the page shows the sections in registration order."""
+    return SECTIONS.add(fn.__name__, fn)
 
 
 def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, ...] = ()) -> Markup:
@@ -126,27 +127,16 @@ def convergence(page: Page) -> Section | None:
 
 @section
 def checklist(page: Page) -> Section:
-    from .checklist import CHECKLIST_INTRO, checklist_findings
+    """Each run of the page judged with its evidence runs (those made for it are not judged apart), as
+    ``robeval check --report`` judges it."""
+    from ..results.soundness import judge_stored
+    from .checklist import CHECKLIST_INTRO, RENDERINGS
 
-    parts = []
-    for run in page.runs:
-        found = checklist_findings(
-            run.summary, run.info.get("model_checks", {}), minimal_norms([run]), restart_companion(page.store, run)
-        )
-        for one in found:
-            rows = "".join(
-                f'<tr><td class="text">{escape(ind.name)}</td><td class="text">{escape(ind.covers)}</td>'
-                f'<td class="text status-{f.status.replace(" ", "-").replace("/", "-")}">{escape(f.status)}</td>'
-                f'<td class="text">{escape(f.evidence)}</td></tr>'
-                for ind, f in one.findings
-            )
-            parts.append(
-                f"<h3>{escape(one.model)} (run {escape(run.run_id)})</h3><table><thead><tr>"
-                + "".join(f'<th class="text">{h}</th>' for h in ("indicator", "covers", "status", "evidence"))
-                + f"</tr></thead><tbody>{rows}</tbody></table>"
-                f'<p class="verdict"><strong>Verdict: {escape(one.verdict)}.</strong></p>'
-            )
-    return Section("checklist", "Soundness checklist", Markup("".join(parts)), CHECKLIST_INTRO)
+    ids = {run.run_id for run in page.runs}
+    judged = [judge_stored(page.store, r) for r in page.runs if r.config.get("evidence_for") not in ids]
+    return Section(
+        "checklist", "Soundness checklist", Markup("".join(map(RENDERINGS["html"], judged))), CHECKLIST_INTRO
+    )
 
 
 def _registered(model: str) -> str | None:
@@ -305,7 +295,7 @@ def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     import jinja2
 
     page = Page(store, runs, combine(runs), **options)
-    sections = [s for s in (build(page) for build in SECTIONS) if s is not None]
+    sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..defaults import ANY, SUMMARY_COLUMNS
-from ..errors import UserError
+from ..registry import Registry
 from . import grid as grids
 from . import robustbench
 from .captions import caption
@@ -23,16 +24,22 @@ from .minimum_norm import minimum_norm_block
 from .naming import attack_title, latex_escape, ordered_attacks
 from .shift_table import shift_blocks, split
 
-FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {}
-FORMAT_NOTES: dict[str, str] = {}  # what a format's reader must know, said on stderr (not in the file)
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))
+Renderer = Callable[[pd.DataFrame], str]
 
 
-def table_format(name: str, note: str = ""):
-    def decorate(fn: Callable[[pd.DataFrame], str]) -> Callable[[pd.DataFrame], str]:
-        FORMATS[name] = fn
-        if note:
-            FORMAT_NOTES[name] = note
+@dataclass(frozen=True)
+class TableFormat:
+    render: Renderer
+    note: str = ""  # what a format's reader must know, said on stderr (not in the file)
+
+
+FORMATS: Registry[TableFormat] = Registry("table format")
+
+
+def table_format(name: str, note: str = "") -> Callable[[Renderer], Renderer]:
+    def decorate(fn: Renderer) -> Renderer:
+        FORMATS.add(name, TableFormat(fn, note))
         return fn
 
     return decorate
@@ -126,6 +133,4 @@ table_format("robustbench", note=robustbench.NOTE)(robustbench.to_model_info)
 
 
 def render(summary: pd.DataFrame, fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise UserError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return FORMATS[fmt](summary)
+    return FORMATS.get(fmt).render(summary)

@@ -156,7 +156,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
     run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""
-    from ..results.flags import attacks_of_kind
+    from ..results.checks import attacks_of_kind
     from .minimum_norm import curve
 
     norm = summary["norm"].iloc[0]

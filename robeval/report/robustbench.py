@@ -26,7 +26,7 @@ from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
 from ..evaluation.protocols import AUTOATTACK_VERSIONS
 from ..json_input import load_json
-from ..results.flags import chance_flags
+from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition
@@ -74,7 +74,8 @@ def caveats(rows: pd.DataFrame) -> list[str]:
         examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"])) if "selection" in rows else None
     )
     found += [examples] if examples else []
-    found += [f.message for f in chance_flags(rows)]
+    chance = above_chance(str(first["model"]), rows)
+    found += [chance.evidence] if chance.raised else []
     return found
 
 

@@ -2,13 +2,16 @@
 the batches from the points each unit stored (:mod:`robeval.attacks.convergence` says what a point
 counts), and the noise test behind the "attack converged" flag and checklist indicator.
 
-The noise test: over the last tenth of the budget (from point 18 of 20 to the end) the curve may
-fall by at most one standard error of the robust accuracy it falls from, ``sqrt(a (1 - a) / n)`` with
-``a`` the share robust at nine tenths of the budget and ``n`` the examples.  A curve that falls by
-more is still falling: a longer attack would very likely report a lower number, by more than the
-sampling error the table already carries.  A running-best curve never rises, so every drop is real
-(a sign test would flag five newly fooled examples whatever ``n``); the question is whether the drop
-matters at the table's precision.  A curve that ends at 0 has nothing left to fool and never counts.
+The noise test: a curve is still falling when over the last tenth of its budget (from point 18 of
+20 to the end) it falls by more than one standard error of the robust accuracy it falls from, and by
+at least two examples (one example's change never passes).  The standard error is Agresti and
+Coull's (1998), ``sqrt(a (1 - a) / (n + 4))`` with ``a = (robust + 2) / (n + 4)`` for ``robust`` of
+``n`` examples at nine tenths of the budget: never 0, even at 0% or 100% robust (where the plain
+``sqrt(a (1 - a) / n)`` is 0).  A curve still falling means a longer attack would very likely report
+a lower number, by more than the sampling error the table already carries.  A running-best curve
+never rises, so every drop is real (a sign test would flag five newly fooled examples whatever
+``n``); the question is whether the drop matters at the table's precision.  A curve that ends at 0
+has nothing left to fool and never counts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
 from ..evaluation.batch_attacks import curves_omitted
 from ..precision import PRECISIONS
+from .findings import MIN_EXAMPLES
 from .store import Store, existing_store
 
 LAST_TENTH = CURVE_POINTS * 9 // 10  # the point at nine tenths of the budget
@@ -96,43 +100,24 @@ def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, in
 
 
 def standard_error(robust: int, n: int) -> float:
-    """The standard error (as a share) of a robust accuracy of ``robust`` of ``n`` examples."""
-    a = robust / max(n, 1)
-    return math.sqrt(a * (1 - a) / max(n, 1))
+    """Agresti and Coull's standard error (as a share) of a robust accuracy of ``robust`` of ``n``
+    examples (two examples added each way: never 0, even at 0% or 100%)."""
+    a = (robust + 2) / (n + 4)
+    return math.sqrt(a * (1 - a) / (n + 4))
 
 
 def still_falling(robust_start: int, robust_end: int, n: int) -> bool:
     """Whether a curve falling from ``robust_start`` to ``robust_end`` of ``n`` examples over the last
     tenth of its budget falls by more than the noise test allows (the module docstring)."""
     fell = robust_start - robust_end
-    return fell > 0 and robust_end > 0 and fell / max(n, 1) > standard_error(robust_start, n)
+    return fell >= MIN_EXAMPLES and robust_end > 0 and fell / max(n, 1) > standard_error(robust_start, n)
 
 
-def convergence_rows(summary: pd.DataFrame) -> list[dict]:
-    """The summary rows with a curve: model, eps, attack, robust top-1 (%) at nine tenths of the
-    budget and at its end, examples newly fooled, the standard error (points), whether the curve is
-    still falling, and the setting that lengthens it with its value doubled."""
-    if "curve_robust_90" not in summary:
-        return []
-    out = []
-    for r in summary[summary["curve_robust_90"].notna()].itertuples():
-        start, end, n = int(r.curve_robust_90), int(r.curve_robust_end), int(r.curve_examples)
-        setting = setting_of(r.attack)
-        value = json.loads(getattr(r, "settings", "{}") or "{}").get(setting.partition(".")[2])
-        out.append(
-            dict(
-                model=r.model,
-                eps=r.eps,
-                attack=r.attack,
-                start=100.0 * start / n,
-                end=100.0 * end / n,
-                fell=start - end,
-                noise=100.0 * standard_error(start, n),
-                falling=still_falling(start, end, n),
-                advice=f"--set {setting}={2 * value}" if isinstance(value, int) else f"--set {setting}=...",
-            )
-        )
-    return out
+def lengthen(attack: str, settings: str | None) -> str:
+    """The option that lengthens ``attack``'s curve: its setting doubled (``--set pgd.steps=40``)."""
+    setting = setting_of(attack)
+    value = json.loads(settings if isinstance(settings, str) and settings else "{}").get(setting.partition(".")[2])
+    return f"--set {setting}={2 * value}" if isinstance(value, int) else f"--set {setting}=..."
 
 
 def why_no_curves(summary: pd.DataFrame) -> str:

@@ -1,0 +1,387 @@
+"""The soundness checks of an evaluation, one registration each (robeval.results.findings): after
+AutoAttack's flags, Carlini et al. 2019 ("On Evaluating Adversarial Robustness", their checklist) and
+Pintor et al. 2022 ("Indicators of Attack Failure", their six indicators); each names what it covers.
+
+The model checks (randomness, softmax outputs, gradients) read values measured on the first batch of
+each model during the run (robeval.evaluation.model_checks); the others read the summaries of the
+stored records.  robeval.results.soundness runs them all over a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from ..attacks import get_attack_spec, list_attacks
+from ..defaults import CLEAN, NOT_ATTACKS
+from ..evaluation.config import ADAPTIVE_SUFFIX
+from ..evaluation.protocols import restarted_attacks
+from ..models.registry import MODELS
+from ..models.user_code import registered_spec
+from ..shifts.kinds import get_shift
+from .convergence import lengthen, standard_error, still_falling, why_no_curves
+from .findings import (
+    MIN_EXAMPLES,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    Evidence,
+    Finding,
+    Judge,
+    beyond,
+    check,
+    judged,
+    noise_points,
+    observed,
+    paired_p_value,
+)
+
+GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
+RANDOM_CHANGE = 1e-5  # relative logit change between two identical passes
+PRECISION_P = 0.05  # one-sided p-value of the paired test below which reduced precision weakened an attack
+CHANCE_P = 0.01  # a clean top-1 whose exact test against guessing gives p at or above this is near chance
+LARGE_EPS = 64 / 255  # at this budget a working attack leaves (almost) no image correctly classified
+NEAR_ZERO = 1.0  # % top-1
+NOT_MEASURED = Finding(NOT_RUN, "the model checks ran in another process of this run or were not stored")
+ADAPTIVE_COPY = Finding(NOT_APPLICABLE, "an --adaptive evaluation: attacks that use no gradient of it are the model's")
+
+
+def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
+    """Whether a clean top-1 (%) on ``n`` examples is near chance (1 / ``classes``), and the test's p-value.
+
+    Near chance: not significantly above it (p >= CHANCE_P, what a few examples allow), or, with three
+    classes or more, under twice it (on many examples 12% on 10 classes is "significant" and still
+    no classifier worth attacking).  The test: the chance that guessing uniformly among ``classes``
+    classes gets as many right, one-sided and exact."""
+    from scipy.stats import binom
+
+    p = float(binom.sf(round(top1 * n / 100.0) - 1, n, 1.0 / classes))
+    return p >= CHANCE_P or (classes >= 3 and top1 < 200.0 / classes), p
+
+
+def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """The clean rows of data that holds the model's own distribution (no shift, or a corruption
+    benchmark's clean images; not ImageNet-A and its kind, where low accuracy is the finding), with a
+    number of classes."""
+    if "classes" not in summary:
+        return summary.iloc[0:0]
+    shift = summary["shift"].fillna("") if "shift" in summary else pd.Series("", index=summary.index)
+    own = shift.map(lambda s: not s or get_shift(s).has_conditions)
+    return summary[(summary["attack"] == CLEAN) & own & summary["classes"].notna() & (summary["classes"] > 1)]
+
+
+@check("near-chance", "Clean accuracy is above chance",
+       "Carlini et al. checklist (sanity-check the evaluation: report clean accuracy; a model at chance on clean "
+       "images, e.g. one fed unnormalised input, measures nothing under attack)",
+       "the model does not classify these images: check that it takes [0,1] images with its normalisation inside (a "
+       "module expecting normalised input does this), its weights (--checkpoint; --weights random is untrained) and "
+       "the label order (--class-map)")  # fmt: skip
+def above_chance(model: str, rows: pd.DataFrame, ev: Evidence | None = None) -> Finding:
+    """The first clean row on the model's own data against chance (none: not applicable)."""
+    found = chance_rows(rows)
+    if found.empty:
+        return Finding(NOT_APPLICABLE, "no clean row on the model's own data (a shift data set, or no class count)")
+    r = found.iloc[0]
+    near, p = near_chance(float(r["top1"]), int(r["n"]), int(r["classes"]))
+    return judged(
+        near,
+        f"clean top-1 {r['top1']:.2f}% on {int(r['n'])} examples is {'near' if near else 'above'} chance "
+        f"({100 / r['classes']:.2f}% for {int(r['classes'])} classes; exact test of it being above chance: p = {p:.2g})",
+    )
+
+
+def measured(read: Callable[[dict[str, Any]], tuple[bool, str]]) -> Judge:
+    """A check of the values measured on the model's first batch (robeval.evaluation.model_checks):
+    ``read(values)`` says whether it is raised, and its evidence."""
+
+    def judge(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+        return judged(*read(ev.model_checks[model])) if model in ev.model_checks else NOT_MEASURED
+
+    return judge
+
+
+def logit_change(values: dict[str, Any]) -> tuple[bool, str]:
+    change = values["relative_logit_change_between_passes"]
+    return change > RANDOM_CHANGE, f"relative logit change between two identical passes {change:.2g}"
+
+
+def broken_gradients(values: dict[str, Any]) -> tuple[bool, str]:
+    share, checked = values["share_zero_or_nan_gradients"], values.get("examples_checked")
+    broken = round(share * checked) if checked else None  # (a run stored before the count: the share alone)
+    count = f"{broken} of {checked} checked examples" if checked else "of the checked examples"
+    many = share > GRADIENT_FAILURE_SHARE and (broken is None or broken >= MIN_EXAMPLES)
+    return many, f"{count} ({100 * share:.1f}%) have zero or NaN input gradients"
+
+
+def probabilities(values: dict[str, Any]) -> tuple[bool, str]:
+    kind = next((k for k in ("probabilities", "log-probabilities") if values[f"outputs_are_{k.replace('-', '_')}"]), "")
+    return bool(kind), f"outputs look like {kind}, not logits" if kind else "outputs are logits"
+
+
+check("randomness", "Randomness at inference",
+      "Carlini et al. checklist (randomised defences need EOT); Pintor et al.: Unstable Predictions",
+      "the model is randomized; gradient attacks need EOT: --set apgd-ce.eot_iter=20 (likewise pgd, fgsm, apgd-t, "
+      "apgd-dlr), as AutoAttack's rand version does")(measured(logit_change))  # fmt: skip
+check("softmax-output", "Outputs are logits", "Carlini et al. checklist (losses on logits, not softmax outputs)",
+      "return logits: losses on softmax outputs saturate and weaken gradient attacks")(measured(probabilities))  # fmt: skip
+check("zero-gradients", "Input gradients exist",
+      "Pintor et al.: Unavailable Gradients; Carlini et al. checklist (gradient masking)",
+      "gradients are masked or broken; trust black-box attacks (Square, SPSA) and check the model")(measured(broken_gradients))  # fmt: skip
+
+
+def attacks_of_kind(names: set[str], kind: str) -> list[str]:
+    """The registered attacks among ``names`` whose spec is of ``kind`` (white-box / black-box / transfer)."""
+    return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
+
+
+def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
+    """Per eps, each attack of ``kind`` beside the best white-box one, and whether it beats it."""
+    lines: list[tuple[str, bool]] = []
+    for eps, at_eps in rows.groupby("eps", sort=False):
+        top1, n = at_eps.set_index("attack")["top1"], int(at_eps["n"].max())
+        white = attacks_of_kind(set(top1.index), "white-box")
+        others = attacks_of_kind(set(top1.index), kind) if white else []
+        best = min(float(top1[a]) for a in white) if white else 0.0
+        lines += [(f"eps {eps}: {a} {float(top1[a]):.2f} vs best white-box {best:.2f}", beyond(best - float(top1[a]), n))
+                  for a in others]  # fmt: skip
+    return lines
+
+
+@check("gradient-masking", "Black-box attacks do not beat white-box ones",
+       "Carlini et al. checklist (try gradient-free attacks)")  # fmt: skip
+def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    if model.endswith(ADAPTIVE_SUFFIX):
+        return ADAPTIVE_COPY
+    adaptive = _takes_adaptive(model)
+    advice = "gradients likely masked; report the black-box number" + (
+        " and evaluate it with --adaptive (gradients through its data-dependent weight)" if adaptive else ""
+    )
+    return observed(kind_vs_white(rows, "black-box"), "no black-box attack next to a white-box one in this run "
+                    "(robeval run ... --attacks pgd,square)", advice)  # fmt: skip
+
+
+def fitting_source(model: str, ev: Evidence) -> str | None:
+    """A registered model with weights that takes ``model``'s images and gives its classes (read from
+    the run's stored model facts), other than itself: the transfer source a run of it can use."""
+    base = model.removesuffix(ADAPTIVE_SUFFIX)
+    facts = ev.models.get(base) or {}
+    size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
+    fitting = (
+        spec.name
+        for spec in MODELS.values()
+        if spec.config is not None
+        and tuple(spec.config.input_size or ()) == size
+        and spec.config.num_classes == classes
+    )
+    return next((name for name in fitting if size and name != base and MODELS[name].has_default_weights), None)
+
+
+@check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
+       "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
+       "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number")  # fmt: skip
+def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    if model.endswith(ADAPTIVE_SUFFIX):
+        return ADAPTIVE_COPY
+    source = fitting_source(model, ev)
+    how = (
+        f"robeval run ... --attacks pgd,transfer-pgd --source-model {source}"
+        if source
+        else "no registered model with weights takes its images and classes: --source-model PATH.py:CALLABLE"
+    )
+    return observed(kind_vs_white(rows, "transfer"), f"no transfer attack next to a white-box one in this run ({how})")
+
+
+@check("one-step-beats-iterative", "Iterative attacks beat one step",
+       "Carlini et al. checklist (iterative attacks should outperform single-step ones)",
+       "PGD does worse than its own first step: too few or too small steps, or masked gradients; raise pgd.steps "
+       "(--set), check pgd.rel_stepsize, and report the lower number")  # fmt: skip
+def iterative(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    lines = []
+    for eps, at_eps in rows.groupby("eps", sort=False):
+        top1 = at_eps.set_index("attack")["top1"]
+        if "fgsm" in top1 and "pgd" in top1:
+            pgd, fgsm = float(top1["pgd"]), float(top1["fgsm"])
+            lines.append((f"eps {eps}: PGD {pgd:.2f}, FGSM {fgsm:.2f}", beyond(pgd - fgsm, int(at_eps["n"].max()))))
+    return observed(lines, "no FGSM and PGD pair (robeval run ... --attacks fgsm,pgd)")
+
+
+@check("eps-monotonicity", "Accuracy falls as eps grows",
+       "Carlini et al. checklist (a larger budget never helps the model); Pintor et al.: Non-converging Attack",
+       "the attack is not converging; raise its iterations or restarts (--set) — a larger budget can only help a "
+       "correct attack")  # fmt: skip
+def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    if rows["eps"].nunique() < 2:
+        return Finding(NOT_RUN, "one eps only (robeval run ... --eps 1/255,2/255,4/255,8/255)")
+    lines = []
+    for attack in [a for a in dict.fromkeys(rows["attack"]) if a != CLEAN]:
+        sel = rows[rows["attack"] == attack].sort_values("eps_value")
+        pairs = list(zip(sel["eps"], sel["top1"], sel["n"]))
+        lines += [
+            (f"{attack} top-1 rises from {v1:.2f} at eps {e1} to {v2:.2f} at eps {e2}", beyond(v2 - v1, int(n), 0.0))
+            for (e1, v1, _), (e2, v2, n) in zip(pairs, pairs[1:])
+        ]
+    if not any(bad for _, bad in lines):
+        return judged(False, f"non-increasing over {rows['eps'].nunique()} eps values for every attack "
+                      f"(within {MIN_EXAMPLES - 1} example)")  # fmt: skip
+    return observed(lines, "")
+
+
+def _takes_adaptive(model: str) -> bool:
+    """None found (a renamed model of a combined table, the user's code: never imported to read a run): True."""
+    spec = registered_spec(model.removesuffix(ADAPTIVE_SUFFIX))
+    return spec.is_adaptive if spec is not None else True
+
+
+def _kind(attack: str) -> str | None:
+    try:
+        return get_attack_spec(attack).kind
+    except Exception:  # a shifted condition, or an attack no longer registered
+        return None
+
+
+@check("large-eps-not-zero", "Accuracy reaches 0 at a large eps",
+       "Carlini et al. checklist (an unbounded attack must succeed always)",
+       "at this budget a working attack fools (almost) every image: the attacks fail on this model (masked gradients "
+       "or a broken loss); trust black-box attacks and check the model")  # fmt: skip
+def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    white = rows[rows["attack"].map(lambda a: a not in NOT_ATTACKS and _kind(a) == "white-box")]
+    large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
+    found = [(f"lowest fixed-eps white-box top-1 at eps >= 64/255: {large['top1'].min():.2f}%", float(large["top1"].min()),
+              int(large["n"].max()))] if len(large) else []  # fmt: skip
+    for attack, norms in ev.norms[ev.norms["model"] == model].groupby("attack", sort=False):
+        at_large = 100.0 * float((norms["min_norm"] > LARGE_EPS).mean())
+        found.append((f"{attack} curve at 64/255: {at_large:.2f}%", at_large, len(norms)))
+    if not found:
+        return Finding(NOT_RUN, "no white-box attack at eps >= 64/255 and no minimum-norm curve in this run "
+                       "(robeval check --report FILE --run-missing makes a PGD run at 16/255 and 64/255; "
+                       "or robeval run ... --attacks fmn)")  # fmt: skip
+    _, lowest, n = min(found, key=lambda f: f[1])
+    return judged(beyond(lowest, n, NEAR_ZERO), "; ".join(text for text, _, _ in found))
+
+
+def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, float, float]]:
+    """At one eps of one model: (minimum-norm attack, its top-1, best fixed-eps white-box attack, its
+    top-1, the noise allowed between them) for each minimum-norm attack beside a fixed-eps one."""
+    top1 = rows.set_index("attack")["top1"]
+    white = attacks_of_kind(set(top1.index), "white-box")
+    searches = [a for a in white if get_attack_spec(a).minimum_norm]
+    fixed = [a for a in white if a not in searches]
+    if not fixed or not searches:
+        return []
+    n = int(rows["n"].max())
+    best = min(fixed, key=lambda a: top1[a])
+    return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
+
+
+@check("minimum-norm-mismatch", "Minimum-norm curve meets the fixed-eps attacks",
+       "Pintor et al.: Non-converging Attack and Incomplete Optimization; Carlini et al. checklist "
+       "(minimum-distortion attacks, accuracy against distortion)")  # fmt: skip
+def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
+    the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
+    lines, advice = [], []
+    for eps, at_eps in rows.groupby("eps", sort=False):
+        for search, value, fixed, best, noise in minimum_norm_comparison(at_eps):
+            lines.append((f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})",
+                          abs(value - best) > noise))  # fmt: skip
+            if value > best + noise:
+                budget = next(k for k in ("steps", "n_iter") if k in get_attack_spec(search).defaults)
+                advice.append(f"{search} stopped early: raise its budget (--set {search}.{budget}=200) before reading "
+                              "the curve (in L2, fab-mn copes with saturated pixels better than fmn)")  # fmt: skip
+            elif value < best - noise:
+                advice.append(f"{fixed} missed fooling points that {search} found: raise its iterations or restarts "
+                              "and report the lower number (the Any column includes the minimum-norm attack)")  # fmt: skip
+    none = "no minimum-norm attack beside a fixed-eps white-box one (robeval run ... --attacks pgd,apgd-ce,fmn)"
+    return observed(lines, none, "; ".join(dict.fromkeys(advice)))
+
+
+@check("restarts-change-result", "Restarts do not change the result",
+       "Pintor et al.: Incomplete Optimization; Carlini et al. checklist (random restarts)",
+       "one restart leaves examples robust that five restarts fool: report the aa-plus (5 restarts) numbers")  # fmt: skip
+def restarts(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """This run against a finished run of the other restart protocol (standard: one restart; aa-plus:
+    five) on the same models, data, examples and eps, found in the same store."""
+    other = ev.companion[ev.companion["model"] == model] if len(ev.companion) else ev.companion
+    lines = []
+    for r in other.itertuples():
+        mine = rows[(rows["eps"] == r.eps) & (rows["attack"] == r.attack)]
+        if r.attack in restarted_attacks() and not mine.empty:
+            this_run, that_run = float(mine["top1"].iloc[0]), float(r.top1)
+            one, five = (this_run, that_run) if mine["protocol"].iloc[0] == "standard" else (that_run, this_run)
+            noise = noise_points(one, int(r.n))
+            lines.append((f"eps {r.eps}: {r.attack} {one:.2f} with 1 restart, {five:.2f} with 5 (noise {noise:.2f}) "
+                          f"(run {r.run_id})", five < one - noise))  # fmt: skip
+    plus = "protocol" in rows and (rows["protocol"] == "aa-plus").any()
+    return observed(lines, (
+        "the reported numbers include 5 restarts; a run with --protocol standard of the same "
+        "models and examples in this store shows whether they changed the result"
+    ) if plus else "one restart per attack; a run with --protocol aa-plus of the same models and examples in this "
+        "store shows whether more restarts change the result")  # fmt: skip
+
+
+def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
+    """Default vs adaptive (gradient through M) top-1 for every elliptical model evaluated with --adaptive."""
+    rows = []
+    s = summary.set_index(["model", "eps", "attack"])[["top1", "n"]]
+    for (model, eps, attack), (value, n) in s.iterrows():
+        base = model.removesuffix(ADAPTIVE_SUFFIX)
+        if model != base and attack not in NOT_ATTACKS and (base, eps, attack) in s.index:
+            default = float(s.loc[(base, eps, attack), "top1"])
+            rows.append(dict(model=base, eps=eps, attack=attack, top1_default=default, top1_adaptive=value,
+                             gap=round(default - value, 2), n=int(n)))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@check("adaptive-gap", "Adaptive attack (gradients through the data-dependent weight)",
+       "Carlini et al. checklist (adaptive attacks)",
+       "the detached M masks gradients; report the adaptive numbers")  # fmt: skip
+def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    if model.endswith(ADAPTIVE_SUFFIX) or not _takes_adaptive(model):
+        return Finding(NOT_APPLICABLE, "no data-dependent attention weight to differentiate through"
+                       if not model.endswith(ADAPTIVE_SUFFIX) else "the adaptive evaluation itself")  # fmt: skip
+    gaps = adaptive_gaps(ev.summary)
+    lines = [
+        (f"eps {r.eps}: {r.attack} {r.top1_default:.2f} -> {r.top1_adaptive:.2f} with gradients through M", beyond(r.gap, r.n))
+        for r in (gaps[gaps["model"] == model] if len(gaps) else gaps).itertuples()
+    ]  # fmt: skip
+    return observed(lines, "no +adaptive evaluation of this model (robeval run ... --adaptive)")
+
+
+@check("reduced-precision", "Reduced precision does not weaken the attacks",
+       "Carlini et al. checklist (verify the attack is as strong as it can be): attacks crafted in bf16/fp16 checked "
+       "again in fp32",
+       "reduced precision weakens this attack on this model: report a --precision fp32 run")  # fmt: skip
+def precision(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """Attacks crafted again in fp32 on a sample that fool more examples than in the run's reduced
+    precision, beyond chance: the examples fooled only in fp32 against those fooled only in the reduced
+    precision, a one-sided exact sign test (robeval.evaluation.precision_check)."""
+    crafted = [p for p in dict.fromkeys(rows.get("precision", pd.Series(["fp32"]))) if p != "fp32"]
+    if not crafted:
+        return Finding(NOT_APPLICABLE, "attacks crafted in strict fp32")
+    checked = rows[rows["fp32_checked"] > 0] if "fp32_checked" in rows else rows.iloc[0:0]
+    lines = []
+    for r in checked.itertuples():
+        worse, better = int(r.fp32_fooled), int(r.fp32_rescued)
+        p = paired_p_value(worse, better)
+        lines.append((f"eps {r.eps}: {r.attack} crafted in {r.precision} left {worse} of {r.fp32_checked} re-checked "
+                      f"examples robust that it fools crafted in fp32 ({better} the other way, p = {p:.3g}, about "
+                      f"{100.0 * (worse - better) / r.fp32_checked:.1f} points)", worse > better and p < PRECISION_P))  # fmt: skip
+    return observed(lines, f"crafted in {crafted[0]}, with no white-box attack re-checked in fp32")
+
+
+@check("not-converged", "The attacks converged",
+       "Pintor et al.: Non-converging Attack; Carlini et al. checklist (run attacks to convergence: accuracy against "
+       "iterations levels off)")  # fmt: skip
+def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """Each curve's fall over the last tenth of its budget against the noise test (results.convergence)."""
+    curves = rows[rows["curve_robust_90"].notna()] if "curve_robust_90" in rows else rows.iloc[0:0]
+    lines, advice = [], []
+    for r in curves.itertuples():
+        start, end, n = int(r.curve_robust_90), int(r.curve_robust_end), int(r.curve_examples)
+        lines.append((f"eps {r.eps}: {r.attack} {100 * start / n:.2f} -> {100 * end / n:.2f} over the last tenth "
+                      f"({start - end} examples fooled, standard error {100 * standard_error(start, n):.3g})",
+                      still_falling(start, end, n)))  # fmt: skip
+        advice += [lengthen(r.attack, getattr(r, "settings", None))] if lines[-1][1] else []
+    return observed(lines, why_no_curves(rows), f"the attack has not converged: lengthen it ({'; '.join(advice)}) "
+                    "and report the lower number")  # fmt: skip

@@ -1,0 +1,124 @@
+"""The soundness checks' types and registry: each check (robeval.results.checks) is one registration of
+:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding` — a status, the evidence
+from the run, and what to do when it is raised.  ``robeval check`` prints the raised findings (the
+run's flags), the checklist and the HTML report render every finding: one judgement, three renderings.
+
+The thresholds are tests that a change of one example never passes: a gap counts when it exceeds its
+points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 points, more than the
+1-point gap a run of thousands is judged by).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from ..registry import Registry
+
+OK, RAISED, NOT_RUN, NOT_APPLICABLE = "ok", "RAISED", "not run", "n/a"
+MIN_EXAMPLES = 2  # a gap of fewer examples than this is one example's luck, never a finding
+MASKING_GAP = 1.0  # percentage points
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's judgement of one model: ``status`` (ok / RAISED / not run / n/a), the ``evidence``
+    from the run (for "not run": the command that gives it), and the ``advice`` a raised one carries."""
+
+    status: str
+    evidence: str
+    advice: str = ""
+    check: str = ""  # the registration's name: the flag's name when raised
+    model: str = ""
+
+    @property
+    def raised(self) -> bool:
+        return self.status == RAISED
+
+    def as_flag(self) -> dict[str, str]:
+        """The finding as run.json stores a flag (check, model, message, advice)."""
+        return {"check": self.check, "model": self.model, "message": self.evidence, "advice": self.advice}
+
+
+@dataclass
+class Evidence:
+    """What the checks read: the run's summary (with its evidence runs' rows), its model checks and
+    stored model facts (run.json ``model_checks`` and ``models``), per example the minimal norms its
+    minimum-norm attacks found (model, attack, min_norm; may be empty), and the summary of a run of the
+    other restart protocol on the same examples (may be empty)."""
+
+    summary: pd.DataFrame
+    model_checks: dict[str, dict[str, Any]]
+    models: dict[str, dict[str, Any]]
+    norms: pd.DataFrame
+    companion: pd.DataFrame
+
+
+Judge = Callable[[str, pd.DataFrame, Evidence], Finding]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registration: the checklist's wording (``title``), the literature it ``covers``, its judgement
+    of one model's rows, and the advice a raised finding carries unless the judgement gives its own."""
+
+    title: str
+    covers: str
+    judge: Judge
+    advice: str
+
+    def finding(self, name: str, model: str, rows: pd.DataFrame, evidence: Evidence) -> Finding:
+        found = self.judge(model, rows, evidence)
+        advice = (found.advice or self.advice) if found.raised else ""
+        return replace(found, check=name, model=model, advice=advice)
+
+
+CHECKS: Registry[Check] = Registry("soundness check")
+
+
+J = TypeVar("J", bound=Judge)
+
+
+def check(name: str, title: str, covers: str, advice: str = "") -> Callable[[J], J]:
+    """Register a judgement as check ``name``; the checklist shows the checks in registration order."""
+
+    def decorate(judge: J) -> J:
+        CHECKS.add(name, Check(title, covers, judge, advice))
+        return judge
+
+    return decorate
+
+
+def judged(raised: bool, evidence: str, advice: str = "") -> Finding:
+    return Finding(RAISED if raised else OK, evidence, advice)
+
+
+def observed(lines: list[tuple[str, bool]], none: str, advice: str = "") -> Finding:
+    """A finding from observations (text, raised?): not run without any, else raised by the raised
+    ones (their text the evidence), else ok with every observation as evidence."""
+    if not lines:
+        return Finding(NOT_RUN, none)
+    raised = [text for text, bad in lines if bad]
+    return judged(bool(raised), "; ".join(raised or [text for text, _ in lines]), advice)
+
+
+def beyond(gap: float, n: int, points: float = MASKING_GAP) -> bool:
+    """Whether a gap (percentage points on ``n`` examples) exceeds ``points`` and is at least
+    :data:`MIN_EXAMPLES` examples."""
+    return gap > points and gap * n / 100.0 >= MIN_EXAMPLES - 1e-9
+
+
+def noise_points(top1: float, n: int) -> float:
+    """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
+    p = min(max(top1 / 100.0, 0.0), 1.0)
+    return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely."""
+    return sum(math.comb(worse + better, k) for k in range(worse, worse + better + 1)) / 2 ** (worse + better)

@@ -1,0 +1,106 @@
+"""Every registered soundness check (robeval.results.checks) over a run, model by model: the findings
+``robeval check`` prints the raised ones of (the flags), the checklist and the HTML report render.
+
+A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
+--run-missing`` makes for it) and with the newest run of the other restart protocol on the same
+examples, both found in its store; at the end of a run (:func:`run_flags`, what run.json stores)
+only its own records are at hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from . import checks  # noqa: F401  (importing it registers every check)
+from .findings import CHECKS, NOT_RUN, Evidence, Finding
+from .runs import load_run, restart_companion
+from .store import Store
+from .stored_run import StoredRun
+
+
+@dataclass
+class ModelFindings:
+    """One model's finding of every check, in registration order."""
+
+    model: str
+    findings: list[Finding]
+
+    @property
+    def raised(self) -> list[Finding]:
+        return [f for f in self.findings if f.raised]
+
+    @property
+    def not_run(self) -> int:
+        return sum(f.status == NOT_RUN for f in self.findings)
+
+    @property
+    def checked(self) -> int:
+        """The checks that judged the model (ok, RAISED or not applicable to it)."""
+        return len(self.findings) - self.not_run
+
+
+def judge_summary(
+    summary: pd.DataFrame,
+    info: dict[str, Any] | None = None,
+    records: pd.DataFrame | None = None,
+    companion: pd.DataFrame | None = None,
+) -> list[ModelFindings]:
+    """Every check's finding for every model of a run (an adaptive copy is a model too), from its
+    summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
+    and restart companion, those at hand (a check that reads a missing one is not run)."""
+    info = info or {}
+    found = (
+        records[records["min_norm"].notna()]
+        if records is not None
+        else pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
+    )
+    norms = found[found["eps"] == found["eps"].iloc[0]] if len(found) else found  # one search serves every eps
+    companion = companion if companion is not None else pd.DataFrame()
+    ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
+    models = dict.fromkeys(summary["model"])
+    return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
+            for m in models]  # fmt: skip
+
+
+def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
+    """The raised findings of a run as run.json stores them (check, model, message, advice), from its
+    own summary, run.json facts and per-example records (what the API's summarising has at hand)."""
+    return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
+
+
+def evidence_runs(store: Store, run: StoredRun) -> list[StoredRun]:
+    """The finished runs made as evidence for ``run`` (``check --report --run-missing``), oldest first."""
+    runs = store.runs()
+    made_for = [r.id for r in runs[runs["status"] == "finished"].itertuples()
+                if json.loads(r.config).get("evidence_for") == run.run_id]  # fmt: skip
+    return [load_run(store, run_id) for run_id in made_for]
+
+
+@dataclass
+class JudgedRun:
+    """A stored run's findings, judged with its evidence runs (named, with the eps they added)."""
+
+    run: StoredRun
+    evidence: list[StoredRun]
+    models: list[ModelFindings]
+
+    @property
+    def flags(self) -> list[Finding]:
+        return [f for one in self.models for f in one.raised]
+
+
+def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
+    """``run`` of ``store`` judged with its evidence runs and its restart companion from the store."""
+    extra = evidence_runs(store, run)
+    both = [run, *extra]
+    models = judge_summary(
+        pd.concat([r.summary for r in both], ignore_index=True),
+        run.info,
+        pd.concat([r.records for r in both], ignore_index=True),
+        restart_companion(store, run),
+    )
+    return JudgedRun(run, extra, models)
