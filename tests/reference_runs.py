@@ -109,7 +109,7 @@ def _two_workers(folder: Path) -> dict[str, pd.DataFrame]:
     """``robeval run --nproc 2`` (torchrun, gloo on CPU)."""
     path = folder / "s.sqlite"
     args = ["run", "-n", "20", "--batch-size", "10", "--attacks", "fgsm,pgd,spsa", "--set", "spsa.iterations=3",
-            "--set", "spsa.samples=4", "--set", "pgd.steps=5", "--quiet", "--nproc", "2", "--store", str(path),
+            "--set", "spsa.samples=4", "--set", "pgd.steps=5", "--threads", "1", "--quiet", "--nproc", "2", "--store", str(path),
             "--out", str(folder / "o")]
     done = subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, cwd=folder)
     if done.returncode != 0:
@@ -117,7 +117,7 @@ def _two_workers(folder: Path) -> dict[str, pd.DataFrame]:
     return _stored(path)
 
 
-COMMON = dict(n_examples=20, settings=FAST_SETTINGS, seed=3)
+COMMON = dict(n_examples=20, settings=FAST_SETTINGS, seed=3, threads=THREADS)  # fixed threads: no governor
 
 RUNS: dict[str, Callable[[Path], dict[str, pd.DataFrame]]] = {
     "suite8": lambda f: _stored_run(f, models=BOTH, eps="4/255,8/255", attacks=SUITE8, **COMMON),
