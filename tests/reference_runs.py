@@ -176,7 +176,8 @@ def bitwise_equal(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
 
 def compare(folder: Path, names: list[str] | None = None) -> bool:
     ok = True
-    for name, frames in run_all(names).items():
+    for name in names or list(RUNS):
+        frames = run_all([name])[name]
         with open(folder / f"{name}.pkl", "rb") as fh:
             reference = pickle.load(fh)
         for part, frame in reference.items():

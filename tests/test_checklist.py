@@ -36,9 +36,9 @@ def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_pat
                   settings={"apgd-ce": {"n_iter": 5}})
     standard = evaluate_full(protocol="standard", **common)
     plus = evaluate_full(protocol="aa-plus", **common)
-    run = resolve_runs(store, [plus.run["run_id"]])[0]
+    run = resolve_runs(store, [plus.run_id])[0]
     companion = restart_companion(store, run)
-    assert set(companion["run_id"]) == {standard.run["run_id"]}
+    assert set(companion["run_id"]) == {standard.run_id}
     row = checklist(run.summary, {}, run.run_id, "aa-plus", companion=companion).split("| Restarts do not change the result |")[1]
     one, five = (r.summary.set_index("attack").loc["apgd-ce", "top1"] for r in (standard, plus))
     assert f"eps 8/255: apgd-ce {one:.2f} with 1 restart, {five:.2f} with 5" in row.splitlines()[0]

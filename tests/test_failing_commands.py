@@ -154,7 +154,7 @@ def test_a_holder_that_is_gone_is_taken_over(tmp_path, reaped):
     assert "process is gone" in Store.shown_status("running", json.dumps(fake))
     res = evaluate_full(store=store, resume=run_id, **options)
     dead.wait()
-    assert res.run["status"] == "finished" and store.runs()["holder"].iloc[0] is None
+    assert res.info["status"] == "finished" and store.runs()["holder"].iloc[0] is None
 
 
 def test_ctrl_c_during_reproduce_names_the_resume_command(cli, tmp_path, monkeypatch):

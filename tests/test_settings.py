@@ -61,7 +61,7 @@ def test_a_typo_answers_before_torch_loads(tmp_path):
 def test_what_is_stored_is_what_ran():
     res = evaluate_full(models="digits-deit", n_examples=10, attacks="spsa",
                         settings={"spsa": {"samples": 8, "iterations": 2, "early_stop": False}})
-    stored = res.run["attack_settings"]["spsa"]
+    stored = res.info["attack_settings"]["spsa"]
     assert stored["samples"] == 8 and stored["iterations"] == 2
     row = res.summary.set_index("attack").loc["spsa"]
     # per example: one pass for the start, iterations x (8 +/- pairs + the new iterate), one final count
