@@ -119,6 +119,17 @@ class Run:
         return _records(self.runs[: len(self.runs) - self.evidence_runs])
 
     @cached_property
+    def curves(self) -> pd.DataFrame:
+        """The convergence-curve points the run stored (one row per unit and point, a run_id column
+        first; robeval.results.convergence sums them over batches)."""
+        with existing_store(self.store) as db:
+            parts = [
+                db.curves(r.run_id).assign(run_id=r.run_id) for r in self.runs[: len(self.runs) - self.evidence_runs]
+            ]
+        frame = pd.concat(parts, ignore_index=True)
+        return frame[["run_id", *frame.columns.drop("run_id")]]
+
+    @cached_property
     def records_with_evidence(self) -> pd.DataFrame:
         """:attr:`records` and those of the runs made to complete its evidence (other eps)."""
         return _records(self.runs)

@@ -89,7 +89,7 @@ def test_curves_are_stored_per_unit_and_end_at_the_records(curve_run):
     path, result = curve_run
     stored = Store(path)
     points = stored.curves(result.run_id)
-    pd.testing.assert_frame_equal(points, result.curves)
+    pd.testing.assert_frame_equal(points, result.curves.drop(columns="run_id"))
     assert len(points) == len(CURVE_ATTACKS) * 2 * (CURVE_POINTS + 1)  # two batches of each attack
     for (attack, batch), unit in points.groupby(["attack", "batch"]):
         robust = unit.sort_values("point")["robust"].tolist()
@@ -121,7 +121,7 @@ def test_the_cascade_curve_of_each_attack_starts_where_the_last_one_ended():
     attacks = ["apgd-ce", "apgd-t", "square"]
     result = evaluate_full(models=["digits-deit"], n_examples=24, eps="8/255", seed=3, attacks=",".join(attacks),
                            settings=CHEAP, cascade=True)
-    frame = summed(result.curves).set_index(["attack", "point"])
+    frame = summed(result.curves.drop(columns="run_id")).set_index(["attack", "point"])
     robust = result.records.groupby("attack")["adv_top1"].sum()
     start = int(result.records[result.records["attack"] == "clean"]["clean_top1"].sum())
     for attack in attacks:
@@ -151,7 +151,7 @@ def test_a_store_of_schema_4_opens_and_its_runs_read_back(curve_run, tmp_path):
     assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     run = load_run(store, result.run_id)
     assert store.curves(result.run_id).empty and run.summary["curve_robust_90"].isna().all()
-    pd.testing.assert_frame_equal(run.records, result.records)
+    pd.testing.assert_frame_equal(run.records, result.records.drop(columns="run_id"))
     found = converged("digits-deit", run.summary, None)
     assert found.status == "not run" and "stored before curves were recorded" in found.evidence
 
@@ -162,7 +162,7 @@ def test_a_worker_store_merges_its_curves(curve_run, tmp_path):
     main = Store(tmp_path / "main.sqlite")
     main.ensure_run(run_id, {}, "standard")
     assert main.merge_from(path, run_id) == len(Store(path).done_units(run_id))
-    pd.testing.assert_frame_equal(main.curves(run_id), result.curves)
+    pd.testing.assert_frame_equal(main.curves(run_id), result.curves.drop(columns="run_id"))
 
 
 @pytest.fixture()

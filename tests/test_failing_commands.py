@@ -97,7 +97,7 @@ def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
     resumed = cli(*args, "--resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     got = Store(store).records(run_id).drop(columns=["batch"])
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.records.drop(columns=["batch"]).reset_index(drop=True),
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.records.drop(columns=["run_id", "batch"]).reset_index(drop=True),
                                   check_dtype=False)
 
 
@@ -121,7 +121,7 @@ def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
     assert one_line_error(second, f"run {run_id} is being evaluated by process {first.pid}"), second.stderr
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
-    reference = evaluate_full(**options).records
+    reference = evaluate_full(**options).records.drop(columns="run_id")
     got = Store(store).records(run_id)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.reset_index(drop=True), check_dtype=False)
 

@@ -78,7 +78,7 @@ def test_interrupted_and_resumed_shift_run_gives_identical_records(tmp_path):
     with pytest.raises(KeyboardInterrupt) as stopped:
         evaluate_full(store=store, reporter=StopAfter(8), **options)
     resumed = evaluate_full(store=store, resume=stopped.value.run_id, **options)
-    a, b = (r.records.sort_values(RECORD_KEY).reset_index(drop=True) for r in (reference, resumed))
+    a, b = (r.records.drop(columns="run_id").sort_values(RECORD_KEY).reset_index(drop=True) for r in (reference, resumed))
     pd.testing.assert_frame_equal(a, b)
     assert len(a[a["attack"] == "fog@5"]) == 30 and set(a["attack"]) == {"clean", "fgsm", "gaussian_noise@2",
                                                                           "gaussian_noise@5", "glass_blur@2", "glass_blur@5",
