@@ -32,7 +32,7 @@ from .defaults import DEFAULT_STORE
 from .errors import UserError
 from .evaluation.progress import NullReporter, Reporter
 from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs
-from .results.store import Store, existing_store
+from .results.store import IN_MEMORY, Store, existing_store
 
 
 def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = DEFAULT_STORE) -> Run:
@@ -265,11 +265,15 @@ class Run:
 
 def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
     """Run ``run_id`` that just ended in ``db`` (read through ``where``), its description as run.json
-    has it: the soundness flags and the passes per image added."""
+    has it: the soundness flags and the passes per image added.  The tables of a run kept in memory
+    name no run id (no store holds it: robeval.report.naming.run_label)."""
     from .results.flags import all_flags, as_dicts
     from .results.summary import passes_per_image
 
-    run = Run(where, [load_run(db, run_id, empty_ok=True)])
+    stored = load_run(db, run_id, empty_ok=True)
+    if str(db.path) == IN_MEMORY and "run_id" in stored.summary:
+        stored.summary["run_id"] = None
+    run = Run(where, [stored])
     if not run.summary.empty:
         run.info["flags"] = as_dicts(all_flags(run.summary, run.info.get("model_checks", {})))
         run.info["passes_per_image"] = passes_per_image(run.summary)

@@ -137,7 +137,7 @@ def test_names_references_and_modules_go_in_one_list(net_file, monkeypatch):
     models = list(dict.fromkeys(result.summary["model"]))
     assert models[:2] == ["digits-deit", "mine"] and models[2].startswith("module:Sequential@")
     assert models[3] == "mynet:build"
-    assert result.info["models"]["mine"]["mean"] == (0.5,) and result.info["models"]["mynet:build"]["mean"] == (0.0,)
+    assert result.info["models"]["mine"]["mean"] == [0.5] and result.info["models"]["mynet:build"]["mean"] == [0.0]
     assert module.training and all(p.requires_grad for p in module.parameters())  # the caller's is left alone
 
 
