@@ -66,7 +66,7 @@ def test_what_is_stored_is_what_ran():
     row = res.summary.set_index("attack").loc["spsa"]
     # per example: one pass for the start, iterations x (8 +/- pairs + the new iterate), one final count
     assert row["forward_passes_per_example"] == 1 + 2 * (2 * 8 + 1) + 1
-    json.dumps(res.run, default=str)  # run.json holds it as plain data
+    json.dumps(res.info, default=str)  # run.json holds it as plain data
 
 
 def test_a_budget_is_found_by_text_or_value():
