@@ -16,7 +16,7 @@ every unit to the SQLite results store, as ``robeval run`` does.  Ratios are the
 per-repeat ratios (contenders interleaved, order alternating; see _timing.py).  Because the attack's
 own time varies by several percent between identical calls on this machine, the script also times
 every attack call inside each contender (the engine's through a timing wrapper around its
-``attack_with_halving``) and prints the time spent outside them: the ratio built from those parts
+``craft``) and prints the time spent outside them: the ratio built from those parts
 (median attack time + each contender's median time outside it) is the engine's overhead without
 the attack's noise.
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved_samples, paired_ratio  # noqa: E402
 
 import robeval  # noqa: E402
-import robeval.evaluation.batch_attacks as engine_module  # noqa: E402  (where the engine calls attacks)
+import robeval.evaluation.units as engine_module  # noqa: E402  (where the engine calls attacks)
 from robeval.api import evaluate_full  # noqa: E402
 from robeval.attacks import create  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
@@ -65,7 +65,7 @@ def main() -> None:
         finally:
             in_attack[0] += time.perf_counter() - tick
 
-    engine_module.attack_with_halving = functools.partial(timed_attack, engine_module.attack_with_halving)
+    engine_module.craft = functools.partial(timed_attack, engine_module.craft)
     outside: dict[str, list[float]] = {}
 
     def measured(name: str, body):

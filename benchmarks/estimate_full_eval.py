@@ -59,7 +59,7 @@ def demo_passes(why: str) -> tuple[dict, str]:
     from robeval.api import evaluate_full
 
     result = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], eps="8/255", n_examples=100)
-    return result.run["passes_per_image"], f"a fresh digits demo run, 100 images, not stored ({why})"
+    return result.info["passes_per_image"], f"a fresh digits demo run, 100 images, not stored ({why})"
 
 
 def pick_eps(passes: dict, wanted: str | None) -> str:

@@ -111,7 +111,7 @@ def attack_rate(args, data: Path, attack: str, precision: str, flops: tuple[floa
         class_map=str(args.class_map),
     )
     key = f"{args.model}|{EPS[attack]}|{attack}"
-    timings = result.run["timings_seconds"]
+    timings = result.info["timings_seconds"]
     check = timings.get(f"{key}|fp32-check", 0.0)
     seconds = timings[key] - check
     rec = result.records[result.records["attack"] == attack]

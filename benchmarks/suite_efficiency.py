@@ -55,11 +55,11 @@ def main() -> None:
           f"backward {bwd_cost * 1e6:.1f} us/image")
     print(f"  {'attack':8s} {'time s':>8s} {'floor s':>8s} {'ratio':>6s}   forward / backward images")
     floor_sum = time_sum = 0.0
-    for attack in res.run["config"]["attacks"]:
+    for attack in res.info["config"]["attacks"]:
         sel = rec[rec["attack"] == attack]
         f_img, b_img = float(sel["forward_passes"].sum()), float(sel["backward_passes"].sum())
         floor = f_img * fwd_cost + b_img * bwd_cost
-        spent = res.run["timings_seconds"][f"digits-deit|{args.eps}|{attack}"]
+        spent = res.info["timings_seconds"][f"digits-deit|{args.eps}|{attack}"]
         floor_sum += floor
         time_sum += spent
         print(f"  {attack:8s} {spent:8.2f} {floor:8.2f} {spent / floor:6.2f}   {f_img:,.0f} / {b_img:,.0f}")

@@ -1,61 +1,181 @@
-"""``robeval.evaluate``: the library entry point behind ``robeval run``, and the one place that builds
-what a run needs around the engine: the results store, the progress display, the distributed
-context; it resolves the plan once, runs it, summarises the records and writes the run files.
-
-Every keyword of :func:`evaluate` / :func:`evaluate_full` other than ``out``, ``store``, ``resume``,
-``progress``, ``reporter`` and ``ctx`` is a run option: a field of :class:`robeval.options.EvalConfig`,
-with its help text there (``models``, ``eps``, ``attacks``, ``settings``, ``protocol``, ...).
+"""``robeval.evaluate_full``: the library entry point behind ``robeval run``, and the one place that
+builds what a run needs around the engine: the results store (in memory when none is named), the
+progress display, the distributed context.  It returns the run as :func:`robeval.open_run` reads it
+back (:class:`robeval.results_api.Run`: records, summary, table, compare, plot, check, report), and
+writes the run's files.  ``benchmark`` is RobustBench's ``benchmark()`` on the same engine.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
-from .evaluation.config import make_config, remake
-from .evaluation.distributed import SINGLE, DistContext, init_from_env, shutdown
-from .evaluation.engine import EvalResult, execute_run, prepare_run
+from .errors import UserError
+from .evaluation.config import make_config
+from .evaluation.distributed import DistContext, init_from_env, shutdown
+from .evaluation.engine import evaluate_plan, prepare
 from .evaluation.plan import planned_identity
-from .evaluation.progress import NullReporter, Reporter
+from .evaluation.progress import Reporter
+from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
-from .models import (
-    GivenModel,
-    load_model,  # noqa: F401  (robeval.load_model)
-    split_models,
-)
-from .options import EvalConfig, newest_matching, option_default
-from .results.soundness import run_flags
-from .results.store import Store, existing_store, worker_store_path
-from .results.summary import passes_per_image, run_summary
+from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
+from .options import EvalConfig, newest_matching
+from .results.store import IN_MEMORY, Store, existing_store, worker_store_path
+from .results.stored_run import StoredRun
+from .results_api import Run, made_run, progress_reporter
 
 RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
-LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
+RUN_OPTIONS = [f.name for f in fields(EvalConfig)]
 
 
-def open_store(store: str | Path | Store | None, ctx: DistContext) -> Store | None:
-    """The store for a path (or a Store, or None); a worker of a distributed run gets its own file next
-    to it, which rank 0 merges."""
+def evaluate_full(
+    *,
+    models: Any = None,
+    references: dict[str, str] | None = None,
+    model_config: dict[str, dict[str, Any]] | list[str] | None = None,
+    checkpoints: dict[str, str] | list[str] | None = None,
+    checkpoint_key: str | None = None,
+    data: str = "digits",
+    data_dir: str = "./data",
+    split: str = "test",
+    selection: str = "balanced",
+    n_examples: int | None = None,
+    subset: str | list[str] | None = None,
+    subset_file: str | None = None,
+    eps: str | float | list[str] | None = None,
+    norm: str = "Linf",
+    attacks: str | list[str] | None = None,
+    source_model: str | None = None,
+    shift: str | None = None,
+    corruptions: str | list[str] | None = None,
+    severities: str | list[int] | None = None,
+    protocol: str = "standard",
+    settings: dict[str, dict[str, Any]] | list[str] | None = None,
+    seed: int = 0,
+    batch_size: int | None = None,
+    device: str = "auto",
+    workers: int | None = None,
+    precision: str = "fp32",
+    cascade: bool = False,
+    channels_last: bool = False,
+    strict_data: bool = False,
+    class_map: str | None = None,
+    weights: str = "default",
+    threads: int | None = None,
+    trust_checkpoint: bool = False,
+    adaptive: bool = False,
+    evidence_for: str | None = None,
+    out: str | Path | None = None,
+    store: str | Path | Store | None = None,
+    resume: str | None = None,
+    progress: bool = False,
+    reporter: Reporter | None = None,
+    ctx: DistContext | None = None,
+) -> Run:
+    """Evaluate models under attacks (and/or a distribution shift); returns the run, the same
+    :class:`~robeval.results_api.Run` that :func:`robeval.open_run` reads back.
+
+    Every keyword up to ``evidence_for`` is a run option, a field of :class:`robeval.options.EvalConfig`
+    with its help there, in the form a user gives it (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``,
+    ``settings={"pgd": {"steps": 50}}`` or ``["pgd.steps=50"]``); None: the option's default.
+    ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s
+    (or ``(module, robeval.ModelConfig(...))`` pairs) in one list.
+
+    ``out``: a folder for results.csv, results.md and run.json (``{run_id}`` in it stands for the new
+    run's id); ``store``: a results-store path (or :class:`~robeval.results.store.Store`) that receives
+    every finished unit, opened once everything else is checked (none: a store in memory, kept by the
+    returned run); ``resume``: a run id in that store to continue ("latest": the newest unfinished run
+    with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the
+    distributed context (default: joined from torchrun's environment, and left at the end)."""
+    options = {name: value for name, value in locals().items() if name in RUN_OPTIONS}
+    names, given = split_models(models)
+    config = make_config(**{**options, "models": names})
+    if config.threads is not None:
+        from .threads import set_threads
+
+        set_threads(config.threads)
+    joined, ctx = ctx is None, ctx or init_from_env(config.device)
+    try:
+        plan, examples = prepare(config, given)
+        with _store(store, ctx) as db:
+            resume = _resolved(db, resume, store, plan.identity(), ctx)
+            if out is not None and ctx.is_main:
+                _check_out(out, resume)
+            run_id = evaluate_plan(
+                plan, examples, db, resume, reporter or progress_reporter(progress and ctx.is_main), ctx
+            )
+            run = _finished(db, store, run_id, ctx, plan.identity())
+    finally:
+        if joined:
+            shutdown(ctx)
+    if out is not None and ctx.is_main:
+        from .report.files import write_run_files
+
+        run.files = write_run_files(run, Path(str(out).replace(RUN_ID_FIELD, run.run_id)))
+    return run
+
+
+P = ParamSpec("P")
+
+
+def _table_of(run: Callable[P, Run]) -> Callable[P, pd.DataFrame]:
+    @functools.wraps(run, assigned=())  # its signature is run's (inspect and help show every keyword)
+    def evaluate(*args: P.args, **kwargs: P.kwargs) -> pd.DataFrame:
+        """:func:`evaluate_full` (the same keywords), returning only its results table: one row per model
+        x attack x eps (``Run.summary``)."""
+        return run(*args, **kwargs).summary
+
+    return evaluate
+
+
+evaluate = _table_of(evaluate_full)
+
+
+@contextmanager
+def _store(store: str | Path | Store | None, ctx: DistContext) -> Iterator[Store]:
+    """The store a run writes to: the one given, the one at a path (closed after the run: its journal
+    folded into the file; a worker of a distributed run gets its own file next to it, which rank 0
+    merges), or one in memory, which the returned run keeps."""
+    if isinstance(store, Store) and ctx.is_main:
+        yield store
+        return
     if store is None:
-        return None
+        if ctx.active:
+            raise UserError("a run with several workers needs a results store (store=PATH): each writes its own file")
+        yield Store(IN_MEMORY)
+        return
     path = store.path if isinstance(store, Store) else Path(store)
-    if not ctx.is_main:
-        return Store(worker_store_path(path, ctx.rank))
-    return store if isinstance(store, Store) else Store(path)
+    opened = Store(path if ctx.is_main else worker_store_path(path, ctx.rank))
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
-def summarise(result: EvalResult) -> EvalResult:
-    """The summary every table reads, the soundness flags and the passes per image, from the records the
-    run stored."""
-    if not result.records.empty or result.run.get("models"):
-        result.summary = run_summary(result.records, result.run, done_units=result.done_units, curves=result.curves)
-        result.run["flags"] = run_flags(result.summary, result.run, result.records)
-        result.run["passes_per_image"] = passes_per_image(result.summary)
-    return result
+def _resolved(db: Store, resume: str | None, store: Any, identity: dict[str, Any], ctx: DistContext) -> str | None:
+    """``resume`` as a run id: ``latest`` is the newest unfinished run in the store with this configuration."""
+    if resume is not None and store is None:
+        raise UserError("resume needs a results store")
+    return latest_matching_run(db, identity) if resume == "latest" and ctx.is_main else resume
+
+
+def _finished(db: Store, store: Any, run_id: str, ctx: DistContext, identity: dict[str, Any]) -> Run:
+    """The run as its store holds it (:func:`~robeval.results_api.made_run`).  A worker of a distributed
+    run returns its rank and no records (rank 0 reads them back)."""
+    where = db if store is None or isinstance(store, Store) else Path(store)
+    if ctx.is_main:
+        return made_run(db, where, run_id)
+    empty = pd.DataFrame()
+    return Run(where, [StoredRun(run_id, {"run_id": run_id, "rank": ctx.rank}, identity, empty, empty, "running")])
 
 
 def _check_out(out: str | Path, resume: str | None) -> None:
@@ -72,93 +192,6 @@ def _check_out(out: str | Path, resume: str | None) -> None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     prepare_out_dir(folder)
-
-
-def evaluate_full(
-    out: str | Path | None = None,
-    store: str | Path | Store | None = None,
-    resume: str | None = None,
-    progress: bool = False,
-    reporter: Reporter | None = None,
-    ctx: DistContext | None = None,
-    **options: Any,
-) -> EvalResult:
-    """Like :func:`evaluate` but returns records, summary and run information; writes results.csv,
-    results.md and run.json to ``out`` (a folder; ``{run_id}`` in it stands for the new run's id).
-
-    ``store``: a results-store path (or :class:`~robeval.results.store.Store`) that receives every
-    finished unit, opened only once everything else is checked; ``resume``: a run id in that store to
-    continue ("latest" = the newest unfinished run with the same configuration); ``progress``: show
-    progress bars (or pass your own ``reporter``); ``ctx``: the distributed context (default: joined
-    from torchrun's environment).  ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE``
-    strings and ``nn.Module`` s (or ``(module, robeval.ModelConfig(...))`` pairs) in one list."""
-    names, given = split_models(options.get("models"))
-    if names is not None:
-        options["models"] = names
-    config = make_config(**options)
-    if config.threads is not None:
-        from .threads import set_threads
-
-        set_threads(config.threads)
-    joined = ctx is None  # joined here (torchrun's environment, or a single process), left here
-    ctx = ctx or init_from_env(config.device)
-    try:
-        result = _evaluate(config, out, store, resume, reporter or _reporter(progress, ctx), ctx, given)
-    finally:
-        if joined:
-            shutdown(ctx)
-    return result
-
-
-def _evaluate(
-    config: EvalConfig, out, store, resume, reporter: Reporter, ctx: DistContext, given: dict[str, GivenModel]
-) -> EvalResult:
-    opened_later = lambda: open_store(store, ctx)  # noqa: E731  (a function: the store opens after every check)
-    prepared = prepare_run(config, opened_later, resume, ctx, given)
-    if out is not None and ctx.is_main:
-        _check_out(out, prepared.resume)
-    try:
-        result = summarise(execute_run(prepared, reporter, ctx))
-    finally:
-        if prepared.store is not None and not isinstance(store, Store):
-            prepared.store.close()  # opened here from a path: closed here (its journal folded into the file)
-    if out is not None and ctx.is_main:
-        from .report.files import write_run_files
-
-        result.files = write_run_files(result, Path(str(out).replace(RUN_ID_FIELD, str(result.run["run_id"]))))
-    return result
-
-
-def _reporter(progress: bool, ctx: DistContext) -> Reporter:
-    if not progress or not ctx.is_main:
-        return NullReporter()
-    from .report.terminal import RichReporter
-
-    return RichReporter()
-
-
-NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
-
-
-def large_eps_run(
-    store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False
-) -> EvalResult | None:
-    """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
-    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
-    written to ``store`` as a run of its own that names it (``evidence_for``: tables of ``run_id`` take
-    it in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack
-    settings of the stored run are not carried over."""
-    attack, wanted = LARGE_EPS_CHECK
-    have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
-    missing = [e for e in wanted if e not in have]
-    if not missing:
-        return None
-    reset = {name: option_default(name) for name in NOT_CARRIED}
-    config = remake(
-        EvalConfig.from_identity(stored_config), **reset, eps=missing, attacks=[attack], evidence_for=run_id
-    )
-    prepared = prepare_run(config, store, None, SINGLE)
-    return summarise(execute_run(prepared, _reporter(progress, SINGLE)))
 
 
 def reproduce(name: str, **options: Any):
@@ -199,8 +232,8 @@ def benchmark(
     ``module:<model_name>@<hash of its state dict>``.  ``aa_state_path``: a results store through which
     the run resumes (the newest unfinished run there with this configuration); ``to_disk``: RobustBench's
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
-    there.  ``options``: any other run option (``settings``, ``seed``, ``precision``, ...) and
-    ``store`` / ``resume`` / ``out`` / ``progress``; see README: RobustBench."""
+    there.  ``options``: any keyword of :func:`evaluate_full` (``settings``, ``seed``, ``precision``,
+    ``store``, ``resume``, ``out``, ``progress``, ...); see README: RobustBench."""
     from .evaluation.protocols import AUTOATTACK_VERSIONS, autoattack_options
     from .robustbench_ext.benchmark_run import (
         BenchmarkArgs,
@@ -219,20 +252,20 @@ def benchmark(
     path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options, as_version)
-    clean, robust = accuracies(result.records, list(result.run["config"]["attacks"]), name)
+    clean, robust = accuracies(result.records, list(result.config["attacks"]), name)
     if _is_main():
         _benchmark_files(result, name, path, log_path)
         print_accuracies(clean, robust)
     return clean, robust
 
 
-def _resuming(store: str | Path, options: dict[str, Any]):
+def _resuming(store: str | Path, options: dict[str, Any]) -> Callable[..., Run]:
     """``evaluate_full`` on the store at ``store`` (RobustBench's ``aa_state_path``), continuing the newest
     unfinished run there with the same configuration, else starting one."""
     if "store" in options or "resume" in options:
         raise TypeError("benchmark() takes aa_state_path or store/resume, not both")
 
-    def run(**run_options: Any) -> EvalResult:
+    def run(**run_options: Any) -> Run:
         resume = None
         if Path(store).exists():
             identity = planned_identity(run_options)
@@ -250,7 +283,7 @@ def _is_main() -> bool:
     return not launched_by_torchrun() or os.environ.get("RANK") == "0"
 
 
-def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_path: str | None) -> None:
+def _benchmark_files(result: Run, name: str, info_path: Path | None, log_path: str | None) -> None:
     """benchmark()'s ``to_disk`` model-info file and its ``log_path`` log (the run's table, appended)."""
     if info_path is not None:
         from .atomic_files import atomic_write
@@ -263,11 +296,4 @@ def _benchmark_files(result: EvalResult, name: str, info_path: Path | None, log_
         from .report.paper import render
 
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"{run_label(result.run['run_id'])} ({name})\n\n{render(result.summary, 'md')}\n")
-
-
-def evaluate(**kwargs: Any) -> pd.DataFrame:
-    """Evaluate models under the attack suite; returns the results table (one row per model x attack x
-    eps).  The keywords are :func:`evaluate_full`'s: the run options (see the module docstring) and
-    ``out`` / ``store`` / ``resume``."""
-    return evaluate_full(**kwargs).summary
+            log.write(f"{run_label(result.summary['run_id'].iloc[0])} ({name})\n\n{render(result.summary, 'md')}\n")

@@ -1,4 +1,5 @@
-"""Defaults and record layouts that the CLI needs before anything heavy (torch, timm) is imported."""
+"""Defaults that the CLI needs before anything heavy (torch, timm) is imported (the record layout:
+robeval.results.records)."""
 
 from __future__ import annotations
 
@@ -31,31 +32,5 @@ CLEAN = "clean"
 ANY = "any"
 NOT_ATTACKS = (CLEAN, ANY)
 
-# One row per example per (model, eps, attack): what every table is computed from.
-RECORD_COLUMNS = [
-    "model",
-    "attack",
-    "eps",
-    "eps_value",
-    "batch",
-    "example",
-    "label",
-    "clean_top1",
-    "clean_top5",
-    "adv_top1",
-    "adv_top5",
-    "adv_pred",
-    "linf",
-    "l2",
-    "forward_passes",
-    "backward_passes",
-    "min_norm",
-    "fp32_top1",
-]
-# Columns a record may leave out, with the value it then gets (min_norm: only minimum-norm attacks
-# fill it, with the example's smallest fooling perturbation; NaN elsewhere).
-# fp32_top1: under a reduced --precision, the top-1 hit of the same attack crafted again in strict
-# fp32 on a sample of the examples (NaN elsewhere): the evidence of the precision flag.
-RECORD_DEFAULTS = {"min_norm": float("nan"), "fp32_top1": float("nan")}
 # The leading columns of results.csv and of `robeval table -f csv` (the rest follow in summary order).
 SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]

@@ -4,7 +4,8 @@
 
     run = robeval.open_run()                      # the newest finished run in results/robeval.sqlite
     run = robeval.open_run("20250101-120000-ab12cd", store="results/robeval.sqlite")
-    run.records                                   # per-example records (pandas), a run_id column first
+    run = robeval.evaluate_full(...)              # a run made now: the same type, the same methods
+    run.records                                   # its per-example records (pandas), a run_id column first
     run.summary                                   # the results table every format renders
     print(run.table("md"))                        # md, csv, latex, json, html, robustbench
     print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers)
@@ -14,8 +15,9 @@
 
 ``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
 command line: what a command prints, the method returns (``compare`` and ``check`` return data whose
-``str`` is what is printed).  The store is opened for each read and closed after it (nothing is held
-open, nothing is written but what a method is asked to write).
+``str`` is what is printed).  A store named by its path is opened for each read and closed after it
+(nothing is held open, nothing is written but what a method is asked to write); a run made without a
+store keeps its store in memory.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .defaults import DEFAULT_STORE
 from .errors import UserError
-from .results.runs import StoredRun, combine, minimal_norms, resolve_runs
-from .results.store import Store, existing_store
+from .evaluation.progress import NullReporter, Reporter
+from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs
+from .results.store import IN_MEMORY, Store, existing_store
 
 if TYPE_CHECKING:
     from .report.checklist import Soundness
@@ -46,7 +49,10 @@ def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = 
     with existing_store(store) as db:
         runs = resolve_runs(db, ids)
         path = db.path
-    return Run(store if isinstance(store, Store) else path, runs, _notes(runs, path, named=bool(ids)))
+    evidence = 0 if ids else len(runs) - 1
+    return Run(
+        store if isinstance(store, Store) else path, runs, _notes(runs, path, named=bool(ids)), evidence_runs=evidence
+    )
 
 
 def runs_named(*refs: str) -> list[str]:
@@ -92,11 +98,16 @@ class Checklist:
 
 @dataclass
 class Run:
-    """Stored runs read back (:func:`open_run`): the first is the run, the others complete it."""
+    """A run as its store holds it: made now (:func:`robeval.evaluate_full`) or read back (:func:`open_run`;
+    several runs named: combined as one table combines them).  The last ``evidence_runs`` of ``runs``
+    are runs made to complete the first one's evidence (``check --run-missing``): its tables take them in,
+    its ``records`` do not (``records_with_evidence`` does)."""
 
     store: Path | Store
     runs: list[StoredRun]
     notes: list[str] = field(default_factory=list)  # which run was taken, runs not finished (the CLI's stderr)
+    evidence_runs: int = 0
+    files: dict[str, Path] = field(default_factory=dict)  # the run files written for it (csv, md, json)
     # the run's own facts, from its first run
     run_id: str = field(init=False)
     status: str = field(init=False)  # running | finished | interrupted | failed
@@ -111,10 +122,24 @@ class Run:
 
     @cached_property
     def records(self) -> pd.DataFrame:
-        """Every stored per-example record of the runs, with the run each comes from (``run_id``)."""
-        return pd.concat([r.records.assign(run_id=r.run_id) for r in self.runs], ignore_index=True)[
-            ["run_id", *self.runs[0].records.columns]
-        ]
+        """The per-example records of the run (of each run named), with the run each comes from (``run_id``)."""
+        return _records(self.runs[: len(self.runs) - self.evidence_runs])
+
+    @cached_property
+    def curves(self) -> pd.DataFrame:
+        """The convergence-curve points the run stored (one row per unit and point, a run_id column
+        first; robeval.results.convergence sums them over batches)."""
+        with existing_store(self.store) as db:
+            parts = [
+                db.curves(r.run_id).assign(run_id=r.run_id) for r in self.runs[: len(self.runs) - self.evidence_runs]
+            ]
+        frame = pd.concat(parts, ignore_index=True)
+        return frame[["run_id", *frame.columns.drop("run_id")]]
+
+    @cached_property
+    def records_with_evidence(self) -> pd.DataFrame:
+        """:attr:`records` and those of the runs made to complete its evidence (other eps)."""
+        return _records(self.runs)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -186,10 +211,9 @@ class Run:
         atomic_write(path, text)
         if evidence is None:
             return Checklist(text, path, checked)
-        return Checklist(text, path, checked, evidence.run["run_id"], list(dict.fromkeys(evidence.summary["eps"])))
+        return Checklist(text, path, checked, evidence.run_id, list(dict.fromkeys(evidence.summary["eps"])))
 
     def _large_eps_run(self, progress: bool):
-        from .api import large_eps_run
         from .models.user_code import check_stored_code
 
         run = self.runs[0]
@@ -212,6 +236,65 @@ class Run:
         with existing_store(self.store) as db:
             page = html_report(db, self.runs, gallery_attack=gallery_attack, gallery_size=gallery_size)
         return atomic_write(path, page)
+
+
+def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
+    """Run ``run_id`` that just ended in ``db`` (read through ``where``), its description as run.json
+    has it: the soundness flags and the passes per image added.  The tables of a run kept in memory
+    name no run id (no store holds it: robeval.report.naming.run_label)."""
+    from .results.soundness import run_flags
+    from .results.summary import passes_per_image
+
+    stored = load_run(db, run_id, empty_ok=True)
+    if str(db.path) == IN_MEMORY and "run_id" in stored.summary:
+        stored.summary["run_id"] = None
+    run = Run(where, [stored])
+    if not run.summary.empty:
+        run.info["flags"] = run_flags(run.summary, run.info, run.records)
+        run.info["passes_per_image"] = passes_per_image(run.summary)
+    return run
+
+
+def progress_reporter(progress: bool) -> Reporter:
+    """Progress bars on the terminal, or none."""
+    if not progress:
+        return NullReporter()
+    from .report.terminal import RichReporter
+
+    return RichReporter()
+
+
+LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
+NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
+
+
+def large_eps_run(store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False) -> Run | None:
+    """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
+    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
+    written to ``store`` as a run of its own that names it (``evidence_for``: tables of ``run_id`` take
+    it in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack
+    settings of the stored run are not carried over."""
+    from .evaluation.config import remake
+    from .evaluation.engine import evaluate_plan, prepare
+    from .options import EvalConfig, option_default
+
+    attack, wanted = LARGE_EPS_CHECK
+    have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
+    missing = [e for e in wanted if e not in have]
+    if not missing:
+        return None
+    reset = {name: option_default(name) for name in NOT_CARRIED}
+    config = remake(
+        EvalConfig.from_identity(stored_config), **reset, eps=missing, attacks=[attack], evidence_for=run_id
+    )
+    plan, data = prepare(config)
+    return made_run(store, store, evaluate_plan(plan, data, store, None, progress_reporter(progress)))
+
+
+def _records(runs: list[StoredRun]) -> pd.DataFrame:
+    return pd.concat([r.records.assign(run_id=r.run_id) for r in runs], ignore_index=True)[
+        ["run_id", *runs[0].records.columns]
+    ]
 
 
 def check_report_out(out: Path, gallery_size: int) -> Path:

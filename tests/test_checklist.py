@@ -131,9 +131,9 @@ def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_pat
                   settings={"apgd-ce": {"n_iter": 5}})  # fmt: skip
     standard = evaluate_full(protocol="standard", **common)
     plus = evaluate_full(protocol="aa-plus", **common)
-    run = resolve_runs(store, [plus.run["run_id"]])[0]
+    run = resolve_runs(store, [plus.run_id])[0]
     companion = restart_companion(store, run)
-    assert set(companion["run_id"]) == {standard.run["run_id"]}
+    assert set(companion["run_id"]) == {standard.run_id}
 
     def restarts_row(companion: pd.DataFrame | None) -> str:
         document = checklist_markdown(run.run_id, "aa-plus", run.summary, judge_summary(run.summary, companion=companion))

@@ -132,4 +132,4 @@ def test_a_module_fed_unnormalised_input_is_flagged_near_chance_and_the_checklis
     row = (tmp_path / "checklist.md").read_text().split("| Clean accuracy is above chance |")[1].splitlines()[0]
     assert "| RAISED | clean top-1" in row
     trained = robeval.evaluate_full(models=["digits-deit"], n_examples=16, attacks="fgsm", device="cpu")
-    assert not [f for f in trained.run["flags"] if f["check"] == "near-chance"]
+    assert not [f for f in trained.info["flags"] if f["check"] == "near-chance"]

@@ -12,7 +12,7 @@ import torch
 
 from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks
-from robeval.attacks.convergence import CURVE_POINTS, grid, robust_along
+from robeval.attacks.convergence import CURVE_POINTS, CurveWatch, grid, reading, robust_along
 from robeval.data.digits import digits_split
 from robeval.errors import UserError
 from robeval.models import load_model, register_model
@@ -47,12 +47,15 @@ def digits_batch():
 @pytest.mark.parametrize("attack", CURVE_ATTACKS)
 def test_watching_an_attack_changes_nothing_it_returns(attack, digits_batch):
     model, x, y = digits_batch
-    plain = create(attack, model, 8 / 255, seed=5, **CHEAP.get(attack, {}))
-    watched = create(attack, model, 8 / 255, seed=5, **CHEAP.get(attack, {}))
-    watched.observed = []
+    settings = CHEAP.get(attack, {})
+    plain = create(attack, model, 8 / 255, seed=5, **settings)
+    spec = next(s for s in list_attacks() if s.name == attack)
+    watched = create(attack, CurveWatch.for_attack(model, spec.cls, settings), 8 / 255, seed=5, **settings)
     examples = list(range(16))
-    assert torch.equal(plain(x, y, seed=7, examples=examples), watched(x, y, seed=7, examples=examples))
-    assert [len(f.first) for f in watched.observed] == [16] and plain.observed is None
+    with reading(watched.model, y) as fooling:
+        points = watched(x, y, seed=7, examples=examples)
+    assert torch.equal(plain(x, y, seed=7, examples=examples), points)
+    assert fooling is not None and len(fooling.first) == 16 and fooling.first.isfinite().any()
 
 
 def test_the_pgd_curve_is_the_running_best_of_its_iterates(digits_batch):
@@ -61,16 +64,16 @@ def test_the_pgd_curve_is_the_running_best_of_its_iterates(digits_batch):
     model, x, y = digits_batch
     seen: list[torch.Tensor] = []
     hook = model.register_forward_hook(lambda _m, _i, out: seen.append(out.detach().argmax(1)))
-    pgd = create("pgd", model, 8 / 255, seed=1, steps=5)
-    pgd.observed = []
+    pgd = create("pgd", CurveWatch(model), 8 / 255, seed=1, steps=5)  # read from outside: no mark of its own
     try:
-        x_adv = pgd(x, y)
+        with reading(pgd.model, y) as fooling:
+            x_adv = pgd(x, y)
     finally:
         hook.remove()
     robust = model(x_adv).argmax(1) == y
     fooled_by = torch.stack([p != y for p in seen] + [~robust])  # [iterate 0..5, example]
     expected = [int((~fooled_by[: p + 1].any(0)).sum()) for p in grid(5)]
-    assert robust_along(pgd.observed, 5, robust) == expected
+    assert robust_along([fooling], 5, robust) == expected
     assert expected[-1] <= int(robust.sum())
 
 
@@ -85,8 +88,8 @@ def curve_run(tmp_path_factory):
 def test_curves_are_stored_per_unit_and_end_at_the_records(curve_run):
     path, result = curve_run
     stored = Store(path)
-    points = stored.curves(result.run["run_id"])
-    pd.testing.assert_frame_equal(points, result.curves)
+    points = stored.curves(result.run_id)
+    pd.testing.assert_frame_equal(points, result.curves.drop(columns="run_id"))
     assert len(points) == len(CURVE_ATTACKS) * 2 * (CURVE_POINTS + 1)  # two batches of each attack
     for (attack, batch), unit in points.groupby(["attack", "batch"]):
         robust = unit.sort_values("point")["robust"].tolist()
@@ -95,7 +98,7 @@ def test_curves_are_stored_per_unit_and_end_at_the_records(curve_run):
         assert set(unit["examples"]) == {len(records)}
         end = int(records["adv_top1"].sum())
         assert robust[-1] == end if attack in RETURN_THEIR_BEST else robust[-1] <= end, attack
-    frame = curves(stored, result.run["run_id"])
+    frame = curves(stored, result.run_id)
     final = frame[frame["point"] == CURVE_POINTS].set_index("attack")["robust_top1"]
     top1 = result.summary.set_index("attack")["top1"]
     assert all(abs(final[a] - top1[a]) < 0.006 for a in RETURN_THEIR_BEST)  # the summary rounds to 2 places
@@ -105,11 +108,11 @@ def test_curves_are_stored_per_unit_and_end_at_the_records(curve_run):
 
 def test_a_stored_run_reads_its_curves_back(curve_run):
     path, result = curve_run
-    run = load_run(Store(path), result.run["run_id"])
+    run = load_run(Store(path), result.run_id)
     columns = ["attack", "curve_robust_90", "curve_robust_end", "curve_examples"]
     pd.testing.assert_frame_equal(run.summary[columns], result.summary[columns])
     assert run.summary.set_index("attack").loc["pgd", "curve_examples"] == 24
-    pd.testing.assert_frame_equal(curves(path, result.run["run_id"]), curves(Store(path), result.run["run_id"]))
+    pd.testing.assert_frame_equal(curves(path, result.run_id), curves(Store(path), result.run_id))
     with pytest.raises(UserError, match="no run 'nope'"):
         curves(path, "nope")
 
@@ -118,7 +121,7 @@ def test_the_cascade_curve_of_each_attack_starts_where_the_last_one_ended():
     attacks = ["apgd-ce", "apgd-t", "square"]
     result = evaluate_full(models=["digits-deit"], n_examples=24, eps="8/255", seed=3, attacks=",".join(attacks),
                            settings=CHEAP, cascade=True)
-    frame = summed(result.curves).set_index(["attack", "point"])
+    frame = summed(result.curves.drop(columns="run_id")).set_index(["attack", "point"])
     robust = result.records.groupby("attack")["adv_top1"].sum()
     start = int(result.records[result.records["attack"] == "clean"]["clean_top1"].sum())
     for attack in attacks:
@@ -146,20 +149,20 @@ def test_a_store_of_schema_4_opens_and_its_runs_read_back(curve_run, tmp_path):
         conn.execute("PRAGMA user_version = 4")
     store = Store(old)
     assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    run = load_run(store, result.run["run_id"])
-    assert store.curves(result.run["run_id"]).empty and run.summary["curve_robust_90"].isna().all()
-    pd.testing.assert_frame_equal(run.records, result.records)
+    run = load_run(store, result.run_id)
+    assert store.curves(result.run_id).empty and run.summary["curve_robust_90"].isna().all()
+    pd.testing.assert_frame_equal(run.records, result.records.drop(columns="run_id"))
     found = converged("digits-deit", run.summary, None)
     assert found.status == "not run" and "stored before curves were recorded" in found.evidence
 
 
 def test_a_worker_store_merges_its_curves(curve_run, tmp_path):
     path, result = curve_run
-    run_id = result.run["run_id"]
+    run_id = result.run_id
     main = Store(tmp_path / "main.sqlite")
     main.ensure_run(run_id, {}, "standard")
     assert main.merge_from(path, run_id) == len(Store(path).done_units(run_id))
-    pd.testing.assert_frame_equal(main.curves(run_id), result.curves)
+    pd.testing.assert_frame_equal(main.curves(run_id), result.curves.drop(columns="run_id"))
 
 
 @pytest.fixture()
@@ -237,14 +240,14 @@ def test_robeval_plot_draws_the_curves(demo_run, tmp_path):
     from .conftest import run_cli
 
     path, result = demo_run
-    frame = curves(Store(path), result.run["run_id"])
+    frame = curves(Store(path), result.run_id)
     fig = convergence_figure(frame)
     assert len(fig.axes) == 5 and fig.legends and not any(ax.get_legend() for ax in fig.axes)  # legend outside
     lines = fig.axes[0].get_lines()
     assert [line.get_label() for line in lines] == ["digits-deit", "digits-deit-elliptical"]
     assert lines[0].get_marker() != lines[1].get_marker()
     assert convergence_svg(frame).startswith("<svg") and write_convergence_plots(frame.iloc[0:0], tmp_path) == []
-    done = run_cli("plot", result.run["run_id"], "--store", str(path), "--out", str(tmp_path / "plots"))
+    done = run_cli("plot", result.run_id, "--store", str(path), "--out", str(tmp_path / "plots"))
     assert done.returncode == 0, done.stderr
     assert {p.name for p in (tmp_path / "plots").glob("robust_top1_vs_iterations.*")} >= {
         "robust_top1_vs_iterations.png",

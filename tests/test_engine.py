@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from robeval.api import evaluate_full
-from robeval.evaluation import batch_attacks, model_run
+from robeval.evaluation import model_run, units
 
 
 def test_out_of_memory_halves_the_batch(monkeypatch):
@@ -24,7 +24,7 @@ def test_out_of_memory_halves_the_batch(monkeypatch):
     monkeypatch.setattr(FGSM, "perturb", fussy)
     res = evaluate_full(models="digits-deit", eps="8/255", n_examples=30, attacks="fgsm", batch_size=30)
     assert sizes[:3] == [30, 15, 7] and max(s for s in sizes if s <= 8) <= 8
-    assert res.run["oom_batch_splits"] >= 3
+    assert res.info["oom_batch_splits"] >= 3
     assert len(res.records[res.records.attack == "fgsm"]) == 30
 
 
@@ -33,8 +33,8 @@ def test_other_errors_stop_the_model_and_are_named(monkeypatch):
 
     monkeypatch.setattr(FGSM, "perturb", lambda self, x, y: (_ for _ in ()).throw(ValueError("boom")))
     res = evaluate_full(models="digits-deit", eps="8/255", n_examples=10, attacks="fgsm")
-    assert res.run["status"] == "failed"
-    assert "attack fgsm failed at eps 8/255, batch 0: ValueError: boom at test_engine.py" in res.run["failed_models"]["digits-deit"]
+    assert res.info["status"] == "failed"
+    assert "attack fgsm failed at eps 8/255, batch 0: ValueError: boom at test_engine.py" in res.info["failed_models"]["digits-deit"]
 
 
 def test_one_clean_pass_per_batch(monkeypatch):
@@ -46,7 +46,7 @@ def test_one_clean_pass_per_batch(monkeypatch):
         return original(logits, y, k)
 
     monkeypatch.setattr(model_run, "topk_hits", spy)
-    monkeypatch.setattr(batch_attacks, "topk_hits", spy)
+    monkeypatch.setattr(units, "topk_hits", spy)
     evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm,pgd", batch_size=10)
     # per batch: one clean evaluation + one per (eps, attack); never a clean pass per attack
     assert len(calls) == 2 * (1 + 2 * 2)
@@ -71,8 +71,8 @@ def test_run_records_peak_memory_and_times_the_clean_pass(monkeypatch):
     monkeypatch.setattr(NormalizedModel, "forward", one_second_without_grad)
     monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
     res = evaluate_full(models="digits-deit", eps="4/255,8/255", n_examples=20, attacks="fgsm", batch_size=10)
-    assert res.run["peak_memory_MB"]["process_rss"] > 100  # torch alone is several hundred MB
-    timings = res.run["timings_seconds"]
+    assert res.info["peak_memory_MB"]["process_rss"] > 100  # torch alone is several hundred MB
+    timings = res.info["timings_seconds"]
     # two batches, each with one shared clean pass, counted once, in the first eps's clean unit
     assert timings["digits-deit|4/255|clean"] == pytest.approx(2.0)
     assert timings["digits-deit|8/255|clean"] == 0.0

@@ -32,7 +32,7 @@ def stored(tmp_path_factory) -> tuple[Path, str]:
         batch_size=BATCH,
         store=store,
     )
-    return store, str(result.run["run_id"])
+    return store, str(result.run_id)
 
 
 def _records(store: Path, run_id: str, attack: str):

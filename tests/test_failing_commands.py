@@ -98,7 +98,7 @@ def test_a_full_store_stops_the_run_resumable(cli, tmp_path, monkeypatch):
     resumed = cli(*args, "--resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     got = Store(store).records(run_id).drop(columns=["batch"])
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.records.drop(columns=["batch"]).reset_index(drop=True),
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.records.drop(columns=["run_id", "batch"]).reset_index(drop=True),
                                   check_dtype=False)
 
 
@@ -121,7 +121,7 @@ def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
     release(model)
     _, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
-    reference = evaluate_full(**options).records
+    reference = evaluate_full(**options).records.drop(columns="run_id")
     got = Store(store).records(run_id)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), reference.reset_index(drop=True), check_dtype=False)
 
@@ -154,7 +154,7 @@ def test_a_holder_that_is_gone_is_taken_over(tmp_path, reaped):
     assert "process is gone" in Store.shown_status("running", json.dumps(fake))
     res = evaluate_full(store=store, resume=run_id, **options)
     dead.wait()
-    assert res.run["status"] == "finished" and store.runs()["holder"].iloc[0] is None
+    assert res.info["status"] == "finished" and store.runs()["holder"].iloc[0] is None
 
 
 def test_ctrl_c_during_reproduce_names_the_resume_command(cli, tmp_path, monkeypatch):

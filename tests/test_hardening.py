@@ -156,7 +156,7 @@ def _stores(folder: Path) -> str:
     """A robeval store with one finished run (its id returned), and files that are not one."""
     result = robeval.evaluate_full(models=["digits-deit"], n_examples=8, attacks="fgsm", store=folder / "s.sqlite")
     gc.collect()
-    run_id = str(result.run["run_id"])
+    run_id = str(result.run_id)
     whole = (folder / "s.sqlite").read_bytes()
     (folder / "truncated.sqlite").write_bytes(whole[: len(whole) // 2])
     (folder / "empty.sqlite").write_bytes(b"")
@@ -331,7 +331,7 @@ def test_reading_a_store_imports_no_code_it_names(tmp_path, monkeypatch):
     store = tmp_path / "s.sqlite"
     run = robeval.evaluate_full(models=["./mine.py:build=mine", "./mine.py:other=other"], n_examples=8,
                                 attacks="fgsm", store=store)  # fmt: skip
-    run_id, sentinel = str(run.run["run_id"]), tmp_path / SENTINEL
+    run_id, sentinel = str(run.run_id), tmp_path / SENTINEL
     sentinel.unlink()
     monkeypatch.setattr(user_code, "_FILES", {})  # an import now would run the file again
     readers = [["runs"], ["table"], ["check"], ["check", "--report", "checklist.md"], ["compare", "mine", "other"],

@@ -55,7 +55,7 @@ def demo_run(tmp_path_factory):
         models=["digits-deit", "digits-deit-elliptical"], n_examples=12, eps="4/255,8/255",
         attacks="fgsm,pgd,square", settings={**FAST_SETTINGS, "pgd": {"steps": 5}}, store=str(store), progress=False,
     )  # fmt: skip
-    return store, result.run["run_id"]
+    return store, result.run_id
 
 
 @pytest.fixture(scope="module")

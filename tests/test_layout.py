@@ -27,7 +27,8 @@ LAYERS = [
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
      "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
-     "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input"),
+     "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input",
+     "robeval.results.records"),  # the record schema: the engine writes in it, robeval.results reads it
 ]
 MAX_BODY_LINES = 40
 
@@ -81,9 +82,15 @@ def _targets(node: ast.AST, name: str, path: Path) -> list[str]:
     return []
 
 
+def _imports_nothing(path: Path) -> bool:
+    """A package whose ``__init__`` imports nothing: running it first (a docstring) ties no layer to another."""
+    return path.name == "__init__.py" and not any(
+        isinstance(node, (ast.Import, ast.ImportFrom)) for node in ast.walk(ast.parse(path.read_text())))
+
+
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """Every robeval module ``name`` imports (anywhere in it, ``import_module`` calls included), with the
-    packages that run first."""
+    packages that run first (but those whose ``__init__`` imports nothing)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         targets = _targets(node, name, path)
@@ -95,6 +102,8 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             parts = target.split(".") if target else []
             for k in range(1, len(parts) + 1):
                 ancestor = ".".join(parts[:k])
+                if k < len(parts) and ancestor in known and _imports_nothing(known[ancestor]):
+                    continue
                 if ancestor in known and ancestor != name and not name.startswith(ancestor + "."):
                     found.add(ancestor)
     return found

@@ -37,10 +37,10 @@ CASES = {
 def store(tmp_path_factory):
     """A store with the base run, a second run just like it, and one run per case."""
     path = tmp_path_factory.mktemp("like") / "s.sqlite"
-    ids = {name: robeval.evaluate_full(**{**BASE, **options}, store=path).run["run_id"]
+    ids = {name: robeval.evaluate_full(**{**BASE, **options}, store=path).run_id
            for name, (options, _) in {"base": ({}, ""), "twin": ({}, ""), **CASES}.items()}  # fmt: skip
     evidence = dict(settings={"pgd": {"steps": 5}}, attacks="pgd", eps="16/255", evidence_for=ids["base"])
-    ids["evidence"] = robeval.evaluate_full(**{**BASE, **evidence}, store=path).run["run_id"]
+    ids["evidence"] = robeval.evaluate_full(**{**BASE, **evidence}, store=path).run_id
     return path, ids
 
 

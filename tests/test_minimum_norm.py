@@ -16,7 +16,7 @@ import torch
 import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create
-from robeval.attacks.minimum_norm import _fixed_l2_fmn, minimal_norms, within_eps
+from robeval.attacks.minimum_norm import _fixed_l2_fmn, search_norms, within_eps
 from robeval.data.digits import digits_split
 from robeval.report.checklist import checklist_markdown
 from robeval.report.minimum_norm import curve
@@ -61,7 +61,7 @@ def test_the_curve_is_non_increasing_and_never_above_fixed_eps_pgd_beyond_noise(
     top1 = result.summary.set_index(["attack", "eps"])["top1"]
     for eps in EPS:
         assert top1[("fmn", eps)] <= top1[("pgd", eps)] + noise_points(top1[("pgd", eps)], 100), eps
-    assert not [f for f in run_flags(result.summary, result.run, result.records) if f["check"] == "minimum-norm-mismatch"]
+    assert not [f for f in run_flags(result.summary, result.info, result.records) if f["check"] == "minimum-norm-mismatch"]
 
 
 def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
@@ -74,7 +74,7 @@ def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
     from robeval.results.runs import combine, resolve_runs
     from robeval.results.runs import minimal_norms as stored_norms
 
-    runs = resolve_runs(store, [result.run["run_id"]])
+    runs = resolve_runs(store, [result.run_id])
     norms = stored_norms(runs)
     assert len(norms) == 100 and set(norms["attack"]) == {"fmn"}
     paths = make_plots(combine(runs), tmp_path, norms)
@@ -102,7 +102,7 @@ def test_fab_minimum_norm_finds_fooling_points_and_bounds_them_per_eps():
     points = attack.find_points(x, y)
     with torch.no_grad():
         clean_pred, pred = model(x).argmax(1), model(points).argmax(1)
-    norms = minimal_norms(x, points, clean_pred, pred, y, "Linf")
+    norms = search_norms(x, points, clean_pred, pred, y, "Linf")
     found = torch.isfinite(norms) & (norms > 0)
     assert found.sum() >= 20 and (pred[found] != y[found]).all()
     for eps in (4 / 255, 16 / 255):

@@ -27,7 +27,36 @@ def store(tmp_path_factory):
     path = tmp_path_factory.mktemp("open_run") / "s.sqlite"
     older = evaluate_full(store=path, **{**RUN, "models": ["digits-deit"], "attacks": "fgsm"})
     newest = evaluate_full(store=path, **RUN)
-    return path, older.run["run_id"], newest.run["run_id"]
+    return path, older.run_id, newest.run_id
+
+
+def test_a_run_made_now_is_a_run_read_back_with_everything_it_offers(store, tmp_path):
+    """``evaluate_full`` without a store keeps the run in memory and returns the type ``open_run``
+    returns: the same records as the stored run of the same options, and every result method."""
+    path, _, newest = store
+    fresh = evaluate_full(**RUN)
+    stored = robeval.open_run(newest, store=path)
+    assert type(fresh) is type(stored) and fresh.status == "finished" and fresh.run_id != newest
+    pd.testing.assert_frame_equal(fresh.records.drop(columns="run_id"), stored.records.drop(columns="run_id"))
+    columns = ["model", "attack", "eps", "top1", "top5"]
+    pd.testing.assert_frame_equal(fresh.summary[columns], stored.summary[columns])
+    assert fresh.table("csv").splitlines()[0] == stored.table("csv").splitlines()[0]
+    assert str(fresh.compare(*MODELS)).count("\n") == str(stored.compare(*MODELS)).count("\n")
+    assert str(fresh.check()).startswith(f"Run {fresh.run_id} (standard, finished):\n")
+    assert fresh.plot(tmp_path / "plots") and fresh.report(tmp_path / "r.html", gallery_size=0).exists()
+
+
+def test_evaluate_full_takes_every_run_option_as_a_keyword_with_its_default():
+    import inspect
+    from dataclasses import MISSING, fields
+
+    from robeval.options import EvalConfig
+
+    params = inspect.signature(evaluate_full).parameters
+    for f in fields(EvalConfig):
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY, f.name
+        assert params[f.name].default == (None if f.default is MISSING else f.default), f.name
+    assert inspect.signature(robeval.evaluate).parameters == params  # the table alone, the same keywords
 
 
 def printed(text: str) -> str:

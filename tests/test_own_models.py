@@ -120,12 +120,12 @@ def test_a_file_model_runs_from_the_command_line_and_as_a_module_gives_the_same_
     torch.manual_seed(0)  # the run builds the network under its --seed (0)
     module = mynet.build()
     again = robeval.evaluate_full(models=[module], n_examples=16, attacks=ATTACKS, device="cpu")
-    [name] = again.run["config"]["models"]
+    [name] = again.info["config"]["models"]
     assert name.startswith("module:TinyNet@")
     ours = stored.records[KEYS].sort_values(["attack", "example"], ignore_index=True)
     theirs = again.records[KEYS].sort_values(["attack", "example"], ignore_index=True)
     pd.testing.assert_frame_equal(ours, theirs, check_dtype=False)
-    assert again.run["models"][name]["checkpoint_sha256"] == meta["checkpoint_sha256"]  # the same weights
+    assert again.info["models"][name]["checkpoint_sha256"] == meta["checkpoint_sha256"]  # the same weights
 
 
 def test_names_references_and_modules_go_in_one_list(net_file, monkeypatch):
@@ -137,7 +137,7 @@ def test_names_references_and_modules_go_in_one_list(net_file, monkeypatch):
     models = list(dict.fromkeys(result.summary["model"]))
     assert models[:2] == ["digits-deit", "mine"] and models[2].startswith("module:Sequential@")
     assert models[3] == "mynet:build"
-    assert result.run["models"]["mine"]["mean"] == (0.5,) and result.run["models"]["mynet:build"]["mean"] == (0.0,)
+    assert result.info["models"]["mine"]["mean"] == [0.5] and result.info["models"]["mynet:build"]["mean"] == [0.0]
     assert module.training and all(p.requires_grad for p in module.parameters())  # the caller's is left alone
 
 
@@ -232,16 +232,16 @@ def test_stored_runs_of_the_users_code_resume_compare_check_and_report(net_file,
     module = (torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10)), robeval.ModelConfig(input_size=(1, 8, 8)))
     options = dict(n_examples=8, attacks="pgd", device="cpu", store=store)
     first = robeval.evaluate_full(models=["./mynet.py:build=mine", module, "digits-deit"], **options)
-    run_id = first.run["run_id"]
+    run_id = first.run_id
     Store(store).update_run(run_id, status="interrupted")
     again = robeval.evaluate_full(models=["./mynet.py:build=mine", module, "digits-deit"], resume="latest", **options)
-    assert again.run["run_id"] == run_id  # the same callable, the same weights: the same run
+    assert again.run_id == run_id  # the same callable, the same weights: the same run
     assert cli("compare", f"{run_id}:mine", f"{run_id}:digits-deit", "--store", str(store)).returncode == 0
     assert cli("compare", "mine", "digits-deit", "--store", str(store)).returncode == 0
     assert cli("check", run_id, "--store", str(store)).returncode == 0
     page = html_report(Store(store), [load_run(Store(store), run_id)], gallery_size=2)
     efficiency = page[page.index('id="efficiency"') : page.index('id="compare"')]
-    module_name = first.run["config"]["models"][1]
+    module_name = first.info["config"]["models"][1]
     assert "mine" in efficiency and module_name in efficiency and "digits-deit" in efficiency
     gallery = page[page.index('id="gallery"') :]
     assert "Gallery: mine vs digits-deit" in gallery and "regenerated predictions equal" in gallery
@@ -372,7 +372,7 @@ def test_reproduce_column_runs_find_runs_of_the_users_code(net_file, monkeypatch
     store = net_file / "s.sqlite"
     options = dict(models=["./mynet.py:build=mine"], n_examples=8, attacks="none", data="digits")
     run = robeval.evaluate_full(store=store, device="cpu", **options)
-    assert newest_matching_run(store, options) == run.run["run_id"]
+    assert newest_matching_run(store, options) == run.run_id
     assert newest_matching_run(store, {**options, "seed": 1}) is None  # other weights: not that run
 
 

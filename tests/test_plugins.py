@@ -221,4 +221,4 @@ def test_reproduce_column_runs_find_runs_of_a_plugin_model(installed, tmp_path):
     store = tmp_path / "s.sqlite"
     options = dict(models=["digits-deit-plain"], n_examples=8, attacks="none", data="digits", weights="random")
     run = robeval.evaluate_full(store=store, device="cpu", **options)
-    assert newest_matching_run(store, options) == run.run["run_id"]
+    assert newest_matching_run(store, options) == run.run_id

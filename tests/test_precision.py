@@ -36,7 +36,7 @@ def test_bf16_crafting_counts_clean_predictions_in_fp32_exactly(fp32_and_bf16):
     clean = a["attack"] == "clean"
     assert a.loc[clean, "adv_pred"].equals(b.loc[clean, "adv_pred"])
     assert (b.loc[~clean, "linf"] <= 8 / 255 + 1e-6).all()  # every adversarial batch passed the eps check
-    assert bf16.run["config"]["precision"] == "bf16" and bf16.run["config"]["channels_last"] is True
+    assert bf16.info["config"]["precision"] == "bf16" and bf16.info["config"]["channels_last"] is True
     assert set(bf16.summary["precision"]) == {"bf16"} and set(fp32.summary["precision"]) == {"fp32"}
 
 
@@ -128,7 +128,7 @@ def masked_in_bf16():
 
 
 def precision_flags(result):
-    return [f for f in run_flags(result.summary, result.run) if f["check"] == "reduced-precision"]
+    return [f for f in run_flags(result.summary, result.info) if f["check"] == "reduced-precision"]
 
 
 def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):

@@ -28,7 +28,7 @@ def test_aa_plus_is_at_least_as_strong_as_the_standard_protocol_on_the_same_exam
     common = dict(models="digits-deit", attacks="apgd-ce,apgd-dlr,fab", eps="8/255", n_examples=20, settings=settings)
     standard = evaluate_full(protocol="standard", **common).summary.set_index("attack")
     plus = evaluate_full(protocol="aa-plus", **common)
-    assert plus.run["attack_settings"]["apgd-dlr"]["n_restarts"] == 5
+    assert plus.info["attack_settings"]["apgd-dlr"]["n_restarts"] == 5
     top1 = plus.summary.set_index("attack")["top1"]
     for attack in ("apgd-ce", "apgd-dlr", "fab", "any"):
         assert top1[attack] <= standard.loc[attack, "top1"], attack  # restart 0 is the standard run, per example

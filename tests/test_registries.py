@@ -67,14 +67,11 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     model = robeval.load_model("digits-deit")
     x, y = (torch.from_numpy(a[:16]) for a in digits_split("test"))
     eps = 8 / 255
-    attack = create(name, model, eps=eps, **FAST_SETTINGS.get(name, {}))
-    if spec.kind == "transfer":  # crafted on a source model (here the target itself), evaluated on the target
-        attack.source = SourceModel(model, "digits-deit")
+    source = SourceModel(model, "digits-deit")  # what transfer attacks craft on (here the target itself)
     try:
-        x_adv = attack(x, y)
+        x_adv = create(name, model, eps=eps, source=source, **FAST_SETTINGS.get(name, {}))(x, y)
     finally:
-        if spec.kind == "transfer":
-            attack.source.close()
+        source.close()
     assert (x_adv - x).abs().max() <= eps + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
     assert name in {a.name for a in list_attacks()}
 

@@ -71,7 +71,7 @@ def check_column_runs_layout(table, rep, labels, runs) -> None:
         cells = values[column.title]
         assert cells.isna().all() if not column.runs else ((cells >= 0) & (cells <= 100)).all()
     assert set(rep.results) == {c.key for c in table.digits_columns if c.runs}
-    assert sorted(runs["id"]) == sorted(r.run["run_id"] for r in rep.results.values())
+    assert sorted(runs["id"]) == sorted(r.run_id for r in rep.results.values())
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -118,7 +118,7 @@ def test_standard_protocol_checkpoints_by_row_label_and_unknown_tables(tmp_path)
     rep = reproduce("elliptical-tiny-attacks", data="digits", protocol="standard", checkpoints={"DeiT-Elliptical": path},
                     n_examples=4, settings=FAST_SETTINGS, store=str(tmp_path / "s.sqlite"), out=tmp_path / "o")
     assert "protocol: standard" in rep.text and "not a pixel-space threat model" not in rep.text
-    assert rep.result.run["models"]["digits-deit-elliptical"]["checkpoint"] == path
+    assert rep.result.info["models"]["digits-deit-elliptical"]["checkpoint"] == path
     with pytest.raises(UserError, match="unknown paper table 'elliptical-table'.*did you mean"):
         get_table("elliptical-table")
 

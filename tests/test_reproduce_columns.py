@@ -35,7 +35,7 @@ class Recorder:
             eps="8/255", eps_value=8 / 255, norm="Linf", n=10, protocol=kwargs["protocol"], data=kwargs["data"],
             run_id=run_id, shift=kwargs.get("shift") or "",
         )
-        return type("Result", (), {"summary": summary, "run": {"run_id": run_id}})()
+        return type("Result", (), {"summary": summary, "run_id": run_id})()
 
     @staticmethod
     def cells(kwargs) -> list[tuple[str, float]]:

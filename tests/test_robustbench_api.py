@@ -390,7 +390,7 @@ def test_table_robustbench_of_a_corruption_run(tmp_path):
     store = tmp_path / "s.sqlite"
     result = robeval.evaluate_full(models=["digits-deit"], n_examples=6, shift="corruptions", selection="first",
                                    corruptions="gaussian_noise", severities="1,2", store=store, device="cpu")  # fmt: skip
-    info = json.loads(render(load_run(Store(store), result.run["run_id"]).summary, "robustbench"))
+    info = json.loads(render(load_run(Store(store), result.run_id).summary, "robustbench"))
     conditions = result.summary[result.summary["attack"].str.contains("@")]
     assert info["corruptions_acc"] == str(round(conditions["top1"].mean(), 2)) and info["eps"] is None
     assert list(info)[-3:] == ["corruptions_acc", "corruptions_mce", "footnote"] and "unreliable" not in info
@@ -432,7 +432,7 @@ def test_an_entry_with_random_weights_or_other_examples_is_marked_unreliable(tmp
     store = Store(tmp_path / "s.sqlite")
     result = robeval.evaluate_full(models=["digits-deit"], data="digits", n_examples=N, attacks=",".join(AA),
                                    settings=FAST_AA, weights="random", store=store, device="cpu")  # fmt: skip
-    info = json.loads(to_model_info(_standard(load_run(store, result.run["run_id"]).summary)))
+    info = json.loads(to_model_info(_standard(load_run(store, result.run_id).summary)))
     assert info["unreliable"] is True and info["footnote"].startswith("Not a leaderboard number: ")
     for words in ("random weights", f"a class-balanced subset of {N} examples, not RobustBench's first {N}",
                   "near chance"):  # fmt: skip

@@ -71,12 +71,12 @@ def test_a_wrong_option_answers_before_torch_loads(tmp_path, args, words):
 def test_what_is_stored_is_what_ran():
     res = evaluate_full(models="digits-deit", n_examples=10, attacks="spsa",
                         settings={"spsa": {"samples": 8, "iterations": 2, "early_stop": False}})
-    stored = res.run["attack_settings"]["spsa"]
+    stored = res.info["attack_settings"]["spsa"]
     assert stored["samples"] == 8 and stored["iterations"] == 2
     row = res.summary.set_index("attack").loc["spsa"]
     # per example: one pass for the start, iterations x (8 +/- pairs + the new iterate), one final count
     assert row["forward_passes_per_example"] == 1 + 2 * (2 * 8 + 1) + 1
-    json.dumps(res.run, default=str)  # run.json holds it as plain data
+    json.dumps(res.info, default=str)  # run.json holds it as plain data
 
 
 def test_a_budget_is_found_by_text_or_value():

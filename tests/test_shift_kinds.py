@@ -368,6 +368,6 @@ def test_a_shift_without_clean_images_is_stored(tmp_path):
     from robeval.results.runs import load_run
     from robeval.results.store import Store
 
-    stored = load_run(Store(tmp_path / "s.sqlite"), res.run["run_id"])
+    stored = load_run(Store(tmp_path / "s.sqlite"), res.run_id)
     assert stored.records["linf"].isna().all() and stored.records["l2"].isna().all()
     assert list(stored.summary["attack"]) == ["fog@1"] and int(stored.summary["n"].iloc[0]) == 4

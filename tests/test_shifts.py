@@ -78,7 +78,7 @@ def test_interrupted_and_resumed_shift_run_gives_identical_records(tmp_path):
     with pytest.raises(KeyboardInterrupt) as stopped:
         evaluate_full(store=store, reporter=StopAfter(8), **options)
     resumed = evaluate_full(store=store, resume=stopped.value.run_id, **options)
-    a, b = (r.records.sort_values(RECORD_KEY).reset_index(drop=True) for r in (reference, resumed))
+    a, b = (r.records.drop(columns="run_id").sort_values(RECORD_KEY).reset_index(drop=True) for r in (reference, resumed))
     pd.testing.assert_frame_equal(a, b)
     assert len(a[a["attack"] == "fog@5"]) == 30 and set(a["attack"]) == {"clean", "fgsm", "gaussian_noise@2",
                                                                           "gaussian_noise@5", "glass_blur@2", "glass_blur@5",
@@ -175,7 +175,7 @@ def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch
                         n_examples=20, out=tmp_path / "o")
     n = res.summary.set_index("attack")["n"]
     assert n["fog@1"] < n["contrast@1"] == 20  # the failing image is left out of fog only
-    assert any("example 0 (fog@1: corruption failed)" in name for name in res.run["skipped_files"])
+    assert any("example 0 (fog@1: corruption failed)" in name for name in res.info["skipped_files"])
     assert "fog@1: corruption failed" in (tmp_path / "o" / "results.md").read_text()
 
 
@@ -187,8 +187,8 @@ def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
     write_images(tmp_path / "val", list(class_set("imagenet-a"))[:2], seed=3)
     store = str(tmp_path / "s.sqlite")
     common = dict(models="deit-tiny", weights="random", batch_size=4, store=store)
-    a = evaluate_full(data=str(tmp_path / "a"), shift="imagenet-a", **common).run["run_id"]
-    c = evaluate_full(data=str(tmp_path / "val"), shift="corruptions", corruptions="fog", severities="1", **common).run["run_id"]
+    a = evaluate_full(data=str(tmp_path / "a"), shift="imagenet-a", **common).run_id
+    c = evaluate_full(data=str(tmp_path / "val"), shift="corruptions", corruptions="fog", severities="1", **common).run_id
     table = render(combine(resolve_runs(Store(store), [c, a])), "md")
     shift_block = table[table.index("Distribution shift"):].split("Table:")[0]
     header = next(line for line in shift_block.splitlines() if line.startswith("| Model"))

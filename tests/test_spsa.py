@@ -13,6 +13,7 @@ import torch
 import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create
+from robeval.attacks.convergence import CurveWatch, reading
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
 from robeval.evaluation.attack_guards import PassCounter
@@ -63,10 +64,12 @@ def test_spsa_spends_two_evaluations_per_pair_and_step_and_says_so():
     assert model.forward_images == n * 2 * samples * iterations  # no evaluation of the iterates
     assert theirs.evaluations.tolist() == [2 * samples * iterations] * n and theirs.steps.tolist() == [iterations] * n
     plain = theirs(x, y, seed=0, examples=idx)
-    theirs.observed = []  # a watched call (convergence curves) evaluates the start and every new iterate
+    # a watched call (convergence curves) evaluates the start and every new iterate
+    watched = create("spsa", CurveWatch(model, marked=True), eps=EPS, **authors_settings(iterations=iterations, samples=samples))
     model.reset()
-    assert torch.equal(theirs(x, y, seed=0, examples=idx), plain)  # and returns the same points
-    assert model.forward_images == n * (1 + iterations * (2 * samples + 1)) == int(theirs.evaluations.sum())
+    with reading(watched.model, y):
+        assert torch.equal(watched(x, y, seed=0, examples=idx), plain)  # and returns the same points
+    assert model.forward_images == n * (1 + iterations * (2 * samples + 1)) == int(watched.evaluations.sum())
 
     ours = create("spsa", model, eps=32 / 255, iterations=iterations, samples=samples)  # large eps: some stop early
     model.reset()
@@ -131,7 +134,7 @@ def test_a_run_stored_when_samples_counted_evaluations_shows_its_pairs_and_never
 
     def run(pairs: int) -> str:
         return evaluate_full(models="digits-deit", n_examples=10, eps="8/255", attacks="spsa", store=str(store),
-                             out=tmp_path / "{run_id}", settings={"spsa": {"iterations": 2, "samples": pairs}}).run["run_id"]
+                             out=tmp_path / "{run_id}", settings={"spsa": {"iterations": 2, "samples": pairs}}).run_id
 
     old, new, same = run(8), run(16), run(8)
     store_as_before_pairs(store, old)  # it stored samples=16 for its 8 pairs

@@ -95,8 +95,8 @@ def test_resume_with_changed_configuration_names_the_difference(tmp_path, refere
 
 def test_resume_alone_picks_the_newest_unfinished_run_with_these_options(tmp_path):
     from robeval.api import make_config
-    from robeval.evaluation.opening import latest_matching_run
     from robeval.evaluation.plan import make_plan
+    from robeval.evaluation.session import latest_matching_run
 
     def identity(eps):
         return make_plan(make_config(eps=eps)).identity()

@@ -50,7 +50,7 @@ def stored(tmp_path_factory):
     result = evaluate_full(store=path, **OPTIONS)
     db = Store(path)
     try:
-        yield path, result.run["run_id"], db.run(result.run["run_id"])["config"]
+        yield path, result.run_id, db.run(result.run_id)["config"]
     finally:
         db.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import robeval
 from robeval.api import evaluate_full
 from robeval.report.captions import caption
 from robeval.report.naming import data_label
@@ -40,13 +41,17 @@ def test_the_same_model_twice_at_one_eps_is_told_apart(two_eps_runs):
 
 
 def test_a_bare_table_reads_the_newest_run_with_the_runs_made_for_its_checklist(two_eps_runs):
-    from robeval.api import large_eps_run
+    from robeval.results_api import large_eps_run
 
     parent = two_eps_runs.runs()["id"].iloc[-1]
     extra = large_eps_run(two_eps_runs, parent, load_run(two_eps_runs, parent).config)
     runs = resolve_runs(two_eps_runs, [])
-    assert [r.run_id for r in runs] == [parent, extra.run["run_id"]]
+    assert [r.run_id for r in runs] == [parent, extra.run_id]
     assert {"16/255", "64/255"} <= set(combine(runs)["eps"])
+    run = robeval.open_run(store=two_eps_runs)  # its table takes the evidence in, its records are its own
+    assert {"16/255", "64/255"} <= set(run.summary["eps"]) and set(run.records["run_id"]) == {parent}
+    assert set(run.records_with_evidence["run_id"]) == {parent, extra.run_id}
+    assert "64/255" not in set(run.records["eps"]) and "64/255" in set(run.records_with_evidence["eps"])
 
 
 def test_transfer_rows_name_their_source():

@@ -24,7 +24,7 @@ def test_transfer_attacks_craft_once_are_eps_checked_and_equal_white_box_on_thei
     own = rec.loc["digits-deit"]
     assert (own.loc["transfer-pgd"]["adv_pred"] == own.loc["pgd"]["adv_pred"]).all()  # same seed, same model: same images
     assert (res.records[res.records["attack"] == "transfer-pgd"]["linf"] <= 8 / 255 + 1e-6).all()
-    assert res.run["attack_implementations"]["transfer-pgd"].startswith("robeval PGD on --source-model")
+    assert res.info["attack_implementations"]["transfer-pgd"].startswith("robeval PGD on --source-model")
 
 
 def test_transfer_below_white_box_is_flagged():

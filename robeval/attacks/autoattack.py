@@ -24,6 +24,7 @@ within eps (as in AutoAttack); otherwise the clean image is kept.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -33,7 +34,7 @@ from pyautoattack.square import SquareAttack
 
 from ..norms import perturbation_size
 from .base import Attack, margin
-from .convergence import ITERATIONS, QUERIES, Watched
+from .convergence import ITERATIONS, QUERIES, fell, queries, reading_at
 from .registry import registered_as
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
@@ -71,10 +72,9 @@ class _AutoAttackRunner(Attack):
     rides_along = False
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
+        with torch.no_grad(), reading_at(self.model, 0):  # a convergence curve's start: the clean image
             logits = self.model(x)
         correct = logits.argmax(1) == y
-        self.saw(0, logits, y)  # a convergence curve's start: the clean image (kept unless a run does better)
         best = x.clone()
         best_margin = margin(logits, y)
         idx, wrong = correct.nonzero().squeeze(1), (~correct).nonzero().squeeze(1)
@@ -117,7 +117,8 @@ class _AutoAttackRunner(Attack):
     def apgd_run(self, atk, x, y, rows, best, best_margin, *salt, run: int | None = None, riders=None) -> torch.Tensor:
         """One APGD run on the examples at ``rows`` from their seeded start; both of its points compete
         for the lowest margin.  Returns which of ``rows`` it left robust.  ``run``: its place among the
-        attack's runs (restarts, targets), where a watched call's curve puts its iterations.
+        attack's runs (restarts, targets), where a watched call's curve puts its iterations (iteration
+        ``i``'s prediction, its last EOT pass, at ``run * n_iter + i``; riders are not on the curve).
         ``riders``: misclassified rows attacked in the same run from their own ("misclassified")
         start, after ``rows`` (``atk.y_target``, for APGD-T, then covers both)."""
         start = self.apgd_start(x[rows], rows, *salt)
@@ -126,25 +127,11 @@ class _AutoAttackRunner(Attack):
             rider_start = self.apgd_start(x[riders], riders, "misclassified")
             assert start is not None and rider_start is not None
             start, attacked = torch.cat([start, rider_start]), torch.cat([rows, riders])
-        if run is not None and self.fooling is not None:
-            atk.model = Watched(self.model, self._apgd_hearing(run * self.n_iter, y[rows], rows))
-        try:
+        marked = nullcontext() if run is None else reading_at(self.model, run * self.n_iter, rows)
+        with marked:
             x_best, acc, _, x_best_adv = atk.attack_single_run(x[attacked].clone(), y[attacked].clone(), start)
-        finally:
-            atk.model = self.model
         _keep_lowest_margin(self.model, y, best, best_margin, attacked, x_best_adv, x_best)
         return acc[: len(rows)].bool()
-
-    def _apgd_hearing(self, offset: int, y: torch.Tensor, rows: torch.Tensor):
-        """What a watched APGD run's forward calls tell the curve: iteration ``i``'s prediction (its
-        last EOT pass, the one APGD's own robust accuracy reads) at position ``offset + i``, for
-        ``rows`` (the run's first rows; riders after them are not on the curve)."""
-
-        def hear(call: int, _x: torch.Tensor, logits: torch.Tensor) -> None:
-            if (call + 1) % self.eot_iter == 0:
-                self.saw(offset + call // self.eot_iter, logits[: len(rows)], y, rows)
-
-        return hear
 
 
 @registered_as("apgd-ce")
@@ -154,6 +141,7 @@ class APGDCE(_AutoAttackRunner):
     defaults = APGD_DEFAULTS
     loss = "ce"
     curve_axis, curve_setting = ITERATIONS, "n_iter"
+    marks_positions = True  # its margin checks run between its runs
     rides_along = True
 
     def budget(self) -> float:
@@ -196,6 +184,7 @@ class APGDT(_AutoAttackRunner):
 
     defaults = dict(APGD_DEFAULTS, n_target_classes=9)
     curve_axis, curve_setting = ITERATIONS, "n_iter"
+    marks_positions = True  # its margin checks and target choices run between its runs
     rides_along = True
 
     def budget(self) -> float:
@@ -293,6 +282,7 @@ class Square(_AutoAttackRunner):
 
     defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
     curve_axis, curve_setting = QUERIES, "n_queries"
+    marks_positions = True  # its queries cover only the rows it has not fooled
 
     def budget(self) -> float:
         return (self.n_queries + 1) * self.n_restarts
@@ -311,23 +301,12 @@ class Square(_AutoAttackRunner):
             robust = self._restart(atk, x, y, robust, best, best_margin, restart)
 
     def _restart(self, atk, x, y, robust, best, best_margin, restart: int) -> torch.Tensor:
-        """One restart on the examples at ``robust``; returns those it left robust."""
-        sizes: list[int] = []  # rows of each query: Square queries only the examples it has not fooled
-        atk.predict = Watched(self.model, lambda _call, x_in, _out: sizes.append(len(x_in)))
-        try:
+        """One restart on the examples at ``robust``; returns those it left robust.  A watched restart's
+        curve: Square queries only the examples it has not fooled, so the rows of its queries tell how
+        many fell at each (:func:`~.convergence.fell`)."""
+        with queries(self.model) as sizes:
             _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
-        finally:
-            atk.predict = self.model
         _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
         still = best_margin[robust] > 0
-        self._square_fell(robust[~still], sizes + [int(still.sum())], restart * (self.n_queries + 1))
+        fell(self.model, robust[~still], sizes + [int(still.sum())], restart * (self.n_queries + 1))
         return robust[still]
-
-    def _square_fell(self, fooled: torch.Tensor, sizes: list[int], offset: int) -> None:
-        """A watched restart's curve: query ``k`` (position ``offset + k``) was sent the ``sizes[k - 1]``
-        examples still robust before it, so ``sizes[k - 1] - sizes[k]`` fell at it (``sizes`` ends with
-        the count robust after the restart)."""
-        if self.fooling is None:
-            return
-        fell = [max(0, a - b) for a, b in zip(sizes, sizes[1:])]
-        self.fooling.fell(fooled, [float(offset + k + 1) for k, n in enumerate(fell) for _ in range(n)])

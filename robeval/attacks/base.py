@@ -19,7 +19,6 @@ from torch import nn
 
 from ..attack_settings import apply_settings
 from ..seeds import derive_seed
-from .convergence import Fooling
 
 Box = Optional[tuple[float, float]]
 
@@ -47,11 +46,11 @@ class Attack:
     # as AutoAttack does (--cascade uses that to give AutoAttack's own robust examples)
     library_draws: bool = False
     # Convergence curves (robeval.attacks.convergence): the axis its budget counts along (None: no
-    # curve), the setting that sets the budget's length, and while a call is watched its observation
+    # curve), the setting that sets the budget's length, and whether it marks which of its forward
+    # calls are at which position (False: every call is the next iteration)
     curve_axis: str | None = None
     curve_setting: str = ""
-    observed: list[Fooling] | None = None  # set by the caller: each finished call's observation lands here
-    fooling: Fooling | None = None
+    marks_positions: bool = False
 
     def __init__(
         self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0, clip: Box = (0.0, 1.0), **settings: Any
@@ -70,36 +69,23 @@ class Attack:
     ) -> torch.Tensor:
         """``examples`` (each row's index in the data set) makes the random draws of attacks whose
         spec says ``PER_EXAMPLE`` depend on the example alone, not on the batch it sits in."""
-        return self.seeded(self.perturb, x, y, seed, examples)
+        with self.drawing(x, seed, examples):
+            return self.perturb(x.detach(), y.detach()).detach()
 
-    def seeded(
-        self, method, x: torch.Tensor, y: torch.Tensor, seed: int | None = None, examples: Sequence[int] | None = None
-    ) -> torch.Tensor:
-        """``method(x, y)`` inside the attack's forked, seeded RNG, with the rows' example indices set."""
-        x, y = x.detach(), y.detach()
+    @contextmanager
+    def drawing(self, x: torch.Tensor, seed: int | None, examples: Sequence[int] | None) -> Iterator[None]:
+        """A call's block: inside the attack's forked RNG seeded by ``seed``, with gradients on and the
+        rows' example indices set."""
         self.examples = None if examples is None else [int(e) for e in examples]
-        watched = self.observed is not None and self.curve_axis is not None
-        self.fooling = Fooling(len(x), x.device) if watched else None
         try:
             with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
-                x_adv = method(x, y)
-            if (
-                self.fooling is not None and self.observed is not None
-            ):  # a call that failed (out of memory) tells nothing
-                self.observed.append(self.fooling)
+                yield
         finally:
             self.examples = None
-            self.fooling = None
-        return x_adv.detach()
 
     def curve_budget(self) -> int:
         """The positions a call's curve spans along ``curve_axis`` (0 = its start)."""
         raise NotImplementedError
-
-    def saw(self, position: float, logits: torch.Tensor, y: torch.Tensor, rows: torch.Tensor | None = None) -> None:
-        """Tell a watched call's observation the logits the attack computed at ``position`` (for ``rows``)."""
-        if self.fooling is not None:
-            self.fooling.see(position, logits, y, rows)
 
     def example_generators(self, device: torch.device, *salt: Any, rows: Sequence[int] | None = None) -> list | None:
         """One generator per example (of ``rows``, positions in the batch), seeded by (run seed, attack,

@@ -6,9 +6,15 @@ no point the attack evaluated up to ``t`` fooled (top-1 no longer the label, as 
 it).  Position 0 is the attack's starting point (the clean image, or its random start); an attack
 whose class sets ``curve_axis`` says how the positions count (``iterations``: gradient or SPSA
 steps, APGD's counted over its restarts and targets; ``queries``: Square's model queries) and which
-setting sets their number (``curve_setting``).  An attack tells its observation through
-:meth:`robeval.attacks.base.Attack.saw`; attacks from AutoAttack's code are watched through
-:class:`Watched`, a thin wrapper around the model their code calls.
+setting sets their number (``curve_setting``).
+
+The attack holds none of it: the caller gives it its model wrapped in a :class:`CurveWatch`, which
+reads the logits of the attack's forward calls.  Where every call is the next iteration (PGD; ``every``
+passes per iteration under EOT) the positions are read from outside.  An attack whose calls mix its
+iterations with other passes marks them (``marks_positions`` on its class) with :func:`reading_at`: APGD (its
+margin checks and target choice between runs), SPSA (its finite differences between the iterates'
+evaluations) and Square, whose queries cover only the rows it has not fooled (:func:`queries`, then
+:func:`fell`).  On a model that is not watched these are no-ops.
 
 The end of the budget also counts the records' own pass on the returned points, so the curve's last
 point is the number of examples robust in the records *and* never fooled on the way.  For APGD,
@@ -22,9 +28,11 @@ examples an earlier iterate fooled and the last one did not.  The positions are 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
 ITERATIONS, QUERIES = "iterations", "queries"
 CURVE_POINTS = 20  # a curve's points after its start: every 5% of the budget (so its last tenth is 2 points)
@@ -82,15 +90,101 @@ def robust_along(observed: list[Fooling], budget: int, robust: torch.Tensor) -> 
     return seen.robust_at(grid(budget))
 
 
-class Watched:
-    """``model`` as a library attack's code calls it: ``hear(call index, inputs, logits)`` after each
-    call, the call itself unchanged."""
+class CurveWatch(nn.Module):
+    """``model`` as an attack with a convergence curve crafts on: during each :meth:`reading` (one
+    attack call on labels ``y``) the logits of its forward calls tell a :class:`Fooling`.  Unless the
+    attack ``marked`` its positions, call ``c`` is position ``c // every`` for every row (the last of
+    each ``every`` passes: EOT's, as APGD's own robust accuracy reads it)."""
 
-    def __init__(self, model: Callable[[torch.Tensor], torch.Tensor], hear: Callable) -> None:
-        self.model, self.hear, self.calls = model, hear, 0
+    def __init__(self, model: nn.Module, every: int = 1, marked: bool = False) -> None:
+        super().__init__()
+        self.model, self.every, self.marked = model, max(1, every), marked
+        self.fooling: Fooling | None = None
+        self.y = torch.empty(0)
+        self.stretch: tuple[int, torch.Tensor | None] | None = None  # (offset, rows) of the calls now read
+        self.sizes: list[int] | None = None  # while counting queries: each call's rows
+        self.calls = 0
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    @classmethod
+    def for_attack(cls, model: nn.Module, attack: type, settings: dict) -> CurveWatch:
+        """The watch an attack of class ``attack`` with ``settings`` crafts on (EOT's passes per iteration)."""
+        return cls(model, settings.get("eot_iter", 1), getattr(attack, "marks_positions", False))
+
+    @contextmanager
+    def reading(self, y: torch.Tensor) -> Iterator[Fooling]:
+        self.fooling, self.y, self.calls = Fooling(len(y), y.device), y, 0
+        self.stretch = None if self.marked else (0, None)
+        try:
+            yield self.fooling
+        finally:
+            self.fooling, self.stretch, self.sizes = None, None, None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.model(x)
-        self.hear(self.calls, x, out)
-        self.calls += 1
+        if self.sizes is not None:
+            self.sizes.append(len(x))
+        elif self.stretch is not None and self.fooling is not None:
+            offset, rows = self.stretch
+            if (self.calls + 1) % self.every == 0:
+                y = self.y if rows is None else self.y[rows]
+                self.fooling.see(offset + self.calls // self.every, out[: len(y)], y, rows)
+            self.calls += 1
         return out
+
+
+def is_watched(model: object) -> bool:
+    """Whether ``model`` reads a convergence curve (an attack that skips evaluating its iterates then
+    evaluates them: SPSA's authors' procedure)."""
+    return isinstance(model, CurveWatch) and model.fooling is not None
+
+
+@contextmanager
+def reading_at(model: object, position: int, rows: torch.Tensor | None = None) -> Iterator[None]:
+    """The forward calls of ``model`` in the block evaluate points of ``rows`` (None: every row; a call's
+    first rows when it has more) at ``position``, the next ones at ``position + 1``, ... (one per
+    ``every`` calls).  Nothing unless ``model`` is watched."""
+    if not is_watched(model):
+        yield
+        return
+    assert isinstance(model, CurveWatch)
+    model.stretch, model.calls = (position, rows), 0
+    try:
+        yield
+    finally:
+        model.stretch = None
+
+
+@contextmanager
+def queries(model: object) -> Iterator[list[int]]:
+    """The rows of each forward call of ``model`` in the block, listed (empty unless ``model`` is watched)."""
+    sizes: list[int] = []
+    if not is_watched(model):
+        yield sizes
+        return
+    assert isinstance(model, CurveWatch)
+    model.sizes = sizes
+    try:
+        yield sizes
+    finally:
+        model.sizes = None
+
+
+def fell(model: object, rows: torch.Tensor, sizes: list[int], offset: int) -> None:
+    """A watched stretch of queries (:func:`queries`) fooled ``rows``: query ``k`` (position ``offset + k``)
+    was sent the ``sizes[k - 1]`` rows still robust before it, so ``sizes[k - 1] - sizes[k]`` fell at it
+    (``sizes`` ends with the rows robust after the stretch)."""
+    if not is_watched(model):
+        return
+    assert isinstance(model, CurveWatch) and model.fooling is not None
+    counts = [max(0, a - b) for a, b in zip(sizes, sizes[1:])]
+    model.fooling.fell(rows, [float(offset + k + 1) for k, n in enumerate(counts) for _ in range(n)])
+
+
+@contextmanager
+def reading(model: object, y: torch.Tensor) -> Iterator[Fooling | None]:
+    """One attack call on labels ``y`` read by ``model`` when it is a :class:`CurveWatch` (None otherwise)."""
+    if not isinstance(model, CurveWatch):
+        yield None
+        return
+    with model.reading(y) as fooling:
+        yield fooling

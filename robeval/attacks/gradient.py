@@ -14,10 +14,9 @@ from .convergence import ITERATIONS
 from .registry import registered_as
 
 
-def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -> torch.Tensor:
     """The CE gradient at ``x_adv``; with ``eot_iter`` > 1 the mean over that many passes
-    (expectation over transformation, for models that are random at inference).  Also the last
-    pass's logits (what a convergence curve reads, as APGD's own code does).
+    (expectation over transformation, for models that are random at inference).
 
     No copy of ``x_adv`` and, for one pass, no running sum: the work of a step is the model's pass and
     the few element-wise operations torchattacks' PGD does too (benchmarks/attacks_vs_reference.py)."""
@@ -29,7 +28,7 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
         (grad,) = torch.autograd.grad(ce_loss(logits, y), x)
         total = grad if total is None else total + grad
     assert total is not None
-    return (total if passes == 1 else total / passes), logits
+    return total if passes == 1 else total / passes
 
 
 @registered_as("fgsm")
@@ -40,7 +39,7 @@ class FGSM(Attack):
     eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        grad, _ = _loss_grad(self.model, x, y, self.eot_iter)
+        grad = _loss_grad(self.model, x, y, self.eot_iter)
         return self.project(x + self.steepest_step(grad, self.eps), x)
 
 
@@ -49,7 +48,8 @@ class PGD(Attack):
     """CE-loss PGD, step = rel_stepsize * eps, uniform random start
 
     It returns its last iterate.  Its convergence curve sees iterate ``k`` at position ``k`` (the
-    logits of its gradient pass); the last iterate is seen by the records' own pass."""
+    logits of its gradient pass, read from outside: every forward call is the next iterate); the last
+    iterate is seen by the records' own pass."""
 
     curve_axis, curve_setting = ITERATIONS, "steps"
     defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
@@ -67,8 +67,7 @@ class PGD(Attack):
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         step = self.rel_stepsize * self.eps
         x_adv = self.random_init(x) if self.random_start else x.clone()
-        for k in range(self.steps):
-            grad, logits = _loss_grad(self.model, x_adv, y, self.eot_iter)
-            self.saw(k, logits, y)
+        for _ in range(self.steps):
+            grad = _loss_grad(self.model, x_adv, y, self.eot_iter)
             x_adv = self.project(x_adv + self.steepest_step(grad, step), x)
         return x_adv

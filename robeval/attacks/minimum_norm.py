@@ -5,7 +5,7 @@ AutoAttack's FAB in its untargeted minimum-norm mode (``pyautoattack``), keeping
 smallest point over its restarts.
 
 One search serves every eps: :meth:`MinimumNormAttack.find_points` returns per example the smallest
-fooling point found (the clean image where none was), :func:`minimal_norms` its size (0 for an image
+fooling point found (the clean image where none was), :func:`search_norms` its size (0 for an image
 the model already gets wrong, ``inf`` where no fooling point was found), and :func:`within_eps` the
 point an eps-bounded attack returns: the minimum-norm point where its size is at most eps, else the
 clean image.  So robust top-1 at eps is the share of examples whose minimal norm exceeds eps, and the
@@ -27,7 +27,7 @@ from .base import Attack
 from .registry import registered_as
 
 
-def minimal_norms(
+def search_norms(
     x: torch.Tensor, x_min: torch.Tensor, clean_pred: torch.Tensor, min_pred: torch.Tensor, y: torch.Tensor, norm: str
 ) -> torch.Tensor:
     """Each example's minimal perturbation: 0 when the clean image is already misclassified, the size
@@ -62,7 +62,8 @@ class MinimumNormAttack(Attack):
 
     def find_points(self, x: torch.Tensor, y: torch.Tensor, seed: int | None = None, examples=None) -> torch.Tensor:
         """The smallest fooling point per example, inside the attack's seeded RNG (eps is not used)."""
-        return self.seeded(self.minimal, x, y, seed, examples)
+        with self.drawing(x, seed, examples):
+            return self.minimal(x.detach(), y.detach()).detach()
 
     def minimal(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -71,7 +72,7 @@ class MinimumNormAttack(Attack):
         x_min = self.minimal(x, y)
         with torch.no_grad():
             clean_pred, min_pred = self.model(x).argmax(1), self.model(x_min).argmax(1)
-        return within_eps(x, x_min, minimal_norms(x, x_min, clean_pred, min_pred, y, self.norm), self.eps)
+        return within_eps(x, x_min, search_norms(x, x_min, clean_pred, min_pred, y, self.norm), self.eps)
 
 
 def _fixed_l2_fmn():

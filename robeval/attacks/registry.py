@@ -173,10 +173,14 @@ def create(
     norm: str = "Linf",
     seed: int = 0,
     clip: tuple[float, float] | None = (0.0, 1.0),
+    source: Any = None,
     **settings: Any,
 ):
-    """Build attack ``name`` as a callable ``(x, y) -> x_adv`` on tensors in ``clip`` (default [0,1])."""
+    """Build attack ``name`` as a callable ``(x, y) -> x_adv`` on tensors in ``clip`` (default [0,1]);
+    ``source``: a transfer attack's source model (robeval.attacks.transfer.SourceModel)."""
     spec = get_attack_spec(name)
     if norm not in spec.norms:
         raise UserError(f"attack {name} does not support norm {norm} (it supports {', '.join(spec.norms)})")
+    if spec.kind == "transfer":
+        settings["source"] = source
     return spec.cls(model, eps=eps, norm=norm, seed=seed, clip=clip, **settings)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import torch
 
 from .base import Attack, margin
-from .convergence import ITERATIONS
+from .convergence import ITERATIONS, is_watched, reading_at
 from .registry import registered_as
 
 ADAM_BETAS = (0.9, 0.999)
@@ -96,6 +96,7 @@ class SPSA(Attack):
     Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
 
     curve_axis, curve_setting = ITERATIONS, "iterations"
+    marks_positions = True  # its finite differences run between the iterates' evaluations
     defaults = dict(
         iterations=40,
         samples=128,
@@ -155,7 +156,7 @@ class SPSA(Attack):
 
     def tracks_iterates(self) -> bool:
         """Whether each new iterate is evaluated: for the best iterate, the early stop or a watched call."""
-        return self.keep_best or self.early_stop or self.fooling is not None
+        return self.keep_best or self.early_stop or is_watched(self.model)
 
     def budget(self) -> float:
         """At most this many forward passes per example (the iterates' evaluations included)."""
@@ -182,8 +183,8 @@ class SPSA(Attack):
         kept_margin = torch.full((n,), float("inf"), device=x.device)
         evaluations = torch.zeros(n, dtype=torch.long, device=x.device)
         if self.tracks_iterates():
-            logits = self.model(x_adv)
-            self.saw(0, logits, y)
+            with reading_at(self.model, 0):
+                logits = self.model(x_adv)
             kept_margin = margin(logits, y)
             evaluations += 1
         return Search(
@@ -221,8 +222,8 @@ class SPSA(Attack):
     def judge(self, s: Search, step: int, rows: torch.Tensor | None, xa: torch.Tensor, ya: torch.Tensor) -> None:
         """Evaluate the new iterates of ``rows`` (None: every row): the curve sees them, and each row
         keeps its best point (or, without ``keep_best``, the current iterate's margin)."""
-        logits = self.model(xa)
-        self.saw(step, logits, ya, rows)
+        with reading_at(self.model, step, rows):
+            logits = self.model(xa)
         cur = margin(logits, ya)
         at = slice(None) if rows is None else rows
         s.evaluations[at] += 1

@@ -6,7 +6,7 @@ that mislead white-box attacks).
 A run crafts each batch once: the first target that needs a (attack, eps, examples) triple crafts it
 on the source and keeps the images in a cache on disk; every other target of the run reads them
 back, so N targets cost one crafting pass plus N evaluations (benchmarks/transfer.py).  The source
-is the run's: the evaluation loads it, hands it to the attacks and closes it at the end.  The
+is the run's: the evaluation loads it, builds the attacks with it (``source=``) and closes it at the end.  The
 crafting call gets the same seed and example indices whichever target asks first, so the images
 do not depend on the order of the targets.
 """
@@ -17,12 +17,13 @@ import hashlib
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from ..errors import UserError
 from .autoattack import APGDCE
-from .base import Attack
+from .base import Attack, Box
 from .gradient import PGD
 from .registry import create, get_attack_spec, registered_as
 
@@ -65,11 +66,23 @@ class SourceModel:
 
 
 class TransferAttack(Attack):
-    """Crafts on ``source`` (the run's :class:`SourceModel`, which the evaluation loads and gives it)
-    with the registered attack ``base``, under the same settings, seed and example indices."""
+    """Crafts on ``source`` (the run's :class:`SourceModel`) with the registered attack ``base``, under
+    the same settings, seed and example indices."""
 
     base = ""
-    source: SourceModel | None = None
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        eps: float,
+        norm: str = "Linf",
+        seed: int = 0,
+        clip: Box = (0.0, 1.0),
+        source: SourceModel | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(model, eps, norm, seed, clip, **settings)
+        self.source = source
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.source is None:

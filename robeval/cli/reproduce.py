@@ -111,7 +111,7 @@ def reproduce_cmd(**values: Any) -> None:
     out = values["out"] or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.runner != "profile" else "")
     result = _efficiency(name, values, out) if table.runner == "profile" else _stored_runs(table, values, out)
     console.print(result.files["md"].read_text(), markup=False, soft_wrap=True)
-    runs = [r.run["run_id"] for r in ([result.result] if result.result else list((result.results or {}).values()))]
+    runs = [r.run_id for r in ([result.result] if result.result else list((result.results or {}).values()))]
     stored = f"; run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))} stored in {store}" if runs else ""
     console.print("Wrote " + ", ".join(str(p) for p in result.files.values()) + stored, markup=False, soft_wrap=True)
 

@@ -92,7 +92,7 @@ def run(**values: Any) -> None:
             f"{exc}; run {run_id} is interrupted: free space, then resume with: "
             f"{resume_command(invoked_args(), str(run_id))}"
         ) from None
-    if result.run.get("rank", 0) == 0:  # a worker of --nproc leaves the tables to rank 0
+    if result.info.get("rank", 0) == 0:  # a worker of --nproc leaves the tables to rank 0
         _report(result, store, demo=values["data"] == DIGITS and values["n_examples"] is None)
 
 
@@ -142,17 +142,17 @@ def _report(result, store: Path, demo: bool) -> None:
     paths = result.files
     for table in results_tables(result.summary):
         console.print(table)
-    print_diagnostics(result.run, result.summary)
-    for line in passes_lines(result.run.get("passes_per_image", {})):
+    print_diagnostics(result.info, result.summary)
+    for line in passes_lines(result.info.get("passes_per_image", {})):
         console.print(line, markup=False, soft_wrap=True)
     console.print(
-        f"Run {result.run['run_id']} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
-        f"{paths['json']} ({result.run['seconds']:.0f} s)."
+        f"Run {result.run_id} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
+        f"{paths['json']} ({result.info['seconds']:.0f} s)."
     )
-    if result.run["status"] != "finished":  # a model stopped: the files hold what the others gave
-        stopped = ", ".join(result.run.get("failed_models", {}))
+    if result.status != "finished":  # a model stopped: the files hold what the others gave
+        stopped = ", ".join(result.info.get("failed_models", {}))
         Console(stderr=True).print(
-            f"error: run {result.run['run_id']} is incomplete: stopped {stopped} (see above); its tables say so",
+            f"error: run {result.run_id} is incomplete: stopped {stopped} (see above); its tables say so",
             markup=False,
             soft_wrap=True,
         )

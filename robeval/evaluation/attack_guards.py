@@ -1,23 +1,26 @@
-"""What wraps every attack call of the engine: per-unit seeds, pass counting, autocast,
-out-of-memory halving and the check that the returned batch respects the threat model.
+"""What guards every attack call of the engine: pass counting, autocast, the check that the returned
+batch respects the threat model, and the errors that stop a model (out-of-memory halving and the
+call itself: robeval.evaluation.units).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import nn
 
 from ..norms import perturbation_size
-from ..seeds import derive_seed
 
 BOUND_TOLERANCE = 1e-6
 
 
 class AttackBoundsError(RuntimeError):
     """An attack returned a point outside the threat model: a bug in that attack."""
+
+
+class ModelFailure(Exception):
+    """A model that cannot be evaluated (NaN/inf logits, a failed attack): it stops, the other models go on."""
 
 
 def verify_adversarial(
@@ -98,28 +101,4 @@ def topk_hits(logits: torch.Tensor, y: torch.Tensor, k: int = 5) -> tuple[torch.
 def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.cuda.OutOfMemoryError) or (
         isinstance(exc, RuntimeError) and "out of memory" in str(exc)
-    )
-
-
-def attack_with_halving(
-    attack, x: torch.Tensor, y: torch.Tensor, seed: int, state: Any = None, examples: list[int] | None = None
-) -> torch.Tensor:
-    """Run ``attack``; on out-of-memory, halve the batch and retry each half (recursively);
-    ``state.oom_splits`` (when given) counts the splits; ``examples`` are the rows' data-set indices."""
-    try:
-        return attack(x, y, seed=seed, examples=examples)
-    except Exception as exc:
-        if not is_out_of_memory(exc) or len(y) <= 1:
-            raise
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    if state is not None:
-        state.oom_splits += 1
-    half = len(y) // 2
-    lo, hi = (None, None) if examples is None else (examples[:half], examples[half:])
-    return torch.cat(
-        [
-            attack_with_halving(attack, x[:half], y[:half], derive_seed(seed, "lo"), state, lo),
-            attack_with_halving(attack, x[half:], y[half:], derive_seed(seed, "hi"), state, hi),
-        ]
     )

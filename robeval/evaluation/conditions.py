@@ -10,107 +10,85 @@ pass (data without clean images, an ImageNet-C tree, repeats the condition's hit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.utils.data import ConcatDataset, DataLoader
 
-from ..data.examples import EvalData
-from ..options import EvalConfig
+from ..results.records import add_records, new_columns
 from ..shifts.catalog import Condition
 from ..shifts.condition_images import CORRUPTION_FAILED
-from ..shifts.kinds import ShiftKind
 from .attack_guards import topk_hits
-from .unit_records import BatchOutcome, Deliver, add_records, new_columns
+from .model_run import ModelRun
+from .units import UnitRecords
 
 
-@dataclass
-class ConditionContext:
-    """What a model's shifted conditions need from its run, and nothing more."""
-
-    model: str  # the name its records carry
-    kind: ShiftKind
-    conditions: list[Condition]
-    data: EvalData  # read for the model
-    batch_size: int
-    config: EvalConfig  # the run's configuration (seed, data: what the kind's datasets read)
-    workers: int  # DataLoader worker processes
-    device: torch.device
-    todo: dict[int, list]  # batch -> its pending (eps, unit)
-    clean_hits: dict[
-        int, dict[int, tuple[bool, bool]]
-    ]  # batch -> example -> clean top-1/top-5 (filled here if missing)
-    logits: Callable[[torch.Tensor, str], torch.Tensor]  # the model's checked logits on images as the data gives them
-    look: Callable[[], None]  # share the cores between units
-    outcome: BatchOutcome
-
-
-def run_conditions(ctx: ConditionContext, batches: list[int], deliver: Deliver) -> None:
-    plan = [(c, b) for c in ctx.conditions for b in batches if any(a == c.name for _, a in ctx.todo[b])]
-    if not plan:
+def evaluate_conditions(model: ModelRun, batches: list[int], look: Callable[[], None]) -> Iterator[UnitRecords]:
+    """The records of ``model``'s pending condition units on ``batches``, unit by unit (``look``: share
+    the cores between units)."""
+    shift, conditions = model.plan.shift, model.plan.conditions
+    plan = [(c, b) for c in conditions for b in batches if any(a == c.name for _, a in model.todo[b])]
+    if shift is None or not plan:
         return
-    if ctx.kind.has_clean_images:
-        fill_clean_hits(ctx, sorted({b for _, b in plan}))
-    position = {c.name: i for i, c in enumerate(ctx.conditions)}
-    n = len(ctx.data.dataset)
-    sampler = [[position[c.name] * n + i for i in ctx.data.batch_indices(ctx.batch_size, b)] for c, b in plan]
-    ctx.kind.prepare(ctx.conditions)
-    datasets = [ctx.kind.condition_dataset(ctx.data, c, ctx.config) for c in ctx.conditions]
+    if shift.has_clean_images:
+        fill_clean_hits(model, sorted({b for _, b in plan}))
+    position = {c.name: i for i, c in enumerate(conditions)}
+    n = len(model.data.dataset)
+    sampler = [[position[c.name] * n + i for i in model.data.batch_indices(model.batch_size, b)] for c, b in plan]
+    shift.prepare(conditions)
+    datasets = [shift.condition_dataset(model.data, c, model.config) for c in conditions]
     loader: DataLoader = DataLoader(
         ConcatDataset(datasets),
         batch_sampler=sampler,
-        num_workers=ctx.kind.loader_workers(ctx.workers),
-        pin_memory=ctx.device.type == "cuda",
+        num_workers=shift.loader_workers(model.plan.workers),
+        pin_memory=model.device.type == "cuda",
     )
     for (condition, b), (x, y, norms) in zip(plan, loader):
-        ctx.look()
-        condition_unit(ctx, condition, datasets[position[condition.name]], b, x, y, norms, deliver)
+        look()
+        yield from condition_units(model, condition, datasets[position[condition.name]], b, x, y, norms)
 
 
-def fill_clean_hits(ctx: ConditionContext, batches: list[int]) -> None:
+def fill_clean_hits(model: ModelRun, batches: list[int]) -> None:
     """Clean top-1/top-5 hits of batches the clean pass did not see in this process (a resumed run)."""
-    missing = [b for b in batches if b not in ctx.clean_hits]
-    for b, idx, x, y in ctx.data.batches(ctx.batch_size, workers=ctx.workers, only=missing):
+    missing = [b for b in batches if b not in model.clean_hits]
+    for b, idx, x, y in model.data.batches(model.batch_size, workers=model.plan.workers, only=missing):
         keep = y >= 0
-        hit1, hit5 = topk_hits(ctx.logits(x[keep], f"clean images (batch {b})"), y[keep].to(ctx.device))
-        ctx.clean_hits[b] = dict(zip(idx[keep].tolist(), zip(hit1.tolist(), hit5.tolist())))
+        logits = model.logits(model.inputs(x[keep]), f"clean images (batch {b})")
+        hit1, hit5 = topk_hits(logits, y[keep].to(model.device))
+        model.clean_hits[b] = dict(zip(idx[keep].tolist(), zip(hit1.tolist(), hit5.tolist())))
 
 
-def skip_failed(
-    ctx: ConditionContext, condition: Condition, dataset, idx: torch.Tensor, y: torch.Tensor
-) -> torch.Tensor:
+def skip_failed(model: ModelRun, condition: Condition, dataset, idx: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Name the examples of this unit that could not be read or corrupted; the mask of the others."""
     keep = y >= 0
-    named = dataset if hasattr(dataset, "path_of") else ctx.data.dataset
+    named = dataset if hasattr(dataset, "path_of") else model.data.dataset
     for i, label in zip(idx[~keep].tolist(), y[~keep].tolist()):
-        name = named.path_of(i) if hasattr(named, "path_of") else f"{ctx.data.name} example {i}"
+        name = named.path_of(i) if hasattr(named, "path_of") else f"{model.data.name} example {i}"
         why = "corruption failed" if label == CORRUPTION_FAILED else "unreadable"
-        ctx.outcome.skipped.append(f"{name} ({condition.name}: {why})")
+        model.log.skipped.add(f"{name} ({condition.name}: {why})")
     return keep
 
 
-def condition_unit(ctx: ConditionContext, condition: Condition, dataset, b: int, x, y, norms, deliver: Deliver) -> None:
+def condition_units(model: ModelRun, condition: Condition, dataset, b: int, x, y, norms) -> Iterator[UnitRecords]:
     """One condition on one batch, recorded under every pending eps."""
-    idx = torch.tensor(ctx.data.batch_indices(ctx.batch_size, b), dtype=torch.long)
-    keep = skip_failed(ctx, condition, dataset, idx, y)
+    idx = torch.tensor(model.data.batch_indices(model.batch_size, b), dtype=torch.long)
+    keep = skip_failed(model, condition, dataset, idx, y)
     idx, x, y, norms = idx[keep], x[keep], y[keep], norms[keep]
     if len(y) == 0:
         return
     tick = time.perf_counter()
-    logits = ctx.logits(x, f"{condition.name} (batch {b})")
-    hit1, hit5 = (h.tolist() for h in topk_hits(logits, y.to(ctx.device)))
-    clean = ctx.clean_hits.get(b, {})
-    clean1 = [clean[i][0] for i in idx.tolist()] if ctx.kind.has_clean_images else hit1
-    clean5 = [clean[i][1] for i in idx.tolist()] if ctx.kind.has_clean_images else hit5
+    logits = model.logits(model.inputs(x), f"{condition.name} (batch {b})")
+    hit1, hit5 = (h.tolist() for h in topk_hits(logits, y.to(model.device)))
+    clean = model.clean_hits.get(b, {})
+    has_clean = model.plan.shift is not None and model.plan.shift.has_clean_images
+    clean1 = [clean[i][0] for i in idx.tolist()] if has_clean else hit1
+    clean5 = [clean[i][1] for i in idx.tolist()] if has_clean else hit5
     seconds = time.perf_counter() - tick
-    for eps, unit in ctx.todo[b]:
-        if unit != condition.name:
-            continue
-        columns = new_columns()
+    for eps in (e for e, unit in model.todo[b] if unit == condition.name):
+        records = new_columns()
         add_records(
-            columns,
-            model=ctx.model,
+            records,
+            model=model.job.name,
             batch=b,
             example=idx.tolist(),
             label=y.tolist(),
@@ -127,5 +105,4 @@ def condition_unit(ctx: ConditionContext, condition: Condition, dataset, b: int,
             forward_passes=1.0,
             backward_passes=0.0,
         )
-        ctx.outcome.time(f"{ctx.model}|{eps.text}|{condition.name}", seconds)
-        deliver((ctx.model, eps.text, condition.name, b), seconds, columns, len(y))
+        yield UnitRecords((model.job.name, eps.text, condition.name, b), records, seconds=seconds)

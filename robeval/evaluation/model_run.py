@@ -1,64 +1,124 @@
-"""One model's share of a run: load it, attack every pending batch, hand each finished unit on.
+"""One model of a run, loaded, and its batches each with the one clean pass every unit of it shares.
 
-A unit is (model, eps, attack, batch).  For each batch the clean pass runs once (under inference
-mode) and is shared by every eps and attack (:mod:`.batch_attacks`); the shifted conditions run in
-:mod:`.conditions`.  ``ModelEvaluation`` holds what the steps share, so each step is one short method.
+A unit is (model, eps, attack, batch).  :class:`ModelRun` holds what a model's units share: the
+network as its predictions are counted (``target``: strict fp32, no gradients) and as its attacks
+craft on it (``counted``: autocast under a reduced precision, every pass counted; seen through a
+:class:`~robeval.attacks.convergence.CurveWatch` by an attack that draws a convergence curve), its
+attacks built once per (eps, attack) with every setting a constructor keyword, their fp32 re-checkers
+under a reduced precision, and the units still to do per batch.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
+from ..attacks import create, get_attack_spec
+from ..attacks.base import Attack
+from ..attacks.convergence import CurveWatch
+from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
+from ..eps import Eps
 from ..errors import UserError
 from ..models import load_model, wrap_given
-from ..precision import strict_fp32
-from ..threads import FixedThreads, ThreadGovernor
-from .attack_guards import AttackBoundsError, Autocast, PassCounter, topk_hits
-from .batch_attacks import AttackUnits, BatchAttack, attack_failure
-from .conditions import ConditionContext, run_conditions
+from ..precision import Precision, strict_fp32
+from ..results.records import Columns, Unit
+from ..seeds import derive_seed
+from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
 from .model_checks import model_checks
 from .plan import ModelJob, RunPlan
-from .precision_check import precision_check
-from .unit_records import BatchOutcome, Deliver, ModelFailure, Unit, UnitCurve, add_clean_records, new_columns
+from .progress import throttled
+from .run_info import RunLog
 
 MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this many examples of the first batch
+# The fp32 re-check of a reduced precision crafts again on a sample drawn per example from the run's
+# seed (the same for every attack, model and batch size): at least this share of the examples and, on
+# small runs, about MIN_RECHECKED of them (enough for the pairwise test of the precision flag).
+MIN_RECHECK_SHARE, MIN_RECHECKED = 1 / 16, 32
 
 
-class ModelEvaluation:
-    """Evaluate ``job`` of ``plan`` on ``data``: the loaded model, its attacks and the units still to do."""
+def curves_omitted(precision: Precision) -> str | None:
+    """Why a run crafting in ``precision`` records no convergence curves (None: it records them)."""
+    if not precision.reduced:
+        return None
+    return (
+        f"no convergence curves under --precision {precision.name}: the attacks' own passes are not the "
+        "strict-fp32 passes the records count, so a curve would not end at the records' robust accuracy "
+        "(a --precision fp32 run records them)"
+    )
+
+
+@dataclass
+class Batch:
+    """What the units of one batch share: the images as attacked, labels, clean logits and the record
+    fields every unit repeats (model, batch, example, label, clean hits); the (eps, attack) units to run
+    on it, in order; the time of its clean pass (counted with its first clean unit); each minimum-norm
+    attack's search (one serves every eps); under ``--cascade`` each eps's records so far."""
+
+    b: int
+    xa: torch.Tensor
+    y: torch.Tensor
+    clean_logits: torch.Tensor
+    base: dict[str, Any]
+    units: list[tuple[Eps, str]] = field(default_factory=list)
+    clean_seconds: float = 0.0
+    searches: dict[str, Any] = field(default_factory=dict)
+    cascade: dict[str, Columns] = field(default_factory=dict)
+
+    @property
+    def examples(self) -> list[int]:
+        return self.base["example"]
+
+    def rows(self, rows: list[int]) -> Batch:
+        """Only the batch's ``rows`` (the examples an attack of the cascade runs on)."""
+        idx = torch.tensor(rows, dtype=torch.long, device=self.y.device)
+        base = {k: ([v[r] for r in rows] if isinstance(v, list) else v) for k, v in self.base.items()}
+        return Batch(self.b, self.xa[idx], self.y[idx], self.clean_logits[idx], base)
+
+
+class ModelRun:
+    """Model ``job`` of ``plan``, loaded for ``data``: its units still to do (those not in ``done``), its
+    attacks (transfer attacks craft on ``source``), and ``log``: what the run learns of it.
+    ``partial`` hears how far a long attack has got inside its unit (images' worth); ``checks``: run
+    the model checks (robeval.evaluation.model_checks) on its first batch."""
 
     def __init__(
-        self, job: ModelJob, plan: RunPlan, data: EvalData, done: set[Unit], need_checks: bool, source: Any = None
+        self,
+        job: ModelJob,
+        plan: RunPlan,
+        data: EvalData,
+        done: set[Unit],
+        log: RunLog,
+        source: SourceModel | None = None,
+        partial: Callable[[Unit, float], None] | None = None,
+        checks: bool = False,
     ) -> None:
-        self.job, self.plan, self.config = job, plan, plan.config
+        self.job, self.plan, self.config, self.log, self.partial = job, plan, plan.config, log, partial
         self.device, self.batch_size = plan.device, plan.batch_size
         self.memory_format = torch.channels_last if self.config.channels_last else torch.contiguous_format
         self.model = self._load()
         self.data = data.for_model(self.model.meta)
-        self.conditions = plan.conditions
-        self.condition_names = {c.name for c in self.conditions}
-        self.units = plan.units(job)
-        self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5 hit
+        self.condition_names = {c.name for c in plan.conditions}
+        self.units = plan.units(job)  # evaluated on every batch at every eps: clean, attacks, conditions
         self.todo = {
             b: [(e, a) for e in self.config.eps for a in self.units if (job.name, e.text, a, b) not in done]
             for b in range(self.data.num_batches(self.batch_size))
         }
         self.target = self._target()
-        self.outcome = BatchOutcome()
-        counted = PassCounter(self._crafting())
-        check = precision_check(plan.precision, self.target, len(self.data.indices), self.config.seed)
-        self.batch_attacks = AttackUnits(job, plan, counted, self.logits, self.outcome, check, source)
-        self.need_checks = need_checks
-        governed = self.config.threads is None and self.device.type == "cpu"
-        self.threads = ThreadGovernor() if governed else FixedThreads()
+        self.counted = PassCounter(self._crafting())
+        self.attacks = {(e.text, a): self._attack(a, e, source) for e in self.config.eps for a in job.attacks}
+        checkers = {(e.text, a): self._checker(a, e) for e in self.config.eps for a in job.attacks}
+        self.checkers = {key: checker for key, checker in checkers.items() if checker is not None}
+        self.recheck_share = min(1.0, max(MIN_RECHECK_SHARE, MIN_RECHECKED / max(len(self.data.indices), 1)))
+        self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5
+        self.need_checks = checks  # the model checks, on its first batch
         if self.device.type == "cuda":
             self._warm_up()
 
@@ -88,7 +148,7 @@ class ModelEvaluation:
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space
-        (a shift may restrict its classes).  Attacks see :meth:`_crafting`."""
+        (a shift may restrict its classes)."""
         target: nn.Module = self.model if self.plan.protocol.space == "pixel" else self.model.net
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
@@ -99,6 +159,33 @@ class ModelEvaluation:
         dtype = self.plan.precision.autocast_dtype()
         return self.target if dtype is None else Autocast(self.target, dtype, self.device.type)
 
+    def _attack(self, attack: str, eps: Eps, source: SourceModel | None):
+        """The attack of one (eps, attack) unit on the counted model, watched when it draws a curve."""
+        settings = self.plan.settings[attack]
+        cls: type[Attack] = get_attack_spec(attack).cls
+        model: nn.Module = self.counted
+        if cls.curve_axis is not None and curves_omitted(self.plan.precision) is None:
+            model = CurveWatch.for_attack(self.counted, cls, settings)
+        clip = self.plan.protocol.box(attack)
+        norm, seed = self.config.norm, self.config.seed
+        return create(attack, model, eps.value, norm=norm, seed=seed, clip=clip, source=source, **settings)
+
+    def _checker(self, attack: str, eps: Eps):
+        """Under a reduced precision, a fixed-eps white-box attack again on the target as counted
+        (strict fp32, its passes uncounted): the fp32 re-check; None for the others."""
+        spec = get_attack_spec(attack)
+        if not self.plan.precision.reduced or spec.kind != "white-box" or spec.minimum_norm:
+            return None
+        clip, settings = self.plan.protocol.box(attack), self.plan.settings[attack]
+        return create(
+            attack, self.target, eps.value, norm=self.config.norm, seed=self.config.seed, clip=clip, **settings
+        )
+
+    def rechecked_rows(self, examples: list[int]) -> list[int]:
+        """Positions in a batch of the examples the fp32 re-check samples."""
+        limit = self.recheck_share * 2**31  # derive_seed's range
+        return [i for i, e in enumerate(examples) if derive_seed(self.config.seed, "fp32-check", e) % 2**31 < limit]
+
     @property
     def meta(self) -> dict[str, Any]:
         meta = asdict(self.model.meta)
@@ -108,51 +195,37 @@ class ModelEvaluation:
     def pending(self) -> list[int]:
         return [b for b in self.todo if self.todo[b]]
 
-    def run(
-        self,
-        batches: list[int],
-        deliver: Deliver,
-        stop_on_error: bool = True,
-        progress: Callable[[Unit, float], None] | None = None,
-    ) -> BatchOutcome:
-        """Evaluate ``batches``; each finished unit goes to ``deliver`` at once, and ``progress`` hears
-        how far a long attack has got inside its unit (images' worth).  In a distributed run
-        (``stop_on_error=False``) an error is kept in the outcome for the other workers to see."""
-        self.batch_attacks.progress = progress
-        direct = [b for b in batches if any(a not in self.condition_names for _, a in self.todo[b])]
-        loader = self.data.batches(
-            self.batch_size, workers=self.plan.workers, pin_memory=self.device.type == "cuda", only=direct
-        )
-        try:
-            for b, idx, x, y in loader:
-                self.batch(b, idx, x, y, deliver)
-            if self.conditions:
-                run_conditions(self.condition_context(), batches, deliver)
-        except (ModelFailure, UserError, AttackBoundsError) as exc:
-            if stop_on_error:
-                raise
-            self.outcome.error = (type(exc).__name__, str(exc))
-        finally:
-            self.threads.restore()
-        return self.outcome
+    def labels(self, batch: Batch, attack: str) -> torch.Tensor:
+        """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""
+        return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
 
-    def condition_context(self) -> ConditionContext:
-        assert self.plan.shift is not None
-        return ConditionContext(
-            self.job.name,
-            self.plan.shift,
-            self.conditions,
-            self.data,
-            self.batch_size,
-            self.config,
-            self.plan.workers,
-            self.device,
-            self.todo,
-            self.clean_hits,
-            lambda x, what: self.logits(self.inputs(x), what),
-            self.threads.look,
-            self.outcome,
-        )
+    def seeding(self, attacker, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
+        """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
+        AutoAttack's own seeding for attacks from its code (robeval.evaluation.units)."""
+        if self.config.cascade and attacker.library_draws:
+            return self.config.seed, None
+        return derive_seed(self.config.seed, attack, eps.text, batch.b), batch.examples
+
+    @contextmanager
+    def progress(self, unit: Unit, attacker, n: int) -> Iterator[None]:
+        """Report progress inside the unit: forward passes spent against the attack's budget."""
+        budget = attacker.budget()
+        if self.partial is not None and budget:
+            report = self.partial
+            self.counted.listener = throttled(lambda passes: report(unit, n * min(1.0, passes / (budget * n))))
+        try:
+            yield
+        finally:
+            self.counted.listener = None
+
+    def batches(self, share: list[int]) -> Iterator[Batch]:
+        """The batches of ``share`` with units other than shifted conditions, each after its clean pass."""
+        direct = [b for b in share if any(a not in self.condition_names for _, a in self.todo[b])]
+        pin = self.device.type == "cuda"
+        for b, idx, x, y in self.data.batches(self.batch_size, workers=self.plan.workers, pin_memory=pin, only=direct):
+            idx, x, y = self._readable(idx, x, y)
+            if len(y):
+                yield self.clean(b, idx, x, y)
 
     def _readable(self, idx, x, y):
         """Drop examples whose image file could not be decoded (or stop, with --strict-data)."""
@@ -162,7 +235,7 @@ class ModelEvaluation:
         names = [self.data.dataset.path_of(int(i)) for i in idx[~readable]]
         if self.config.strict_data:
             raise UserError(f"unreadable image file {names[0]} (--strict-data)")
-        self.outcome.skipped.extend(names)
+        self.log.skipped.update(names)
         return idx[readable], x[readable], y[readable]
 
     def inputs(self, x: torch.Tensor) -> torch.Tensor:
@@ -181,16 +254,16 @@ class ModelEvaluation:
             raise ModelFailure(f"NaN or inf logits on {what}; check the checkpoint")
         return out
 
-    def clean(self, b: int, idx: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[BatchAttack, float]:
-        """The batch's one clean pass (timed; it is counted with the first clean unit) and the model checks."""
+    def clean(self, b: int, idx: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> Batch:
+        """The batch's one clean pass (timed), the model checks on the model's first batch, its units."""
         xa, y = self.inputs(x), y.to(self.device, non_blocking=True)
         tick = time.perf_counter()
         clean_logits = self.logits(xa, f"clean images (batch {b})")  # (waits for the GPU: the time below is real)
         seconds = time.perf_counter() - tick
         if self.need_checks:
             with strict_fp32():
-                self.outcome.checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
-            self.need_checks = False
+                checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
+            self.log.model_checks[self.job.name], self.need_checks = checks, False
         clean1, clean5 = topk_hits(clean_logits, y)
         self.clean_hits[b] = dict(zip(idx.tolist(), zip(clean1.tolist(), clean5.tolist())))
         base = dict(
@@ -201,36 +274,17 @@ class ModelEvaluation:
             clean_top1=clean1.tolist(),
             clean_top5=clean5.tolist(),
         )
-        return BatchAttack(b, xa, y, clean_logits, base), seconds
+        return Batch(b, xa, y, clean_logits, base, self.batch_units(b), seconds)
 
-    def batch(self, b: int, idx: torch.Tensor, x: torch.Tensor, y: torch.Tensor, deliver: Deliver) -> None:
-        """The clean pass and every pending (eps, attack) unit of batch ``b``."""
-        idx, x, y = self._readable(idx, x, y)
-        if len(y) == 0:
-            return
-        batch, clean_seconds = self.clean(b, idx, x, y)
-        for eps, attack in self.todo[b]:
-            if attack in self.condition_names:
-                continue  # shifted conditions: run_conditions
-            self.threads.look()  # share the cores with other processes between units
-            tick = time.perf_counter()
-            columns = new_columns()
-            curve = self.unit(columns, batch, eps, attack)
-            seconds = time.perf_counter() - tick
-            if attack == CLEAN:
-                seconds, clean_seconds = seconds + clean_seconds, 0.0
-            self.outcome.time(f"{self.job.name}|{eps.text}|{attack}", seconds)
-            deliver((self.job.name, eps.text, attack, b), seconds, columns, len(y), curve)
-
-    def unit(self, columns: dict[str, list], batch: BatchAttack, eps, attack: str) -> UnitCurve | None:
-        """One unit's records (and its attack's convergence curve): the clean row, or an attack (a
-        failed attack stops this model)."""
-        if attack == CLEAN:
-            add_clean_records(columns, batch, eps, CLEAN, forward_passes=1.0)
-            return None
-        try:
-            return self.batch_attacks.records(columns, batch, eps, attack)
-        except (ModelFailure, UserError):
-            raise
-        except Exception as exc:  # a failed attack stops this model; the run goes on with the others
-            raise ModelFailure(attack_failure(attack, eps.text, batch.b, exc)) from exc
+    def batch_units(self, b: int) -> list[tuple[Eps, str]]:
+        """The (eps, attack) units batch ``b`` runs, in order: its pending ones; under ``--cascade`` with
+        the earlier attacks of the cascade they follow (recomputed when a resumed run stored them)."""
+        pending = [(e, a) for e, a in self.todo[b] if a not in self.condition_names]
+        if not self.config.cascade:
+            return pending
+        order, units = self.job.attacks, []
+        for eps in self.config.eps:
+            wanted = [a for e, a in pending if e.text == eps.text]
+            last = max((order.index(a) for a in wanted if a != CLEAN), default=-1)
+            units += [(eps, a) for a in ([CLEAN] if CLEAN in wanted else []) + order[: last + 1]]
+        return units

@@ -67,7 +67,11 @@ def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
             if unit == CLEAN:
                 continue
             key = unit_key(ev.job.name, eps.text, unit, ev.condition_names)
-            label = f"{ev.config.shift}: {len(ev.conditions)} conditions" if len(key) == 2 else f"{unit} eps={eps.text}"
+            label = (
+                f"{ev.config.shift}: {len(ev.condition_names)} conditions"
+                if len(key) == 2
+                else f"{unit} eps={eps.text}"
+            )
             bar = bars.setdefault(key, Bar(key, label, 0))
             for b in share:
                 n = len(ev.data.batch_indices(ev.batch_size, b))

@@ -4,8 +4,9 @@ an image the run crafted need not be stored to be seen again.
 
 The run's plan is rebuilt from its stored configuration (:meth:`~robeval.options.EvalConfig.from_identity`,
 judged again by :func:`~.config.remake`); each model is then loaded and attacked by the engine's own code
-(:class:`~.model_run.ModelEvaluation`: the same model building, the same attack objects and seeds,
-the same precision and threat-model checks), which hands back the records it would have stored.
+(:class:`~.model_run.ModelRun` and :func:`~.units.run_unit`: the same model building, the same attack
+objects and seeds, the same precision and threat-model checks), which hands back the records it would
+have stored and the points it crafted.
 
 Batches: each wanted example is crafted again inside its original batch (the stored batch number
 and the run's batch size say which examples were together), the whole batch attacked as the run
@@ -33,17 +34,17 @@ import torch
 from ..attacks import list_attacks
 from ..attacks.registry import PER_BATCH_IN_LIBRARY
 from ..data.labels import LabelSpace
-from ..eps import Eps
 from ..errors import UserError
 from ..models.user_code import check_stored_code
 from ..options import EvalConfig
 from ..threads import set_threads
-from .batch_attacks import BatchAttack
 from .config import ADAPTIVE_SUFFIX, remake
-from .engine import load_source
-from .model_run import ModelEvaluation
+from .model_run import ModelRun
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
+from .run_info import RunLog
+from .session import load_source
+from .units import run_unit
 
 # What a regenerated record must repeat of the stored one: the prediction, its hits and the
 # perturbation's size (and a minimum-norm attack's smallest fooling norm).
@@ -161,57 +162,42 @@ def _regenerate(plan: RunPlan, request: Request) -> Regeneration:
 
 
 def _craft(job: ModelJob, plan: RunPlan, data, request: Request, source) -> list[Crafted]:
-    """One model: its wanted batches attacked by the engine, the wanted examples' images and records."""
-    evaluation = ModelEvaluation(job, plan, data, set(), need_checks=False, source=source)
-    _check_weights(evaluation, request)
+    """One model: its wanted batches attacked by the engine's own units, the wanted examples' images
+    (clean and adversarial, in [0,1] pixels), clean predictions and records."""
+    model = ModelRun(job, plan, data, set(), RunLog(), source)
+    _check_weights(model, request)
     eps = next(e for e in plan.config.eps if e.text == request.eps)
-    evaluation.conditions = []  # a shift's conditions are not this request's
-    evaluation.todo = {b: [(eps, request.attack)] for b in request.batches}
+    model.todo = {b: [(eps, request.attack)] for b in request.batches}  # a shift's conditions are not this request's
     wanted = {e for examples in request.batches.values() for e in examples}
-    images = _capture(evaluation, wanted)
-    records: dict[int, dict[str, Any]] = {}
+    pixels, crafted = _pixel_images(model), {}
+    for batch in model.batches(sorted(request.batches)):
+        unit = run_unit(model, batch, eps, request.attack)
+        assert unit.points is not None
+        for row, values in enumerate(zip(*unit.records.values())):
+            record = dict(zip(unit.records, values))
+            if record["example"] in wanted:
+                clean_pred = int(batch.clean_logits[row].argmax())
+                images = (pixels(batch.xa[row]), pixels(unit.points[row]), clean_pred)
+                crafted[int(record["example"])] = Crafted(job.name, int(record["example"]), *images, record)
+    return [crafted[e] for e in sorted(crafted)]
 
-    def deliver(unit, seconds: float, columns: dict[str, list], n: int, curve: Any = None) -> None:
-        for row in (dict(zip(columns, values)) for values in zip(*columns.values())):
-            if row["example"] in wanted:
-                records[int(row["example"])] = row
 
-    evaluation.run(sorted(request.batches), deliver)
-    return [Crafted(job.name, e, *images[e], records[e]) for e in sorted(wanted) if e in records]
-
-
-def _check_weights(evaluation: ModelEvaluation, request: Request) -> None:
+def _check_weights(model: ModelRun, request: Request) -> None:
     """The weights loaded now are the run's (the checkpoint's SHA-256 the run stored)."""
-    stored = request.info.get("models", {}).get(evaluation.job.name, {}).get("checkpoint_sha256")
-    now = evaluation.meta.get("checkpoint_sha256")
+    stored = request.info.get("models", {}).get(model.job.name, {}).get("checkpoint_sha256")
+    now = model.meta.get("checkpoint_sha256")
     if stored and now != stored:
         raise UserError(
-            f"the weights of {evaluation.job.name} differ from the run's (SHA-256 {str(now)[:12]}, stored "
-            f"{stored[:12]}): {evaluation.meta.get('checkpoint')} changed since"
+            f"the weights of {model.job.name} differ from the run's (SHA-256 {str(now)[:12]}, stored "
+            f"{stored[:12]}): {model.meta.get('checkpoint')} changed since"
         )
 
 
-def _capture(evaluation: ModelEvaluation, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """Watch the engine's attack units (their observer hook) for the wanted examples' clean and
-    adversarial [0,1] pixel images and clean predictions, filled in as the units run."""
-    images: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-    pixels = _pixel_images(evaluation)
-
-    def observe(batch: BatchAttack, eps: Eps, attack: str, x_adv: torch.Tensor) -> None:
-        for row, example in enumerate(batch.base["example"]):
-            if example in wanted:
-                clean_pred = int(batch.clean_logits[row].argmax())
-                images[int(example)] = (pixels(batch.xa[row]), pixels(x_adv[row]), clean_pred)
-
-    evaluation.batch_attacks.observers.append(observe)
-    return images
-
-
-def _pixel_images(evaluation: ModelEvaluation):
+def _pixel_images(run: ModelRun):
     """Attacked tensors back in [0,1] pixels: as they are, or un-normalized under a protocol that
     attacks the normalized tensor."""
-    model = evaluation.model
-    if evaluation.plan.protocol.space == "pixel":
+    model = run.model
+    if run.plan.protocol.space == "pixel":
         return lambda x: x.detach().float().cpu().numpy()
     mean, std = model.mean[0].to(torch.float32), model.std[0].to(torch.float32)
     return lambda x: (x.detach().float() * std.to(x.device) + mean.to(x.device)).cpu().numpy()

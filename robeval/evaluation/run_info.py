@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-import pandas as pd
 import torch
 
 from .. import __version__
 from ..attacks import get_attack_spec
-from ..defaults import RECORD_COLUMNS
 from ..machine import cpu_peak_bytes
-from .cascade import CASCADE_RANDOMNESS
 from .plan import RunPlan
-from .unit_records import CURVE_COLUMNS, Unit, UnitCurve, curve_rows
+
+CASCADE_RANDOMNESS = (
+    "--cascade: AutoAttack's own draws, seeded by --seed and reset for every call as in AutoAttack(seed=...): "
+    "each batch's robust examples equal those of AutoAttack's run_standard_evaluation on that batch "
+    "(AutoAttack re-batches the examples still robust across the data set; robeval keeps its batches, "
+    "so the two agree example by example where the data fits one batch); records depend on the batch size"
+)
 
 
 def versions() -> dict[str, str]:
@@ -40,55 +43,52 @@ def peak_memory_mb(device: torch.device) -> dict[str, float | None]:
     return out
 
 
-class RunState:
-    """What a run accumulates across models (merged with a resumed run's stored information)."""
+@dataclass
+class RunLog:
+    """What a run learns besides its records, as ``run.json`` tells it: each model's facts and checks,
+    times per unit, the examples each ``--cascade`` attack attacked, files skipped, out-of-memory
+    splits, models that stopped; and of the run, when it started, its outline, data and status.  A
+    model's share is kept apart while it runs (each worker's, gathered by every worker) and absorbed."""
 
-    def __init__(self, previous: dict[str, Any], started: float) -> None:
-        self.started = started
-        self.memory: dict[str, list] = {c: [] for c in RECORD_COLUMNS}  # records, when there is no store
-        self.models_meta: dict[str, dict] = dict(previous.get("models", {}))
-        self.model_checks: dict[str, dict] = dict(previous.get("model_checks", {}))
-        self.timings: dict[str, float] = dict(previous.get("timings_seconds", {}))
-        self.attacked: dict[str, int] = dict(previous.get("examples_attacked", {}))
-        self.skipped: set[str] = set(previous.get("skipped_files", []))
-        self.failed_models: dict[str, str] = {}
-        self.oom_splits = int(previous.get("oom_batch_splits", 0))
-        self.data_info: dict[str, Any] = {}
-        self.total_units = 0
-        self.plan: dict[str, Any] = {}
-        self.status = "running"
-        self.done_units: dict[tuple[str, str, str], int] = {}  # batches delivered (records kept in memory)
-        self.curve_points: list[tuple] = []  # convergence curves, when there is no store
+    models: dict[str, dict] = field(default_factory=dict)
+    model_checks: dict[str, dict] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # model|eps|attack (|fp32-check) -> seconds
+    attacked: dict[str, int] = field(default_factory=dict)  # --cascade: model|eps|attack -> examples attacked
+    skipped: set[str] = field(default_factory=set)
+    oom_splits: int = 0
+    failed_models: dict[str, str] = field(default_factory=dict)
+    started: float = 0.0
+    outline: dict[str, Any] = field(default_factory=dict)  # what the run sets out to do (robeval runs)
+    data: dict[str, Any] = field(default_factory=dict)
+    total_units: int = 0
+    status: str = "running"
 
-    def keep(self, unit: Unit, columns: dict[str, list], curve: UnitCurve | None = None) -> None:
-        """A finished unit's records and curve, kept in memory (a run without a store)."""
-        for c in RECORD_COLUMNS:
-            self.memory[c].extend(columns[c])
-        self.done_units[unit[:3]] = self.done_units.get(unit[:3], 0) + 1
-        if curve is not None:
-            self.curve_points += curve_rows(unit, curve)
+    @classmethod
+    def resumed(cls, previous: dict[str, Any]) -> RunLog:
+        """A run's log continued from what its stored description says (nothing: a new run)."""
+        return cls(
+            dict(previous.get("models", {})),
+            dict(previous.get("model_checks", {})),
+            dict(previous.get("timings_seconds", {})),
+            dict(previous.get("examples_attacked", {})),
+            set(previous.get("skipped_files", [])),
+            int(previous.get("oom_batch_splits", 0)),
+            started=time.time(),
+        )
 
-    def kept_curves(self) -> pd.DataFrame:
-        """The curves kept in memory, as the store gives them back."""
-        frame = pd.DataFrame(self.curve_points, columns=CURVE_COLUMNS)
-        return frame.sort_values(CURVE_COLUMNS[:5], kind="stable", ignore_index=True)
+    def time(self, key: str, seconds: float) -> None:
+        self.timings[key] = self.timings.get(key, 0.0) + seconds
 
-    def kept_records(self) -> tuple[pd.DataFrame, dict[tuple[str, str, str], int]]:
-        """The records kept in memory, in the store's order, and the batches done per (model, eps, attack)."""
-        records = pd.DataFrame(self.memory).sort_values(["model", "eps", "attack", "example"], kind="stable")
-        return records.reset_index(drop=True), dict(self.done_units)
-
-    def absorb(self, model: str, outcomes: list) -> None:
-        """Every worker's :class:`~.model_run.BatchOutcome` for ``model``."""
-        for outcome in outcomes:
-            self.skipped.update(outcome.skipped)
-            if outcome.checks is not None:
-                self.model_checks[model] = outcome.checks
-            for key, seconds in outcome.timings.items():
-                self.timings[key] = self.timings.get(key, 0.0) + seconds
-            for key, n in outcome.attacked.items():
-                self.attacked[key] = self.attacked.get(key, 0) + n
-            self.oom_splits += outcome.oom_splits
+    def absorb(self, other: RunLog) -> None:
+        """A model's share (one worker's) into the run's."""
+        self.models.update(other.models)
+        self.model_checks.update(other.model_checks)
+        for key, seconds in other.timings.items():
+            self.time(key, seconds)
+        for key, n in other.attacked.items():
+            self.attacked[key] = self.attacked.get(key, 0) + n
+        self.skipped |= other.skipped
+        self.oom_splits += other.oom_splits
 
 
 def randomness(config) -> dict[str, str]:
@@ -101,16 +101,16 @@ def randomness(config) -> dict[str, str]:
     return out
 
 
-def describe_run(plan: RunPlan, run_id: str | None, state: RunState, workers: int) -> dict[str, Any]:
+def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[str, Any]:
     """``run.json``: configuration, protocol, settings, models, data, what was skipped, timings, versions."""
     config, protocol = plan.config, plan.protocol
     return {
         "run_id": run_id,
-        "status": state.status,
-        "plan": state.plan,
-        "created": datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
+        "status": log.status,
+        "plan": log.outline,
+        "created": datetime.fromtimestamp(log.started, timezone.utc).isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seconds": round(time.time() - state.started, 3),
+        "seconds": round(time.time() - log.started, 3),
         "config": {**asdict(config), "eps": [{"text": e.text, "value": e.value} for e in config.eps]},
         "protocol": {
             "name": protocol.name,
@@ -124,19 +124,19 @@ def describe_run(plan: RunPlan, run_id: str | None, state: RunState, workers: in
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
         "randomness": randomness(config),
         "shift": None if plan.shift is None else plan.shift.info(config),
-        "models": state.models_meta,
-        "data": state.data_info,
-        "skipped_files": sorted(state.skipped | set(state.data_info.get("passed_over", []))),
-        "failed_models": state.failed_models,
-        "oom_batch_splits": state.oom_splits,
-        "model_checks": state.model_checks,
+        "models": log.models,
+        "data": log.data,
+        "skipped_files": sorted(log.skipped | set(log.data.get("passed_over", []))),
+        "failed_models": log.failed_models,
+        "oom_batch_splits": log.oom_splits,
+        "model_checks": log.model_checks,
         "device": str(plan.device),
         "workers": workers,
         "threads": torch.get_num_threads(),
         "batch_size": plan.batch_size,
         "seed": config.seed,
         "versions": versions(),
-        "timings_seconds": {k: round(v, 4) for k, v in state.timings.items()},
-        "examples_attacked": state.attacked,  # --cascade: per model|eps|attack, the examples still robust before it
+        "timings_seconds": {k: round(v, 4) for k, v in log.timings.items()},
+        "examples_attacked": log.attacked,  # --cascade: per model|eps|attack, the examples still robust before it
         "peak_memory_MB": peak_memory_mb(plan.device),
     }

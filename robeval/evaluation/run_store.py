@@ -1,25 +1,21 @@
 """What the engine needs of the store it writes a run to, as a type: the results store
 (:class:`robeval.results.store.Store`, a layer above) has these methods, and the engine is checked
-against them without importing it.  A run opened with no store keeps its records in memory.
+against them without importing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-import pandas as pd
-
-from .unit_records import Unit, UnitCurve
+from ..results.records import Unit, UnitCurve
 
 
 class RunStore(Protocol):
     """A results store the engine creates, resumes and fills a run in (robeval.results.store.Store)."""
 
     path: Path
-
-    def close(self) -> None: ...
 
     # runs: created, resumed (held by this process), described and let go
     def create_run(self, config: dict[str, Any], info: dict[str, Any], protocol: str) -> str: ...
@@ -35,7 +31,7 @@ class RunStore(Protocol):
     def worker_paths(self) -> list[Path]: ...
     def merge_from(self, other: str | Path, run_id: str) -> int: ...
 
-    # units: each finished one written with its records and curve; read back when the run ends
+    # units: each finished one written with its records and curve (the resume point)
     def write_units(
         self,
         run_id: str,
@@ -44,9 +40,3 @@ class RunStore(Protocol):
         curves: Iterable[tuple[Unit, UnitCurve]] = (),
     ) -> None: ...
     def done_units(self, run_id: str) -> set[Unit]: ...
-    def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]: ...
-    def records(self, run_id: str) -> pd.DataFrame: ...
-    def curves(self, run_id: str) -> pd.DataFrame: ...
-
-
-StoreOpener = Callable[[], "RunStore | None"]  # opens the store once a run's checks have passed

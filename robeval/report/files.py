@@ -80,7 +80,7 @@ def write_run_files(result: Any, out: Path) -> dict[str, Path]:
     summary = result.summary
     paths = {"csv": out / "results.csv", "md": out / "results.md", "json": out / "run.json"}
     atomic_write(paths["csv"], render(summary, "csv"))
-    note = skipped_note(result.run)
+    note = skipped_note(result.info)
     atomic_write(paths["md"], render(summary, "md") + (f"\n{note}\n" if note else ""))
-    atomic_write(paths["json"], json.dumps(result.run, indent=2, default=str) + "\n")
+    atomic_write(paths["json"], json.dumps(result.info, indent=2, default=str) + "\n")
     return paths

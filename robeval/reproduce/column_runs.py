@@ -104,7 +104,7 @@ def column_runs(req: Request) -> Reproduction:
         out = None if folder is None else f"{folder}/{column.key}"
         results[column.key] = req.evaluate(**run_options(req, column), out=out, resume=points.get(column.key))
         if folder is not None:
-            folder = folder.replace(RUN_ID_FIELD, str(results[column.key].run["run_id"]))
+            folder = folder.replace(RUN_ID_FIELD, results[column.key].run_id)
     summaries = {key: result.summary for key, result in results.items()}
     grid, notes = runs_grid(table, summaries, req.digits)
     parts = [p for c in columns for p in run_parts(c, summaries[c.key])] + notes

@@ -21,8 +21,8 @@ class Reproduction:
     text: str  # the caption
     grid: Any  # pandas DataFrame in the table's layout
     files: dict[str, Path]
-    result: Any = None  # the EvalResult of a one-run table
-    results: dict[str, Any] | None = None  # column key -> the EvalResult of each column's run
+    result: Any = None  # the Run of a one-run table (robeval.results_api.Run)
+    results: dict[str, Any] | None = None  # column key -> the Run of each column's run
 
 
 @dataclass

@@ -109,7 +109,7 @@ def _one_run(req: Request) -> Reproduction:
     )
     text, latex = (render.caption(table, req.digits, result.summary, chosen_eps, latex=flag) for flag in (False, True))
     grid = render.LAYOUTS[table.layout](table, result.summary, table.labels(req.digits))
-    folder = None if req.out is None else req.out.replace(RUN_ID_FIELD, str(result.run["run_id"]))
+    folder = None if req.out is None else req.out.replace(RUN_ID_FIELD, result.run_id)
     return write(Reproduction(table, text, grid, {}, result), latex, folder)
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
-from ..evaluation.batch_attacks import curves_omitted
+from ..evaluation.model_run import curves_omitted
 from ..precision import PRECISIONS
 from .findings import MIN_EXAMPLES
 from .store import Store, existing_store

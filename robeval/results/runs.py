@@ -14,11 +14,13 @@ from .stored_run import StoredRun  # (also imported from here by the readers of 
 from .summary import run_summary
 
 
-def load_run(store: Store, run_id: str) -> StoredRun:
+def load_run(store: Store, run_id: str, empty_ok: bool = False) -> StoredRun:
+    """Run ``run_id`` of ``store`` with its records and summary (one line for a run with no records yet,
+    unless ``empty_ok``: a run that just finished without any)."""
     row = store.run(run_id)
     config, info = row["config"], row["info"]
     records = store.records(run_id)
-    if records.empty:
+    if records.empty and not empty_ok:
         raise UserError(f"run {run_id} has no stored records yet")
     summary = run_summary(
         records,

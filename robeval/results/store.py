@@ -26,34 +26,16 @@ from urllib.parse import quote
 import pandas as pd
 
 from ..attack_settings import read_stored_settings
-from ..defaults import DEFAULT_STORE, RECORD_COLUMNS
+from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, UserError
-from ..evaluation.unit_records import CURVE_COLUMNS, UnitCurve, curve_rows
 from ..json_input import load_json
 from ..machine import process_start
+from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, UnitCurve, curve_rows
 
 SCHEMA_VERSION = 6
 
-_RECORD_TYPES = {
-    "model": "TEXT",
-    "attack": "TEXT",
-    "eps": "TEXT",
-    "eps_value": "REAL",
-    "batch": "INTEGER",
-    "example": "INTEGER",
-    "label": "INTEGER",
-    "clean_top1": "INTEGER",
-    "clean_top5": "INTEGER",
-    "adv_top1": "INTEGER",
-    "adv_top5": "INTEGER",
-    "adv_pred": "INTEGER",
-    "linf": "REAL",
-    "l2": "REAL",
-    "forward_passes": "REAL",
-    "backward_passes": "REAL",
-}
-V1_COLUMNS = list(_RECORD_TYPES)  # the records of schema 1; later columns come by migration
-BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
+V1_COLUMNS = RECORD_COLUMNS[: RECORD_COLUMNS.index("min_norm")]  # the records of schema 1; later columns by migration
+IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
 
 _SCHEMA_V1 = f"""
 CREATE TABLE runs (
@@ -75,7 +57,7 @@ CREATE TABLE units (
 );
 CREATE TABLE records (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {_RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
+    {", ".join(f"{c} {RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
     PRIMARY KEY (run_id, model, eps, attack, example)
 );
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
@@ -101,7 +83,7 @@ _ALL_RECORD_COLUMNS = ", ".join(["run_id", *V1_COLUMNS, "min_norm", "fp32_top1"]
 _NULLABLE_NORMS = f"""
 CREATE TABLE records_v6 (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {_RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
+    {", ".join(f"{c} {RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
     min_norm REAL, fp32_top1 REAL,
     PRIMARY KEY (run_id, model, eps, attack, example)
 );
@@ -255,19 +237,22 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_STORE, read_only: bool = False) -> None:
         self.path = Path(path)
         self.holder: dict[str, Any] | None = None  # this process, while it evaluates a run of the store
-        check_is_store(self.path, reading=read_only)
+        memory = str(path) == IN_MEMORY
+        if not memory:
+            check_is_store(self.path, reading=read_only)
         try:
-            if read_only:
+            if read_only and not memory:
                 self._open_reading()
             else:
-                self._open_writing()
+                self._open_writing(memory)
         except sqlite3.DatabaseError as exc:
             raise UserError(f"cannot use results store {self.path}: {exc}") from None
         except OSError as exc:
             raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
 
-    def _open_writing(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def _open_writing(self, memory: bool = False) -> None:
+        if not memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
         self.conn.execute("PRAGMA busy_timeout = 60000")
         self.conn.execute("PRAGMA journal_mode = WAL")

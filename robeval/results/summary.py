@@ -9,11 +9,12 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, RECORD_COLUMNS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..evaluation.config import model_order
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .convergence import last_tenth
+from .records import RECORD_COLUMNS
 
 
 @dataclass

@@ -167,7 +167,7 @@ def evaluate_module(
 
         warnings.warn("the given model is in training mode; robeval evaluates a copy of it in eval mode", stacklevel=3)
     result = evaluate(**run_options(args, GivenItem((model, config), args.model_name), options, version))
-    return result, result.run["config"]["models"][0]
+    return result, result.config["models"][0]
 
 
 def accuracies(records: pd.DataFrame, attacks: list[str], model: str) -> tuple[float, float]:

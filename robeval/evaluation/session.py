@@ -1,0 +1,273 @@
+"""A run being evaluated by this process: created in the store, or a stored one resumed (its
+configuration compared, its holder checked, units that a killed worker left in its own file merged);
+each finished unit written at once (the resume point); each model's share of what the run learns
+gathered from every worker, a model that fails stopped alone; the run let go of when it stops.
+
+In a distributed run (robeval.evaluation.distributed) the pending batches of a model are dealt
+round-robin to the workers; each writes its units to a store file of its own, which rank 0 merges
+once every worker is done with the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..attacks.transfer import SourceModel
+from ..data.examples import EvalData
+from ..defaults import CLEAN
+from ..errors import StoreFull, UserError
+from ..options import identity_difference, newest_matching
+from ..precision import slower_here
+from ..results.records import Unit
+from ..threads import FixedThreads, ThreadGovernor
+from .attack_guards import ModelFailure
+from .distributed import DistContext, announce_run
+from .model_run import ModelRun
+from .plan import ModelJob, RunPlan
+from .profiling import gflops_per_image
+from .progress import Reporter, model_bars, unit_key
+from .run_info import RunLog, describe_run
+from .run_store import RunStore
+from .units import UnitRecords
+
+
+def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
+    """The newest unfinished run in ``store`` with this configuration (``--resume`` alone)."""
+    unfinished = store.unfinished_runs()
+    found = newest_matching(unfinished, identity)
+    if found is not None:
+        return found
+    if not unfinished:
+        raise UserError(f"--resume: no unfinished run in {store.path}")
+    newest, stored = unfinished[0]
+    raise UserError(
+        f"--resume: no unfinished run in {store.path} has this configuration (the newest, {newest}, differs "
+        f"in {identity_difference(stored, identity)}); repeat its options or pass --resume RUN_ID"
+    )
+
+
+def _reopen(store: RunStore, resume: str, identity: dict[str, Any], outline: dict[str, Any]) -> tuple[str, set, dict]:
+    for path in store.worker_paths():  # units a killed worker left in its own file count as done
+        store.merge_from(path, resume)
+    stored = store.run(resume)
+    diff = identity_difference(stored["config"], identity)
+    if diff:
+        raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
+    store.hold(resume)
+    previous = stored["info"] or {}
+    store.update_run(resume, status="running", info={**previous, "plan": outline})
+    return resume, store.done_units(resume), previous
+
+
+def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
+    """The run created, or ``resume`` checked and reopened: its id, the units it has stored, its stored
+    description."""
+    if resume is not None:
+        return _reopen(store, resume, plan.identity(), outline)
+    return store.create_run(plan.identity(), {"plan": outline}, plan.config.protocol), set(), {}
+
+
+@dataclass
+class Session:
+    """A run being evaluated by this process: its plan and data, the store its units go to (rank 0's,
+    or a worker's own file), the run's id there and the units stored before, what it learns, where
+    its progress goes, the distributed context and the transfer attacks' source model."""
+
+    plan: RunPlan
+    data: EvalData
+    store: RunStore
+    run_id: str
+    done: set[Unit]
+    log: RunLog
+    reporter: Reporter
+    ctx: DistContext
+    source: SourceModel | None
+    threads: ThreadGovernor | FixedThreads
+
+    def model_run(self, job: ModelJob, log: RunLog) -> ModelRun:
+        """Model ``job`` loaded for this run (the model checks on its first batch, unless a resumed run
+        has them already)."""
+        partial = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
+        told = None if partial is None else lambda unit, images: partial(self.bar(unit), images)
+        checks = self.ctx.is_main and job.name not in self.log.model_checks
+        return ModelRun(job, self.plan, self.data, self.done, log, self.source, told, checks)
+
+    def bar(self, unit: Unit) -> tuple[str, ...]:
+        return unit_key(unit[0], unit[1], unit[2], {c.name for c in self.plan.conditions})
+
+    def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
+        """What the run learns of a model before its batches (its facts; of a module it carries, the FLOPs
+        per image, which a report in another process cannot count; the data; its units, for ``robeval
+        runs``), its progress bars; returns the batches this process evaluates."""
+        name, plan = model.job.name, self.plan
+        model.log.models[name] = model.meta
+        if model.job.given is not None:
+            meta = model.model.meta
+            model.log.models[name]["gflops_per_image"] = gflops_per_image(
+                model.model.net, meta.input_size, model.device
+            )
+        self.log.data = model.data.info()
+        units = model.data.num_batches(model.batch_size) * len(plan.config.eps) * len(model.units)
+        self.log.total_units += units
+        if self.ctx.is_main:  # every model sees the same examples
+            self.store.update_run(self.run_id, total_units=units * len(plan.jobs), data_identity=self.data.identity)
+        pending = model.pending()
+        mine = pending[self.ctx.rank :: self.ctx.world]
+        share = sorted(set(model.todo) - set(pending)) + mine
+        worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
+        self.reporter.start(model_bars(model, share, self.done), name + worker, position)
+        return mine
+
+    def write(self, unit: UnitRecords, model: ModelRun) -> None:
+        """A finished unit's records and curve into the store in one transaction, its time and progress
+        told; a unit stored before (recomputed for ``--cascade``) is not written again."""
+        if unit.key in self.done:
+            return
+        curves = [] if unit.curve is None else [(unit.key, unit.curve)]
+        self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
+        name, eps, attack, _ = key = unit.key
+        model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
+        if unit.attacked is not None:
+            model.log.attacked[f"{name}|{eps}|{attack}"] = (
+                model.log.attacked.get(f"{name}|{eps}|{attack}", 0) + unit.attacked
+            )
+        if attack != CLEAN:
+            self.reporter.advance(self.bar(key), len(unit.records["example"]), unit.seconds)
+
+    @contextmanager
+    def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
+        """A model's block; yields its share of what the run learns.  A model that fails (NaN logits, a
+        failed attack) stops alone and the run goes on with the next.  In a distributed run each worker
+        ends its share (a failure kept) before they gather, so that none waits on one that failed."""
+        log, error = RunLog(), None
+        try:
+            yield log
+        except (ModelFailure, UserError) as exc:
+            if not self.ctx.active and not isinstance(exc, ModelFailure):
+                raise
+            error = exc
+        finally:
+            self.threads.restore()
+        gathered = self.ctx.gather((log, error)) if self.ctx.active else [(log, error)]
+        if self.ctx.active and self.ctx.is_main:  # every worker is done with this model: its units merged
+            for rank in range(1, self.ctx.world):
+                self.store.merge_from(self.store.worker_path(rank), self.run_id)
+        for share, _ in gathered:
+            self.log.absorb(share)
+        self.reporter.stop()
+        errors = [e for _, e in gathered if e is not None]
+        if errors and not isinstance(errors[0], ModelFailure):
+            raise errors[0]
+        if errors:
+            self.log.failed_models[job.name] = str(errors[0])
+            self.reporter.note(f"warning: stopped model {job.name}: {errors[0]}")
+
+    @contextmanager
+    def stopping(self) -> Iterator[None]:
+        """The run's block: Ctrl-C / SIGTERM / a full store leave it ``interrupted`` (resumable), any other
+        error ``failed``; either way this process lets go of it (best effort: a full disk may refuse even
+        that).  The source model's crafted images go with it."""
+        try:
+            yield
+        except BaseException as exc:
+            self.reporter.stop()
+            resumable = isinstance(exc, (KeyboardInterrupt, StoreFull))
+            if self.ctx.is_main:
+                with contextlib.suppress(sqlite3.Error, UserError):  # else "running": a resume takes it over
+                    self.store.release(self.run_id, status="interrupted" if resumable else "failed")
+            if resumable:
+                setattr(exc, "run_id", self.run_id)  # noqa: B010 - read back by the CLI's resume message
+            raise
+        finally:
+            self.threads.restore()
+            if self.source is not None:
+                self.source.close()
+
+    def finish(self) -> str:
+        """The run described and let go of, ``finished`` (or ``failed`` when a model stopped); a worker's
+        files merged before are removed.  Returns its id."""
+        if not self.ctx.is_main:
+            return self.run_id
+        log = self.log
+        log.status = "failed" if log.failed_models else "finished"
+        if log.failed_models and not self.store.done_units(self.run_id):
+            self.store.release(self.run_id, status="failed")
+            raise UserError(
+                "no model could be evaluated: " + "; ".join(f"{m}: {e}" for m, e in log.failed_models.items())
+            )
+        info = describe_run(self.plan, self.run_id, log, self.ctx.world)
+        for rank in range(1, self.ctx.world):  # every worker's units are merged: their files go
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.store.worker_path(rank)}{suffix}").unlink(missing_ok=True)
+        data_identity = log.data.get("identity")
+        self.store.release(
+            self.run_id,
+            status=log.status,
+            finished=info["finished"],
+            info=info,
+            data_identity=data_identity,
+            total_units=log.total_units,
+        )
+        return self.run_id
+
+
+def start_session(
+    plan: RunPlan, data: EvalData, store: RunStore, resume: str | None, reporter: Reporter, ctx: DistContext
+) -> Session:
+    """Create the run in ``store``, or check and reopen ``resume``; every worker learns the run's id
+    from rank 0.  The run's outline is stored at once, so an interrupted run's tables can tell what it
+    lacks."""
+    outline = plan.outline(data.num_batches(plan.batch_size))
+    opened: tuple[str, set, dict] | None = None
+    error = None
+    if ctx.is_main:
+        try:
+            opened = _open(plan, store, resume, outline)
+        except UserError as exc:
+            error = str(exc)
+    opened, error = ctx.broadcast((opened, error))
+    if error or opened is None:
+        raise UserError(str(error))
+    run_id, done, previous = opened
+    if not ctx.is_main:
+        store.ensure_run(run_id, plan.identity(), plan.config.protocol)
+    announce_run(run_id, ctx)
+    slow = slower_here(plan.precision, plan.device.type)
+    if slow and ctx.is_main:
+        reporter.note(slow)
+    log = RunLog.resumed(previous)
+    log.outline = outline
+    governed = plan.config.threads is None and plan.device.type == "cpu"
+    source = load_source(plan)
+    return Session(
+        plan, data, store, run_id, done, log, reporter, ctx, source, ThreadGovernor() if governed else FixedThreads()
+    )
+
+
+def load_source(plan: RunPlan) -> SourceModel | None:
+    """The transfer attacks' source model (``--source-model NAME[=CHECKPOINT]``), loaded once per run;
+    with ``--weights random`` a network seeded by the run's seed."""
+    config = plan.config
+    if not config.source_model:
+        return None
+    from ..models import load_model
+
+    name, _, checkpoint = config.source_model.partition("=")
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        model = load_model(
+            name,
+            checkpoint=checkpoint or None,
+            trust_checkpoint=config.trust_checkpoint,
+            device=plan.device,
+            pretrained=config.weights != "random",
+        )
+    return SourceModel(model, config.source_model)

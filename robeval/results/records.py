@@ -1,0 +1,73 @@
+"""The record schema: what a run stores per example and per convergence-curve point, in one place.
+
+A unit is ``(model, eps, attack, batch)``; its records are one row per example of the batch, the
+columns of :data:`RECORD_TYPES` (the engine fills them, the store keeps them, every table is computed
+from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
+(:data:`CURVE_COLUMNS`).  Torch-free and importing nothing of robeval's: the engine, a layer below
+the rest of ``robeval.results``, writes in this layout too (tests/test_layout.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Unit = tuple[str, str, str, int]  # (model, eps as text, attack or condition, batch)
+Columns = dict[str, list]  # one unit's records, column by column
+
+# column -> its SQLite type; what it holds, in which unit
+RECORD_TYPES = {
+    "model": "TEXT",  # the model's name in the run (``+adaptive``: its adaptive evaluation)
+    "attack": "TEXT",  # the attack, ``clean``, or a shifted condition (``fog@2``)
+    "eps": "TEXT",  # the budget as given (``8/255``)
+    "eps_value": "REAL",  # the budget in the norm's units on [0,1] pixels (normalized units under nielsen2024)
+    "batch": "INTEGER",  # the batch it was evaluated in (its examples and seeds depend only on this index)
+    "example": "INTEGER",  # its index in the data set
+    "label": "INTEGER",
+    "clean_top1": "INTEGER",  # hits (stored 0/1, read back as bool)
+    "clean_top5": "INTEGER",
+    "adv_top1": "INTEGER",  # under the attack (or condition): robust when true
+    "adv_top5": "INTEGER",
+    "adv_pred": "INTEGER",  # the class predicted under the attack
+    "linf": "REAL",  # the perturbation's size, pixels in [0,1] (NULL: no clean image to measure from)
+    "l2": "REAL",
+    "forward_passes": "REAL",  # model passes per example the unit spent, the records' own pass included
+    "backward_passes": "REAL",
+    "min_norm": "REAL",  # a minimum-norm attack's smallest fooling perturbation (0: misclassified clean, inf: none)
+    "fp32_top1": "REAL",  # under a reduced --precision, the top-1 hit of the attack crafted again in fp32 (sampled)
+}
+RECORD_COLUMNS = list(RECORD_TYPES)
+BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
+# Columns a record may leave out, with the value it then gets (NaN: not a minimum-norm attack, not re-checked).
+RECORD_DEFAULTS = {"min_norm": float("nan"), "fp32_top1": float("nan")}
+
+
+def new_columns() -> Columns:
+    return {c: [] for c in RECORD_COLUMNS}
+
+
+def add_records(columns: Columns, **values: Any) -> None:
+    """Append one batch of records; scalars are repeated for every example."""
+    n = len(values["example"])
+    for column in RECORD_COLUMNS:
+        value = values[column] if column in values else RECORD_DEFAULTS[column]
+        columns[column].extend(value if isinstance(value, list) else [value] * n)
+
+
+@dataclass(frozen=True)
+class UnitCurve:
+    """A unit's convergence curve (robeval.attacks.convergence): at each of ``positions`` along the
+    attack's budget, how many of the unit's ``examples`` no point it evaluated so far had fooled."""
+
+    positions: list[int]
+    robust: list[int]
+    examples: int
+
+
+# A curve as stored: one row per unit and point (point 0 = the attack's start, then every 1/20 of its budget)
+CURVE_COLUMNS = ["model", "eps", "attack", "batch", "point", "position", "robust", "examples"]
+
+
+def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:
+    """``curve`` of ``unit`` as rows of :data:`CURVE_COLUMNS`."""
+    return [(*unit, j, p, r, curve.examples) for j, (p, r) in enumerate(zip(curve.positions, curve.robust))]
