@@ -137,10 +137,10 @@ def table_cmd(
     """Generate the paper table (models x attacks, Top-1/Top-5, best in bold; mean ± std for a model of
     several members) from stored runs; --top1-only, --attacks and --name make it fit a paper's column."""
     from ..report.files import check_out_file
-    from ..report.paper import FORMATS
+    from ..report.paper import FORMATS, checked_format
     from ..report.table_options import TableOptions
 
-    TableOptions.of(top1_only, attacks, name)  # their syntax, before the store is read
+    checked_format(format, TableOptions.of(top1_only, attacks, name))  # before the store is read
     if out is not None:
         check_out_file(out)  # before the store is read
     table = opened(list(run_ids or []), store).table(format, top1_only=top1_only, attacks=attacks, names=name)

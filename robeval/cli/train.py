@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
     from ..models.seed_training import Member
 
+SEEDS_HELP = (
+    "Several seeds, one member each, trained with one recipe: a range 0-4, a comma list 0,2,5, or both; prints "
+    "each one's clean accuracy and their mean +- sample std. --out names a folder."
+)
+
 
 @app.command("train-demo")
 def train_demo_cmd(
@@ -33,13 +38,7 @@ def train_demo_cmd(
     seed: Optional[int] = typer.Option(
         None, help="Seed of the initial weights, the data order and the augmentation (default 0)."
     ),
-    seeds: Optional[str] = typer.Option(
-        None,
-        "--seeds",
-        metavar="LIST",
-        help="Several seeds, one member each, trained with one recipe: a range 0-4, a comma list 0,2,5, or both; "
-        "prints each one's clean accuracy and their mean +- sample std. --out names a folder.",
-    ),
+    seeds: Optional[str] = typer.Option(None, "--seeds", metavar="LIST", help=SEEDS_HELP),
     epochs: int = typer.Option(
         DEMO_RECIPE.epochs,
         help="Epochs over the digits training split (the shipped digits-deit and digits-deit-elliptical: "

@@ -121,7 +121,7 @@ def recipe_note(model: str, recipe: Recipe) -> str:
     """One sentence: the recipe, and whether the shipped models (``model``'s own, else the demo's
     digits-deit and digits-deit-elliptical) were trained with it, so that nobody compares a model trained
     here with a shipped one trained otherwise."""
-    said = f"recipe: {recipe.epochs} epochs at lr {recipe.lr:g}, stochastic depth {recipe.stochastic_depth:g}"
+    said = f"recipe: {recipe.epochs} epochs at lr {recipe.lr:g}, stochastic depth {recipe.stochastic_depth:g} on timm blocks"
     shipped = shipped_recipe(model)
     if shipped is not None:
         same = shipped == recipe

@@ -193,7 +193,12 @@ table_format("robustbench", note=robustbench.NOTE, takes_options=False)(
 def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions()) -> str:
     """``summary`` as format ``fmt``, showing what ``options`` ask (checked against it: one line for an
     attack or model it lacks, or for options given to a format whose layout is fixed)."""
+    return checked_format(fmt, options).render(options.applied(summary), options)
+
+
+def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
+    """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
     table_format = FORMATS.get(fmt)
     if not options.is_default and not table_format.takes_options:
         raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks and --name do not apply to it")
-    return table_format.render(options.applied(summary), options)
+    return table_format
