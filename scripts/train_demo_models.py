@@ -4,8 +4,8 @@
 The network is the model's own registered builder (untrained); the recipe is robeval's demo recipe
 (robeval.defaults.DEMO_RECIPE, through robeval.models.training.train_demo, the function `robeval
 train-demo` calls: seed, data order, 1-pixel shifts, AdamW, warm-up + cosine, label smoothing,
-stochastic depth 0.1, 300 epochs at lr 1e-3), so `robeval train-demo --model NAME --seed 0` gives the
-same weights.  A distilled DeiT (a distillation token and head) is trained with DeiT's hard
+stochastic depth 0.1, 300 epochs at lr 1e-3), so `robeval train-demo --model NAME --seed 0` trains it
+the same way (the same weights on the same CPU, thread count and torch).  A distilled DeiT (a distillation token and head) is trained with DeiT's hard
 distillation from the shipped digits-deit.  train_demo_zoo.py and train_demo_variants.py are this
 script with their models named.
 
