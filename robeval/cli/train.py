@@ -64,7 +64,9 @@ def train_demo_cmd(
     if threads < 1:
         raise UserError(f"--threads must be at least 1, got {threads}")
     from ..models.seed_training import check_free, member_paths
+    from ..models.training import check_recipe
 
+    check_recipe(epochs, lr)
     paths = member_paths(model, out, chosen)
     check_free(list(paths.values()), force)
     for folder in dict.fromkeys(p.parent for p in paths.values()):

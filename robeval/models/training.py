@@ -184,6 +184,14 @@ def _digits_network(name: str, seed: int) -> tuple[nn.Module, ModelConfig]:
     return net, config
 
 
+def check_recipe(epochs: int, lr: float) -> None:
+    """--epochs and --lr that a training can run with (one line each), checked before anything is made."""
+    if epochs < 1:
+        raise UserError(f"--epochs must be at least 1, got {epochs}")
+    if not (lr > 0 and math.isfinite(lr)):
+        raise UserError(f"--lr must be a positive finite number, got {lr}")
+
+
 def stochastic_depth(net: nn.Module, rate: float) -> int:
     """Drop paths on ``net``'s timm blocks (modules with ``drop_path1`` and ``drop_path2``: ViT, DeiT, Swin)
     at timm's linear schedule, 0 at the first block to ``rate`` at the last, as building the network with
@@ -211,10 +219,7 @@ def train_demo(
     The scripts that trained the shipped zoo call it too: one recipe, one code path."""
     from . import load_model
 
-    if epochs < 1:
-        raise UserError(f"--epochs must be at least 1, got {epochs}")
-    if not (lr > 0 and math.isfinite(lr)):
-        raise UserError(f"--lr must be a positive finite number, got {lr}")
+    check_recipe(epochs, lr)
     net, config = _digits_network(name, seed)
     stochastic_depth(net, DEMO_RECIPE.stochastic_depth)
     assert config.mean is not None and config.std is not None

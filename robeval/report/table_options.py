@@ -81,7 +81,7 @@ def _display_names(names: Names) -> dict[str, str]:
         pairs = [(str(model).strip(), str(name).strip()) for model, name in names.items()]
     else:
         pairs = []
-        for item in names or []:
+        for item in [names] if isinstance(names, str) else names or []:
             model, eq, name = str(item).partition("=")
             if not (eq and model.strip()):
                 raise UserError(f"--name {item!r}: write MODEL=NAME (e.g. --name digits-deit-diff=DiffAttn)")
