@@ -20,9 +20,13 @@ NA = "n/a"
 
 
 def _top1(rows: pd.DataFrame, imagenet: bool) -> tuple[object, str]:
-    """Clean top-1 (mean ± std where the model has several members: a :class:`~robeval.report.grid.Measured`)."""
+    """Clean top-1; where the model has several members their mean ± std, a
+    :class:`~robeval.report.grid.Measured` that each format writes its own way."""
     clean = rows[rows["attack"] == CLEAN]
-    return (measured(clean.iloc[0].to_dict(), "top1"), "") if len(clean) else (NA, "")
+    if not len(clean):
+        return NA, ""
+    value = measured(clean.iloc[0].to_dict(), "top1")
+    return (value if value.std is not None else str(value)), ""
 
 
 def _corruption(field: str) -> Callable[[pd.DataFrame, bool], tuple[str, str]]:
