@@ -8,6 +8,7 @@
     run.records                                   # its per-example records (pandas), a run_id column first
     run.summary                                   # the results table every format renders
     print(run.table("md"))                        # md, csv, latex, json, html, robustbench
+    print(run.table("latex", top1_only=True, attacks="pgd,apgd-ce,any", names={"digits-deit": "DeiT"}))
     print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers)
     run.plot("results/plots")                     # the figures (paths)
     print(run.check())                            # the soundness findings (.flags); run.checklist(FILE) the document
@@ -22,6 +23,7 @@ store keeps its store in memory.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -146,11 +148,23 @@ class Run:
         """One row per model x attack x eps, the runs combined (refused in one line when unlike)."""
         return combine(self.runs)
 
-    def table(self, format: str = "md") -> str:
-        """The paper table in ``format`` (md, csv, latex, json, html, robustbench): ``robeval table``."""
+    def table(
+        self,
+        format: str = "md",
+        *,
+        top1_only: bool = False,
+        attacks: str | Sequence[str] | None = None,
+        names: Mapping[str, str] | Sequence[str] | None = None,
+    ) -> str:
+        """The paper table in ``format`` (md, csv, latex, json, html, robustbench): ``robeval table``.
+        ``top1_only``: no top-5 columns; ``attacks``: the attack columns, in this order (``"pgd,apgd-ce,any"``
+        or a list; ``clean`` and ``any`` included); ``names``: the name a model is shown by
+        (``{"digits-deit-diff": "DiffAttn"}``, or ``MODEL=NAME`` strings) — so that a table fits a
+        two-column paper.  Cells of a model with several members are mean ± std."""
         from .report.paper import render
+        from .report.table_options import TableOptions
 
-        return render(self.summary, format)
+        return render(self.summary, format, TableOptions.of(top1_only, attacks, names))
 
     def compare(self, a: str, b: str, seed: int = 0) -> Comparison:
         """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one

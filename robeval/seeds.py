@@ -24,3 +24,25 @@ def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from the run seed and a unit's or example's identity (attack, eps, index, ...)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+MAX_SEEDS = 1000  # a list of training seeds longer than this is a typo (0-10000), not an experiment
+SEEDS_SYNTAX = "a range 0-4, a comma list 0,2,5, or both (0-2,7)"
+
+
+def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
+    """``--seeds``: seeds as ``0-4``, ``0,2,5`` or a mix (``0-2,7``), each once, in the order given;
+    one line naming the part that is none of these."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        first, dash, last = part.partition("-")
+        if not (first.isdigit() and (last.isdigit() if dash else True)):
+            raise UserError(f"{option} {text!r}: {part!r} is not a seed or a range; write {SEEDS_SYNTAX}")
+        low, high = int(first), int(last) if dash else int(first)
+        if high < low or high - low >= MAX_SEEDS or len(seeds) + high - low >= MAX_SEEDS:
+            raise UserError(f"{option} {text!r}: {part!r} is an empty or too long range (at most {MAX_SEEDS} seeds)")
+        seeds += [check_seed(s) for s in range(low, high + 1)]
+    twice = next((s for s in seeds if seeds.count(s) > 1), None)
+    if twice is not None:
+        raise UserError(f"{option} {text!r}: seed {twice} is given twice")
+    return seeds

@@ -314,7 +314,7 @@ def test_load_model_and_train_demo_take_the_users_code(net_file, monkeypatch):
 
 def test_train_demo_writes_weights_that_run_loads(tmp_path, cli):
     out = tmp_path / "kde.safetensors"
-    result = cli("train-demo", "--model", "digits-deit-kde", "--out", str(out), "--epochs", "6", "--seed", "1")
+    result = cli("train-demo", "--model", "digits-deit-kde", "--out", str(out), "--epochs", "6", "--lr", "5e-3", "--seed", "1")
     assert result.returncode == 0, result.stderr
     assert "digits-deit-kde: clean accuracy" in result.stdout and out.stat().st_size > 10_000
     run = cli("run", "--model", "digits-deit-kde", "--checkpoint", f"digits-deit-kde={out}", "-n", "8", "--attacks",

@@ -15,6 +15,8 @@ from robeval.results.store import Store
 from .conftest import FAST_SETTINGS, run_cli
 
 TABLES = [t.name for t in list_tables()]
+ONE_CHECKPOINT_TABLES = [t.name for t in list_tables() if t.members == 1]
+MEMBER_TABLES = [t.name for t in list_tables() if t.members > 1]  # mean ± std over several checkpoints per model
 
 
 def digits_options(table, tmp_path) -> dict:
@@ -74,7 +76,7 @@ def check_column_runs_layout(table, rep, labels, runs) -> None:
     assert sorted(runs["id"]) == sorted(r.run_id for r in rep.results.values())
 
 
-@pytest.mark.parametrize("name", TABLES)
+@pytest.mark.parametrize("name", ONE_CHECKPOINT_TABLES)
 def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypatch):
     from robeval.evaluation import profiling
 
@@ -147,3 +149,39 @@ def test_reproduce_cli_lists_and_runs(tmp_path, toy_table):
     assert table.returncode == 0 and "digits-deit-elliptical" in table.stdout
     bad = run_cli("reproduce", "elliptical-efficiency", "--checkpoint", "DeiT=x.pth")
     assert bad.returncode == 2 and "--checkpoint does not apply" in bad.stderr
+
+
+def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_several_checkpoints(tmp_path):
+    """Hosseini & Hosseini's rebuttal tables (top-1 mean ± std over 5 training runs per attention kind, MNIST
+    and CIFAR-100): rows = the four kinds, one column per data set, the digits version one column of the
+    digits DeiTs; until a run takes several checkpoints per model, reproducing one is one line saying so."""
+    assert {"hosseini-std-mnist", "hosseini-std-cifar100"} <= set(MEMBER_TABLES)
+    listing = run_cli("reproduce", "--list")
+    for name in MEMBER_TABLES:
+        table = get_table(name)
+        assert [r.label for r in table.rows] == ["Standard", "Optimised", "Efficient", "Super"]
+        assert len(table.columns) == 1 and table.columns[0].published == name.rsplit("-", 1)[1]
+        assert table.column_models(table.digits_columns[0], digits=True) == [
+            "digits-deit", "digits-deit-optimised", "digits-deit-efficient", "digits-deit-super"]  # fmt: skip
+        assert "mean ± std" in table.title and all("mean ± sample std" in c.note for c in table.table_columns(True))
+        assert name in listing.stdout
+        with pytest.raises(UserError, match="needs several checkpoints per model"):
+            reproduce(name, data="digits", out=tmp_path / "o", store=str(tmp_path / "s.sqlite"))
+        refused = run_cli("reproduce", name, "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+        assert refused.returncode == 2 and "needs several checkpoints per model" in refused.stderr
+    assert "mean ± std over 5" in listing.stdout  # what --list says they run
+    assert not (tmp_path / "o").exists() and not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_column_of_models_with_several_members_shows_mean_and_std():
+    from robeval.reproduce.columns import runs_grid
+    from robeval.reproduce.render import to_latex, to_markdown
+
+    table = get_table("hosseini-std-mnist")
+    models = table.column_models(table.digits_columns[0], digits=True)
+    summary = pd.DataFrame([dict(model=m, attack="clean", eps="8/255", top1=97.8 - i, top1_std=0.4 + i / 10, members=5)
+                            for i, m in enumerate(models)])  # fmt: skip
+    grid, notes = runs_grid(table, {"digits": summary}, digits=True)
+    assert [str(c) for c in grid.iloc[:, 0]] == ["97.80 ± 0.40", "96.80 ± 0.50", "95.80 ± 0.60", "94.80 ± 0.70"]
+    assert "| Standard | 97.80 ± 0.40 |" in to_markdown(grid, "caption") and notes == []
+    assert r"Super & $94.80 \pm 0.70$ \\" in to_latex(grid, "caption")

@@ -35,7 +35,8 @@ def _list_tables() -> None:
     for col in ("name", "kind", "rows", "what it runs", "what it is"):
         table.add_column(col)
     for t in list_tables():
-        table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), SETTINGS[t.kind](t), t.title)
+        runs = SETTINGS[t.kind](t) + (f"; mean ± std over {t.members} checkpoints per model" if t.members > 1 else "")
+        table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), runs, t.title)
     console.print(table)
 
 

@@ -119,14 +119,32 @@ def table_cmd(
         "a list for several).",
     ),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
+    top1_only: bool = typer.Option(False, "--top1-only", help="Top-1 alone: one column per attack."),
+    attacks: Optional[str] = typer.Option(
+        None,
+        "--attacks",
+        metavar="LIST",
+        help="The attack columns, in this order (comma list; clean and any included), e.g. pgd,apgd-ce,any. "
+        "Default: every attack of the run.",
+    ),
+    name: Optional[list[str]] = typer.Option(
+        None,
+        "--name",
+        metavar="MODEL=NAME",
+        help="Show MODEL as NAME (repeatable), e.g. --name digits-deit-diff=DiffAttn.",
+    ),
 ) -> None:
-    """Generate the paper table (models x attacks, Top-1/Top-5, best in bold) from stored runs."""
+    """Generate the paper table (models x attacks, Top-1/Top-5, best in bold; mean ± std for a model of
+    several members) from stored runs; --top1-only, --attacks and --name make it fit a paper's column."""
     from ..report.files import check_out_file
-    from ..report.paper import FORMATS
+    from ..report.paper import FORMATS, checked_format
+    from ..report.table_options import TableOptions
 
+    checked_format(format, TableOptions.of(top1_only, attacks, name))  # before the store is read
     if out is not None:
         check_out_file(out)  # before the store is read
-    emit(opened(list(run_ids or []), store).table(format), out)
+    table = opened(list(run_ids or []), store).table(format, top1_only=top1_only, attacks=attacks, names=name)
+    emit(table, out)
     if FORMATS[format].note:
         Console(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
 

@@ -5,18 +5,23 @@ report in minutes, before any GPU time is spent."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..defaults import TRAIN_DEMO_RECIPE
+from ..defaults import DEMO_RECIPE, Recipe
 from ..errors import UserError
 from .app import app, console
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-DEFAULT_EPOCHS, DEFAULT_LR = TRAIN_DEMO_RECIPE
+    from ..models.seed_training import Member
+
+SEEDS_HELP = (
+    "Several seeds, one member each, trained with one recipe: a range 0-4, a comma list 0,2,5, or both; prints "
+    "each one's clean accuracy and their mean +- sample std. --out names a folder."
+)
 
 
 @app.command("train-demo")
@@ -24,68 +29,139 @@ def train_demo_cmd(
     model: str = typer.Option(
         ..., "--model", "-m", help="A digits-sized model: digits-deit-<kind>, a plugin's, or PATH.py:CALLABLE."
     ),
-    out: Path = typer.Option(..., "--out", help="The weights file to write (.safetensors, .pth or .pt)."),
-    seed: int = typer.Option(0, help="Seed of the initial weights, the data order and the augmentation."),
-    epochs: int = typer.Option(
-        DEFAULT_EPOCHS, help="Epochs over the digits training split (the shipped models: 300 at --lr 1e-3)."
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="The weights file to write (.safetensors, .pth or .pt), or a folder: one file per seed, "
+        "FOLDER/<model>-seed<N>.safetensors (a quoted glob picks them up).",
     ),
-    lr: float = typer.Option(DEFAULT_LR, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
+    seed: Optional[int] = typer.Option(
+        None, help="Seed of the initial weights, the data order and the augmentation (default 0)."
+    ),
+    seeds: Optional[str] = typer.Option(None, "--seeds", metavar="LIST", help=SEEDS_HELP),
+    epochs: int = typer.Option(
+        DEMO_RECIPE.epochs,
+        help="Epochs over the digits training split (the shipped digits-deit and digits-deit-elliptical: "
+        f"{DEMO_RECIPE.epochs} at --lr {DEMO_RECIPE.lr:g}; fewer are for a first look, compared only with "
+        "models trained the same way).",
+    ),
+    lr: float = typer.Option(DEMO_RECIPE.lr, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
     threads: int = typer.Option(1, help="CPU threads (1 is fastest for these tiny models on a busy machine)."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    force: bool = typer.Option(False, "--force", help="Replace files of --out that exist."),
 ) -> None:
-    """Train MODEL's digits version on the digits training split (deterministic from --seed) and write
-    its weights to --out, which `robeval run --checkpoint MODEL=FILE` loads; prints the clean accuracy
-    it reached on the digits test split (what `robeval run` measures with those weights).  A training
-    whose loss stops being finite, or that ends under twice chance accuracy, writes nothing."""
-    from ..report.files import check_out_file
-    from ..seeds import check_seed
+    """Train MODEL's digits version on the digits training split with the demo models' recipe
+    (deterministic from --seed) and write its weights to --out, which `robeval run --checkpoint
+    MODEL=FILE` loads; prints the clean accuracy it reached on the digits test split (what `robeval run`
+    measures with those weights) and whether the shipped models were trained the same way.  --seeds
+    trains several members, one file each.  A seed whose loss stops being finite, or that ends under
+    twice chance accuracy, writes nothing."""
+    from ..report.files import prepare_out_dir
+    from ..seeds import check_seed, parse_seeds
 
-    check_seed(seed)
+    if seed is not None and seeds is not None:
+        raise UserError("give --seed N (one model) or --seeds LIST (several), not both")
+    chosen = parse_seeds(seeds) if seeds is not None else [check_seed(0 if seed is None else seed)]
     if threads < 1:
         raise UserError(f"--threads must be at least 1, got {threads}")
-    check_out_file(out)  # before the minute of training
-    if out.exists() and not force:
-        raise UserError(f"--out {out} exists: pass --force to replace it")
+    from ..models.seed_training import check_free, member_paths
+    from ..models.training import check_recipe
+
+    check_recipe(epochs, lr)
+    paths = member_paths(model, out, chosen)
+    check_free(list(paths.values()), force)
+    for folder in dict.fromkeys(p.parent for p in paths.values()):
+        prepare_out_dir(folder)  # writable, before the minutes of training
+    recipe = Recipe(epochs, lr, DEMO_RECIPE.stochastic_depth)
+    _train(model, paths, recipe, threads)
+
+
+def _train(model: str, paths: dict[int, Path], recipe: Recipe, threads: int) -> None:
+    """Train and write each seed's member, printing each as it is done, then the spread; a seed that
+    failed is said in its line, and the command ends in one error line naming them."""
     import torch
 
-    from ..models.training import check_learned, check_weights_path, save_demo, train_demo
-
-    check_weights_path(out)
+    from ..models.seed_training import recipe_note, train_members
 
     torch.set_num_threads(threads)
-    with _bar(model) as progress:
-        net, acc = train_demo(model, epochs, seed, lr=lr, progress=progress)
-    check_learned(model, acc)  # before anything is written
-    meta = {"model": model, "epochs": str(epochs), "lr": str(lr), "seed": str(seed), "trained_by": "robeval train-demo"}
-    save_demo(net, acc, out, meta)
-    console.print(
-        f"{model}: clean accuracy {100 * acc:.2f}% on the digits test split (449 images) after {epochs} epochs; "
-        f"wrote {out}. Evaluate it: robeval run --model {model} --checkpoint {model}={out}",
-        markup=False,
-        soft_wrap=True,
+    several = len(paths) > 1
+    _say(recipe_note(model, recipe))
+    members = []
+    with _bar(model) as bar:
+        for member in train_members(model, paths, recipe, bar.seed if several else bar.one):
+            if member.accuracy is None and not several:
+                raise UserError(member.failure)
+            members.append(member)
+            _say(_member_line(model, member, recipe, several))
+    if several:
+        _spread(model, members)
+
+
+def _spread(model: str, members: list[Member]) -> None:
+    """The mean +- sample std of the members written, the glob that names them, and one error line for
+    the seeds that wrote nothing."""
+    from ..models.seed_training import file_stem, spread
+
+    written = [m for m in members if m.accuracy is not None]
+    if len(written) > 1:
+        mean, std = spread(written)
+        files = written[0].path.parent / f"{file_stem(model)}-seed*.safetensors"
+        _say(f"{model}: clean accuracy {mean:.2f} ± {std:.2f}% over {len(written)} seeds (mean ± sample std); "
+             f"the files: '{files}'")  # fmt: skip
+    failed = [str(m.seed) for m in members if m.accuracy is None]
+    if failed:
+        raise UserError(
+            f"seed{'s' if len(failed) > 1 else ''} {', '.join(failed)} of {model} wrote nothing (why: in its line "
+            f"above); {'the other seeds are written' if written else 'no seed learnt'}"
+        )
+
+
+def _say(text: str) -> None:
+    console.print(text, markup=False, soft_wrap=True)
+
+
+def _member_line(model: str, member: Member, recipe: Recipe, several: bool) -> str:
+    who = f"{model} seed {member.seed}" if several else model
+    if member.accuracy is None:
+        return f"{who}: {member.failure}"
+    line = (
+        f"{who}: clean accuracy {100 * member.accuracy:.2f}% on the digits test split (449 images) after "
+        f"{recipe.epochs} epochs; wrote {member.path}."
     )
+    return line if several else f"{line} Evaluate it: robeval run --model {model} --checkpoint {model}={member.path}"
 
 
 class _bar:
     """A rich progress bar over the epochs (the last batch's loss beside it); a context manager whose
-    value is the training's progress callback."""
+    ``one`` (a seed) and ``seed(N)`` (one of several) give the training's progress callback."""
 
     def __init__(self, model: str) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn(f"train {model}"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
+            TextColumn("train {task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(), console=console, transient=True,
         )  # fmt: skip
+        self.model = model
         self.task: TaskID | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> _bar:
         self.progress.start()
+        return self
+
+    def one(self, seed: int):
+        return self.update
+
+    def seed(self, seed: int):
+        """The callback for seed ``seed``: the bar starts again, named by the seed."""
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+            self.task = None
+        self.model = f"{self.model.partition(' seed ')[0]} seed {seed}"
         return self.update
 
     def update(self, done: int, epochs: int, loss: float) -> None:
         if self.task is None:
-            self.task = self.progress.add_task("train", total=epochs, loss="-")
+            self.task = self.progress.add_task(self.model, total=epochs, loss="-")
         self.progress.update(self.task, completed=done, loss=f"{loss:.3f}")
 
     def __exit__(self, *exc) -> None:

@@ -1,10 +1,12 @@
 """The one renderer of a table's grid as Markdown, LaTeX or HTML: rows = the index, columns one level
 (``Top-1 (%)``) or two (``(attack, Top-1)``: grouped under a LaTeX multicolumn), cells as they are
-(escaped for LaTeX), ``bold`` a set of (row, column) cells to mark."""
+(text escaped for LaTeX; a :class:`Measured` number as each format writes it: ``97.80 ± 0.40``, in
+LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -13,16 +15,45 @@ from .naming import latex_escape
 Cell = tuple[object, object]
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A percentage a table shows: one value, or the mean over a model's members (checkpoints of one
+    training procedure) with their sample standard deviation."""
+
+    value: float
+    std: float | None = None
+
+    @property
+    def shown(self) -> str:
+        """The value as printed (what a tie for the best of a column is judged on)."""
+        return f"{self.value:.2f}"
+
+    def __str__(self) -> str:
+        return self.shown if self.std is None else f"{self.shown} ± {self.std:.2f}"
+
+    def latex(self, bold: bool) -> str:
+        if self.std is None:
+            return rf"\textbf{{{self.shown}}}" if bold else self.shown
+        body = rf"{self.shown} \pm {self.std:.2f}"
+        return rf"$\mathbf{{{body}}}$" if bold else f"${body}$"
+
+
 def _two_levels(grid: pd.DataFrame) -> bool:
     return isinstance(grid.columns, pd.MultiIndex)
 
 
-def _rows(grid: pd.DataFrame, bold: Collection[Cell]) -> list[tuple[str, list[tuple[str, bool]]]]:
-    """Per row its label and its cells as (text, bold)."""
+def _rows(grid: pd.DataFrame, bold: Collection[Cell]) -> list[tuple[str, list[tuple[object, bool]]]]:
+    """Per row its label and its cells as (value, bold)."""
     return [
-        (str(index), [(str(value), (index, column) in bold) for column, value in row.items()])
+        (str(index), [(value, (index, column) in bold) for column, value in row.items()])
         for index, row in grid.iterrows()
     ]
+
+
+def _latex_cell(value: object, bold: bool) -> str:
+    if isinstance(value, Measured):
+        return value.latex(bold)
+    return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
 
 
 def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
@@ -31,7 +62,7 @@ def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: C
     head = f"| {corner} | " + " | ".join(names) + " |" if corner else "| | " + " | ".join(names) + " |"
     rule = "|---|" + "---:|" * len(names)
     lines = [
-        f"| {index} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |"
+        f"| {index} | " + " | ".join(f"**{v}**" if b else str(v) for v, b in cells) + " |"
         for index, cells in _rows(grid, bold)
     ]
     return "\n".join([f"Table: {caption}", "", head, rule, *lines])
@@ -54,10 +85,7 @@ def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Coll
         head = [f"{corner} & " + " & ".join(latex_escape(str(c)) for c in grid.columns) + r" \\"]
         cols = "l" + "r" * len(grid.columns)
     rows = [
-        latex_escape(index)
-        + " & "
-        + " & ".join(rf"\textbf{{{latex_escape(t)}}}" if b else latex_escape(t) for t, b in cells)
-        + r" \\"
+        latex_escape(index) + " & " + " & ".join(_latex_cell(v, b) for v, b in cells) + r" \\"
         for index, cells in _rows(grid, bold)
     ]
     return "\n".join(
@@ -94,7 +122,8 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
     body = "".join(
         f'<tr><th scope="row">{escape(index)}</th>'
         + "".join(
-            f'<td class="best"><strong>{escape(t)}</strong></td>' if b else f"<td>{escape(t)}</td>" for t, b in cells
+            f'<td class="best"><strong>{escape(str(v))}</strong></td>' if b else f"<td>{escape(str(v))}</td>"
+            for v, b in cells
         )
         + "</tr>"
         for index, cells in _rows(grid, bold)

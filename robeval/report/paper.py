@@ -3,6 +3,9 @@
 Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON, and
 RobustBench's model-info JSON (:mod:`.robustbench`).
 Several eps values give one block per eps; a minimum-norm block and the shift tables follow.
+What a table shows (top-1 alone, the attack columns and their order, the models' names) is
+:class:`.table_options.TableOptions`; a summary with a ``<metric>_std`` column (a model of several
+members) shows its cells as mean ± std.
 This module assembles the blocks; the grids are rendered by :mod:`.grid`, named by :mod:`.naming`.
 """
 
@@ -16,30 +19,33 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..defaults import ANY, SUMMARY_COLUMNS
+from ..errors import UserError
 from ..registry import Registry
 from . import grid as grids
 from . import robustbench
 from .captions import caption
+from .grid import Measured
 from .minimum_norm import minimum_norm_block
-from .naming import attack_title, latex_escape, ordered_attacks
+from .naming import attack_title, latex_escape
 from .shift_table import shift_blocks, split
+from .table_options import MEMBERS, STD, TableOptions
 
-TOPK = (("top1", "Top-1"), ("top5", "Top-5"))
-Renderer = Callable[[pd.DataFrame], str]
+Renderer = Callable[[pd.DataFrame, TableOptions], str]
 
 
 @dataclass(frozen=True)
 class TableFormat:
     render: Renderer
     note: str = ""  # what a format's reader must know, said on stderr (not in the file)
+    takes_options: bool = True  # whether --top1-only, --attacks and --name apply to it
 
 
 FORMATS: Registry[TableFormat] = Registry("table format")
 
 
-def table_format(name: str, note: str = "") -> Callable[[Renderer], Renderer]:
+def table_format(name: str, note: str = "", takes_options: bool = True) -> Callable[[Renderer], Renderer]:
     def decorate(fn: Renderer) -> Renderer:
-        FORMATS.add(name, TableFormat(fn, note))
+        FORMATS.add(name, TableFormat(fn, note, takes_options))
         return fn
 
     return decorate
@@ -51,35 +57,61 @@ def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
 
 
-def attack_grid(summary: pd.DataFrame, eps: str) -> tuple[pd.DataFrame, set]:
-    """One eps block: rows = models, columns = (attack title, Top-1 / Top-5), and the cells to bold
-    (the best of each column, when more than one model is compared on comparable columns)."""
+def measured(row: dict, metric: str) -> Measured:
+    """A row's metric, with the std over the model's members when the summary has one."""
+    std = row.get(metric + STD)
+    spread = float(std) if std is not None and not pd.isna(std) else None
+    return Measured(float(row[metric]), spread)
+
+
+def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()) -> tuple[pd.DataFrame, set]:
+    """One eps block: rows = models, columns = (attack title, Top-1 / Top-5) (top-1 alone: the attack
+    titles), and the cells to bold (the best of each column, when more than one model is compared on
+    comparable columns)."""
     sel = summary[summary["eps"] == eps]
-    models, attacks = list(dict.fromkeys(sel["model"])), ordered_attacks(sel)
-    values = {(r.model, r.attack, m): float(getattr(r, m)) for r in sel.itertuples() for m, _ in TOPK}
-    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in attacks for _, k in TOPK])
-    cells = [
-        [f"{values[(m, a, key)]:.2f}" if (m, a, key) in values else "" for a in attacks for key, _ in TOPK]
-        for m in models
+    models, attacks, metrics = list(dict.fromkeys(sel["model"])), options.ordered(sel), options.metrics
+    values = {(r["model"], r["attack"], m): measured(r, m) for r in sel.to_dict("records") for m, _ in metrics}
+    keys = [
+        (a, m, (attack_title(a), title) if len(metrics) > 1 else attack_title(a))
+        for a in attacks
+        for m, title in metrics
     ]
+    columns = pd.MultiIndex.from_tuples([c for *_, c in keys]) if len(metrics) > 1 else pd.Index([c for *_, c in keys])
+    cells = [[values.get((model, a, m), "") for a, m, _ in keys] for model in models]
+    comparable = {a for a in attacks if a != ANY or worst_cases_comparable(sel)} if len(models) > 1 else set()
     bold = set()
-    comparable = [a for a in attacks if a != ANY or worst_cases_comparable(sel)]
-    for a in comparable if len(models) > 1 else []:
-        for key, title in TOPK:
-            scores = {m: values[(m, a, key)] for m in models if (m, a, key) in values}
-            best = max(scores.values(), default=None)
-            bold |= {(m, (attack_title(a), title)) for m, v in scores.items() if v == best}
+    for a, m, column in (k for k in keys if k[0] in comparable):
+        scores = {model: float(values[(model, a, m)].shown) for model in models if (model, a, m) in values}
+        best = max(scores.values(), default=None)
+        bold |= {(model, column) for model, v in scores.items() if v == best}
     return pd.DataFrame(cells, index=models, columns=columns), bold
 
 
+def members_part(rows: pd.DataFrame, latex: bool) -> str:
+    """What the cells are when a model has several members: mean ± sample std, and how many each."""
+    if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
+        return ""
+    counts = ""
+    if MEMBERS in rows:
+        per_model = dict(zip(rows["model"], rows[MEMBERS]))
+        counts = " (" + ", ".join(f"{m}: {int(n)}" for m, n in per_model.items()) + ")"
+        counts = latex_escape(counts) if latex else counts
+    pm = r"$\pm$" if latex else "±"
+    return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
+
+
 def _blocks(
-    summary: pd.DataFrame, render_grid, attack_caption: Callable[[pd.DataFrame, str], str], shift_render
+    summary: pd.DataFrame,
+    render_grid,
+    attack_caption: Callable[[pd.DataFrame, str], str],
+    shift_render,
+    options: TableOptions,
 ) -> str:
     """Every block of the table: one per eps, the minimum-norm block, the shift tables."""
     full, (summary, shifted) = summary, split(summary)
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
-        grid, bold = attack_grid(summary, eps)
+        grid, bold = attack_grid(summary, eps, options)
         blocks.append(render_grid(grid, attack_caption(summary, eps), bold=bold))
     blocks += [b for b in [minimum_norm_block(summary, shift_render)] if b]
     if shifted:
@@ -87,36 +119,60 @@ def _blocks(
     return "\n\n".join(blocks) + "\n"
 
 
+def _caption(options: TableOptions, latex: bool = False) -> Callable[[pd.DataFrame, str], str]:
+    """A block's caption: what it measures (top-1 alone under ``--top1-only``), what its cells are."""
+
+    def text(rows: pd.DataFrame, eps: str) -> str:
+        block = rows[rows["eps"] == eps]
+        return caption(rows, eps, latex=latex, top5=not options.top1_only) + members_part(block, latex)
+
+    return text
+
+
 @table_format("md")
-def to_markdown(summary: pd.DataFrame) -> str:
-    return _blocks(summary, grids.to_markdown, caption, grids.to_markdown)
+def to_markdown(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
+    return _blocks(summary, grids.to_markdown, _caption(options), grids.to_markdown, options)
 
 
 @table_format("latex")
-def to_latex(summary: pd.DataFrame) -> str:
-    def latex_caption(rows: pd.DataFrame, eps: str) -> str:
-        return caption(rows, eps, latex=True)
-
+def to_latex(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     def shift_render(grid: pd.DataFrame, text: str, **kw) -> str:
         return grids.to_latex(grid, latex_escape(text), **kw)
 
-    return _blocks(summary, grids.to_latex, latex_caption, shift_render)
+    return _blocks(summary, grids.to_latex, _caption(options, latex=True), shift_render, options)
 
 
 @table_format("html")
-def to_html(summary: pd.DataFrame) -> str:
+def to_html(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """The Markdown table's blocks as HTML tables (what ``robeval report`` embeds)."""
-    return _blocks(summary, grids.to_html, caption, grids.to_html)
+    return _blocks(summary, grids.to_html, _caption(options), grids.to_html, options)
 
 
 @table_format("csv")
-def to_csv(summary: pd.DataFrame) -> str:
-    ordered = SUMMARY_COLUMNS + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
-    return summary[ordered].to_csv(index=False)
+def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
+    """Every summary column (each model's per-member values too, where the summary has them), the
+    leading ones first; the attack rows in the order ``options`` asks."""
+    ordered = [c for c in SUMMARY_COLUMNS if c in summary] + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
+    return _attack_order(summary, options)[ordered].to_csv(index=False)
+
+
+def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
+    """The rows with their attacks in the order asked for, eps and models in their order of appearance."""
+    if not options.attacks:
+        return summary
+    rank = {a: i for i, a in enumerate(options.attacks)}
+    keys = pd.DataFrame({c: _appearance(summary[c]) for c in ("eps", "model")})
+    keys["attack"] = [rank.get(a, len(rank)) for a in summary["attack"]]
+    return summary.iloc[keys.sort_values(["eps", "model", "attack"], kind="stable").index]
+
+
+def _appearance(column: pd.Series) -> list[int]:
+    first = {v: i for i, v in enumerate(dict.fromkeys(column))}
+    return [first[v] for v in column]
 
 
 @table_format("json")
-def to_json(summary: pd.DataFrame) -> str:
+def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """Standard JSON: a missing number (NaN) is null, an unbounded one (a minimum-norm attack that
     found nothing) the string "inf"."""
 
@@ -125,12 +181,24 @@ def to_json(summary: pd.DataFrame) -> str:
             return None if math.isnan(value) else str(value)
         return value
 
-    rows = [{k: plain(v) for k, v in row.items()} for row in summary.to_dict(orient="records")]
+    rows = [{k: plain(v) for k, v in row.items()} for row in _attack_order(summary, options).to_dict(orient="records")]
     return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
 
 
-table_format("robustbench", note=robustbench.NOTE)(robustbench.to_model_info)
+table_format("robustbench", note=robustbench.NOTE, takes_options=False)(
+    lambda summary, options: robustbench.to_model_info(summary)
+)
 
 
-def render(summary: pd.DataFrame, fmt: str) -> str:
-    return FORMATS.get(fmt).render(summary)
+def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions()) -> str:
+    """``summary`` as format ``fmt``, showing what ``options`` ask (checked against it: one line for an
+    attack or model it lacks, or for options given to a format whose layout is fixed)."""
+    return checked_format(fmt, options).render(options.applied(summary), options)
+
+
+def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
+    """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
+    table_format = FORMATS.get(fmt)
+    if not options.is_default and not table_format.takes_options:
+        raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks and --name do not apply to it")
+    return table_format

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..report.captions import caption_parts
+from ..report.paper import measured
 from ..shifts.catalog import SEVERITIES, parse_condition
 from ..shifts.metrics import corruption_metrics
 from .tables import Column, PaperTable
@@ -18,9 +19,14 @@ from .tables import Column, PaperTable
 NA = "n/a"
 
 
-def _top1(rows: pd.DataFrame, imagenet: bool) -> tuple[str, str]:
+def _top1(rows: pd.DataFrame, imagenet: bool) -> tuple[object, str]:
+    """Clean top-1; where the model has several members their mean ± std, a
+    :class:`~robeval.report.grid.Measured` that each format writes its own way."""
     clean = rows[rows["attack"] == CLEAN]
-    return (f"{clean['top1'].iloc[0]:.2f}", "") if len(clean) else (NA, "")
+    if not len(clean):
+        return NA, ""
+    value = measured(clean.iloc[0].to_dict(), "top1")
+    return (value if value.std is not None else str(value)), ""
 
 
 def _corruption(field: str) -> Callable[[pd.DataFrame, bool], tuple[str, str]]:
@@ -35,7 +41,7 @@ def _corruption(field: str) -> Callable[[pd.DataFrame, bool], tuple[str, str]]:
 
 
 # A column's measure: (the model's summary rows in the column's run, ImageNet or not) -> (cell, note)
-MEASURES: dict[str, Callable[[pd.DataFrame, bool], tuple[str, str]]] = {
+MEASURES: dict[str, Callable[[pd.DataFrame, bool], tuple[object, str]]] = {
     "top1": _top1,
     "mce": _corruption("mce"),
     "mean-error": _corruption("mean_error"),

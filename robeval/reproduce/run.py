@@ -45,6 +45,7 @@ def reproduce(
     ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
     :func:`robeval.api.reproduce`, which gives ``evaluate``."""
     table = get_table(name)
+    check_members(table)
     if out is not None:
         prepare_out_dir(Path(str(out).partition(RUN_ID_FIELD)[0] or "."))  # writable, before any work
     digits = _digits_version(table, data, data_for or {})
@@ -53,6 +54,18 @@ def reproduce(
     )
     request.checkpoints = resolve_checkpoints(table, digits, checkpoints or {})
     return RUNNERS[table.runner](request)
+
+
+def check_members(table: PaperTable) -> None:
+    """A table whose cells average several training runs per model needs several checkpoints per model
+    (its members): one line until a run takes them, rather than a table of one checkpoint each that
+    would print as if it were the spread over seeds."""
+    if table.members > 1:
+        raise UserError(
+            f"{table.name} needs several checkpoints per model (mean ± std over the members of each model; the "
+            f"paper: {table.members} training runs each, e.g. robeval train-demo --model digits-deit --seeds "
+            f"0-{table.members - 1} --out seeds/), and runs of several checkpoints per model are not supported yet"
+        )
 
 
 def _digits_version(table: PaperTable, data: str, data_for: dict[str, str]) -> bool:

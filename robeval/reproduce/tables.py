@@ -93,6 +93,9 @@ class PaperTable:
     columns: tuple[Column, ...] = ()  # the paper's columns, each a run of its own (column-runs, latency)
     digits_columns: tuple[Column, ...] = ()  # the digits version's columns
     profile_options: dict[str, Any] = field(default_factory=dict)  # what the paper's profile fixes
+    # training runs the paper's cells average: more than 1, each cell is the mean ± std over that many
+    # checkpoints (members) of each row's model, one per training seed
+    members: int = 1
 
     @property
     def runner(self) -> str:
@@ -134,6 +137,8 @@ def register_table(table: PaperTable) -> PaperTable:
     layouts = TABLE_KINDS[table.kind].layouts
     if table.layout not in layouts:
         raise ValueError(f"paper table {table.name!r}: a {table.kind} table is laid out as {' or '.join(layouts)}")
+    if table.members > 1 and table.runner != "column-runs":
+        raise ValueError(f"paper table {table.name!r}: a table over members is a run per column (column-runs)")
     for column in (*table.columns, *table.digits_columns):
         if column.models and len(column.models) != len(table.rows):
             raise ValueError(f"paper table {table.name!r}: column {column.key!r} needs one model per row")
