@@ -34,7 +34,7 @@ CHEAP = {**FAST_SETTINGS, "pgd": {"steps": 5}}
 
 
 def test_the_attacks_with_a_curve_are_those_of_the_issue():
-    assert set(CURVE_ATTACKS) == {"pgd", "apgd-ce", "apgd-t", "apgd-dlr", "spsa", "square"}
+    assert set(CURVE_ATTACKS) == {"pgd", "apgd-ce", "apgd-t", "apgd-dlr", "spsa", "square", "apgd-t-malt", "apgd-t-rest"}
     assert {s.name: s.cls.curve_axis for s in list_attacks() if s.cls.curve_axis}["square"] == "queries"
 
 

@@ -3,7 +3,7 @@ themselves (``PGD(model, eps=8/255)``), each with its defaults on the class."""
 
 # registration order is the order of the attacks outside the suite in tables; SUITE orders the suite
 # isort: off
-from . import gradient, spsa, autoattack, transfer, minimum_norm  # noqa: F401
+from . import gradient, spsa, autoattack, transfer, minimum_norm, malt  # noqa: F401
 
 # isort: on
 from .base import Attack, margin, seeded_rng
