@@ -1,6 +1,6 @@
 """The fast protocol's audit: the sample of survivors is decided by the run seed and each example's
-index alone (the same whatever the batches), about the rate asked, and the bound's arithmetic is
-Clopper-Pearson's exact limit (checked against scipy's binomial test)."""
+index alone (the same whatever the batches), about the rate asked; the bound's arithmetic is
+Clopper-Pearson's exact limit (checked against scipy's binomial test); a break escalates what it should."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy.stats import binom, binomtest
 
-from robeval.evaluation.audit_sample import audit_sample
+from robeval.evaluation.fast_audit import AUDIT_STAGES, audit_sample, escalated_stages
 from robeval.results.audit_bound import AuditBound, clopper_pearson_upper
 
 
@@ -56,3 +56,12 @@ def test_the_bound_is_fast_less_the_survivors_share_times_u():
     for wrong in ((100, 68, 5, 6), (100, 68, 69, 0), (100, 101, 5, 0), (0, 0, 0, 0)):
         with pytest.raises(ValueError):
             AuditBound(*wrong)
+
+
+def test_a_fab_t_or_square_break_escalates_everything_an_apgd_t_break_only_apgd_t():
+    assert escalated_stages([]) == ()
+    assert escalated_stages(["apgd-t-rest"]) == ("apgd-t-rest",)
+    for broke in (["fab-t"], ["square"], ["apgd-t-rest", "square"]):
+        assert escalated_stages(broke) == AUDIT_STAGES
+    with pytest.raises(ValueError, match="not audit stages"):
+        escalated_stages(["apgd-ce"])
