@@ -261,7 +261,8 @@ def measure(case: Case, ks: list[int], rates: list[float], everything: bool, cac
         print(f"  apgd-t-malt k={k} leaves {len(survivors)} robust: passes {malt.total}")
         if everything:
             escalate_all(case, k, aa[0], survivors)
-            by_logit = [r for r in rows if r not in attack_rows(case, "apgd-t", rows, False, n_target_classes=k)]
+            fooled = attack_rows(case, "apgd-t", rows, False, n_target_classes=k)
+            by_logit = [r for r in rows if r not in fooled]
             print(f"    apgd-t on its first k={k} targets in logit order instead (passes {case.take().total}) "
                   f"leaves {len(by_logit)} robust, AutoAttack only {len(set(by_logit) - aa[0])}")
         for rate in rates:
