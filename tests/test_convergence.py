@@ -197,19 +197,21 @@ def test_pgd_with_5_steps_has_not_converged_on_a_linear_model(centroids):
     assert convergence_flags(long) == [] and converged(centroids, long, None).status == "ok"
 
 
+DEMO_CURVES = [a for a in CURVE_ATTACKS if a != "apgd-dlr"]
+
+
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """The demo models at the demo's eps with every curve attack at its defaults (few examples)."""
     path = tmp_path_factory.mktemp("demo") / "store.sqlite"
-    attacks = ",".join(a for a in CURVE_ATTACKS if a != "apgd-dlr")
     result = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=32, eps="8/255",
-                           attacks=attacks, store=str(path))
+                           attacks=",".join(DEMO_CURVES), store=str(path))
     return path, result
 
 
 def test_the_default_settings_converge_on_the_demo_models(demo_run):
     _, result = demo_run
-    assert result.summary["curve_robust_90"].notna().sum() == 2 * 5
+    assert result.summary["curve_robust_90"].notna().sum() == 2 * len(DEMO_CURVES)
     assert convergence_flags(result.summary) == []
     for model in ("digits-deit", "digits-deit-elliptical"):
         assert converged(model, result.summary[result.summary["model"] == model], None).status == "ok"
@@ -221,7 +223,7 @@ def test_robeval_plot_draws_the_curves(demo_run, tmp_path):
     path, result = demo_run
     frame = curves(Store(path), result.run["run_id"])
     fig = convergence_figure(frame)
-    assert len(fig.axes) == 5 and fig.legends and not any(ax.get_legend() for ax in fig.axes)  # legend outside
+    assert len(fig.axes) == len(DEMO_CURVES) and fig.legends and not any(ax.get_legend() for ax in fig.axes)  # legend outside
     lines = fig.axes[0].get_lines()
     assert [line.get_label() for line in lines] == ["digits-deit", "digits-deit-elliptical"]
     assert lines[0].get_marker() != lines[1].get_marker()
