@@ -61,6 +61,7 @@ SETTING_LIMITS: dict[str, Limit] = {
     "max_batch": Limit(low=2, why="images per forward pass: at least one +/- pair"),
     "rho": Limit(low=0, high=1, low_open=True, high_open=True),
     "n_target_classes": Limit(low=1, why="target classes, at most the model's classes minus one"),
+    "skip_malt_targets": Limit(low=0, why="the MALT-ranked targets apgd-t-malt ran, skipped here"),
     "alpha_max": FRACTION,
     "eta": Limit(low=1, why="overshoot factor"),
     "beta": FRACTION,

@@ -18,6 +18,8 @@ FAST_SETTINGS = {
     "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 8},
     "apgd-dlr": {"n_iter": 10}, "fab": {"n_iter": 10}, "transfer-apgd-ce": {"n_iter": 10},
     "fmn": {"steps": 10}, "fab-mn": {"n_iter": 10},
+    "apgd-t-malt": {"n_iter": 10, "n_target_classes": 3},
+    "apgd-t-rest": {"n_iter": 10, "n_target_classes": 3, "skip_malt_targets": 1},
 }
 
 

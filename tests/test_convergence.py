@@ -34,7 +34,7 @@ CHEAP = {**FAST_SETTINGS, "pgd": {"steps": 5}}
 
 
 def test_the_attacks_with_a_curve_are_those_of_the_issue():
-    assert set(CURVE_ATTACKS) == {"pgd", "apgd-ce", "apgd-t", "apgd-dlr", "spsa", "square"}
+    assert set(CURVE_ATTACKS) == {"pgd", "apgd-ce", "apgd-t", "apgd-dlr", "spsa", "square", "apgd-t-malt", "apgd-t-rest"}
     assert {s.name: s.cls.curve_axis for s in list_attacks() if s.cls.curve_axis}["square"] == "queries"
 
 
@@ -218,19 +218,21 @@ def test_the_noise_test_never_passes_on_one_example(start, end, n, falling):
     assert standard_error(start, n) >= 1e-4
 
 
+DEMO_CURVES = [a for a in CURVE_ATTACKS if a != "apgd-dlr"]
+
+
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """The demo models at the demo's eps with every curve attack at its defaults (few examples)."""
     path = tmp_path_factory.mktemp("demo") / "store.sqlite"
-    attacks = ",".join(a for a in CURVE_ATTACKS if a != "apgd-dlr")
     result = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=32, eps="8/255",
-                           attacks=attacks, store=str(path))
+                           attacks=",".join(DEMO_CURVES), store=str(path))
     return path, result
 
 
 def test_the_default_settings_converge_on_the_demo_models(demo_run):
     _, result = demo_run
-    assert result.summary["curve_robust_90"].notna().sum() == 2 * 5
+    assert result.summary["curve_robust_90"].notna().sum() == 2 * len(DEMO_CURVES)
     assert convergence_flags(result.summary) == []
     for model in ("digits-deit", "digits-deit-elliptical"):
         assert converged(model, result.summary[result.summary["model"] == model], None).status == "ok"
@@ -242,7 +244,7 @@ def test_robeval_plot_draws_the_curves(demo_run, tmp_path):
     path, result = demo_run
     frame = curves(Store(path), result.run_id)
     fig = convergence_figure(frame)
-    assert len(fig.axes) == 5 and fig.legends and not any(ax.get_legend() for ax in fig.axes)  # legend outside
+    assert len(fig.axes) == len(DEMO_CURVES) and fig.legends and not any(ax.get_legend() for ax in fig.axes)  # legend outside
     lines = fig.axes[0].get_lines()
     assert [line.get_label() for line in lines] == ["digits-deit", "digits-deit-elliptical"]
     assert lines[0].get_marker() != lines[1].get_marker()

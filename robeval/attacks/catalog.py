@@ -86,5 +86,19 @@ for _spec in (
         "within restart_radius)",
         dict(FAB, restart_radius=8 / 255), randomness=PER_BATCH_IN_LIBRARY, minimum_norm=True,
     ),
+    AttackSpec(
+        "apgd-t-malt", "robeval.attacks.malt:APGDTMalt", "APGD-T (MALT)",
+        f"{AA} APGDAttack_targeted (pyautoattack) on MALT-ranked targets",
+        "AutoAttack's APGD-T on the n_target_classes best MALT-ranked targets (the fast protocol's pass); with 10 "
+        "classes or fewer MALT only reorders AutoAttack's targets",
+        dict(APGD, n_target_classes=9), randomness=PER_EXAMPLE,
+    ),
+    AttackSpec(
+        "apgd-t-rest", "robeval.attacks.malt:APGDTRest", "APGD-T (rest)",
+        f"{AA} APGDAttack_targeted (pyautoattack) on AutoAttack's targets MALT did not rank first",
+        "AutoAttack's APGD-T targets less the skip_malt_targets best MALT-ranked ones (the fast protocol's audit: "
+        "what AutoAttack's APGD-T still runs after apgd-t-malt)",
+        dict(APGD, n_target_classes=9, skip_malt_targets=0), randomness=PER_EXAMPLE,
+    ),
 ):  # fmt: skip
     add_attack(_spec)
