@@ -163,7 +163,9 @@ class EvalConfig:
         "standard",
         help="standard (pixel space), aa-plus (AutoAttack's plus version: its six "
         "attacks unless --attacks), aa-rand (AutoAttack's rand version: APGD-CE and APGD-DLR with EOT over 20 "
-        "passes) or nielsen2024 (paper reproduction only).",
+        "passes), fast (AutoAttack's attacks at a fraction of its cost, audited, with a printed bound on "
+        "AutoAttack's robust accuracy: for screening, never a leaderboard number) or nielsen2024 (paper "
+        "reproduction only).",
     )
     settings: dict[str, dict[str, Any]] = option(
         factory=dict,

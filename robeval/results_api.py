@@ -256,6 +256,7 @@ def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
     """Run ``run_id`` that just ended in ``db`` (read through ``where``), its description as run.json
     has it: the soundness flags and the passes per image added.  The tables of a run kept in memory
     name no run id (no store holds it: robeval.report.naming.run_label)."""
+    from .results.audit_summary import audit_lines
     from .results.soundness import run_flags
     from .results.summary import passes_per_image
 
@@ -266,6 +267,8 @@ def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
     if not run.summary.empty:
         run.info["flags"] = run_flags(run.summary, run.info, run.records)
         run.info["passes_per_image"] = passes_per_image(run.summary)
+        if audit_lines(run.summary):  # an audited protocol (fast): its audit and the bound, as under its tables
+            run.info["audit"] = audit_lines(run.summary)
     return run
 
 

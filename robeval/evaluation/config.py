@@ -204,6 +204,7 @@ def check_config(config: EvalConfig) -> None:
                 f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
                 "normalized tensors: use --protocol standard or aa-plus"
             )
+    check_audited(config)
     check_transfer(config)
     check_shift(config)
     check_model_options(config)
@@ -221,6 +222,30 @@ def check_model_options(config: EvalConfig) -> None:
         raise UserError(
             f"--model-config states the facts of your own models; {registered[0]}'s are its registration's "
             "(robeval models lists them)"
+        )
+
+
+def check_audited(config: EvalConfig) -> None:
+    """An audited protocol (fast) runs its own attacks as a cascade of its own (pass, audit, escalation)
+    on the examples of the data, and its audit's APGD-T skips exactly the targets its pass ran."""
+    protocol = get_protocol(config.protocol)
+    if not protocol.audit_stages:
+        return
+    name = f"--protocol {protocol.name}"
+    if config.shift is not None:
+        raise UserError(f"{name} measures AutoAttack's worst case: run --shift under --protocol standard")
+    if list(config.attacks) != list(protocol.attacks):
+        raise UserError(f"{name} runs its own attacks ({', '.join(protocol.attacks)}): drop --attacks")
+    if config.cascade:
+        raise UserError(f"{name} runs its attacks as a cascade of its own (a pass, then an audit): drop --cascade")
+    ran, skipped = (
+        config.settings["apgd-t-malt"]["n_target_classes"],
+        config.settings["apgd-t-rest"]["skip_malt_targets"],
+    )
+    if ran != skipped:
+        raise UserError(
+            f"{name}: apgd-t-rest.skip_malt_targets ({skipped}) must be apgd-t-malt.n_target_classes ({ran}), the "
+            "targets the pass ran (--set both)"
         )
 
 

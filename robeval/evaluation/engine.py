@@ -6,7 +6,9 @@ attack's search serve every eps and attack on it (and under ``--cascade`` each a
 before it on the same batch).  The steps of a unit, the cascade, the fp32 re-check of a reduced
 precision, convergence curves and the minimum-norm search, are robeval.evaluation.units'; creating or
 resuming the run, writing units, gathering workers and stopping are the session's
-(robeval.evaluation.session).  Summaries and flags are made from the stored records by
+(robeval.evaluation.session).  An audited protocol (``fast``) runs its pass and audit with the batches
+and its audit's stages in a second pass over them, once the audit is stored
+(robeval.evaluation.fast_run).  Summaries and flags are made from the stored records by
 robeval.results, so a finished run and a stored run are summarised by the same code.
 """
 
@@ -19,6 +21,7 @@ from ..models import GivenModel
 from ..options import EvalConfig
 from .conditions import evaluate_conditions
 from .distributed import SINGLE, DistContext
+from .fast_run import pass_step, second_pass
 from .plan import RunPlan, make_plan
 from .preflight import preflight
 from .progress import NullReporter, Reporter
@@ -47,7 +50,8 @@ def evaluate_plan(
     alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
     reporter = reporter if reporter is not None and ctx.is_main else NullReporter()
     session = start_session(plan, data, store, resume, reporter, ctx)
-    step = cascade_unit if plan.config.cascade else run_unit
+    audited = bool(plan.protocol.audit_stages)  # the fast protocol: a pass and an audit, then its stages
+    step = pass_step if audited else cascade_unit if plan.config.cascade else run_unit
     with session.stopping():
         for position, job in enumerate(plan.jobs, 1):
             with session.model_stops_alone(job) as log:
@@ -62,4 +66,6 @@ def evaluate_plan(
                         session.write(unit, model)
                 for unit in evaluate_conditions(model, mine, session.threads.look):
                     session.write(unit, model)
+            if audited and job.name not in session.log.failed_models:  # every batch's audit is stored
+                second_pass(session, model, (position, len(plan.jobs)))
     return session.finish()

@@ -1,4 +1,6 @@
-"""The fast protocol's audit: which surviving examples it attacks, with what, and what its breaks escalate.
+"""The fast protocol's audit as facts and rules: its pass and stages, which surviving examples it
+attacks, what its breaks escalate, and what it leaves to bound.  Torch-free (the protocol's
+registration reads it before torch loads); robeval.evaluation.fast_run runs it.
 
 The fast pass (APGD-CE, then ``apgd-t-malt`` on the ``FAST_TARGETS`` best MALT-ranked targets) leaves
 ``S`` of ``n`` examples robust.  The audit runs on a sample of those survivors what AutoAttack would
@@ -7,31 +9,38 @@ still run on them, in AutoAttack's order, each stage on the sampled points still
 share it breaks bounds what AutoAttack would still have broken (:mod:`robeval.results.audit_bound`).
 
 The sample: each survivor is in it when its own uniform number ``u = derive_seed(seed, "audit",
-*salt, example) / 2**31`` falls below ``rate`` -- a Bernoulli(rate) draw per example, decided from the
-run seed and the example's index alone.  So a batch can run its audit as soon as its survivors are
-known, the sample does not depend on the batch size, the batch order, ``--nproc`` or a resume, and the
-sample, given its size, is a uniform draw from the survivors (what the Clopper-Pearson limit assumes),
-whatever the attacks did to them.  Its size is random (Binomial(S, rate)); a fixed size would need
-every survivor known first, a second pass over the batches before any audit could start.
+example) / 2**31`` falls below ``rate`` -- a Bernoulli(rate) draw per example, decided from the run seed
+and the example's index alone, before any audit attack runs.  So a batch runs its audit as soon as its
+survivors are known; the sample does not depend on the batch size, the batch order, ``--nproc`` or a
+resume; and, given its size, it is a uniform draw from the survivors (what the Clopper-Pearson limit
+assumes), whatever the attacks did to them.  Its size is random (Binomial(S, rate)); a fixed size would
+need every survivor known first.
 
-Escalation (:func:`escalated_stages`): when FAB-T or Square breaks an audited point, every stage runs
-on every survivor and the result is AutoAttack's (the issue's rule: such a model resists the gradient
-attacks in a way only AutoAttack's whole run settles).  When only APGD-T's remaining targets break one,
-only they run on every survivor (with k = 3 on 10 classes, 6 targets x about 200 passes per point against
-about 7,500 for FAB-T and Square): the pass truncated APGD-T by design, and the sample, still a
-Bernoulli sample of the fewer survivors left, stands for FAB-T and Square, which broke none of it, so
-the bound holds with d = 0 and m = the sampled points still robust.
+Escalation (:func:`escalated_stages`), decided on all of a model's batches at one eps: when FAB-T or
+Square breaks an audited point, every stage runs on every survivor and the result is AutoAttack's
+(such a model resists the gradient attacks in a way only AutoAttack's whole run settles).  When only
+APGD-T's remaining targets break one, only they run on every survivor (with 3 targets of 9 on 10
+classes, 6 targets x about 200 passes per point against about 7,500 for FAB-T and Square): the pass
+truncated APGD-T by design.  The sample then stands for FAB-T and Square, which broke none of it: the
+APGD-T stages draw their starts per example, so a point's outcome does not depend on whether it was
+sampled, and the sampled points still robust after the escalated APGD-T are a uniform sample of the
+new survivors (the Bernoulli draw was made independently of every outcome); the bound holds with
+``m`` = those points and ``d`` = 0 (:class:`AuditCounts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..seeds import derive_seed
 
 FAST_PASS = ("apgd-ce", "apgd-t-malt")  # on every correctly classified example, in this order
 AUDIT_STAGES = ("apgd-t-rest", "fab-t", "square")  # on the sample, after the pass, in AutoAttack's order
+# The audit's stages that draw as AutoAttack's own code draws them (--cascade's draws, seeded by --seed,
+# on the rows of the call): exactly as AutoAttack runs them.  The pass and apgd-t-rest draw per example.
+LIBRARY_DRAWS = ("fab-t", "square")
 FAST_TARGETS = 3  # apgd-t-malt's n_target_classes (= apgd-t-rest's skip_malt_targets): measured, see below
 AUDIT_RATE = 0.05  # the share of survivors audited: measured, see below
 # benchmarks/fast_vs_autoattack.py (benchmarks/RESULTS.md): on both digits demo models at 8/255 and 16/255,
@@ -63,3 +72,39 @@ def escalated_stages(broke: Iterable[str]) -> tuple[str, ...]:
     if broke - {"apgd-t-rest"}:
         return AUDIT_STAGES
     return ("apgd-t-rest",) if broke else ()
+
+
+@dataclass(frozen=True)
+class AuditCounts:
+    """One model's audit at one eps, counted over all its batches: ``audited`` sampled survivors, and
+    after each stage of ``stages`` how many of them an audit attack had fooled (``fooled``, cumulative:
+    the audit units' records, each stage on the points the ones before left robust)."""
+
+    stages: tuple[str, ...]
+    audited: int
+    fooled: tuple[int, ...]
+
+    @property
+    def broke(self) -> dict[str, int]:
+        """Stage -> the audited points it broke."""
+        return {s: now - before for s, before, now in zip(self.stages, (0, *self.fooled), self.fooled)}
+
+    @property
+    def escalated(self) -> tuple[str, ...]:
+        return escalated_stages(s for s, d in self.broke.items() if d)
+
+    @property
+    def full(self) -> bool:
+        """Every stage escalated: the result is AutoAttack's, no bound needed."""
+        return len(self.escalated) == len(self.stages)
+
+    @property
+    def standing(self) -> int:
+        """m: the audited points still robust after the escalated stages, which the stages not escalated
+        ran on (the sample the bound reads)."""
+        return self.audited - (self.fooled[len(self.escalated) - 1] if self.escalated else 0)
+
+    @property
+    def standing_broken(self) -> int:
+        """d: the points of :attr:`standing` a stage not escalated broke (0 unless every stage escalated)."""
+        return self.fooled[-1] - (self.fooled[len(self.escalated) - 1] if self.escalated else 0)

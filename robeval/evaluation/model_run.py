@@ -71,6 +71,7 @@ class Batch:
     clean_seconds: float = 0.0
     searches: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Columns] = field(default_factory=dict)
+    audits: dict[str, Batch] = field(default_factory=dict)  # an audited protocol: per eps, its sample's rows
 
     @property
     def examples(self) -> list[int]:
@@ -201,8 +202,9 @@ class ModelRun:
 
     def seeding(self, attacker, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
         """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
-        AutoAttack's own seeding for attacks from its code (robeval.evaluation.units)."""
-        if self.config.cascade and attacker.library_draws:
+        (and for the attacks an audited protocol names) AutoAttack's own seeding for attacks from its code
+        (robeval.evaluation.units)."""
+        if attacker.library_draws and (self.config.cascade or attack in self.plan.protocol.library_draws):
             return self.config.seed, None
         return derive_seed(self.config.seed, attack, eps.text, batch.b), batch.examples
 
@@ -277,14 +279,16 @@ class ModelRun:
         return Batch(b, xa, y, clean_logits, base, self.batch_units(b), seconds)
 
     def batch_units(self, b: int) -> list[tuple[Eps, str]]:
-        """The (eps, attack) units batch ``b`` runs, in order: its pending ones; under ``--cascade`` with
-        the earlier attacks of the cascade they follow (recomputed when a resumed run stored them)."""
+        """The (eps, attack) units batch ``b`` runs, in order: its pending ones; in a chain (``--cascade``,
+        an audited protocol's pass and audit) with the earlier units they follow (recomputed when a resumed
+        run stored them)."""
         pending = [(e, a) for e, a in self.todo[b] if a not in self.condition_names]
-        if not self.config.cascade:
+        order = self.plan.chain(self.job)
+        if order is None:
             return pending
-        order, units = self.job.attacks, []
+        units = []
         for eps in self.config.eps:
             wanted = [a for e, a in pending if e.text == eps.text]
-            last = max((order.index(a) for a in wanted if a != CLEAN), default=-1)
+            last = max((order.index(a) for a in wanted if a in order), default=-1)
             units += [(eps, a) for a in ([CLEAN] if CLEAN in wanted else []) + order[: last + 1]]
         return units

@@ -22,6 +22,7 @@ from ..models import GivenModel, get_spec, split_models
 from ..models.given import given_from_spec
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
+from ..results.records import audit_unit
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
 from .config import ADAPTIVE_SUFFIX, make_config
@@ -60,7 +61,17 @@ class RunPlan:
         """What one model's run evaluates on every batch at every eps: the clean images (unless the
         data has none: an ImageNet-C tree), its attacks, then the shifted conditions."""
         clean = [CLEAN] if self.shift is None or self.shift.has_clean_images else []
-        return [*clean, *job.attacks, *(c.name for c in self.conditions)]
+        audit = [audit_unit(stage) for stage in self.protocol.audit_stages]
+        return [*clean, *job.attacks, *audit, *(c.name for c in self.conditions)]
+
+    def chain(self, job: ModelJob) -> list[str] | None:
+        """The units a batch runs one after another, each on the examples those before it left robust
+        (None: each on every example): ``--cascade``'s attacks; under an audited protocol its pass, then
+        its audit units (the audit's own units come in a second pass: robeval.evaluation.fast_run)."""
+        stages = self.protocol.audit_stages
+        if stages:
+            return [a for a in job.attacks if a not in stages] + [audit_unit(stage) for stage in stages]
+        return list(job.attacks) if self.config.cascade else None
 
     @property
     def batch_size(self) -> int:
@@ -137,6 +148,8 @@ def model_jobs(config: EvalConfig, protocol: Protocol, given: dict[str, GivenMod
     adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
     jobs = [model_job(config, protocol, m, given or {}) for m in config.models]
     white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
+    if protocol.audit_stages:  # an audited protocol runs whole (its audit ends with a black-box attack)
+        white = list(config.attacks)
     if config.adaptive and white:
         for job in list(jobs):
             if job.given is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from ..defaults import CLEAN
+from ..results.records import audited_stage
 
 Key = tuple[str, ...]
 
@@ -64,7 +65,7 @@ def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
     bars: dict[Key, Bar] = {}
     for eps in ev.config.eps:
         for unit in ev.units:
-            if unit == CLEAN:
+            if unit == CLEAN or audited_stage(unit) is not None:  # an audit unit: a sample, no bar of its own
                 continue
             key = unit_key(ev.job.name, eps.text, unit, ev.condition_names)
             label = (

@@ -18,6 +18,10 @@
 * ``aa-rand`` — AutoAttack's "rand" version (randomised defences) in the standard threat model:
   APGD-CE and APGD-DLR with their gradient averaged over 20 passes (EOT).
 
+* ``fast`` — AutoAttack's threat model and attacks at a fraction of its cost, with a printed bound on
+  what it may have missed (robeval.evaluation.fast_audit; docs/protocols.md): for development, sweeps
+  and screening checkpoints, never a leaderboard entry.
+
 AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
 protocols: a protocol that is one says so (``autoattack_version``), and :data:`AUTOATTACK_VERSIONS`
 finds it by the version's name.  ``standard`` is the standard protocol with AutoAttack's four attacks
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..registry import Registry
+from .fast_audit import AUDIT_RATE, AUDIT_STAGES, FAST_PASS, FAST_TARGETS, LIBRARY_DRAWS
 
 PIXEL_BOX = (0.0, 1.0)
 
@@ -48,6 +53,11 @@ class Protocol:
     attack_notes: dict[str, str] = field(default_factory=dict)  # what a table must say of an attack's rows
     autoattack_version: str | None = None  # the AutoAttack version this protocol is (its set_version name)
     autoattack_attacks: tuple[str, ...] = ()  # that version's attacks in its order (empty: ``attacks``)
+    # An audited protocol (fast): its last attacks run first on a seeded sample of the examples the ones
+    # before left robust, then, as that audit decides, on every survivor (robeval.evaluation.fast_audit)
+    audit_stages: tuple[str, ...] = ()
+    audit_rate: float = 0.0  # the share of survivors the audit samples
+    library_draws: frozenset[str] = frozenset()  # attacks drawn as AutoAttack's code draws them (--cascade's)
 
     def label_source(self, attack: str) -> str:
         return "predicted" if attack in self.predicted_labels else "true"
@@ -157,6 +167,30 @@ register_protocol(
         attack_settings={"apgd-ce": {"eot_iter": RAND_EOT}, "apgd-dlr": {"eot_iter": RAND_EOT}},
         attacks=("apgd-ce", "apgd-dlr"),
         autoattack_version="rand",
+    )
+)
+
+
+register_protocol(
+    Protocol(
+        name="fast",
+        description=(
+            "AutoAttack's worst case at a fraction of its cost, for development, sweeps and screening checkpoints, "
+            "never a leaderboard number: on [0,1] pixels, APGD-CE, then APGD-T on the "
+            f"{FAST_TARGETS} best MALT-ranked targets; an audit of a seeded {AUDIT_RATE:.0%} sample of the surviving "
+            "examples by what AutoAttack would still run (its other APGD-T targets, FAB-T, Square), escalated to "
+            "every survivor when it breaks a point; the run prints a one-sided 95% lower bound on AutoAttack's "
+            "robust accuracy"
+        ),
+        space="pixel",
+        attacks=FAST_PASS + AUDIT_STAGES,
+        attack_settings={
+            "apgd-t-malt": {"n_target_classes": FAST_TARGETS},
+            "apgd-t-rest": {"skip_malt_targets": FAST_TARGETS},
+        },
+        audit_stages=AUDIT_STAGES,
+        audit_rate=AUDIT_RATE,
+        library_draws=frozenset(LIBRARY_DRAWS),
     )
 )
 

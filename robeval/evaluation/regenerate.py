@@ -42,6 +42,7 @@ from .config import ADAPTIVE_SUFFIX, remake
 from .model_run import ModelRun
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
+from .protocols import PROTOCOLS
 from .run_info import RunLog
 from .session import load_source
 from .units import run_unit
@@ -105,9 +106,13 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
             f"cannot regenerate {attack} exactly: its random draws are made per batch inside the AutoAttack code "
             f"(as are {others}), not per example; these attacks can be regenerated: {fine}"
         )
-    if config.get("cascade"):
+    protocol = config.get("protocol", "")
+    chained = "--cascade" if config.get("cascade") else None
+    if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
+        chained = f"--protocol {protocol}"  # its own cascade, with an audit
+    if chained:
         return (
-            f"cannot regenerate {attack} of a --cascade run: its records follow every earlier attack of the "
+            f"cannot regenerate {attack} of a {chained} run: its records follow every earlier attack of the "
             "cascade; regenerate from a run without --cascade"
         )
     return None

@@ -14,6 +14,7 @@ from .. import __version__
 from ..attacks import get_attack_spec
 from ..machine import cpu_peak_bytes
 from .plan import RunPlan
+from .protocols import get_protocol
 
 CASCADE_RANDOMNESS = (
     "--cascade: AutoAttack's own draws, seeded by --seed and reset for every call as in AutoAttack(seed=...): "
@@ -92,12 +93,17 @@ class RunLog:
 
 
 def randomness(config) -> dict[str, str]:
-    """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks)."""
+    """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks, and for those
+    an audited protocol names)."""
     out = {a: get_attack_spec(a).randomness for a in config.attacks}
-    if config.cascade:
-        out.update(
-            {a: CASCADE_RANDOMNESS for a in config.attacks if getattr(get_attack_spec(a).cls, "library_draws", False)}
-        )
+    drawn = get_protocol(config.protocol).library_draws  # an audited protocol's FAB-T and Square: as --cascade's
+    out.update(
+        {
+            a: CASCADE_RANDOMNESS
+            for a in config.attacks
+            if (config.cascade or a in drawn) and getattr(get_attack_spec(a).cls, "library_draws", False)
+        }
+    )
     return out
 
 
@@ -119,6 +125,11 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
             "valid_threat_model": protocol.valid_threat_model,
             "labels": {a: protocol.label_source(a) for a in config.attacks},
             "box": {a: protocol.box(a) for a in config.attacks},
+            **(
+                {"audit": {"stages": list(protocol.audit_stages), "rate": protocol.audit_rate}}
+                if protocol.audit_stages
+                else {}
+            ),
         },
         "attack_settings": dict(plan.settings),
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},

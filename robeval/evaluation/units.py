@@ -256,9 +256,7 @@ def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRe
     before = batch.cascade.get(eps.text) or clean_records(batch, eps, "", forward_passes=0.0)
     rows = [i for i, hit in enumerate(before["adv_top1"]) if hit]
     n = len(batch.y)
-    records = {c: list(v) for c, v in before.items()}  # carried over: same outcome and point, no passes
-    records.update(attack=[attack] * n, forward_passes=[0.0] * n, backward_passes=[0.0] * n)
-    records.update(min_norm=[math.nan] * n, fp32_top1=[math.nan] * n)
+    records = carried_over(before, attack)
     unit = run_unit(model, batch.rows(rows), eps, attack) if rows else None
     if unit is not None:
         for j, i in enumerate(rows):
@@ -267,6 +265,16 @@ def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRe
     batch.cascade[eps.text] = records
     key = (model.job.name, eps.text, attack, batch.b)
     return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, n), attacked=len(rows))
+
+
+def carried_over(before: Columns, attack: str) -> Columns:
+    """The records an attack of a chain starts from: each example as the attacks before it left it (the
+    same outcome and point), under ``attack``'s name, no passes spent, no search or re-check."""
+    n = len(before["example"])
+    records = {c: list(v) for c, v in before.items()}
+    records.update(attack=[attack] * n, forward_passes=[0.0] * n, backward_passes=[0.0] * n)
+    records.update(min_norm=[math.nan] * n, fp32_top1=[math.nan] * n)
+    return records
 
 
 def cascade_curve(model: ModelRun, eps: Eps, attack: str, unit: UnitRecords | None, n: int) -> UnitCurve | None:

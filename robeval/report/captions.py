@@ -8,6 +8,7 @@ from ..defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
 from ..eps import eps_label
 from ..evaluation.protocols import get_protocol
 from ..precision import FP32
+from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
 from .naming import NORM_MATH, data_label, latex_escape
 
@@ -45,8 +46,12 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
     facts = get_protocol(protocol)
     if not facts.valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
+    if facts.audit_stages:
+        parts[-1] += (
+            " (AutoAttack's attacks, audited: a screening number, not AutoAttack's run nor a leaderboard entry)"
+        )
     parts += [note for attack, note in facts.attack_notes.items() if attack in set(sel["attack"])]
-    parts += transfer_parts(sel) + precision_parts(sel) + cascade_parts(sel, top5)
+    parts += transfer_parts(sel) + precision_parts(sel) + cascade_parts(sel, top5) + audit_lines(sel, eps)
     if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")

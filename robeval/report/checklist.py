@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..registry import Registry
+from ..results.audit_summary import audit_lines
 from ..results.checks import adaptive_gaps
 from ..results.findings import CHECKS, RAISED, Finding
 from ..results.soundness import JudgedRun, ModelFindings
@@ -89,10 +90,12 @@ class Soundness:
 
 def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     """What is said under every results table (``robeval run``, ``robeval check``): the image files a run
-    could not read, stopped models, adaptive gaps and soundness flags (its run.json facts and summary)."""
+    could not read, stopped models, an audited protocol's audit and bound, adaptive gaps and soundness
+    flags (its run.json facts and summary)."""
     note = skipped_note(run)
     lines = [note] if note else []
     lines += [f"Stopped model {model}: {message}" for model, message in run.get("failed_models", {}).items()]
+    lines += audit_lines(summary)  # an audited protocol (fast): its audit and the bound on AutoAttack's
     gaps = adaptive_gaps(summary)
     if not gaps.empty:
         lines.append("Adaptive attack (gradients through M) vs default:")

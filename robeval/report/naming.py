@@ -28,7 +28,11 @@ def column_order() -> list[str]:
 
 
 def ordered_attacks(summary: pd.DataFrame) -> list[str]:
+    """The attack columns in :func:`column_order`; a cascade's in its own order (the order its rows
+    come in: clean, each attack after those it followed, the worst case)."""
     present = list(dict.fromkeys(summary["attack"]))
+    if "cascade" in summary and len(summary) and summary["cascade"].fillna(False).astype(bool).all():
+        return present
     order = column_order()
     return [a for a in order if a in present] + [a for a in present if a not in order]
 

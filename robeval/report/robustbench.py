@@ -24,7 +24,7 @@ import pandas as pd
 from ..attacks import resolve_settings
 from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..errors import UserError
-from ..evaluation.protocols import AUTOATTACK_VERSIONS
+from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
 from ..json_input import load_json
 from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
@@ -42,8 +42,14 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
     model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
     version = AUTOATTACK_VERSIONS.get("standard")
     attacks = version.version_attacks()
-    if rows["protocol"].iloc[0] != version.name:
-        return f"{model} ran under protocol {rows['protocol'].iloc[0]}, not {version.name}"
+    protocol = rows["protocol"].iloc[0]
+    if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
+        return (
+            f"{model} ran under protocol {protocol}: a screening number (AutoAttack's attacks, audited on a sample), "
+            f"not AutoAttack's run; a leaderboard entry needs robeval run --attacks {','.join(attacks)} --cascade"
+        )
+    if protocol != version.name:
+        return f"{model} ran under protocol {protocol}, not {version.name}"
     worst = rows[rows["attack"] == ANY]
     over = [a for a in str(worst["any_over"].iloc[0]).split(",") if a] if len(worst) else []
     missing = [a for a in attacks if a not in over]

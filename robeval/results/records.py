@@ -15,6 +15,23 @@ from typing import Any
 Unit = tuple[str, str, str, int]  # (model, eps as text, attack or condition, batch)
 Columns = dict[str, list]  # one unit's records, column by column
 
+# An audited protocol (``fast``) also stores, per audit stage, a unit named ``audit:<stage>`` whose records
+# are one row per audited example of the batch (the sampled survivors of its pass), each as the audit's
+# stages up to this one left it: which examples were audited, and which stage broke each (the first whose
+# unit has it fooled).  No table shows them; the stage's own unit holds the records every table reads.
+AUDIT_PREFIX = "audit:"
+
+
+def audit_unit(stage: str) -> str:
+    """The name of the unit holding the audit's records of ``stage``."""
+    return AUDIT_PREFIX + stage
+
+
+def audited_stage(unit: str) -> str | None:
+    """The stage an audit unit holds (None: ``unit`` is no audit unit)."""
+    return unit[len(AUDIT_PREFIX) :] if unit.startswith(AUDIT_PREFIX) else None
+
+
 # column -> its SQLite type; what it holds, in which unit
 RECORD_TYPES = {
     "model": "TEXT",  # the model's name in the run (``+adaptive``: its adaptive evaluation)

@@ -472,6 +472,17 @@ class Store:
                 f"cannot write to results store {self.path} ({exc}); the units stored so far are kept"
             ) from None
 
+    def unit_records(self, run_id: str, model: str, attacks: Iterable[str]) -> list[dict[str, Any]]:
+        """The stored records of ``model``'s units of ``attacks``, one dict per record, as stored (what a
+        second pass over a run's batches reads back: robeval.evaluation.fast_run)."""
+        names = list(attacks)
+        rows = self.conn.execute(
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? AND model = ? "
+            f"AND attack IN ({', '.join('?' * len(names))})",
+            (run_id, model, *names),
+        )
+        return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
+
     def records(self, run_id: str) -> pd.DataFrame:
         df = pd.read_sql_query(
             f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? ORDER BY model, eps, attack, example",

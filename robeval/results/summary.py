@@ -13,8 +13,9 @@ from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401
 from ..evaluation.config import model_order
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
+from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
-from .records import RECORD_COLUMNS
+from .records import RECORD_COLUMNS, audited_stage
 
 
 @dataclass
@@ -217,6 +218,7 @@ def run_summary(
         for m, c in zip(summary["model"], summary["checkpoint"])
     ]
     add_run_columns(summary, run, config)
+    add_audit_columns(summary, records, config)
     return summary
 
 
@@ -228,7 +230,7 @@ def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str
     data = run.get("data", {})
     summary["protocol"] = config["protocol"]
     summary["precision"] = crafting_precision(config)
-    summary["cascade"] = bool(config.get("cascade", False))
+    summary["cascade"] = bool(config.get("cascade", False)) or audited_protocol(config) is not None  # fast: its own
     summary["data"] = data.get("data", config["data"])
     summary["selection"] = example_choice(config)
     models = run.get("models", {})
@@ -286,6 +288,7 @@ def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:
     for model, eps in zip(summary["model"], summary["eps"]):
         first = (model, eps) not in seen
         seen.add((model, eps))
-        missing = [u for u in planned.get(model, []) if u not in have[(model, eps)]] if first else []
+        units = [u for u in planned.get(model, []) if audited_stage(u) is None]  # an audit unit has no row
+        missing = [u for u in units if u not in have[(model, eps)]] if first else []
         out.append(",".join(missing))
     return out

@@ -1,0 +1,166 @@
+"""An audited protocol's steps (``fast``; its facts and rules: robeval.evaluation.fast_audit), as the
+engine composes them: a first pass with every batch, then, once every batch's audit is stored, a
+second pass over the batches.
+
+First pass (:func:`pass_step`): the protocol's pass as a cascade (APGD-CE, then ``apgd-t-malt``, each on
+what the ones before left robust), then the audit: the survivors the seeded sample draws
+(:func:`~.fast_audit.audit_sample`) go through the audit's stages, each on the sampled points still
+robust, and each stage's records of them are stored as a unit of their own (``audit:<stage>``,
+robeval.results.records).  The pass's units and the audit units are the first pass's resume points.
+
+Second pass (:func:`second_pass`): which stages broke an audited point, over all of the model's batches
+at one eps, decides what escalates (:func:`~.fast_audit.escalated_stages`).  The stored records are read
+back by rank 0 and sent to every worker, so all of them decide alike, and a resumed run decides as the
+interrupted one did.  Then every batch's units of the audit's stages (what every table reads) are
+written, each stage on what the ones before it left robust:
+
+* a stage not escalated: the audited examples keep what the audit did to them (its passes included),
+  the other survivors keep their records, no passes spent;
+* an escalated stage that draws per example (apgd-t-rest): it runs on the survivors the audit did not
+  run it on (an example's outcome does not depend on the call's other rows, so the audited ones keep the
+  audit's);
+* an escalated stage that draws as AutoAttack's code draws (FAB-T, Square, ``Protocol.library_draws``):
+  it runs on every survivor, the audited ones again, as AutoAttack's own call on them would; an audited
+  example the audit fooled and this call did not stays fooled (an adversarial example found is never
+  counted robust), the audit's passes added to the call's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..eps import Eps
+from ..results.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
+from .fast_audit import AuditCounts, audit_sample
+from .model_run import Batch, ModelRun
+from .plan import ModelJob, RunPlan
+from .progress import model_bars
+from .run_store import RunStore
+from .session import Session
+from .units import UnitRecords, carried_over, cascade_unit, run_unit
+
+POINT = ("adv_top1", "adv_top5", "adv_pred", "linf", "l2")  # a record's outcome and the point it was measured at
+PASSES = ("forward_passes", "backward_passes")
+
+
+def pass_step(model: ModelRun, batch: Batch, eps: Eps, unit: str) -> UnitRecords:
+    """A unit of the first pass: an attack of the pass (the cascade's step), or an audit unit: its stage
+    on the batch's sampled survivors still robust after the audit's stages before it."""
+    stage = audited_stage(unit)
+    if stage is None:
+        return cascade_unit(model, batch, eps, unit)
+    sample = batch.audits.get(eps.text)
+    if sample is None:
+        sample = batch.audits[eps.text] = sampled(model, batch, eps)
+    done = cascade_unit(model, sample, eps, stage)  # its curve is left out: no table shows an audit unit
+    records = {**done.records, "attack": [unit] * len(done.records["attack"])}
+    return UnitRecords((model.job.name, eps.text, unit, batch.b), records, attacked=done.attacked)
+
+
+def sampled(model: ModelRun, batch: Batch, eps: Eps) -> Batch:
+    """The batch's examples the pass left robust that the audit samples, with their records after the pass."""
+    after = batch.cascade[eps.text]
+    survivors = [e for e, hit in zip(batch.examples, after["adv_top1"]) if hit]
+    chosen = set(audit_sample(model.config.seed, survivors, model.plan.protocol.audit_rate))
+    rows = [i for i, e in enumerate(batch.examples) if e in chosen]
+    sample = batch.rows(rows)
+    sample.cascade[eps.text] = {c: [v[i] for i in rows] for c, v in after.items()}
+    return sample
+
+
+@dataclass
+class FirstPass:
+    """What the second pass reads back of a model's stored units: per (eps, unit, batch) the records by
+    example, of the pass's last attack, the audit units and the audit's stages stored already."""
+
+    records: dict[tuple[str, str, int], dict[int, dict[str, Any]]]
+
+    def rows(self, eps: str, unit: str, b: int) -> dict[int, dict[str, Any]]:
+        return self.records.get((eps, unit, b), {})
+
+    def columns(self, eps: str, unit: str, batch: Batch) -> Columns:
+        """A stored unit's records in the order of the batch's examples."""
+        rows = self.rows(eps, unit, batch.b)
+        return {c: [rows[e][c] for e in batch.examples] for c in RECORD_COLUMNS}
+
+    def audit(self, eps: str, stages: tuple[str, ...]) -> AuditCounts:
+        """The audit at ``eps`` over every batch: how many it sampled, how many it had fooled after each stage."""
+        units = [[r for (e, u, _), rows in self.records.items() if (e, u) == (eps, audit_unit(s)) for r in rows.values()]
+                 for s in stages]  # fmt: skip
+        return AuditCounts(stages, len(units[0]), tuple(sum(not r["adv_top1"] for r in rows) for rows in units))
+
+
+def pass_end(plan: RunPlan, job: ModelJob) -> str:
+    """The last attack of the protocol's pass (the records the audit's first stage starts from)."""
+    return [a for a in job.attacks if a not in plan.protocol.audit_stages][-1]
+
+
+def read_first_pass(store: RunStore, run_id: str, plan: RunPlan, job: ModelJob) -> FirstPass:
+    stages = plan.protocol.audit_stages
+    units = [pass_end(plan, job), *(audit_unit(s) for s in stages), *stages]
+    grouped: dict[tuple[str, str, int], dict[int, dict[str, Any]]] = {}
+    for record in store.unit_records(run_id, job.name, units):
+        grouped.setdefault((record["eps"], record["attack"], int(record["batch"])), {})[int(record["example"])] = record
+    return FirstPass(grouped)
+
+
+def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) -> None:
+    """The audit's stages of every batch of ``model`` still to do, as the stored audit decides (module
+    docstring); a block of its own, in which the model stops alone as in the first pass."""
+    plan, job, ctx = session.plan, model.job, session.ctx
+    stages = plan.protocol.audit_stages
+    first = ctx.broadcast(read_first_pass(session.store, session.run_id, plan, job) if ctx.is_main else None)
+    escalated = {e.text: first.audit(e.text, stages).escalated for e in plan.config.eps}
+    todo = {b: [(e, a) for e, a in units if a in stages] for b, units in model.todo.items()}
+    mine = [b for b in todo if todo[b]][ctx.rank :: ctx.world]
+    with session.model_stops_alone(job) as log:
+        model.log = log
+        bars = [bar for bar in model_bars(model, mine, session.done) if bar.key[-1] in stages]
+        session.reporter.start(bars, f"{job.name}: the audit's stages", position)
+        for batch in model.batches(mine):
+            for eps, stage in todo[batch.b]:
+                session.threads.look()
+                tick = time.perf_counter()
+                unit = stage_unit(model, batch, eps, stage, first, stage in escalated[eps.text])
+                unit.seconds += time.perf_counter() - tick
+                session.write(unit, model)
+
+
+def stage_unit(model: ModelRun, batch: Batch, eps: Eps, stage: str, first: FirstPass, escalated: bool) -> UnitRecords:
+    """One audit stage's records on a batch (module docstring): on what the stages before it left robust,
+    the audit's records of its sampled examples, the stage run on the survivors when it escalated."""
+    stages = model.plan.protocol.audit_stages
+    previous = stages[stages.index(stage) - 1] if stages.index(stage) else pass_end(model.plan, model.job)
+    before = batch.cascade.get(eps.text) or first.columns(eps.text, previous, batch)
+    audited = first.rows(eps.text, audit_unit(stage), batch.b)
+    again = stage in model.plan.protocol.library_draws
+    survivors = [i for i, hit in enumerate(before["adv_top1"]) if hit]
+    attacked = [i for i in survivors if again or batch.examples[i] not in audited] if escalated else []
+    records = carried_over(before, stage)
+    if attacked:
+        ran = run_unit(model, batch.rows(attacked), eps, stage)
+        for j, i in enumerate(attacked):
+            for c in RECORD_COLUMNS:
+                records[c][i] = ran.records[c][j]
+    rerun = set(attacked)
+    for i, example in enumerate(batch.examples):
+        if example in audited:
+            with_audit(records, i, audited[example], ran=i in rerun)
+    batch.cascade[eps.text] = records
+    return UnitRecords((model.job.name, eps.text, stage, batch.b), records, attacked=len(attacked))
+
+
+def with_audit(records: Columns, i: int, audited: dict[str, Any], ran: bool) -> None:
+    """Row ``i`` with what the audit did to it: its record, or, where this unit's own call ran on it too,
+    the audit's passes added and the audit's point where only the audit fooled it."""
+    if not ran:
+        for c in (*POINT, *PASSES, "fp32_top1"):
+            records[c][i] = audited[c]
+        return
+    for c in PASSES:
+        records[c][i] += audited[c]
+    if records["adv_top1"][i] and not audited["adv_top1"]:
+        for c in POINT:
+            records[c][i] = audited[c]

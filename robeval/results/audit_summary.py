@@ -1,0 +1,109 @@
+"""An audited protocol's audit (``fast``) read back from a run's records: per model and eps what the audit
+sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy
+(:mod:`.audit_bound`), as summary columns and one line of words -- the one place every table's caption,
+the lines under every table (``robeval run``, ``robeval check``) and the report take them from.
+
+The counts come from the audit units (``audit:<stage>``, robeval.results.records: one record per audited
+example); the survivors from the records of the audit's last stage, as every table reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..evaluation.fast_audit import AuditCounts
+from ..evaluation.protocols import PROTOCOLS, Protocol
+from .audit_bound import AuditBound
+from .records import audit_unit
+
+AUDIT_COLUMNS = ("audited", "audit_broken", "escalated", "aa_bound", "audit")  # added to an audited run's rows
+
+
+@dataclass(frozen=True)
+class FastAudit:
+    """One model's audit at one eps: ``examples`` evaluated, ``survivors`` robust after every stage, and
+    the audit's ``counts``."""
+
+    examples: int
+    passed: int  # robust after the protocol's pass (the audit samples these)
+    survivors: int
+    counts: AuditCounts
+
+    @property
+    def bound(self) -> AuditBound | None:
+        """The bound, on the audited points the stages not escalated ran on; None when everything
+        escalated (the result is AutoAttack's)."""
+        if self.counts.full:
+            return None
+        return AuditBound(self.examples, self.survivors, self.counts.standing, self.counts.standing_broken)
+
+    def describe(self) -> str:
+        """The audit in one line: the sample, what broke it, what escalated, the bound or that none is needed."""
+        counts, n = self.counts, self.examples
+        broke = ", ".join(f"{stage} {d}" for stage, d in counts.broke.items() if d) or "none of them"
+        line = (
+            f"robust {100 * self.survivors / n:.2f}% (not AutoAttack's run); the audit sampled {counts.audited} of the "
+            f"{self.passed} examples its pass left robust, broke {broke}"
+        )
+        if counts.full:
+            return line + "; so every stage ran on every survivor: the result is AutoAttack's (no bound needed)"
+        if counts.escalated:
+            line += f"; so {', '.join(counts.escalated)} ran on every survivor"
+        bound = self.bound
+        assert bound is not None
+        return (
+            f"{line}; AutoAttack's robust accuracy on these examples >= {100 * bound.bound:.2f}% (one-sided 95%: "
+            f"{100 * bound.fast:.2f} - {100 * bound.fast:.2f} x U, U = {bound.upper_break_rate:.4f}, the Clopper-Pearson "
+            f"limit of {bound.broken} broken of {bound.audited} audited)"
+        )
+
+
+def audited_protocol(config: dict[str, Any]) -> Protocol | None:
+    """A run's protocol when it is audited (None: not audited, or a protocol this robeval lacks)."""
+    protocol = PROTOCOLS[config["protocol"]] if config.get("protocol") in PROTOCOLS else None
+    return protocol if protocol is not None and protocol.audit_stages else None
+
+
+def robust(rows: pd.DataFrame) -> int:
+    return int(rows["adv_top1"].astype(bool).sum())
+
+
+def fast_audits(records: pd.DataFrame, protocol: Protocol) -> dict[tuple[str, str], FastAudit]:
+    """(model, eps) -> its audit, where the records hold the audit's last stage."""
+    stages, out = protocol.audit_stages, {}
+    pass_end = protocol.attacks[protocol.attacks.index(stages[0]) - 1]
+    for (model, eps), rows in records[records["attack"] == stages[-1]].groupby(["model", "eps"], sort=False):
+        mine = records[(records["model"] == model) & (records["eps"] == eps)]
+        units = [mine[mine["attack"] == audit_unit(s)] for s in stages]
+        counts = AuditCounts(stages, len(units[0]), tuple(len(u) - robust(u) for u in units))
+        out[(str(model), str(eps))] = FastAudit(
+            len(rows), robust(mine[mine["attack"] == pass_end]), robust(rows), counts
+        )
+    return out
+
+
+def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
+    """:data:`AUDIT_COLUMNS` on every row of an audited run's summary, from its (model, eps)'s audit
+    (the bound in %, NaN where none is needed or the audit is not stored yet)."""
+    protocol = audited_protocol(config)
+    if protocol is None:
+        return
+    audits = fast_audits(records, protocol)
+    found = [audits.get((str(m), str(e))) for m, e in zip(summary["model"], summary["eps"])]
+    summary["audited"] = [a.counts.audited if a else 0 for a in found]
+    summary["audit_broken"] = [a.counts.fooled[-1] if a else 0 for a in found]
+    summary["escalated"] = [",".join(a.counts.escalated) if a else "" for a in found]
+    summary["aa_bound"] = [100 * a.bound.bound if a and a.bound else float("nan") for a in found]
+    summary["audit"] = [a.describe() if a else "" for a in found]
+
+
+def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
+    """The audit line of each model (at ``eps``, else at every eps) of an audited run's rows."""
+    if "audit" not in summary:
+        return []
+    rows = summary if eps is None else summary[summary["eps"] == eps]
+    found = dict.fromkeys((r.model, r.eps, r.protocol, r.audit) for r in rows.itertuples() if r.audit)
+    return [f"{protocol} protocol, {model} eps {e}: {text}" for model, e, protocol, text in found]
