@@ -31,7 +31,7 @@ from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
 from .distributed import DistContext, announce_run
 from .model_run import ModelRun
-from .plan import ModelJob, RunPlan
+from .plan import Member, ModelJob, RunPlan
 from .profiling import gflops_per_image
 from .progress import Reporter, model_bars, unit_key
 from .run_info import RunLog, describe_run
@@ -92,38 +92,37 @@ class Session:
     source: SourceModel | None
     threads: ThreadGovernor | FixedThreads
 
-    def model_run(self, job: ModelJob, log: RunLog) -> ModelRun:
-        """Model ``job`` loaded for this run (the model checks on its first batch, unless a resumed run
-        has them already)."""
+    def model_run(self, job: ModelJob, member: Member, log: RunLog) -> ModelRun:
+        """Member ``member`` of model ``job`` loaded for this run (the model checks on the model's first
+        batch, unless a resumed run has them already)."""
         partial = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
         told = None if partial is None else lambda unit, images: partial(self.bar(unit), images)
-        checks = self.ctx.is_main and job.name not in self.log.model_checks
-        return ModelRun(job, self.plan, self.data, self.done, log, self.source, told, checks)
+        checks = self.ctx.is_main and job.name not in self.log.model_checks and job.name not in log.model_checks
+        return ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
 
     def bar(self, unit: Unit) -> tuple[str, ...]:
         return unit_key(unit[0], unit[1], unit[2], {c.name for c in self.plan.conditions})
 
     def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
-        """What the run learns of a model before its batches (its facts; of a module it carries, the FLOPs
-        per image, which a report in another process cannot count; the data; its units, for ``robeval
-        runs``), its progress bars; returns the batches this process evaluates."""
-        name, plan = model.job.name, self.plan
-        model.log.models[name] = model.meta
-        if model.job.given is not None:
-            meta = model.model.meta
-            model.log.models[name]["gflops_per_image"] = gflops_per_image(
-                model.model.net, meta.input_size, model.device
-            )
+        """What the run learns of a model's member before its batches (the model's facts, with each
+        member's checkpoint; of a module it carries, the FLOPs per image, which a report in another
+        process cannot count; the data; its units, for ``robeval runs``), its progress bars; returns the
+        batches this process evaluates."""
+        name, plan, member = model.job.name, self.plan, model.member
+        model.log.models[name] = member_facts(model, model.log.models.get(name))
         self.log.data = model.data.info()
         units = model.data.num_batches(model.batch_size) * len(plan.config.eps) * len(model.units)
         self.log.total_units += units
         if self.ctx.is_main:  # every model sees the same examples
-            self.store.update_run(self.run_id, total_units=units * len(plan.jobs), data_identity=self.data.identity)
+            members = sum(len(job.members) for job in plan.jobs)
+            self.store.update_run(self.run_id, total_units=units * members, data_identity=self.data.identity)
         pending = model.pending()
         mine = pending[self.ctx.rank :: self.ctx.world]
         share = sorted(set(model.todo) - set(pending)) + mine
         worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
-        self.reporter.start(model_bars(model, share, self.done), name + worker, position)
+        several = f" member {member.index + 1} of {len(model.job.members)}" if len(model.job.members) > 1 else ""
+        self.reporter.stop()  # the bars of the model's member before
+        self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
     def write(self, unit: UnitRecords, model: ModelRun) -> None:
@@ -133,7 +132,7 @@ class Session:
             return
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
         self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
-        name, eps, attack, _ = key = unit.key
+        name, eps, attack, *_ = key = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
             model.log.attacked[f"{name}|{eps}|{attack}"] = (
@@ -217,6 +216,21 @@ class Session:
             total_units=log.total_units,
         )
         return self.run_id
+
+
+def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, Any]:
+    """A model's facts in run.json: its first member's, and where it has several, each member's
+    checkpoint and SHA-256 (``members``); of a module the plan carries, its FLOPs per image."""
+    meta = model.meta
+    if model.job.given is not None:
+        meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
+    if len(model.job.members) == 1:
+        return meta
+    mine = {"checkpoint": meta.get("checkpoint"), "checkpoint_sha256": meta.get("checkpoint_sha256")}
+    members = list((before or {}).get("members") or [None] * len(model.job.members))
+    members[model.member.index] = mine
+    first = meta if model.member.index == 0 or not before else before
+    return {**first, "members": members}
 
 
 def start_session(
