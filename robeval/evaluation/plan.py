@@ -20,6 +20,7 @@ from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import GivenModel, get_spec, split_models
 from ..models.given import given_from_spec
+from ..models.provenance import model_code
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
 from ..shifts.catalog import Condition
@@ -105,6 +106,14 @@ class RunPlan:
         }
         given = {name: each[0] if len(each) == 1 else each for name, each in members.items()}
         return {**identity, "given_models": given} if given else identity
+
+    def models_code(self) -> dict[str, dict[str, str]]:
+        """The code of every model that is not robeval's own (robeval.models.provenance): the file a
+        model of the user's code was read from, a plugin's distribution, version and layer file."""
+        found = {
+            job.name: job.given.code if job.given is not None else model_code(get_spec(job.model)) for job in self.jobs
+        }
+        return {name: code for name, code in found.items() if code}
 
     def outline(self, batches: int) -> dict[str, Any]:
         """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each

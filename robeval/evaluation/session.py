@@ -24,6 +24,7 @@ from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..errors import StoreFull, UserError
+from ..models.provenance import code_change
 from ..options import identity_difference, newest_matching
 from ..precision import slower_here
 from ..results.records import Unit
@@ -54,25 +55,38 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     )
 
 
-def _reopen(store: RunStore, resume: str, identity: dict[str, Any], outline: dict[str, Any]) -> tuple[str, set, dict]:
+def _reopen(store: RunStore, resume: str, plan: RunPlan, outline: dict[str, Any]) -> tuple[str, set, dict]:
     for path in store.worker_paths():  # units a killed worker left in its own file count as done
         store.merge_from(path, resume)
     stored = store.run(resume)
-    diff = identity_difference(stored["config"], identity)
+    diff = identity_difference(stored["config"], plan.identity())
     if diff:
         raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-    store.hold(resume)
     previous = stored["info"] or {}
+    refuse_changed_code(resume, plan, previous)
+    store.hold(resume)
     store.update_run(resume, status="running", info={**previous, "plan": outline})
     return resume, store.done_units(resume), previous
 
 
+def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) -> None:
+    """One line when a model's code (a file of the user's, a plugin's version or layer) is not the code
+    the run started with: its records so far were made by other code."""
+    recorded = dict(previous.get("code") or {})
+    for name, code in plan.models_code().items():
+        changed = code_change(name, recorded.get(name) or previous.get("models", {}).get(name, {}).get("code"), code)
+        if changed:
+            raise UserError(f"--resume {resume}: {changed}; start a new run (its records so far are of the old code)")
+
+
 def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
-    """The run created, or ``resume`` checked and reopened: its id, the units it has stored, its stored
-    description."""
+    """The run created (with the code of its models, which a resume compares), or ``resume`` checked and
+    reopened: its id, the units it has stored, its stored description."""
     if resume is not None:
-        return _reopen(store, resume, plan.identity(), outline)
-    return store.create_run(plan.identity(), {"plan": outline}, plan.config.protocol), set(), {}
+        return _reopen(store, resume, plan, outline)
+    code = plan.models_code()
+    info = {"plan": outline, **({"code": code} if code else {})}
+    return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
 
 
 @dataclass

@@ -26,8 +26,8 @@ from ..errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint
+from .provenance import model_code
 from .registry import ModelSpec
-from .user_code import code_record
 from .wrapper import ModelMeta, config_of, meta_from_config
 
 PREFIX = "module"  # a module given from Python is named module:<label>@<hash>
@@ -114,7 +114,7 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)
     sha256 = state_dict_sha256(module)
-    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, code_record(source))
+    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, model_code(spec))
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:
