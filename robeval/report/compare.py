@@ -159,7 +159,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     out = pd.DataFrame(rows)
     out.attrs.update(
         a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=", ".join(both),
-        test="members" if several else "paired", notes=noted_differences(side_a, side_b),
+        test="members" if several else "paired", differences=noted_differences(side_a, side_b),
     )  # fmt: skip
     return out
 

@@ -90,5 +90,5 @@ def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> Compariso
         table,
         published,
         attrs.get("test", "published" if published else "paired"),
-        list(attrs.get("notes", [])),
+        list(attrs.get("differences", [])),
     )
