@@ -229,12 +229,16 @@ class EvalConfig:
         its members), the settings as ``attack_settings``; ``references`` only when there are some (as
         runs were stored before models of the user's code existed)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in identity_fields()}
-        checkpoints = {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
-        out.update(eps=[e.text for e in self.eps], checkpoints=checkpoints)
+        out.update(eps=[e.text for e in self.eps], checkpoints=self.stored_checkpoints())
         out["attack_settings"] = out.pop("settings")
         if not out["references"]:
             del out["references"]
         return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
+
+    def stored_checkpoints(self) -> dict[str, str | list[str]]:
+        """The checkpoints as a run stores them, sorted by model: a model's one checkpoint as its path (as
+        runs stored it before members), several as the list of its members."""
+        return {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:

@@ -111,7 +111,11 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "created": datetime.fromtimestamp(log.started, timezone.utc).isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - log.started, 3),
-        "config": {**asdict(config), "eps": [{"text": e.text, "value": e.value} for e in config.eps]},
+        "config": {
+            **asdict(config),
+            "eps": [{"text": e.text, "value": e.value} for e in config.eps],
+            "checkpoints": config.stored_checkpoints(),
+        },
         "protocol": {
             "name": protocol.name,
             "description": protocol.description,

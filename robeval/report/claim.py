@@ -41,27 +41,50 @@ def member_matrix(records: pd.DataFrame, column: str) -> tuple[np.ndarray, list[
     return table.to_numpy(dtype=float), [int(e) for e in table.columns]
 
 
-def seed_term(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """The seed term of the variance of D (points squared) and its Welch-Satterthwaite degrees of
-    freedom; a side of one member varies as the other (the module docstring)."""
+def seed_terms(a: np.ndarray, b: np.ndarray) -> list[tuple[float, int]]:
+    """Each side's seed term of the variance of D (points squared: the sample variance of its members'
+    accuracies over their number) with its degrees of freedom; a side of one member varies as the other
+    (the module docstring)."""
     means = [100.0 * side.mean(axis=1) for side in (a, b)]
     variances = [float(np.var(m, ddof=1)) if len(m) > 1 else math.nan for m in means]
     known = [v for v in variances if not math.isnan(v)]
     variances = [known[0] if math.isnan(v) else v for v in variances]
-    parts = [v / len(m) for v, m in zip(variances, means)]
     dfs = [len(m) - 1 if len(m) > 1 else len(means[1 - i]) - 1 for i, m in enumerate(means)]
-    denominator = sum(p * p / df for p, df in zip(parts, dfs))
-    return sum(parts), (sum(parts) ** 2 / denominator if denominator > 0 else math.inf)
+    return [(v / len(m), df) for v, m, df in zip(variances, means, dfs)]
+
+
+def interaction(side: np.ndarray) -> float:
+    """The residual mean square of a side's members x examples outcomes (two-way, no replication): how
+    much a member's outcome on an example departs from its member's and the example's means; 0 for one
+    member."""
+    k, n = side.shape
+    if k < 2 or n < 2:
+        return 0.0
+    residual = side - side.mean(axis=1, keepdims=True) - side.mean(axis=0, keepdims=True) + side.mean()
+    return float((residual**2).sum()) / ((k - 1) * (n - 1))
+
+
+def example_term(a: np.ndarray, b: np.ndarray) -> float:
+    """The examples' share of the variance of D (points squared): the variance of the paired per-example
+    differences of the member means over n, less the members' own departures on each example, which the
+    seed term holds already (never below 0)."""
+    per_example = b.mean(axis=0) - a.mean(axis=0)
+    n = len(per_example)
+    if n < 2:
+        return 0.0
+    own = interaction(a) / len(a) + interaction(b) / len(b)
+    return 100.0**2 * max(float(np.var(per_example, ddof=1)) - own, 0.0) / n
 
 
 def claim_interval(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """D, its standard error, degrees of freedom and 95% interval for sides ``a`` and ``b`` (members x
     examples, the same examples in the same order; at least one side with two members)."""
     diff = 100.0 * (b.mean() - a.mean())
-    seeds, df = seed_term(a, b)
-    per_example = 100.0 * (b.mean(axis=0) - a.mean(axis=0))
-    examples = float(np.var(per_example, ddof=1)) / len(per_example) if len(per_example) > 1 else 0.0
-    se = math.sqrt(seeds + examples)
+    terms = [*seed_terms(a, b), (example_term(a, b), max(a.shape[1] - 1, 1))]
+    variance = sum(v for v, _ in terms)
+    denominator = sum(v * v / df for v, df in terms)  # Welch-Satterthwaite
+    df = variance**2 / denominator if denominator > 0 else math.inf
+    se = math.sqrt(variance)
     half = float(student_t.ppf(0.5 + LEVEL / 2, df)) * se if math.isfinite(df) else 1.959964 * se
     return {"diff": diff, "se": se, "df": df, "low": diff - half, "high": diff + half}
 

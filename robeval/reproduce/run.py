@@ -48,14 +48,15 @@ def reproduce(
     ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
     :func:`robeval.api.reproduce`, which gives ``evaluate``."""
     table = get_table(name)
+    digits = _digits_version(table, data, data_for or {})
+    resolved = resolve_checkpoints(table, digits, checkpoints or {})
+    check_members(table, digits, resolved)
     if out is not None:
         prepare_out_dir(Path(str(out).partition(RUN_ID_FIELD)[0] or "."))  # writable, before any work
-    digits = _digits_version(table, data, data_for or {})
     request = Request(
-        table, digits, evaluate, None if out is None else str(out), {}, protocol, eps, data, data_for or {}, run_options
-    )
-    request.checkpoints = resolve_checkpoints(table, digits, checkpoints or {})
-    check_members(table, digits, request.checkpoints)
+        table, digits, evaluate, None if out is None else str(out), resolved, protocol, eps, data, data_for or {},
+        run_options,
+    )  # fmt: skip
     return RUNNERS[table.runner](request)
 
 
