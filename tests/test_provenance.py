@@ -16,23 +16,13 @@ from robeval.errors import UserError
 from .reference_runs import StopAfter
 from .test_plugins import Entry, installed  # noqa: F401  (the fixture)
 
-LAYER = '''
-from torch import nn
+LAYER = """
+from timm.models.vision_transformer import Attention
 
 
-class MineAttention(nn.Module):
-    def __init__(self, dim, num_heads=8, qkv_bias=False, **_):
-        super().__init__()
-        self.num_heads = num_heads
-        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x, attn_mask=None):
-        B, N, C = x.shape
-        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
-        attn = (q @ k.transpose(-2, -1) * (C // self.num_heads) ** -0.5).softmax(-1)
-        return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
-'''
+class MineAttention(Attention):
+    \"\"\"timm's attention, in a file of its own (the file a run records).\"\"\"
+"""
 OPTIONS = dict(models=["digits-deit-mine"], weights="random", n_examples=20, batch_size=10, attacks="fgsm,pgd",
                settings={"pgd": {"steps": 3}}, threads=1)  # fmt: skip
 
