@@ -170,6 +170,8 @@ def test_a_resume_in_the_middle_of_the_second_member_gives_the_records_of_one_ru
     members = [k for *_, k in store.done_units(run_id)]
     assert members.count(0) == 6 and members.count(1) == 3  # the second member's first batch only
     store.close()
+    partial = robeval.open_run(run_id, store=path).summary.set_index("attack")
+    assert partial.loc["fgsm", "status"] == "partial" and partial.loc["fgsm", "batches"] == "3/4"
     resumed = evaluate_full(store=str(path), resume=run_id, **options)
     whole = evaluate_full(**options)
     assert resumed.run_id == run_id and bitwise_equal(own(whole.records), own(resumed.records)) is None
