@@ -6,22 +6,22 @@ points), varies for two reasons: which seeds were trained, and which examples we
 of total variance its variance is the seed term plus the example term:
 
 * seed term ``s_A^2 / k_A + s_B^2 / k_B``: the sample variances (n - 1) of the members' accuracies on
-  these examples, over ``k`` members each.  With three members a bootstrap over members misses most of
-  this spread (it resamples 3 values: its variance is ``(k - 1) / k`` of the plain estimate and its
-  percentiles come from ten distinct resamples), so the interval takes Student's t quantile with the
-  Welch-Satterthwaite degrees of freedom of this term (2 to 4 for three members a side: a quantile of
-  3.2 to 4.3 where a normal one is 1.96).  A side of one member has no spread of its own: it is taken
-  to vary as the other side does (said in the verdict); with one member a side nothing is left to
-  estimate it from and the test is the paired one of :mod:`.compare`.
-* example term ``var(d) / n``: ``d`` is each example's difference of the two sides' member-mean
-  outcomes, paired on examples; this is the variance a paired bootstrap over examples estimates (its
-  limit, without Monte Carlo noise).  Each member's own sampling of the examples is counted once here
-  and once in the seed term (as part of the members' spread on these examples), which makes the
-  interval slightly wider, never narrower.
+  these examples, over ``k`` members each.  With three members a bootstrap over members misses much of
+  this spread when seeds vary more than examples do (it resamples 3 values: its variance is
+  ``(k - 1) / k`` of the plain estimate, its percentiles come from ten distinct resamples, and its
+  quantile is a normal one where Student's t with 2 degrees of freedom is 4.3).  A side of one member
+  has no spread of its own: it is taken to vary as the other side does (said in the verdict); with one
+  member a side nothing is left to estimate it from and the test is the paired one of :mod:`.compare`.
+* example term: the variance of ``d``, each example's difference of the two sides' member-mean
+  outcomes (paired on examples), over ``n`` — the variance a paired bootstrap over examples estimates
+  (its limit, without Monte Carlo noise) — less each side's residual mean square of its members x
+  examples table over its ``k``: a member's own departures on each example are part of the members'
+  spread on these examples, which the seed term counts already.
 
-The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)``; the difference exceeds the
-seed-to-seed variation (and the sampling of examples) when the interval excludes 0.  docs/results.md
-reports a simulation of its coverage (tests/test_claim.py runs it).
+The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the Welch-Satterthwaite
+degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the difference
+exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0.
+docs/results.md reports a simulation of its coverage (tests/test_members.py runs one case).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import math
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
+
+from ..defaults import ANY
 
 LEVEL = 0.95
 
@@ -141,8 +143,8 @@ def claim_markdown(result: pd.DataFrame) -> str:
     """``robeval compare``'s answer for models of several members: the table and the verdicts."""
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
     lines = [
-        f"Comparison of training procedures: A = {a} ({result['members_a'].iloc[0]} members), B = {b} "
-        f"({result['members_b'].iloc[0]} members) (protocol {result.attrs.get('protocol', '')}); cells: mean ± "
+        f"Comparison of training procedures: A = {a} ({_members(result['members_a'].iloc[0])}), B = {b} "
+        f"({_members(result['members_b'].iloc[0])}) (protocol {result.attrs.get('protocol', '')}); cells: mean ± "
         "sample std over members; diff = B - A in points with a 95% interval for seeds and examples together "
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
         f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})",
@@ -160,6 +162,10 @@ def claim_markdown(result: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _members(k: int) -> str:
+    return f"{k} member{'s' if k != 1 else ''}"
+
+
 def _spread(row: dict, metric: str, side: str) -> str:
     std = row[f"{metric}_{side}_std"]
     return f"{row[f'{metric}_{side}']:.2f}" + ("" if math.isnan(std) else f" ± {std:.2f}")
@@ -167,5 +173,5 @@ def _spread(row: dict, metric: str, side: str) -> str:
 
 def headline(result: pd.DataFrame) -> pd.DataFrame:
     """The rows a verdict is said for: the worst case (``any``) at each eps, else every row."""
-    worst = result[result["attack"] == "any"]
+    worst = result[result["attack"] == ANY]
     return worst if len(worst) else result

@@ -248,7 +248,7 @@ def paired(page: Page) -> Section | None:
     body = Markup("").join(_compared(page, baseline, model) for model in others)
     return Section(
         "compare", f"Every model against {baseline}", body,
-        f"Each of the run's {len(others)} other models (B) against the baseline {baseline} (A; robeval report "
+        f"Each of the run's other models ({len(others)}; B) against the baseline {baseline} (A; robeval report "
         "--baseline NAME names another) on the same examples: differences B - A in top-1 points. One checkpoint a "
         "side: 95% paired bootstrap interval and exact McNemar p; several members a side: the means over members and "
         "a 95% interval for seeds and examples together (docs/results.md).",
