@@ -6,6 +6,8 @@ Python API::
     model = robeval.load_model("digits-deit-elliptical")           # [0,1] images in, logits out
     table = robeval.evaluate(models=["digits-deit", "digits-deit-elliptical"], eps="8/255")
     table = robeval.evaluate(models=[my_module, "./mynet.py:build", "digits-deit"])  # your own models too
+    table = robeval.evaluate(models=["digits-deit"], checkpoints={"digits-deit": ["s0.pth", "s1.pth", "s2.pth"]})
+    table = robeval.evaluate(models=[robeval.Members("mine", [net0, net1, net2])])  # mean ± std over members
     run = robeval.open_run()                   # a stored run read back: .records, .table("md"), .compare(a, b),
                                                # .plot(out), .check(), .report(out)
 
@@ -28,12 +30,14 @@ _LAZY = {
     "benchmark": "api",
     "open_run": "results_api",
     "ModelConfig": "model_config",
+    "Members": "models.given",
     "attacks": None,
     "models": None,
 }
 
 __all__ = [
     "DEFAULT_EPS",
+    "Members",
     "ModelConfig",
     "DEFAULT_MODELS",
     "DEFAULT_N_EXAMPLES",

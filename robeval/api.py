@@ -42,7 +42,7 @@ def evaluate_full(
     models: Any = None,
     references: dict[str, str] | None = None,
     model_config: dict[str, dict[str, Any]] | list[str] | None = None,
-    checkpoints: dict[str, str] | list[str] | None = None,
+    checkpoints: dict[str, str | list[str]] | list[str] | None = None,
     checkpoint_key: str | None = None,
     data: str = "digits",
     data_dir: str = "./data",

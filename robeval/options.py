@@ -86,12 +86,14 @@ class EvalConfig:
         help="[MODEL.]KEY=VALUE (repeatable): what your own model takes and gives, where its code does not say "
         "(KEY: input_size=C,H,W, num_classes, mean, std, interpolation, crop_pct).",
     )
-    checkpoints: dict[str, str] = option(
+    checkpoints: dict[str, list[str]] = option(
         factory=dict,
         flags=("--checkpoint", "-c"),
         cli_type=Optional[list[str]],
         cli_default=None,
-        help="PATH, or MODEL=PATH (repeatable): .pth/.pt/.safetensors weights.",
+        help="PATH, or MODEL=PATH (repeatable, once per model): .pth/.pt/.safetensors weights. Several "
+        "checkpoints of one model (its members, one per training seed): MODEL=A,B,C or a quoted glob "
+        "'MODEL=seeds/MODEL-seed*.safetensors'; tables show their mean ± std.",
     )
     checkpoint_key: Optional[str] = option(
         None, help="Key holding the weights in a training checkpoint (model, model_ema, state_dict)."
@@ -225,14 +227,20 @@ class EvalConfig:
 
     def to_identity(self) -> dict[str, Any]:
         """What determines the records, as the store keeps it (plain JSON data): every identity field,
-        eps as their text, checkpoints sorted, the settings as ``attack_settings``; ``references`` only
-        when there are some (as runs were stored before models of the user's code existed)."""
+        eps as their text, checkpoints sorted (a model's one checkpoint as its path, several as the list of
+        its members), the settings as ``attack_settings``; ``references`` only when there are some (as
+        runs were stored before models of the user's code existed)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in identity_fields()}
-        out.update(eps=[e.text for e in self.eps], checkpoints=dict(sorted(self.checkpoints.items())))
+        out.update(eps=[e.text for e in self.eps], checkpoints=self.stored_checkpoints())
         out["attack_settings"] = out.pop("settings")
         if not out["references"]:
             del out["references"]
         return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
+
+    def stored_checkpoints(self) -> dict[str, str | list[str]]:
+        """The checkpoints as a run stores them, sorted by model: a model's one checkpoint as its path (as
+        runs stored it before members), several as the list of its members."""
+        return {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:
@@ -247,8 +255,16 @@ class EvalConfig:
         values.update(
             eps=parse_eps_list(list(identity["eps"]), identity.get("norm", "Linf")),
             settings={a: dict(s) for a, s in identity.get("attack_settings", {}).items()},
+            checkpoints=member_checkpoints(identity.get("checkpoints") or {}),
         )
         return cls(**values, **outside)
+
+
+def member_checkpoints(given: Mapping[str, str | Iterable[str]]) -> dict[str, list[str]]:
+    """Model -> its members' checkpoint paths, from a path or a list of paths per model."""
+    return {
+        m: [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths] for m, paths in given.items()
+    }
 
 
 def option_fields() -> list[Field]:

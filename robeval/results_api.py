@@ -9,7 +9,8 @@
     run.summary                                   # the results table every format renders
     print(run.table("md"))                        # md, csv, latex, json, html, robustbench
     print(run.table("latex", top1_only=True, attacks="pgd,apgd-ce,any", names={"digits-deit": "DeiT"}))
-    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers)
+    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers);
+                                                                  # several members a side: the claim test
     run.plot("results/plots")                     # the figures (paths)
     print(run.check())                            # the soundness findings (.flags); run.checklist(FILE) the document
     run.report("results/report.html")             # one self-contained HTML page
@@ -240,15 +241,19 @@ class Run:
         out: str | Path = Path("results") / "report.html",
         gallery_attack: str | None = None,
         gallery_size: int = 6,
+        baseline: str | None = None,
     ) -> Path:
-        """One self-contained HTML page of the runs (tables, figures, checklist, comparison, gallery of
-        ``gallery_size`` regenerated examples under ``gallery_attack``, configuration): ``robeval report``."""
+        """One self-contained HTML page of the runs (tables, figures, checklist, every model compared with
+        ``baseline`` (default the first model), a gallery of every model with ``gallery_size``
+        regenerated examples under ``gallery_attack``, configuration): ``robeval report``."""
         from .atomic_files import atomic_write
         from .report.html_page import html_report
 
         path = check_report_out(Path(out), gallery_size)
         with existing_store(self.store) as db:
-            page = html_report(db, self.runs, gallery_attack=gallery_attack, gallery_size=gallery_size)
+            page = html_report(
+                db, self.runs, gallery_attack=gallery_attack, gallery_size=gallery_size, baseline=baseline
+            )
         return atomic_write(path, page)
 
 

@@ -244,7 +244,7 @@ def test_stored_runs_of_the_users_code_resume_compare_check_and_report(net_file,
     module_name = first.info["config"]["models"][1]
     assert "mine" in efficiency and module_name in efficiency and "digits-deit" in efficiency
     gallery = page[page.index('id="gallery"') :]
-    assert "Gallery: mine vs digits-deit" in gallery and "regenerated predictions equal" in gallery
+    assert "Gallery: mine, digits-deit under pgd" in gallery and "regenerated predictions equal" in gallery
 
 
 def test_the_identity_names_the_callable_and_its_weights(net_file, monkeypatch):

@@ -66,7 +66,8 @@ def test_a_worker_shows_its_own_share_of_the_batches():
 
     data = SimpleNamespace(batch_indices=lambda size, b: list(range(b * size, min(100, (b + 1) * size))))
     ev = SimpleNamespace(config=SimpleNamespace(eps=[Eps("8/255", 8 / 255)], shift=None), units=["clean", "pgd"],
-                         job=SimpleNamespace(name="m"), condition_names=set(), conditions=[], data=data, batch_size=10)
+                         job=SimpleNamespace(name="m"), condition_names=set(), conditions=[], data=data, batch_size=10,
+                         key=lambda eps, unit, b: ("m", eps, unit, b, 0))  # fmt: skip
     share = [0, 2, 4, 6, 8]  # rank 0 of 2 over 10 pending batches
-    (bar,) = model_bars(ev, share, done={("m", "8/255", "pgd", 0)})
+    (bar,) = model_bars(ev, share, done={("m", "8/255", "pgd", 0, 0)})
     assert (bar.total, bar.done) == (50, 10)  # ends full at 50/50, not at 50/100

@@ -154,7 +154,7 @@ def test_reproduce_cli_lists_and_runs(tmp_path, toy_table):
 def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_several_checkpoints(tmp_path):
     """Hosseini & Hosseini's rebuttal tables (top-1 mean ± std over 5 training runs per attention kind, MNIST
     and CIFAR-100): rows = the four kinds, one column per data set, the digits version one column of the
-    digits DeiTs; until a run takes several checkpoints per model, reproducing one is one line saying so."""
+    digits DeiTs; reproducing one without several checkpoints for each model is one line saying so."""
     assert {"hosseini-std-mnist", "hosseini-std-cifar100"} <= set(MEMBER_TABLES)
     listing = run_cli("reproduce", "--list")
     for name in MEMBER_TABLES:
@@ -165,10 +165,11 @@ def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_sev
             "digits-deit", "digits-deit-optimised", "digits-deit-efficient", "digits-deit-super"]  # fmt: skip
         assert "mean ± std" in table.title and all("mean ± sample std" in c.note for c in table.table_columns(True))
         assert name in listing.stdout
-        with pytest.raises(UserError, match="needs several checkpoints per model"):
+        with pytest.raises(UserError, match="needs several checkpoints for each model"):
             reproduce(name, data="digits", out=tmp_path / "o", store=str(tmp_path / "s.sqlite"))
         refused = run_cli("reproduce", name, "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
-        assert refused.returncode == 2 and "needs several checkpoints per model" in refused.stderr
+        assert refused.returncode == 2 and "needs several checkpoints for each model" in refused.stderr
+        assert "digits-deit has 0; give --checkpoint digits-deit=A,B,C" in refused.stderr
     assert "mean ± std over 5" in listing.stdout  # what --list says they run
     assert not (tmp_path / "o").exists() and not (tmp_path / "s.sqlite").exists()
 

@@ -65,7 +65,7 @@ def test_shift_table_runs_each_column_on_its_own_data(tmp_path):
     ]
     for call in recorder.calls:  # ordinary runs: the table's models, no attacks, the checkpoint by row label
         assert call["models"] == ["deit-tiny", "deit-tiny-elliptical"] and call["attacks"] == "none"
-        assert call["checkpoints"] == {"deit-tiny-elliptical": "e.pth"} and call["n_examples"] == 10
+        assert call["checkpoints"] == {"deit-tiny-elliptical": ["e.pth"]} and call["n_examples"] == 10
     assert list(rep.grid.columns) == [c.title for c in get_table("elliptical-imagenet-shift").columns]
     assert rep.grid.loc["DeiT"].tolist() == [f"{R_TOP1:.2f}", f"{A_TOP1:.2f}", "100.00", f"{100 - EXTRA_TOP1:.2f}"]
     assert rep.files["md"] == tmp_path / "run1" / "table.md"
@@ -106,7 +106,7 @@ def test_table_1_reads_each_data_set_with_its_models():
     assert asked == {
         "mnist": (["mnist-vit", "mnist-vit-optimised", "mnist-vit-efficient", "mnist-vit-super"], "/d/mnist-files", {}),
         "cifar100": ([f"cifar100-vit{k}" for k in ("", "-optimised", "-efficient", "-super")], "./data",
-                     {"cifar100-vit-super": "s.pth"}),
+                     {"cifar100-vit-super": ["s.pth"]}),
         "/d/val": (["deit-tiny", "deit-tiny-optimised", "deit-tiny-efficient", "deit-tiny-super"], "./data", {}),
     }
     assert list(rep.grid.index) == ["Standard", "Optimised", "Efficient", "Super"]

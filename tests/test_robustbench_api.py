@@ -81,7 +81,7 @@ def test_module_names_carry_their_state_dicts_hash():
         b[1].weight[0, 0] += 1
     [changed], _ = split_models([GivenItem((b, config), "mine")])
     assert changed != names[0]
-    copy = given[names[0]].module  # the copy taken when given: b's change is not in it
+    copy = given[names[0]][0].module  # the copy taken when given (its one member): b's change is not in it
     assert copy is not a and copy is not b and torch.equal(copy[1].weight, a[1].weight)
     assert copy[1].weight[0, 0] != b[1].weight[0, 0]
     with pytest.raises(UserError, match="another process"):

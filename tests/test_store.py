@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -139,29 +140,49 @@ def test_schema_is_versioned(tmp_path):
         Store(path)
 
 
-def test_a_store_of_schema_5_lets_norms_be_missing_and_keeps_its_records(tmp_path):
+@contextmanager
+def old_store(path, version: int):
+    """A store of schema ``version`` with one run ``r`` and one record of model ``m`` (PGD at 8/255)."""
     from robeval.results.store import MIGRATIONS
 
-    path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as conn:
-        for version in range(5):
-            conn.executescript(MIGRATIONS[version] + ";")
-        conn.execute("PRAGMA user_version = 5")
+        for step in range(version):
+            conn.executescript(MIGRATIONS[step] + ";")
+        conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("INSERT INTO runs (id, created, status, protocol, config, info) VALUES ('r', 'now', 'finished', "
                      "'standard', '{}', '{}')")
         conn.execute("INSERT INTO records VALUES ('r', 'm', 'pgd', '8/255', 0.03, 0, 1, 3, 1, 1, 0, 1, 5, 0.03, 0.5, "
                      "21, 20, NULL, NULL)")
-        with pytest.raises(sqlite3.IntegrityError):  # schema 5: a NaN norm (NULL) is refused
-            conn.execute("INSERT INTO records VALUES ('r', 'm', 'fog@1', '8/255', 0.03, 0, 2, 3, 1, 1, 0, 1, 5, "
-                         "NULL, NULL, 1, 0, NULL, NULL)")
+        yield conn
+
+
+def test_a_store_of_schema_5_lets_norms_be_missing_and_keeps_its_records(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with old_store(path, 5) as conn, pytest.raises(sqlite3.IntegrityError):  # schema 5: a NaN norm (NULL) is refused
+        conn.execute("INSERT INTO records VALUES ('r', 'm', 'fog@1', '8/255', 0.03, 0, 2, 3, 1, 1, 0, 1, 5, "
+                     "NULL, NULL, 1, 0, NULL, NULL)")
     store = Store(path)
     assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     with store.transaction() as conn:
         conn.execute("INSERT INTO records VALUES ('r', 'm', 'fog@1', '8/255', 0.03, 0, 2, 3, 1, 1, 0, 1, 5, "
-                     "NULL, NULL, 1, 0, NULL, NULL)")
+                     "NULL, NULL, 1, 0, NULL, NULL, 0)")  # schema 7: the member last
     records = store.records("r").set_index("attack")
     assert records.loc["pgd", "linf"] == pytest.approx(0.03) and records.loc["pgd", "forward_passes"] == 21
     assert np.isnan(records.loc["fog@1", "linf"]) and np.isnan(records.loc["fog@1", "l2"])
+    assert (records["member"] == 0).all()  # a store of one checkpoint per model: member 0
+
+
+def test_a_store_of_schema_6_reads_as_one_member_per_model_without_being_written(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with old_store(path, 6) as conn:
+        conn.execute("INSERT INTO units VALUES ('r', 'm', '8/255', 'pgd', 0, 1.5)")
+        conn.execute("INSERT INTO curves VALUES ('r', 'm', '8/255', 'pgd', 0, 0, 0, 1, 1)")
+    before = path.read_bytes()
+    reader = Store(path, read_only=True)
+    assert reader.records("r")["member"].tolist() == [0] and reader.curves("r")["member"].tolist() == [0]
+    assert reader.done_units("r") == {("m", "8/255", "pgd", 0, 0)}
+    reader.close()
+    assert path.read_bytes() == before  # read through a migrated copy in memory
 
 
 @pytest.fixture(scope="module")

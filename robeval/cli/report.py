@@ -23,13 +23,16 @@ def report_cmd(
         help="The attack the gallery crafts again (default: PGD, or the run's first per-example one).",
     ),
     gallery_size: int = typer.Option(6, "--gallery-size", help="Examples in the gallery (0: no gallery)."),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", help="The model every other model is compared with (default: the run's first model)."
+    ),
 ) -> None:
     """Write one HTML page (opens offline: styles, script and figures inline) with the paper table, the
-    figures, the convergence curves, the checklist, the efficiency table, the paired comparison of the
-    first two models, a gallery of regenerated adversarial examples and each run's configuration."""
+    figures, the convergence curves, the checklist, the efficiency table, every model compared with a
+    baseline, a gallery of regenerated adversarial examples of every model and each run's configuration."""
     from ..results_api import check_report_out
 
     check_report_out(out, gallery_size)  # before the store is read
-    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size)
+    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size, baseline)
     size = written.stat().st_size / 1024
     console.print(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)", markup=False)

@@ -159,11 +159,13 @@ def compare_cmd(
     b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     format: str = typer.Option("md", "--format", "-f", help="md, csv or json."),
-    seed: int = typer.Option(0, help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap (one checkpoint a side)."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
-    """Paired comparison of two models on the same examples: differences, bootstrap CI, McNemar p (against
-    a RobustBench model-info file: the run's accuracies with their CI against the published ones)."""
+    """Two models on the same examples: paired differences, bootstrap CI, McNemar p for one checkpoint each;
+    for models of several members the difference of the means with an interval for seeds and examples,
+    and whether it exceeds the seed-to-seed variation (against a RobustBench model-info file: the run's
+    accuracies with their CI against the published ones)."""
     from ..report.comparison import FORMATS
     from ..results_api import runs_named
 

@@ -89,6 +89,7 @@ def condition_units(model: ModelRun, condition: Condition, dataset, b: int, x, y
         add_records(
             records,
             model=model.job.name,
+            member=model.member.index,
             batch=b,
             example=idx.tolist(),
             label=y.tolist(),
@@ -105,4 +106,4 @@ def condition_units(model: ModelRun, condition: Condition, dataset, b: int, x, y
             forward_passes=1.0,
             backward_passes=0.0,
         )
-        yield UnitRecords((model.job.name, eps.text, condition.name, b), records, seconds=seconds)
+        yield UnitRecords(model.key(eps.text, condition.name, b), records, seconds=seconds)

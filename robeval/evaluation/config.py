@@ -11,6 +11,7 @@ Given a configuration's own fields again it gives the same configuration (:func:
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -44,9 +45,30 @@ def at_least(option: str, value: int | None, least: int) -> None:
         raise UserError(f"{option} must be at least {least}, got {value}")
 
 
-def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
-    """``PATH`` (for a single model) or ``MODEL=PATH``, repeatable."""
-    out: dict[str, str] = {}
+def member_paths(name: str, given: str | Path | list[str]) -> list[str]:
+    """A model's checkpoints, one per member: ``A,B,C`` (unless the whole text is one existing file) and
+    quoted globs (``seeds/NAME-seed*.safetensors``) expanded in sorted order; one line for a glob that
+    matches nothing and for one file given twice."""
+    texts = [str(given)] if isinstance(given, (str, Path)) else [str(g) for g in given]
+    parts = [p.strip() for t in texts for p in ([t] if Path(t).exists() else t.split(","))]
+    paths: list[str] = []
+    for part in parts:
+        if not part:
+            raise UserError(f"--checkpoint {name}={','.join(texts)}: an empty path in the list")
+        matched = sorted(glob.glob(part)) if glob.has_magic(part) and not Path(part).exists() else [part]
+        if not matched:
+            raise UserError(f"--checkpoint {name}={part}: no file matches {part}")
+        paths += matched
+    twice = next((p for p in paths if paths.count(p) > 1), None)
+    if twice is not None:
+        raise UserError(f"--checkpoint {name}: {twice} is given twice; each member is a checkpoint of its own")
+    return paths
+
+
+def split_checkpoints(items: list[str], models: list[str]) -> dict[str, list[str]]:
+    """``PATH`` (for a single model) or ``MODEL=PATH``, once per model; a model's several members as
+    ``MODEL=A,B,C`` or a glob (:func:`member_paths`)."""
+    out: dict[str, list[str]] = {}
     for item in items:
         name, eq, path = item.partition("=")
         if eq and name and not Path(item).exists():
@@ -56,8 +78,11 @@ def split_checkpoints(items: list[str], models: list[str]) -> dict[str, str]:
         else:
             raise UserError(f"--checkpoint {item!r}: with several models write MODEL=PATH")
         if name in out:  # never the last one silently
-            raise UserError(f"--checkpoint: two checkpoints for {name} ({out[name]} and {path}); give one")
-        out[name] = path
+            raise UserError(
+                f"--checkpoint: two checkpoints for {name} ({','.join(out[name])} and {path}); give one, or "
+                f"several as the members of one model: --checkpoint {name}=A,B,C"
+            )
+        out[name] = member_paths(name, path)
     return out
 
 
@@ -114,7 +139,7 @@ def _by_model(values: Mapping[str, Any], models: list[str]) -> dict[str, Any]:
     """The options keyed by model name, from a dict or the command line's list form."""
     checkpoints, stated = values.get("checkpoints") or {}, values.get("model_config") or {}
     return dict(
-        checkpoints=dict(checkpoints)
+        checkpoints={m: member_paths(m, paths) for m, paths in checkpoints.items()}
         if isinstance(checkpoints, Mapping)
         else split_checkpoints(list(checkpoints), models),
         model_config={m: dict(v) for m, v in stated.items()}

@@ -1,5 +1,9 @@
-"""The evaluation engine: for each model, batch, eps and attack of a run, one unit's records into the
-store, as :func:`evaluate_plan` reads.
+"""The evaluation engine: for each model, member, batch, eps and attack of a run, one unit's records
+into the store, as :func:`evaluate_plan` reads.
+
+A model's members are its checkpoints (one per training seed); each is loaded in turn and runs every
+unit on the same examples with the same attack seeds (the seeds never depend on the member), so a
+member's records are those of a run of that checkpoint alone.
 
 A batch is the outer loop of a model's units because its clean pass, its images and a minimum-norm
 attack's search serve every eps and attack on it (and under ``--cascade`` each attack follows the one
@@ -30,9 +34,10 @@ from .session import start_session
 from .units import cascade_unit, run_unit
 
 
-def prepare(config: EvalConfig, given: dict[str, GivenModel] | None = None) -> tuple[RunPlan, EvalData]:
+def prepare(config: EvalConfig, given: dict[str, list[GivenModel]] | None = None) -> tuple[RunPlan, EvalData]:
     """The run's plan and data, with everything a user can get wrong checked before a run exists (so a
-    typo leaves no empty failed run behind); ``given``: the modules given from Python."""
+    typo leaves no empty failed run behind); ``given``: the modules given from Python (each model's
+    members)."""
     plan = make_plan(config, given)
     return plan, preflight(plan)
 
@@ -54,18 +59,21 @@ def evaluate_plan(
     step = pass_step if audited else cascade_unit if plan.config.cascade else run_unit
     with session.stopping():
         for position, job in enumerate(plan.jobs, 1):
-            with session.model_stops_alone(job) as log:
-                model = session.model_run(job, log)
-                mine = session.begin_model(model, (position, len(plan.jobs)))
-                for batch in model.batches(mine):  # each after its clean pass
-                    for eps, attack in batch.units:
-                        session.threads.look()  # share the cores with other processes between units
-                        tick = time.perf_counter()
-                        unit = step(model, batch, eps, attack)
-                        unit.seconds += time.perf_counter() - tick
+            for member in job.members:
+                if job.name in session.log.failed_models:  # a member that failed stops its model
+                    break
+                with session.model_stops_alone(job) as log:
+                    model = session.model_run(job, member, log)
+                    mine = session.begin_model(model, (position, len(plan.jobs)))
+                    for batch in model.batches(mine):  # each after its clean pass
+                        for eps, attack in batch.units:
+                            session.threads.look()  # share the cores with other processes between units
+                            tick = time.perf_counter()
+                            unit = step(model, batch, eps, attack)
+                            unit.seconds += time.perf_counter() - tick
+                            session.write(unit, model)
+                    for unit in evaluate_conditions(model, mine, session.threads.look):
                         session.write(unit, model)
-                for unit in evaluate_conditions(model, mine, session.threads.look):
-                    session.write(unit, model)
-            if audited and job.name not in session.log.failed_models:  # every batch's audit is stored
-                second_pass(session, model, (position, len(plan.jobs)))
+                if audited and job.name not in session.log.failed_models:  # every batch's audit is stored
+                    second_pass(session, model, (position, len(plan.jobs)))
     return session.finish()

@@ -56,7 +56,7 @@ def pass_step(model: ModelRun, batch: Batch, eps: Eps, unit: str) -> UnitRecords
         sample = batch.audits[eps.text] = sampled(model, batch, eps)
     done = cascade_unit(model, sample, eps, stage)  # its curve is left out: no table shows an audit unit
     records = {**done.records, "attack": [unit] * len(done.records["attack"])}
-    return UnitRecords((model.job.name, eps.text, unit, batch.b), records, attacked=done.attacked)
+    return UnitRecords(model.key(eps.text, unit, batch.b), records, attacked=done.attacked)
 
 
 def sampled(model: ModelRun, batch: Batch, eps: Eps) -> Batch:
@@ -97,11 +97,12 @@ def pass_end(plan: RunPlan, job: ModelJob) -> str:
     return [a for a in job.attacks if a not in plan.protocol.audit_stages][-1]
 
 
-def read_first_pass(store: RunStore, run_id: str, plan: RunPlan, job: ModelJob) -> FirstPass:
-    stages = plan.protocol.audit_stages
+def read_first_pass(store: RunStore, run_id: str, plan: RunPlan, model: ModelRun) -> FirstPass:
+    """The stored units of ``model``'s member that the second pass reads."""
+    stages, job = plan.protocol.audit_stages, model.job
     units = [pass_end(plan, job), *(audit_unit(s) for s in stages), *stages]
     grouped: dict[tuple[str, str, int], dict[int, dict[str, Any]]] = {}
-    for record in store.unit_records(run_id, job.name, units):
+    for record in store.unit_records(run_id, job.name, model.member.index, units):
         grouped.setdefault((record["eps"], record["attack"], int(record["batch"])), {})[int(record["example"])] = record
     return FirstPass(grouped)
 
@@ -111,7 +112,7 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
     docstring); a block of its own, in which the model stops alone as in the first pass."""
     plan, job, ctx = session.plan, model.job, session.ctx
     stages = plan.protocol.audit_stages
-    first = ctx.broadcast(read_first_pass(session.store, session.run_id, plan, job) if ctx.is_main else None)
+    first = ctx.broadcast(read_first_pass(session.store, session.run_id, plan, model) if ctx.is_main else None)
     escalated = {e.text: first.audit(e.text, stages).escalated for e in plan.config.eps}
     todo = {b: [(e, a) for e, a in units if a in stages] for b, units in model.todo.items()}
     mine = [b for b in todo if todo[b]][ctx.rank :: ctx.world]
@@ -149,7 +150,7 @@ def stage_unit(model: ModelRun, batch: Batch, eps: Eps, stage: str, first: First
         if example in audited:
             with_audit(records, i, audited[example], ran=i in rerun)
     batch.cascade[eps.text] = records
-    return UnitRecords((model.job.name, eps.text, stage, batch.b), records, attacked=len(attacked))
+    return UnitRecords(model.key(eps.text, stage, batch.b), records, attacked=len(attacked))
 
 
 def with_audit(records: Columns, i: int, audited: dict[str, Any], ran: bool) -> None:

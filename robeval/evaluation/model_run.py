@@ -1,6 +1,7 @@
 """One model of a run, loaded, and its batches each with the one clean pass every unit of it shares.
 
-A unit is (model, eps, attack, batch).  :class:`ModelRun` holds what a model's units share: the
+A unit is (model, eps, attack, batch, member).  :class:`ModelRun` holds what the units of one member
+of a model (one of its checkpoints; a model of one checkpoint has one) share: the
 network as its predictions are counted (``target``: strict fp32, no gradients) and as its attacks
 craft on it (``counted``: autocast under a reduced precision, every pass counted; seen through a
 :class:`~robeval.attacks.convergence.CurveWatch` by an attack that draws a convergence curve), its
@@ -33,7 +34,7 @@ from ..results.records import Columns, Unit
 from ..seeds import derive_seed
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
 from .model_checks import model_checks
-from .plan import ModelJob, RunPlan
+from .plan import Member, ModelJob, RunPlan
 from .progress import throttled
 from .run_info import RunLog
 
@@ -85,7 +86,8 @@ class Batch:
 
 
 class ModelRun:
-    """Model ``job`` of ``plan``, loaded for ``data``: its units still to do (those not in ``done``), its
+    """Member ``member`` of model ``job`` of ``plan``, loaded for ``data``: its units still to do (those
+    not in ``done``), its
     attacks (transfer attacks craft on ``source``), and ``log``: what the run learns of it.
     ``partial`` hears how far a long attack has got inside its unit (images' worth); ``checks``: run
     the model checks (robeval.evaluation.model_checks) on its first batch."""
@@ -93,6 +95,7 @@ class ModelRun:
     def __init__(
         self,
         job: ModelJob,
+        member: Member,
         plan: RunPlan,
         data: EvalData,
         done: set[Unit],
@@ -101,7 +104,8 @@ class ModelRun:
         partial: Callable[[Unit, float], None] | None = None,
         checks: bool = False,
     ) -> None:
-        self.job, self.plan, self.config, self.log, self.partial = job, plan, plan.config, log, partial
+        self.job, self.member, self.plan, self.config, self.log = job, member, plan, plan.config, log
+        self.partial = partial
         self.device, self.batch_size = plan.device, plan.batch_size
         self.memory_format = torch.channels_last if self.config.channels_last else torch.contiguous_format
         self.model = self._load()
@@ -109,7 +113,7 @@ class ModelRun:
         self.condition_names = {c.name for c in plan.conditions}
         self.units = plan.units(job)  # evaluated on every batch at every eps: clean, attacks, conditions
         self.todo = {
-            b: [(e, a) for e in self.config.eps for a in self.units if (job.name, e.text, a, b) not in done]
+            b: [(e, a) for e in self.config.eps for a in self.units if self.key(e.text, a, b) not in done]
             for b in range(self.data.num_batches(self.batch_size))
         }
         self.target = self._target()
@@ -131,14 +135,18 @@ class ModelRun:
             self.target(x if self.plan.protocol.space == "pixel" else self.model.normalize(x))
         torch.cuda.synchronize(self.device)
 
+    def key(self, eps: str, attack: str, b: int) -> Unit:
+        """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
+        return (self.job.name, eps, attack, b, self.member.index)
+
     def _load(self):
         cfg = self.config
-        if self.job.given is not None:  # a module the plan carries: built (and checked) when planned
-            return wrap_given(self.job.given, self.device).to(memory_format=self.memory_format)
+        if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
+            return wrap_given(self.member.given, self.device).to(memory_format=self.memory_format)
         torch.manual_seed(cfg.seed)  # --weights random: the same seed builds the same network
         model = load_model(
             self.job.model,
-            checkpoint=cfg.checkpoints.get(self.job.model),
+            checkpoint=self.member.checkpoint,
             checkpoint_key=cfg.checkpoint_key,
             trust_checkpoint=cfg.trust_checkpoint,
             device=self.device,
@@ -270,6 +278,7 @@ class ModelRun:
         self.clean_hits[b] = dict(zip(idx.tolist(), zip(clean1.tolist(), clean5.tolist())))
         base = dict(
             model=self.job.name,
+            member=self.member.index,
             batch=b,
             example=idx.tolist(),
             label=y.tolist(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -20,6 +20,7 @@ from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import GivenModel, get_spec, split_models
 from ..models.given import given_from_spec
+from ..models.provenance import model_code
 from ..options import EvalConfig
 from ..precision import Precision, get_precision
 from ..results.records import audit_unit
@@ -35,16 +36,33 @@ DIGITS_BATCH = 128  # in-memory data sets (digits, CIFAR, MNIST): small images
 FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 
 
+@dataclass(frozen=True)
+class Member:
+    """One checkpoint of a model (one training seed of its procedure): its index among the model's
+    members, the weights file it loads (None: the model's default weights), or the module the plan
+    carries for it (given from Python, or built from the user's code when the run was planned)."""
+
+    index: int = 0
+    checkpoint: str | None = None
+    given: GivenModel | None = None
+
+
 @dataclass
 class ModelJob:
-    """One column of results: a registered model with options and the attacks it faces, or a module
-    the plan carries (given from Python, or built from the user's code when the run was planned)."""
+    """One column of results: a registered model with options and the attacks it faces, or a model the
+    plan carries as modules; ``members``: its checkpoints, each evaluated on the same examples with the
+    same attack seeds (one member: a model as runs have always had)."""
 
     name: str
     model: str
     options: dict[str, Any]
     attacks: list[str]
-    given: GivenModel | None = None
+    members: list[Member] = field(default_factory=lambda: [Member()])
+
+    @property
+    def given(self) -> GivenModel | None:
+        """The first member's module, when the plan carries the model as modules (else None)."""
+        return self.members[0].given
 
 
 @dataclass
@@ -90,14 +108,30 @@ class RunPlan:
 
     def identity(self) -> dict[str, Any]:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
-        carries its source, weights' SHA-256 and image facts."""
+        carries its source, weights' SHA-256 and image facts (a list, one per member, for several)."""
         identity = self.config.to_identity()
-        given = {job.name: job.given.identity() for job in self.jobs if job.given is not None}
+        members = {
+            job.name: [m.given.identity() for m in job.members if m.given is not None]
+            for job in self.jobs
+            if job.given is not None
+        }
+        given = {name: each[0] if len(each) == 1 else each for name, each in members.items()}
         return {**identity, "given_models": given} if given else identity
 
+    def models_code(self) -> dict[str, dict[str, str]]:
+        """The code of every model that is not robeval's own (robeval.models.provenance): the file a
+        model of the user's code was read from, a plugin's distribution, version and layer file."""
+        found = {
+            job.name: job.given.code if job.given is not None else model_code(get_spec(job.model)) for job in self.jobs
+        }
+        return {name: code for name, code in found.items() if code}
+
     def outline(self, batches: int) -> dict[str, Any]:
-        """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each."""
-        return {"batches": batches, "units": {job.name: self.units(job) for job in self.jobs}}
+        """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each
+        (and of every member: ``members`` counts a model's checkpoints where it has several)."""
+        several = {job.name: len(job.members) for job in self.jobs if len(job.members) > 1}
+        outline = {"batches": batches, "units": {job.name: self.units(job) for job in self.jobs}}
+        return {**outline, "members": several} if several else outline
 
 
 def resolve_device(device: str) -> torch.device:
@@ -130,22 +164,27 @@ def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
     return DIGITS_BATCH if _in_memory(config) else FOLDER_BATCH[device.type == "cuda"]
 
 
-def model_job(config: EvalConfig, protocol: Protocol, name: str, given: dict[str, GivenModel]) -> ModelJob:
-    """One model's job: a module given from Python, the user's code built now, or a registered model
-    with the protocol's model options where it has them."""
+def model_job(config: EvalConfig, protocol: Protocol, name: str, given: Mapping[str, list[GivenModel]]) -> ModelJob:
+    """One model's job: modules given from Python, the user's code built now (once per checkpoint), or
+    a registered model with the protocol's model options where it has them; a member per checkpoint."""
+    attacks = list(config.attacks)
     if name in given:
-        return ModelJob(name, name, {}, list(config.attacks), given[name])
+        return ModelJob(name, name, {}, attacks, [Member(i, m.checkpoint, m) for i, m in enumerate(given[name])])
     spec = get_spec(config.references.get(name, name))
+    paths: list[str | None] = list(config.checkpoints.get(name, [])) or [None]
     if spec.reference is not None:
-        built = given_from_spec(name, spec, config.seed, config)
-        return ModelJob(name, spec.name, {}, list(config.attacks), built)
+        built = [given_from_spec(name, spec, config.seed, config, path) for path in paths]
+        return ModelJob(name, spec.name, {}, attacks, [Member(i, p, b) for i, (p, b) in enumerate(zip(paths, built))])
     options = {k: v for k, v in protocol.model_options.items() if k in spec.options}
-    return ModelJob(name, name, options, list(config.attacks))
+    return ModelJob(name, name, options, attacks, [Member(i, path) for i, path in enumerate(paths)])
 
 
-def model_jobs(config: EvalConfig, protocol: Protocol, given: dict[str, GivenModel] | None = None) -> list[ModelJob]:
+def model_jobs(
+    config: EvalConfig, protocol: Protocol, given: Mapping[str, list[GivenModel]] | None = None
+) -> list[ModelJob]:
     """The models to evaluate (see :func:`model_job`); with ``adaptive``, every model whose spec is
-    adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``)."""
+    adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``),
+    with the same members."""
     jobs = [model_job(config, protocol, m, given or {}) for m in config.models]
     white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
     if protocol.audit_stages:  # an audited protocol runs whole (its audit ends with a black-box attack)
@@ -156,16 +195,15 @@ def model_jobs(config: EvalConfig, protocol: Protocol, given: dict[str, GivenMod
                 continue
             spec = get_spec(job.model)
             if spec.is_adaptive:
-                jobs.append(
-                    ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, {**job.options, **(spec.adaptive or {})}, white)
-                )
+                options = {**job.options, **(spec.adaptive or {})}
+                jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, options, white, job.members))
     return jobs
 
 
-def make_plan(config: EvalConfig, given: dict[str, GivenModel] | None = None) -> RunPlan:
+def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None = None) -> RunPlan:
     """The run's plan: one line for anything that cannot run here (the device, the precision on it,
-    the models' code and names).  ``given``: the modules given from Python, by the names
-    ``config.models`` has for them."""
+    the models' code and names).  ``given``: the modules given from Python (each model's members), by
+    the names ``config.models`` has for them."""
     protocol = get_protocol(config.protocol)
     device = resolve_device(config.device)
     get_precision(config.precision, on_gpu=device.type == "cuda")

@@ -45,11 +45,14 @@ def preflight(plan: RunPlan) -> EvalData:
 
 
 def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
+    """A model's facts, each of its members' checkpoints admitted."""
     if job.given is not None:
         return job.given.meta()  # checked when it was planned (its checkpoint loaded, its output seen)
-    return _checked_meta(
-        job.model, job.options, config.checkpoints.get(job.model), config, f"--checkpoint {job.model}=PATH"
-    )
+    metas = [
+        _checked_meta(job.model, job.options, member.checkpoint, config, f"--checkpoint {job.model}=PATH")
+        for member in job.members
+    ]
+    return metas[0]
 
 
 def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):

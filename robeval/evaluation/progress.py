@@ -60,7 +60,7 @@ def unit_key(model: str, eps: str, unit: str, conditions: set[str]) -> Key:
 
 
 def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
-    """The bars of one model's evaluation ``ev`` over the batches ``share`` (this process's), with what
+    """The bars of one model's (member's) evaluation ``ev`` over the batches ``share`` (this process's), with what
     ``done`` (stored units) already holds; labels lead with the attack (the model heads the display)."""
     bars: dict[Key, Bar] = {}
     for eps in ev.config.eps:
@@ -77,7 +77,7 @@ def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
             for b in share:
                 n = len(ev.data.batch_indices(ev.batch_size, b))
                 bar.total += n
-                bar.done += n if (ev.job.name, eps.text, unit, b) in done else 0
+                bar.done += n if ev.key(eps.text, unit, b) in done else 0
     return list(bars.values())
 
 

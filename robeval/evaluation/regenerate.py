@@ -167,9 +167,10 @@ def _regenerate(plan: RunPlan, request: Request) -> Regeneration:
 
 
 def _craft(job: ModelJob, plan: RunPlan, data, request: Request, source) -> list[Crafted]:
-    """One model: its wanted batches attacked by the engine's own units, the wanted examples' images
-    (clean and adversarial, in [0,1] pixels), clean predictions and records."""
-    model = ModelRun(job, plan, data, set(), RunLog(), source)
+    """One model (its first member, where it has several checkpoints): its wanted batches attacked by
+    the engine's own units, the wanted examples' images (clean and adversarial, in [0,1] pixels), clean
+    predictions and records."""
+    model = ModelRun(job, job.members[0], plan, data, set(), RunLog(), source)
     _check_weights(model, request)
     eps = next(e for e in plan.config.eps if e.text == request.eps)
     model.todo = {b: [(eps, request.attack)] for b in request.batches}  # a shift's conditions are not this request's

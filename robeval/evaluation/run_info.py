@@ -110,6 +110,7 @@ def randomness(config) -> dict[str, str]:
 def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[str, Any]:
     """``run.json``: configuration, protocol, settings, models, data, what was skipped, timings, versions."""
     config, protocol = plan.config, plan.protocol
+    eps = [{"text": e.text, "value": e.value} for e in config.eps]
     return {
         "run_id": run_id,
         "status": log.status,
@@ -117,7 +118,7 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "created": datetime.fromtimestamp(log.started, timezone.utc).isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - log.started, 3),
-        "config": {**asdict(config), "eps": [{"text": e.text, "value": e.value} for e in config.eps]},
+        "config": {**asdict(config), "eps": eps, "checkpoints": config.stored_checkpoints()},
         "protocol": {
             "name": protocol.name,
             "description": protocol.description,

@@ -24,6 +24,7 @@ from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..errors import StoreFull, UserError
+from ..models.provenance import code_change
 from ..options import identity_difference, newest_matching
 from ..precision import slower_here
 from ..results.records import Unit
@@ -31,7 +32,7 @@ from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
 from .distributed import DistContext, announce_run
 from .model_run import ModelRun
-from .plan import ModelJob, RunPlan
+from .plan import Member, ModelJob, RunPlan
 from .profiling import gflops_per_image
 from .progress import Reporter, model_bars, unit_key
 from .run_info import RunLog, describe_run
@@ -54,25 +55,38 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     )
 
 
-def _reopen(store: RunStore, resume: str, identity: dict[str, Any], outline: dict[str, Any]) -> tuple[str, set, dict]:
+def _reopen(store: RunStore, resume: str, plan: RunPlan, outline: dict[str, Any]) -> tuple[str, set, dict]:
     for path in store.worker_paths():  # units a killed worker left in its own file count as done
         store.merge_from(path, resume)
     stored = store.run(resume)
-    diff = identity_difference(stored["config"], identity)
+    diff = identity_difference(stored["config"], plan.identity())
     if diff:
         raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-    store.hold(resume)
     previous = stored["info"] or {}
+    refuse_changed_code(resume, plan, previous)
+    store.hold(resume)
     store.update_run(resume, status="running", info={**previous, "plan": outline})
     return resume, store.done_units(resume), previous
 
 
+def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) -> None:
+    """One line when a model's code (a file of the user's, a plugin's version or layer) is not the code
+    the run started with: its records so far were made by other code."""
+    recorded = dict(previous.get("code") or {})
+    for name, code in plan.models_code().items():
+        changed = code_change(name, recorded.get(name) or previous.get("models", {}).get(name, {}).get("code"), code)
+        if changed:
+            raise UserError(f"--resume {resume}: {changed}; start a new run (its records so far are of the old code)")
+
+
 def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
-    """The run created, or ``resume`` checked and reopened: its id, the units it has stored, its stored
-    description."""
+    """The run created (with the code of its models, which a resume compares), or ``resume`` checked and
+    reopened: its id, the units it has stored, its stored description."""
     if resume is not None:
-        return _reopen(store, resume, plan.identity(), outline)
-    return store.create_run(plan.identity(), {"plan": outline}, plan.config.protocol), set(), {}
+        return _reopen(store, resume, plan, outline)
+    code = plan.models_code()
+    info = {"plan": outline, **({"code": code} if code else {})}
+    return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
 
 
 @dataclass
@@ -92,38 +106,37 @@ class Session:
     source: SourceModel | None
     threads: ThreadGovernor | FixedThreads
 
-    def model_run(self, job: ModelJob, log: RunLog) -> ModelRun:
-        """Model ``job`` loaded for this run (the model checks on its first batch, unless a resumed run
-        has them already)."""
+    def model_run(self, job: ModelJob, member: Member, log: RunLog) -> ModelRun:
+        """Member ``member`` of model ``job`` loaded for this run (the model checks on the model's first
+        batch, unless a resumed run has them already)."""
         partial = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
         told = None if partial is None else lambda unit, images: partial(self.bar(unit), images)
-        checks = self.ctx.is_main and job.name not in self.log.model_checks
-        return ModelRun(job, self.plan, self.data, self.done, log, self.source, told, checks)
+        checks = self.ctx.is_main and job.name not in self.log.model_checks and job.name not in log.model_checks
+        return ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
 
     def bar(self, unit: Unit) -> tuple[str, ...]:
         return unit_key(unit[0], unit[1], unit[2], {c.name for c in self.plan.conditions})
 
     def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
-        """What the run learns of a model before its batches (its facts; of a module it carries, the FLOPs
-        per image, which a report in another process cannot count; the data; its units, for ``robeval
-        runs``), its progress bars; returns the batches this process evaluates."""
-        name, plan = model.job.name, self.plan
-        model.log.models[name] = model.meta
-        if model.job.given is not None:
-            meta = model.model.meta
-            model.log.models[name]["gflops_per_image"] = gflops_per_image(
-                model.model.net, meta.input_size, model.device
-            )
+        """What the run learns of a model's member before its batches (the model's facts, with each
+        member's checkpoint; of a module it carries, the FLOPs per image, which a report in another
+        process cannot count; the data; its units, for ``robeval runs``), its progress bars; returns the
+        batches this process evaluates."""
+        name, plan, member = model.job.name, self.plan, model.member
+        model.log.models[name] = member_facts(model, model.log.models.get(name) or self.log.models.get(name))
         self.log.data = model.data.info()
         units = model.data.num_batches(model.batch_size) * len(plan.config.eps) * len(model.units)
         self.log.total_units += units
         if self.ctx.is_main:  # every model sees the same examples
-            self.store.update_run(self.run_id, total_units=units * len(plan.jobs), data_identity=self.data.identity)
+            members = sum(len(job.members) for job in plan.jobs)
+            self.store.update_run(self.run_id, total_units=units * members, data_identity=self.data.identity)
         pending = model.pending()
         mine = pending[self.ctx.rank :: self.ctx.world]
         share = sorted(set(model.todo) - set(pending)) + mine
         worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
-        self.reporter.start(model_bars(model, share, self.done), name + worker, position)
+        several = f" member {member.index + 1} of {len(model.job.members)}" if len(model.job.members) > 1 else ""
+        self.reporter.stop()  # the bars of the model's member before
+        self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
     def write(self, unit: UnitRecords, model: ModelRun) -> None:
@@ -133,7 +146,7 @@ class Session:
             return
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
         self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
-        name, eps, attack, _ = key = unit.key
+        name, eps, attack, *_ = key = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
             model.log.attacked[f"{name}|{eps}|{attack}"] = (
@@ -217,6 +230,21 @@ class Session:
             total_units=log.total_units,
         )
         return self.run_id
+
+
+def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, Any]:
+    """A model's facts in run.json: its first member's, and where it has several, each member's
+    checkpoint and SHA-256 (``members``); of a module the plan carries, its FLOPs per image."""
+    meta = model.meta
+    if model.job.given is not None:
+        meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
+    if len(model.job.members) == 1:
+        return meta
+    mine = {"checkpoint": meta.get("checkpoint"), "checkpoint_sha256": meta.get("checkpoint_sha256")}
+    members = list((before or {}).get("members") or [None] * len(model.job.members))
+    members[model.member.index] = mine
+    first = meta if model.member.index == 0 or not before else before
+    return {**first, "members": members}
 
 
 def start_session(

@@ -115,7 +115,7 @@ def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecord
     """One unit's records: the clean row (its time the batch's clean pass), or an attack's points
     checked against the threat model and evaluated in strict fp32.  An attack that raises stops this
     model (:class:`ModelFailure`, naming where)."""
-    key = (model.job.name, eps.text, attack, batch.b)
+    key = model.key(eps.text, attack, batch.b)
     if attack == CLEAN:
         seconds, batch.clean_seconds = batch.clean_seconds, 0.0
         return UnitRecords(key, clean_records(batch, eps, CLEAN, forward_passes=1.0), seconds=seconds)
@@ -150,7 +150,7 @@ def attack_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Point
     seed, examples = model.seeding(attacker, batch, eps, attack)
     n = len(batch.y)
     model.counted.reset()
-    with model.progress((model.job.name, eps.text, attack, batch.b), attacker, n), crafting(model.plan.precision):
+    with model.progress(model.key(eps.text, attack, batch.b), attacker, n), crafting(model.plan.precision):
         x_adv, readings = craft(attacker, batch.xa, model.labels(batch, attack), seed, examples, model.log)
     passes = (model.counted.forward_images / n, model.counted.backward_images / n)
     return Points(x_adv, passes, readings=readings)
@@ -263,7 +263,7 @@ def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRe
             for c in RECORD_COLUMNS:
                 records[c][i] = unit.records[c][j]
     batch.cascade[eps.text] = records
-    key = (model.job.name, eps.text, attack, batch.b)
+    key = model.key(eps.text, attack, batch.b)
     return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, n), attacked=len(rows))
 
 

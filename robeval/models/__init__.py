@@ -15,7 +15,7 @@ from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
 
 if TYPE_CHECKING:
     from .attention.elliptical import EllipticalAttention, set_elliptical_options
-    from .given import GivenModel, given_from_object, split_models
+    from .given import GivenModel, Members, given_from_object, split_models
     from .loading import build_network, count_parameters, load_model, meta_of, model_meta, parameter_count, wrap_given
     from .wrapper import ModelMeta, NormalizedModel, config_of, set_config
 
@@ -24,6 +24,7 @@ _LAZY = {
     "EllipticalAttention": "attention.elliptical",
     "set_elliptical_options": "attention.elliptical",
     "GivenModel": "given",
+    "Members": "given",
     "given_from_object": "given",
     "split_models": "given",
     **dict.fromkeys(
@@ -36,6 +37,7 @@ _LAZY = {
 __all__ = [
     "EllipticalAttention",
     "GivenModel",
+    "Members",
     "ModelConfig",
     "ModelMeta",
     "ModelSpec",

@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -25,8 +26,8 @@ from ..errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint
+from .provenance import model_code
 from .registry import ModelSpec
-from .user_code import code_record
 from .wrapper import ModelMeta, config_of, meta_from_config
 
 PREFIX = "module"  # a module given from Python is named module:<label>@<hash>
@@ -101,19 +102,19 @@ def _checkpoint(module: nn.Module, name: str, checkpoint: str | None, key: str |
     return sha
 
 
-def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any) -> GivenModel:
-    """Build a user-code model now (seeded: the same command builds the same weights), with the run's
-    ``--checkpoint`` and ``--model-config`` for it (``run``: the run's config, read by attribute)."""
+def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint: str | None = None) -> GivenModel:
+    """Build a user-code model now (seeded: the same command builds the same weights), with
+    ``checkpoint`` (one of the run's ``--checkpoint`` for it) and the run's ``--model-config`` for it
+    (``run``: the run's config, read by attribute)."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         module = spec.builder()
-    checkpoint = run.checkpoints.get(name)
     sha = _checkpoint(module, name, checkpoint, run.checkpoint_key, run.trust_checkpoint)
     config = complete_config(module, name, run.model_config.get(name))
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)
     sha256 = state_dict_sha256(module)
-    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, code_record(source))
+    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, model_code(spec))
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:
@@ -148,30 +149,72 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
     return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
 
 
+@dataclass(frozen=True)
+class Members:
+    """One model of several members given from Python: ``robeval.Members("mine", [module_seed0,
+    module_seed1, module_seed2])`` (each an ``nn.Module`` or a ``(module, robeval.ModelConfig)`` pair;
+    ``models=[("mine", [m0, m1, m2])]`` says the same).  Tables name it ``module:mine`` and show the
+    mean ± std over its members; every member takes the same images (the same image facts)."""
+
+    name: str
+    items: Sequence[Any]
+
+    def given(self) -> list[GivenModel]:
+        label = re.sub(r"[^A-Za-z0-9._+-]+", "-", self.name).strip("-") or "model"
+        if not self.items:
+            raise UserError(f"robeval.Members({self.name!r}, ...) holds no module")
+        name = f"{PREFIX}:{label}"
+        members = [replace(given_from_object(item, label), name=name) for item in self.items]
+        first = members[0].config
+        for i, member in enumerate(members[1:], 1):
+            if member.config != first:
+                raise UserError(
+                    f"members of {name} take other images: member {i} states {member.config.as_cfg()}, member 0 "
+                    f"{first.as_cfg()}; the members of one model are checkpoints of one network"
+                )
+        return members
+
+
+def _as_members(item: Any) -> Members | None:
+    """``item`` as a group of members: a :class:`Members`, or ``(name, [modules])``."""
+    if isinstance(item, Members):
+        return item
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], (list, tuple)):
+        return Members(*item)
+    return None
+
+
 def _one_model(items: Any) -> bool:
     """Whether ``models=`` holds one model rather than a list of them."""
     pair = isinstance(items, tuple) and len(items) == 2 and isinstance(items[0], nn.Module)
-    return isinstance(items, (str, nn.Module, GivenItem)) or pair
+    return isinstance(items, (str, nn.Module, GivenItem, Members)) or pair or _as_members(items) is not None
 
 
-def split_models(items: Any) -> tuple[list[Any] | None, dict[str, GivenModel]]:
-    """A ``models`` list of names, references and modules -> the names (modules named ``module:...``)
-    and the modules by name; None stays None (the default models)."""
+def split_models(items: Any) -> tuple[list[Any] | None, dict[str, list[GivenModel]]]:
+    """A ``models`` list of names, references, modules and groups of members -> the names (modules named
+    ``module:...``) and the modules by name (each model's members; one for a module); None stays None
+    (the default models)."""
     if items is None:
         return None, {}
     names: list[Any] = []
-    given: dict[str, GivenModel] = {}
+    given: dict[str, list[GivenModel]] = {}
     for item in [items] if _one_model(items) else items:
         if isinstance(item, str):
             names.append(item)
             continue
-        model = given_from_object(*item) if isinstance(item, GivenItem) else given_from_object(item)
-        if model.name in given:
+        group = _as_members(item)
+        if group is not None:
+            members = group.given()
+        else:
+            members = [given_from_object(*item) if isinstance(item, GivenItem) else given_from_object(item)]
+        name = members[0].name
+        if name in given:
             raise UserError(
-                f"two of the modules given are one model, {model.name} (the same class and weights): give it once"
+                f"two of the modules given are one model, {name} (the same class and weights, or the same "
+                "name of members): give it once"
             )
-        given[model.name] = model
-        names.append(model.name)
+        given[name] = members
+        names.append(name)
     return names, given
 
 

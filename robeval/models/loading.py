@@ -12,6 +12,7 @@ from ..errors import UserError
 from ..model_config import ModelConfig
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .given import GivenModel, complete_config
+from .provenance import model_code
 from .registry import ModelSpec, get_spec
 from .weights import load_default_weights
 from .wrapper import ModelMeta, NormalizedModel, meta_from_config
@@ -50,7 +51,15 @@ def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -
 
 def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> ModelMeta:
     """The meta of ``spec`` with facts ``config`` (every field filled)."""
-    return meta_from_config(spec.name, spec.family, config, options=options, source=spec.reference, params=spec.params)
+    return meta_from_config(
+        spec.name,
+        spec.family,
+        config,
+        options=options,
+        source=spec.reference,
+        params=spec.params,
+        code=model_code(spec),
+    )
 
 
 def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
@@ -96,6 +105,8 @@ def load_model(
         weights = spec.weights.describe()
     meta = model_meta(net, spec, opts)
     meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
+    if meta.params is None:  # a plugin's kind: no count as data
+        meta.params = sum(p.numel() for p in net.parameters())
     model = NormalizedModel(net, meta).eval().to(device)
     model.requires_grad_(False)  # attacks need input gradients only
     return model

@@ -140,8 +140,16 @@ def is_incomplete(summary: pd.DataFrame) -> bool:
     return bool(incomplete_parts(summary))
 
 
+def _with_spread(row: pd.Series, metric: str) -> str:
+    """A metric as printed: ``97.80``, or over several members ``97.80 ± 0.40``."""
+    std = row.get(f"{metric}_std")
+    spread = "" if std is None or pd.isna(std) else f" ± {float(std):.2f}"
+    return f"{row[metric]:.2f}{spread}"
+
+
 def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
-    """Models x attacks of ``"top1 / top5"`` strings for one eps."""
+    """Models x attacks of ``"top1 / top5"`` strings for one eps (mean ± std for a model of several
+    members)."""
     sel = summary[summary["eps"] == eps]
     attacks = attack_columns(sel)
     rows = {}
@@ -149,7 +157,8 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
         cells = {}
         for attack in attacks:
             hit = sel[(sel["model"] == model) & (sel["attack"] == attack)]
-            cells[attack] = f"{hit['top1'].iloc[0]:.2f} / {hit['top5'].iloc[0]:.2f}" if len(hit) else ""
+            first = hit.iloc[0] if len(hit) else None
+            cells[attack] = "" if first is None else f"{_with_spread(first, 'top1')} / {_with_spread(first, 'top5')}"
         rows[model] = cells
     table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
     table.index.name = "model"

@@ -1,8 +1,11 @@
-"""Paired comparison of two evaluated models on the same examples.
+"""Comparison of two evaluated models on the same examples.
 
-For every eps and attack: top-1 / top-5 of A and B, the difference B - A, a seeded 95% bootstrap
-confidence interval of the difference (examples resampled with replacement), and the exact
-McNemar test (a two-sided binomial test on the discordant pairs, scipy) on the paired outcomes.
+Models of one checkpoint each are paired: for every eps and attack, top-1 / top-5 of A and B, the
+difference B - A, a seeded 95% bootstrap confidence interval of the difference (examples resampled
+with replacement), and the exact McNemar test (a two-sided binomial test on the discordant pairs,
+scipy) on the paired outcomes.  That compares two checkpoints; a claim about two training procedures
+needs several members a side, whose comparison (robeval.report.claim) tests the difference of the
+means against the seed-to-seed variation.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from ..defaults import ANY, CLEAN
 from ..errors import UserError
 from ..models.registry import PREFIXES
 from ..references import is_reference
-from ..results.likeness import Side, refuse_unlike
+from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
+from .claim import claim_row
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -109,36 +113,60 @@ def paired_row(sel: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
     return row
 
 
+def _unit_rows(
+    ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, refs: tuple[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Both sides' records at (eps, attack), refused in one line unless every member of each side has
+    the same examples; None where a side has none."""
+    sides = [r[(r["eps"] == eps) & (r["attack"] == attack)] for r in (ra, rb)]
+    if any(side.empty for side in sides):
+        return None
+    examples = [set(side["example"]) for side in sides]
+    counts = [len(side) for side in sides]
+    members = [side["member"].nunique() for side in sides]
+    if examples[0] != examples[1] or any(c != len(e) * k for c, e, k in zip(counts, examples, members)):
+        shared = len(examples[0] & examples[1])
+        raise UserError(
+            f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} "
+            f"({len(examples[0])} vs {len(examples[1])}, {shared} shared); compare needs the same examples"
+        )
+    return sides[0], sides[1]
+
+
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
-    """A and B paired example by example; refused in one line when they were not evaluated alike
-    (robeval.results.likeness: protocol, threat model, precision, cascade, data, examples, eps, settings)."""
+    """A and B on the same examples; refused in one line when they were not evaluated alike
+    (robeval.results.likeness: protocol, threat model, precision, cascade, data, examples, eps, settings).
+    Models of one member each are paired example by example (:func:`paired_row`); where a side has
+    several members, the difference of the means is tested against the seed-to-seed variation
+    (robeval.report.claim)."""
     run_a, model_a = find_model(store, ref_a)
     run_b, model_b = find_model(store, ref_b)
-    refuse_unlike(Side(run_a, model_a), Side(run_b, model_b), "compare pairs like with like only")
+    side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
+    refuse_unlike(side_a, side_b, "compare pairs like with like only")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
     ra, rb = _with_any(run_a, model_a, both), _with_any(run_b, model_b, both)  # worst cases over the same attacks
-    joined = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
-    if joined.empty:
-        raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
+    several = ra["member"].nunique() > 1 or rb["member"].nunique() > 1
     shifted = [c.name for c in run_conditions(run_a.config)]  # corruptions: paired exactly as attacks
     rows = []
     for eps in [e for e in run_a.config["eps"] if e in set(ra["eps"])]:
         for attack in dict.fromkeys([CLEAN, *run_a.config["attacks"], ANY, *shifted]):
-            sel = joined[(joined["eps"] == eps) & (joined["attack"] == attack)]
-            counts = [int(((r["eps"] == eps) & (r["attack"] == attack)).sum()) for r in (ra, rb)]
-            if sel.empty:
-                continue
-            if any(len(sel) != n for n in counts):
-                raise UserError(
-                    f"{ref_a} and {ref_b} evaluated different examples at eps {eps}, {attack} "
-                    f"({counts[0]} vs {counts[1]}, {len(sel)} shared); compare needs the same examples"
-                )
-            rows.append(paired_row(sel, eps, attack, seed))
+            sides = _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))
+            if sides is not None:
+                a, b = sides
+                rows.append(claim_row(a, b, eps, attack) if several else paired_sides(a, b, eps, attack, seed))
+    if not rows:
+        raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)
     out.attrs.update(
-        a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=", ".join(both)
-    )
+        a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=", ".join(both),
+        test="members" if several else "paired", differences=noted_differences(side_a, side_b),
+    )  # fmt: skip
     return out
+
+
+def paired_sides(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
+    """:func:`paired_row` of two models of one member each at (eps, attack)."""
+    return paired_row(ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b")), eps, attack, seed)
 
 
 def to_markdown(result: pd.DataFrame) -> str:

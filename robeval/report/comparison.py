@@ -1,33 +1,47 @@
 """``robeval compare``'s answer as data with its renderings: two models paired example by example
-(robeval.report.compare), or a run's model against a RobustBench model-info file's published numbers
+(robeval.report.compare), two models of several members tested against their seed-to-seed variation
+(robeval.report.claim), or a run's model against a RobustBench model-info file's published numbers
 (robeval.report.published_compare), as one :class:`Comparison`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from ..registry import Registry
 from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
+from .claim import claim_markdown, headline, one_side_note, verdict
 from .compare import compare, to_markdown
 from .published_compare import compare_published, published_markdown
+
+ONE_CHECKPOINT = (
+    "The claim rests on one checkpoint each: these are differences between two checkpoints, not between two "
+    "training procedures, which vary from seed to seed. Give each model several members (robeval train-demo "
+    "--seeds 0-2; --checkpoint NAME=A,B,C) to test it against the seed-to-seed variation."
+)
 
 
 @dataclass
 class Comparison:
     """Models ``a`` and ``b`` (as ``RUN_ID:MODEL``, or a model-info file) compared: ``table`` holds the
-    numbers per eps and attack (top-1 / top-5 of each side, the difference B - A, its 95% bootstrap
-    interval and the exact McNemar p; against a file, the run's interval and the published value);
-    ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
+    numbers per eps and attack.  ``test`` says which: ``paired`` (one checkpoint a side: top-1 / top-5 of
+    each, the difference B - A, its 95% bootstrap interval and the exact McNemar p), ``members`` (several
+    members a side: each side's mean and std over members, the difference of the means and its interval
+    for seeds and examples together, ``top1_beyond``: whether it exceeds the seed-to-seed variation) or
+    ``published`` (against a file: the run's interval and the published value).  ``lines`` say the
+    claim in words (the verdicts, or that it rests on one checkpoint each) and any difference in the
+    models' code; ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
 
     a: str
     b: str
     protocol: str
     table: pd.DataFrame
     published: bool = False  # one side is a RobustBench model-info file: no paired test
+    test: str = "paired"
+    lines: list[str] = field(default_factory=list)
 
     def render(self, format: str = "md") -> str:
         return FORMATS.get(format)(self)
@@ -35,9 +49,31 @@ class Comparison:
     def __str__(self) -> str:
         return self.render()
 
+    @property
+    def verdicts(self) -> list[str]:
+        """The claim in words: per eps, whether B - A of the worst case (or each row, without one)
+        exceeds the seed-to-seed variation; for one checkpoint each, that the claim rests on them."""
+        if self.published:
+            return []
+        if self.test == "paired":
+            return [ONE_CHECKPOINT]
+        rows = headline(self.table).to_dict("records")
+        notes = [note for note in dict.fromkeys(one_side_note(r, self.a, self.b) for r in rows) if note]
+        return [verdict(r, self.a, self.b) for r in rows] + notes
+
+
+def _markdown(c: Comparison) -> str:
+    body = (
+        published_markdown(c.table)
+        if c.published
+        else (claim_markdown if c.test == "members" else to_markdown)(c.table)
+    )
+    lines = c.verdicts + c.lines
+    return body + ("\n" + "\n".join(lines) + "\n" if lines else "")
+
 
 FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")
-FORMATS.add("md", lambda c: (published_markdown if c.published else to_markdown)(c.table))
+FORMATS.add("md", _markdown)
 FORMATS.add("csv", lambda c: c.table.to_csv(index=False))
 FORMATS.add("json", lambda c: c.table.to_json(orient="records", indent=2) + "\n")
 
@@ -47,4 +83,12 @@ def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> Compariso
     published = is_model_info_path(ref_a) or is_model_info_path(ref_b)
     table = (compare_published if published else compare)(store, ref_a, ref_b, seed=seed)
     attrs = table.attrs
-    return Comparison(attrs.get("a", ref_a), attrs.get("b", ref_b), attrs.get("protocol", ""), table, published)
+    return Comparison(
+        attrs.get("a", ref_a),
+        attrs.get("b", ref_b),
+        attrs.get("protocol", ""),
+        table,
+        published,
+        attrs.get("test", "published" if published else "paired"),
+        list(attrs.get("differences", [])),
+    )

@@ -1,8 +1,10 @@
 """``robeval report``: one self-contained HTML page of stored runs — the paper table (sortable, best
 values marked, with its caption), the figures (SVG inline), the shift and minimum-norm tables, the
 attack-convergence curves, the soundness checklist, the efficiency of each model, the model passes
-per image of each attack, the paired comparison of the first two models, a gallery of regenerated
-adversarial examples, and each run's configuration and versions.
+per image of each attack, the comparison of every model with a baseline (the first model unless the
+user names one: paired on the examples, or for models of several members the test against the
+seed-to-seed variation), a gallery of regenerated adversarial examples of every model, and each run's
+configuration and versions.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
 the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The page is a
@@ -46,6 +48,7 @@ class Page:
     summary: pd.DataFrame
     gallery_attack: str | None = None  # None: the first per-example white-box attack of the first run
     gallery_size: int = 6
+    baseline: str | None = None  # the model every other is compared with (None: the first run's first)
 
 
 Builder = Callable[[Page], Section | None]
@@ -204,25 +207,51 @@ def passes(page: Page) -> Section | None:
     )  # fmt: skip
 
 
+def baseline_of(run: StoredRun, wanted: str | None) -> str:
+    """The model the report compares every other with: ``wanted`` (one line when the run lacks it), or
+    the run's first model."""
+    models = list(dict.fromkeys(run.summary["model"]))
+    if wanted is not None and wanted not in models:
+        raise UserError(f"--baseline {wanted}: not a model of run {run.run_id} ({', '.join(models)})")
+    return wanted or models[0]
+
+
+def _compared(page: Page, baseline: str, model: str) -> Markup:
+    """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
+    from .comparison import comparison
+
+    run = page.runs[0]
+    try:
+        found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
+    except UserError as exc:
+        return Markup(
+            f"<h3>{escape(model)} vs {escape(baseline)}</h3><p class='note'>not possible: {escape(str(exc))}</p>"
+        )
+    table = found.table
+    wanted = [c for c in table.columns if not c.startswith("top5") and c != "top1_df"]
+    lines = "".join(f"<p class='note'>{escape(line)}</p>" for line in found.verdicts + found.lines)
+    return (
+        Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
+        + frame_html(table[wanted], text_columns=("eps", "attack"))
+        + Markup(lines)
+    )
+
+
 @section
 def paired(page: Page) -> Section | None:
-    from .compare import compare
-
     run = page.runs[0]
     models = list(dict.fromkeys(run.summary["model"]))
     if len(models) < 2:
         return None
-    a, b = f"{run.run_id}:{models[0]}", f"{run.run_id}:{models[1]}"
-    try:
-        result = compare(page.store, a, b)
-    except UserError as exc:
-        return Section("compare", "Paired comparison", Markup(""), f"not possible: {exc}")
-    wanted = [c for c in result.columns if not c.startswith("top5")]
+    baseline = baseline_of(run, page.baseline)
+    others = [m for m in models if m != baseline]
+    body = Markup("").join(_compared(page, baseline, model) for model in others)
     return Section(
-        "compare", f"Paired comparison: {models[1]} vs {models[0]}",
-        frame_html(result[wanted], text_columns=("eps", "attack")),
-        f"B = {b} minus A = {a} on the same examples: differences in top-1 points, 95% paired bootstrap "
-        "interval, exact McNemar p-value.",
+        "compare", f"Every model against {baseline}", body,
+        f"Each of the run's other models ({len(others)}; B) against the baseline {baseline} (A; robeval report "
+        "--baseline NAME names another) on the same examples: differences B - A in top-1 points. One checkpoint a "
+        "side: 95% paired bootstrap interval and exact McNemar p; several members a side: the means over members and "
+        "a 95% interval for seeds and examples together (docs/results.md).",
     )  # fmt: skip
 
 
@@ -261,7 +290,7 @@ def examples(page: Page) -> Section | None:
     if page.gallery_size <= 0 or attack is None:
         return None
     evaluated = [m for m in run.config["models"] if m in set(run.records["model"])]
-    models = [m for m in evaluated if not _given_from_python(run, m)][:2]  # the run's first two it can build
+    models = [m for m in evaluated if not _given_from_python(run, m)]  # every model of the run it can build
     if not models:
         return Section("gallery", "Gallery", Markup(""), f"no gallery: {NOT_REBUILT}")
     eps = list(run.config["eps"])[0]
@@ -272,12 +301,15 @@ def examples(page: Page) -> Section | None:
     png = base64.b64encode(shown.png(dpi=110)).decode()
     checks = "".join(f"<li>{escape(line)}</li>" for line in shown.report())
     body = f'<div class="gallery"><img alt="regenerated adversarial examples" src="data:image/png;base64,{png}"><ul>{checks}</ul></div>'
+    left = [m for m in evaluated if m not in models]
     note = (
-        f"{attack} at eps {eps} on run {run.run_id}: clean | adversarial | perturbation (amplified), crafted again "
-        f"from the stored seeds and checked against the records; robeval examples {run.run_id} --attack {attack} "
-        "draws any other selection."
+        f"Every model of the run ({', '.join(models)}"
+        + (f"; not {', '.join(left)}: {NOT_REBUILT}" if left else "")
+        + f"), {attack} at eps {eps} on run {run.run_id}: clean | adversarial | perturbation (amplified), crafted "
+        "again from the stored seeds and checked against the records (a model of several members: its first); "
+        f"robeval examples {run.run_id} --attack {attack} draws any other selection."
     )
-    return Section("gallery", f"Gallery: {' vs '.join(models)} under {attack}", Markup(body), note)
+    return Section("gallery", f"Gallery: {', '.join(models)} under {attack}", Markup(body), note)
 
 
 @section
@@ -291,10 +323,11 @@ def configuration(page: Page) -> Section:
 
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
-    gallery_size (0: no gallery)."""
+    gallery_size (0: no gallery), baseline (the model every other is compared with)."""
     import jinja2
 
     page = Page(store, runs, combine(runs), **options)
+    baseline_of(runs[0], page.baseline)  # a model the run lacks: one line before any section is built
     sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined

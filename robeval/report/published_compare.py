@@ -59,24 +59,33 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
     """Per metric the run's per-example scores (1 = correct; corruptions: the mean over the conditions),
     and notes on what could not be compared."""
     records = run.records[(run.records["model"] == model) & (run.records["eps"] == eps)]
-    scores = {"clean": records[records["attack"] == CLEAN]["adv_top1"].to_numpy(float)}
-    notes = []
+    scores = {"clean": per_example(records[records["attack"] == CLEAN])}
+    members = records["member"].nunique()
+    notes = [
+        f"{model} has {members} members: an example's score is the mean over them, and the interval covers the "
+        "sampling of examples, not the seed-to-seed variation"
+    ] if members > 1 else []  # fmt: skip
     standard = list(AUTOATTACK_VERSIONS.get("standard").version_attacks())
     missing = [a for a in standard if a not in finished_attacks(run, model)]
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
     else:
         worst = any_attack_records(records, standard)
-        scores["autoattack"] = worst["adv_top1"].to_numpy(float)
+        scores["autoattack"] = per_example(worst)
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
     conditions = records[records["attack"].map(lambda a: parse_condition(a) is not None)]
     if len(conditions):
         three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
-        per_example = conditions.groupby("example", sort=False)["adv_top1"].mean()
-        scores["corruptions_3d" if three_d else "corruptions"] = per_example.to_numpy(float)
+        by_example = conditions.groupby("example", sort=False)["adv_top1"].mean()
+        scores["corruptions_3d" if three_d else "corruptions"] = by_example.to_numpy(float)
     return {k: v for k, v in scores.items() if len(v)}, notes
+
+
+def per_example(records: pd.DataFrame) -> np.ndarray:
+    """Each example's robust top-1, the mean over a model's members where it has several."""
+    return records.groupby("example", sort=False)["adv_top1"].mean().to_numpy(float)
 
 
 def published_row(metric: str, scores: np.ndarray, published: float, run_is_a: bool, seed: int) -> dict:

@@ -128,6 +128,7 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
     from .minimum_norm import minimum_norm_block
+    from .paper import members_part
     from .shift_table import DETAIL_CAPTION, corruption_grid, shift_caption, shift_grid, split
 
     full, (summary, shifted) = summary, split(summary)
@@ -142,7 +143,9 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
             table.add_column(f"{column}\ntop-1 / top-5" if by_attack else str(column), justify="right")
         for name, row in grid.iterrows():
             table.add_row(str(name), *[str(v) for v in row.tolist()])
-        lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in caption_parts(summary, eps)]
+        members = members_part(summary[summary["eps"] == eps], latex=False).removeprefix("; ")
+        parts = caption_parts(summary, eps) + ([members] if members else [])
+        lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in parts]
         tables.append(Group(*lines, table))
     block = minimum_norm_block(summary, _transposed)
     if block is not None:

@@ -33,7 +33,7 @@ class Request:
     digits: bool
     evaluate: Callable[..., Any]
     out: str | None
-    checkpoints: dict[str, str]
+    checkpoints: dict[str, list[str]]  # each model's members
     protocol: str | None
     eps: str | None
     data: str

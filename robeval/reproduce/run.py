@@ -10,11 +10,12 @@ under the table's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..evaluation.config import member_paths
 from ..report.files import prepare_out_dir
 from . import render
 from .column_runs import column_runs
@@ -29,7 +30,7 @@ def reproduce(
     evaluate: Callable[..., Any],
     data: str = "digits",
     out: str | Path | None = None,
-    checkpoints: dict[str, str] | None = None,
+    checkpoints: dict[str, str | list[str]] | None = None,
     protocol: str | None = None,
     eps: str | None = None,
     data_for: dict[str, str] | None = None,
@@ -37,7 +38,9 @@ def reproduce(
 ) -> Reproduction:
     """Run table ``name`` on ``data`` ("digits" maps every row to its digits model) and write it to ``out``.
 
-    ``checkpoints`` may name models by the paper's row label too (``DeiT-Elliptical=ckpt.pth``);
+    ``checkpoints`` may name models by the paper's row label too (``DeiT-Elliptical=ckpt.pth``), and give
+    a model several (its members: a list, ``A,B,C`` or a glob; a table of mean ± std over training runs
+    needs them for every model);
     ``data_for`` gives a table whose columns read their own data each column's data by key
     (``{"imagenet-r": PATH, ...}``; none: its digits version); ``run_options`` go to ``evaluate``
     (:func:`robeval.api.evaluate_full`: ``n_examples``, ``store``, ``resume``, ``severities``, ...) for
@@ -45,26 +48,31 @@ def reproduce(
     ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
     :func:`robeval.api.reproduce`, which gives ``evaluate``."""
     table = get_table(name)
-    check_members(table)
+    digits = _digits_version(table, data, data_for or {})
+    resolved = resolve_checkpoints(table, digits, checkpoints or {})
+    check_members(table, digits, resolved)
     if out is not None:
         prepare_out_dir(Path(str(out).partition(RUN_ID_FIELD)[0] or "."))  # writable, before any work
-    digits = _digits_version(table, data, data_for or {})
     request = Request(
-        table, digits, evaluate, None if out is None else str(out), {}, protocol, eps, data, data_for or {}, run_options
-    )
-    request.checkpoints = resolve_checkpoints(table, digits, checkpoints or {})
+        table, digits, evaluate, None if out is None else str(out), resolved, protocol, eps, data, data_for or {},
+        run_options,
+    )  # fmt: skip
     return RUNNERS[table.runner](request)
 
 
-def check_members(table: PaperTable) -> None:
-    """A table whose cells average several training runs per model needs several checkpoints per model
-    (its members): one line until a run takes them, rather than a table of one checkpoint each that
-    would print as if it were the spread over seeds."""
-    if table.members > 1:
+def check_members(table: PaperTable, digits: bool, checkpoints: dict[str, list[str]]) -> None:
+    """A table whose cells average several training runs per model needs several checkpoints for each
+    of its models (their members): one line naming the first without, rather than a table of one
+    checkpoint each that would print as if it were the spread over seeds."""
+    if table.members <= 1:
+        return
+    lacking = [m for m in table.every_model(digits) if len(checkpoints.get(m, [])) < 2]
+    if lacking:
         raise UserError(
-            f"{table.name} needs several checkpoints per model (mean ± std over the members of each model; the "
-            f"paper: {table.members} training runs each, e.g. robeval train-demo --model digits-deit --seeds "
-            f"0-{table.members - 1} --out seeds/), and runs of several checkpoints per model are not supported yet"
+            f"{table.name} needs several checkpoints for each model (mean ± std over its members; the paper: "
+            f"{table.members} training runs each): {lacking[0]} has {len(checkpoints.get(lacking[0], []))}; give "
+            f"--checkpoint {lacking[0]}=A,B,C or a quoted glob (robeval train-demo --model {lacking[0]} --seeds "
+            f"0-{table.members - 1} --out seeds/ makes them)"
         )
 
 
@@ -91,17 +99,20 @@ def row_models(table: PaperTable, digits: bool) -> dict[str, list[str]]:
     }
 
 
-def resolve_checkpoints(table: PaperTable, digits: bool, checkpoints: dict[str, str]) -> dict[str, str]:
-    """Checkpoints by model name; a row label stands for its row's model when the row is one model."""
+def resolve_checkpoints(
+    table: PaperTable, digits: bool, checkpoints: Mapping[str, str | list[str]]
+) -> dict[str, list[str]]:
+    """Checkpoints by model name, each model's members expanded (``A,B,C``, globs); a row label stands for
+    its row's model when the row is one model."""
     by_label, known = row_models(table, digits), table.every_model(digits)
     out = {}
-    for key, path in checkpoints.items():
+    for key, given in checkpoints.items():
         models = by_label.get(key, [key])
         if len(models) > 1:
             raise UserError(f"--checkpoint {key}: that row is several models ({', '.join(models)}): name the model")
         if models[0] not in known:
             raise UserError(f"--checkpoint {key}: not a row or model of {table.name} (its models: {', '.join(known)})")
-        out[models[0]] = path
+        out[models[0]] = member_paths(models[0], given)
     return out
 
 

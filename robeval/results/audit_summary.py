@@ -71,33 +71,52 @@ def robust(rows: pd.DataFrame) -> int:
     return int(rows["adv_top1"].astype(bool).sum())
 
 
-def fast_audits(records: pd.DataFrame, protocol: Protocol) -> dict[tuple[str, str], FastAudit]:
-    """(model, eps) -> its audit, where the records hold the audit's last stage."""
-    stages, out = protocol.audit_stages, {}
+def fast_audits(records: pd.DataFrame, protocol: Protocol) -> dict[tuple[str, str], list[FastAudit]]:
+    """(model, eps) -> the audit of each of its members (in member order), where the records hold the
+    audit's last stage."""
+    stages = protocol.audit_stages
+    out: dict[tuple[str, str], list[FastAudit]] = {}
     pass_end = protocol.attacks[protocol.attacks.index(stages[0]) - 1]
-    for (model, eps), rows in records[records["attack"] == stages[-1]].groupby(["model", "eps"], sort=False):
-        mine = records[(records["model"] == model) & (records["eps"] == eps)]
+    records = records if "member" in records else records.assign(member=0)
+    last = records[records["attack"] == stages[-1]]
+    for (model, eps, member), rows in last.groupby(["model", "eps", "member"], sort=True):
+        mine = records[(records["model"] == model) & (records["eps"] == eps) & (records["member"] == member)]
         units = [mine[mine["attack"] == audit_unit(s)] for s in stages]
         counts = AuditCounts(stages, len(units[0]), tuple(len(u) - robust(u) for u in units))
-        out[(str(model), str(eps))] = FastAudit(
-            len(rows), robust(mine[mine["attack"] == pass_end]), robust(rows), counts
-        )
+        audit = FastAudit(len(rows), robust(mine[mine["attack"] == pass_end]), robust(rows), counts)
+        out.setdefault((str(model), str(eps)), []).append(audit)
     return out
 
 
+def mean_bound(audits: list[FastAudit]) -> float:
+    """The bound in % of a model's row: its one member's, or the mean of its members' bounds (each
+    one-sided 95% for its member; a member whose audit escalated everything counts its own robust
+    accuracy, which is AutoAttack's)."""
+    values = [a.bound.bound if a.bound else a.survivors / a.examples for a in audits]
+    return 100 * sum(values) / len(values) if any(a.bound for a in audits) else float("nan")
+
+
+def describe_members(audits: list[FastAudit]) -> str:
+    """The audit line of a model: its one member's, or each member's in turn."""
+    if len(audits) == 1:
+        return audits[0].describe()
+    return "; ".join(f"member {i + 1}: {a.describe()}" for i, a in enumerate(audits))
+
+
 def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
-    """:data:`AUDIT_COLUMNS` on every row of an audited run's summary, from its (model, eps)'s audit
-    (the bound in %, NaN where none is needed or the audit is not stored yet)."""
+    """:data:`AUDIT_COLUMNS` on every row of an audited run's summary, from its (model, eps)'s audits
+    (summed over a model's members; the bound in %, NaN where none is needed or the audit is not stored
+    yet)."""
     protocol = audited_protocol(config)
     if protocol is None:
         return
     audits = fast_audits(records, protocol)
-    found = [audits.get((str(m), str(e))) for m, e in zip(summary["model"], summary["eps"])]
-    summary["audited"] = [a.counts.audited if a else 0 for a in found]
-    summary["audit_broken"] = [a.counts.fooled[-1] if a else 0 for a in found]
-    summary["escalated"] = [",".join(a.counts.escalated) if a else "" for a in found]
-    summary["aa_bound"] = [100 * a.bound.bound if a and a.bound else float("nan") for a in found]
-    summary["audit"] = [a.describe() if a else "" for a in found]
+    found = [audits.get((str(m), str(e)), []) for m, e in zip(summary["model"], summary["eps"])]
+    summary["audited"] = [sum(a.counts.audited for a in f) for f in found]
+    summary["audit_broken"] = [sum(a.counts.fooled[-1] for a in f) for f in found]
+    summary["escalated"] = [",".join(dict.fromkeys(s for a in f for s in a.counts.escalated)) for f in found]
+    summary["aa_bound"] = [mean_bound(f) if f else float("nan") for f in found]
+    summary["audit"] = [describe_members(f) if f else "" for f in found]
 
 
 def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:

@@ -385,3 +385,33 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
         advice += [lengthen(r.attack, getattr(r, "settings", None))] if lines[-1][1] else []
     return observed(lines, why_no_curves(rows), f"the attack has not converged: lengthen it ({'; '.join(advice)}) "
                     "and report the lower number")  # fmt: skip
+
+
+def kinds_compared(model: str, ev: Evidence) -> list[str]:
+    """The run's other models of another kind (family) than ``model`` (its +adaptive copy is itself)."""
+    base = model.removesuffix(ADAPTIVE_SUFFIX)
+    family = ev.models.get(base, {}).get("family")
+    others = dict.fromkeys(m.removesuffix(ADAPTIVE_SUFFIX) for m in ev.summary["model"])
+    return [m for m in others if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]
+
+
+def members_of(rows: pd.DataFrame) -> int:
+    """How many members (checkpoints) a model's rows average (1 for a summary without the column)."""
+    return int(rows["members"].max()) if "members" in rows and rows["members"].notna().any() else 1
+
+
+@check("one-checkpoint", "Claims rest on several checkpoints",
+       "the seed papers' std tables (Hosseini & Hosseini 2024, rebuttal: std over 5 training runs): a comparison of "
+       "two training procedures varies from seed to seed",
+       "a comparison with one checkpoint of a kind measures that checkpoint, not its training procedure: "
+       "evaluate several members per model (robeval train-demo --seeds 0-2; --checkpoint NAME=A,B,C) and test the "
+       "difference with robeval compare")  # fmt: skip
+def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    others = kinds_compared(model, ev)
+    members = members_of(rows)
+    if not others:
+        return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
+    if members > 1:
+        return judged(False, f"{members} members: tables show mean ± std, robeval compare tests differences against "
+                             "the seed-to-seed variation")  # fmt: skip
+    return judged(True, f"one checkpoint, compared with {', '.join(others)}: a difference may be the seed's")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -154,13 +155,55 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
         raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
 
 
+# What two sides may differ in and still be compared, named beside the numbers rather than refused.
+NOTED: Registry[Aspect] = Registry("noted comparison aspect")
+
+
+def recorded_code(side: Side, model: str) -> dict[str, str]:
+    """The code a run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256, a plugin's
+    distribution and version), or nothing."""
+    return dict(side.run.info.get("models", {}).get(model, {}).get("code") or {})
+
+
+def code_difference(model: str, a: dict[str, str], b: dict[str, str]) -> str | None:
+    """How one model's recorded code differs between two runs (None: the same, or not recorded)."""
+    if not a or not b or a.get("sha256") == b.get("sha256") and a.get("version") == b.get("version"):
+        return None
+    shown = [
+        f"{(x.get('distribution') or 'file')} {x.get('version') or ''} {Path(x.get('path', '')).name} "
+        f"SHA-256 {str(x.get('sha256'))[:12]}".replace("  ", " ")
+        for x in (a, b)
+    ]
+    return f"{model} ({shown[0]} vs {shown[1]})"
+
+
+def _code(a: Side, b: Side) -> str | None:
+    """The code of a model both sides evaluated under one name: changed between the runs."""
+    models = [a.model] if a.model is not None and a.model == b.model else []
+    if a.model is None and b.model is None:
+        models = [m for m in a.run.info.get("models", {}) if m in b.run.info.get("models", {})]
+    differing = [code_difference(m, recorded_code(a, m), recorded_code(b, m)) for m in models]
+    found = [text for text in differing if text]
+    return f"the models' code ({'; '.join(found)})" if found else None
+
+
+NOTED.add("code", _code)
+
+
+def noted_differences(a: Side, b: Side) -> list[str]:
+    """Every :data:`NOTED` difference between the two sides, as lines a comparison prints."""
+    found = [NOTED[name](a, b) for name in NOTED]
+    return [f"note: {a.label} and {b.label} differ in {text}" for text in found if text]
+
+
 def settings_note(runs: list[StoredRun]) -> str:
-    """The caption's line for runs of one table whose shared attacks ran with different settings (empty
-    when they agree): each differing setting, and which run had which."""
+    """The caption's line for runs of one table whose shared attacks ran with different settings, or
+    whose models' code changed between them (empty when they agree): each difference, and which run
+    had which."""
     first = Side(runs[0])
     parts = []
     for other in runs[1:]:
-        found = _settings(first, Side(other))
+        found = [text for text in (_settings(first, Side(other)), _code(first, Side(other))) if text]
         if found:
-            parts.append(f"runs {first.label} vs {other.run_id} differ in {found}")
+            parts.append(f"runs {first.label} vs {other.run_id} differ in {'; '.join(found)}")
     return "; ".join(parts)

@@ -1,6 +1,9 @@
 """The record schema: what a run stores per example and per convergence-curve point, in one place.
 
-A unit is ``(model, eps, attack, batch)``; its records are one row per example of the batch, the
+A unit is ``(model, eps, attack, batch, member)``: a model may have several members, checkpoints of
+one training procedure (one per training seed), each evaluated on the same examples with the same
+attack seeds; a model of one checkpoint has member 0 only, as every run stored before members existed
+reads.  A unit's records are one row per example of the batch, the
 columns of :data:`RECORD_TYPES` (the engine fills them, the store keeps them, every table is computed
 from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
 (:data:`CURVE_COLUMNS`).  Torch-free and importing nothing of robeval's: the engine, a layer below
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-Unit = tuple[str, str, str, int]  # (model, eps as text, attack or condition, batch)
+Unit = tuple[str, str, str, int, int]  # (model, eps as text, attack or condition, batch, member)
 Columns = dict[str, list]  # one unit's records, column by column
 
 # An audited protocol (``fast``) also stores, per audit stage, a unit named ``audit:<stage>`` whose records
@@ -52,11 +55,12 @@ RECORD_TYPES = {
     "backward_passes": "REAL",
     "min_norm": "REAL",  # a minimum-norm attack's smallest fooling perturbation (0: misclassified clean, inf: none)
     "fp32_top1": "REAL",  # under a reduced --precision, the top-1 hit of the attack crafted again in fp32 (sampled)
+    "member": "INTEGER",  # which of the model's checkpoints (0, 1, ...: the order they were given in; 0 for one)
 }
 RECORD_COLUMNS = list(RECORD_TYPES)
 BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
 # Columns a record may leave out, with the value it then gets (NaN: not a minimum-norm attack, not re-checked).
-RECORD_DEFAULTS = {"min_norm": float("nan"), "fp32_top1": float("nan")}
+RECORD_DEFAULTS: dict[str, Any] = {"min_norm": float("nan"), "fp32_top1": float("nan"), "member": 0}
 
 
 def new_columns() -> Columns:
@@ -82,9 +86,11 @@ class UnitCurve:
 
 
 # A curve as stored: one row per unit and point (point 0 = the attack's start, then every 1/20 of its budget)
-CURVE_COLUMNS = ["model", "eps", "attack", "batch", "point", "position", "robust", "examples"]
+CURVE_COLUMNS = ["model", "eps", "attack", "batch", "point", "position", "robust", "examples", "member"]
 
 
 def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:
     """``curve`` of ``unit`` as rows of :data:`CURVE_COLUMNS`."""
-    return [(*unit, j, p, r, curve.examples) for j, (p, r) in enumerate(zip(curve.positions, curve.robust))]
+    *where, member = unit
+    points = zip(curve.positions, curve.robust)
+    return [(*where, j, p, r, curve.examples, member) for j, (p, r) in enumerate(points)]

@@ -104,6 +104,7 @@ def plan_recrafting(
         raise UserError(f"run {run_id} has no attack {attack!r} (its attacks: {', '.join(run.config['attacks'])})")
     eps_text = _run_eps(run, eps)
     records = run.records[(run.records["attack"] == attack) & (run.records["eps"] == eps_text)]
+    records = records[records["member"] == 0]  # a model of several checkpoints is drawn by its first
     drawn = _run_models(run, records, models, attack, eps_text)
     bases = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in drawn})
     check_stored_code({**run.config, "models": bases}, run.info, named_code)  # before anything is made

@@ -1,7 +1,7 @@
 """The results store: runs and per-example records in SQLite (Python's sqlite3).
 
 Every table and figure is computed from the records stored here.  A run's work is split into units
-``(model, eps, attack, batch)``; a unit's records and its completion mark are written in one
+``(model, eps, attack, batch, member)``; a unit's records and its completion mark are written in one
 transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
 skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
 one store at once.  The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[v]`` moves a
@@ -30,9 +30,9 @@ from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, UserError
 from ..json_input import load_json
 from ..machine import process_start
-from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, UnitCurve, curve_rows
+from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, Unit, UnitCurve, curve_rows
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 V1_COLUMNS = RECORD_COLUMNS[: RECORD_COLUMNS.index("min_norm")]  # the records of schema 1; later columns by migration
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
@@ -93,6 +93,42 @@ ALTER TABLE records_v6 RENAME TO records;
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack)
 """
 
+# A model may have several members (checkpoints of one training procedure): schema 7 adds the member to
+# the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
+# a store of an older schema holds is member 0, one checkpoint per model.
+_V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
+_MEMBERS = f"""
+CREATE TABLE records_v7 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    {", ".join(f"{c} {RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
+    min_norm REAL, fp32_top1 REAL, member INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, model, member, eps, attack, example)
+);
+INSERT INTO records_v7 ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
+DROP TABLE records;
+ALTER TABLE records_v7 RENAME TO records;
+CREATE INDEX records_by_run ON records(run_id, model, member, eps, attack);
+CREATE TABLE units_v7 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    seconds REAL, member INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, model, eps, attack, batch, member)
+);
+INSERT INTO units_v7 (run_id, model, eps, attack, batch, seconds) SELECT run_id, model, eps, attack, batch, seconds FROM units;
+DROP TABLE units;
+ALTER TABLE units_v7 RENAME TO units;
+CREATE TABLE curves_v7 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL,
+    member INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, model, eps, attack, batch, member, point)
+);
+INSERT INTO curves_v7 ({_V6_CURVE_COLUMNS}) SELECT {_V6_CURVE_COLUMNS} FROM curves;
+DROP TABLE curves;
+ALTER TABLE curves_v7 RENAME TO curves
+"""
+
 MIGRATIONS: dict[int, str] = {
     0: _SCHEMA_V1,
     1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
@@ -100,6 +136,7 @@ MIGRATIONS: dict[int, str] = {
     3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
     4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
     5: _NULLABLE_NORMS,  # linf / l2 may be NULL (no clean image to measure against)
+    6: _MEMBERS,  # several checkpoints per model: the member in records, units and curves
 }
 OUR_TABLES = {"runs", "units", "records"}
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -424,9 +461,9 @@ class Store:
         return status
 
     # -- units and records ----------------------------------------------------------------------
-    def done_units(self, run_id: str) -> set[tuple[str, str, str, int]]:
-        rows = self.conn.execute("SELECT model, eps, attack, batch FROM units WHERE run_id = ?", (run_id,))
-        return {(m, e, a, int(b)) for m, e, a, b in rows}
+    def done_units(self, run_id: str) -> set[Unit]:
+        rows = self.conn.execute("SELECT model, eps, attack, batch, member FROM units WHERE run_id = ?", (run_id,))
+        return {(m, e, a, int(b), int(k)) for m, e, a, b, k in rows}
 
     def worker_path(self, rank: int) -> Path:
         return worker_store_path(self.path, rank)
@@ -436,7 +473,7 @@ class Store:
         return sorted(q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isdigit())
 
     def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
-        """Batches stored per (model, eps, attack) of ``run_id``."""
+        """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""
         rows = self.conn.execute(
             "SELECT model, eps, attack, COUNT(*) FROM units WHERE run_id = ? GROUP BY model, eps, attack", (run_id,)
         )
@@ -445,9 +482,9 @@ class Store:
     def write_units(
         self,
         run_id: str,
-        units: Iterable[tuple[tuple[str, str, str, int], float]],
+        units: Iterable[tuple[Unit, float]],
         records: dict[str, list],
-        curves: Iterable[tuple[tuple[str, str, str, int], UnitCurve]] = (),
+        curves: Iterable[tuple[Unit, UnitCurve]] = (),
     ) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
         columns = ["run_id", *RECORD_COLUMNS]
@@ -461,7 +498,7 @@ class Store:
                 )
                 conn.executemany(f"INSERT INTO curves VALUES ({', '.join('?' * (1 + len(CURVE_COLUMNS)))})", points)
                 conn.executemany(
-                    "INSERT INTO units (run_id, model, eps, attack, batch, seconds) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO units (run_id, model, eps, attack, batch, member, seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [(run_id, *key, seconds) for key, seconds in units],
                 )
                 if self.holder is not None:  # a sign of life for a resume on another machine
@@ -472,20 +509,21 @@ class Store:
                 f"cannot write to results store {self.path} ({exc}); the units stored so far are kept"
             ) from None
 
-    def unit_records(self, run_id: str, model: str, attacks: Iterable[str]) -> list[dict[str, Any]]:
-        """The stored records of ``model``'s units of ``attacks``, one dict per record, as stored (what a
-        second pass over a run's batches reads back: robeval.evaluation.fast_run)."""
+    def unit_records(self, run_id: str, model: str, member: int, attacks: Iterable[str]) -> list[dict[str, Any]]:
+        """The stored records of the units of ``attacks`` of ``model``'s ``member``, one dict per record, as
+        stored (what a second pass over a run's batches reads back: robeval.evaluation.fast_run)."""
         names = list(attacks)
         rows = self.conn.execute(
-            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? AND model = ? "
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? AND model = ? AND member = ? "
             f"AND attack IN ({', '.join('?' * len(names))})",
-            (run_id, model, *names),
+            (run_id, model, member, *names),
         )
         return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
     def records(self, run_id: str) -> pd.DataFrame:
         df = pd.read_sql_query(
-            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? ORDER BY model, eps, attack, example",
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? "
+            "ORDER BY model, member, eps, attack, example",
             self.conn,
             params=(run_id,),
         )
@@ -499,7 +537,8 @@ class Store:
         """The stored convergence-curve points of ``run_id``, one row per unit and point
         (:data:`CURVE_COLUMNS`; robeval.results.convergence sums them over batches)."""
         return pd.read_sql_query(
-            f"SELECT {', '.join(CURVE_COLUMNS)} FROM curves WHERE run_id = ? ORDER BY model, eps, attack, batch, point",
+            f"SELECT {', '.join(CURVE_COLUMNS)} FROM curves WHERE run_id = ? "
+            "ORDER BY model, member, eps, attack, batch, point",
             self.conn,
             params=(run_id,),
         )

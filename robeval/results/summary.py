@@ -1,4 +1,13 @@
-"""Per-example outcomes and the summaries computed from them (never from running counters)."""
+"""Per-example outcomes and the summaries computed from them (never from running counters).
+
+A model of several members (checkpoints of one training procedure) has one row per eps and attack like
+any other: each figure is first computed per member, from that member's records alone (its ``any`` the
+worst case over its own attacks), then combined over the members (:data:`OVER_MEMBERS`: top-1 and top-5
+their mean).  A run with such a model adds ``members``, the sample standard deviations ``top1_std`` and
+``top5_std`` (n - 1; NaN for one member) and each member's own values, ``member_top1`` and
+``member_top5`` (lists in member order); a run whose models have one member each has the columns it
+always had.
+"""
 
 from __future__ import annotations
 
@@ -20,22 +29,31 @@ from .records import RECORD_COLUMNS, audited_stage
 
 @dataclass
 class Coverage:
-    """Which units of a run are stored: per (model, eps, attack) the batches done, of ``batches``.
+    """Which units of a run are stored: per (model, eps, attack) the batches done over every member, of
+    ``batches`` per member (``members``: a model's checkpoints where it has several).
 
     ``batches`` is the run's plan (None for a store written before robeval recorded it: then the most
     batches any unit of the run reached)."""
 
     done: dict[tuple[str, str, str], int] = field(default_factory=dict)
     batches: int | None = None
+    members: dict[str, int] = field(default_factory=dict)
 
-    def expected(self) -> int:
-        return self.batches if self.batches is not None else max(self.done.values(), default=0)
+    def expected(self, model: str = "") -> int:
+        if self.batches is None:
+            return max(self.done.values(), default=0)
+        return self.batches * self.members.get(model, 1)
 
     def complete(self, model: str, eps: str, attack: str) -> bool:
-        return self.done.get((model, eps, attack), 0) >= self.expected()
+        return self.done.get((model, eps, attack), 0) >= self.expected(model)
 
     def fraction(self, model: str, eps: str, attack: str) -> str:
-        return f"{self.done.get((model, eps, attack), 0)}/{self.expected()}"
+        return f"{self.done.get((model, eps, attack), 0)}/{self.expected(model)}"
+
+
+def with_member(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` with their ``member`` column (member 0 for records made without one)."""
+    return records if "member" in records else records.assign(member=0)
 
 
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
@@ -57,7 +75,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
     that stopped half-way would mix examples attacked and not."""
-    sub = records[records["attack"].isin([CLEAN, *attacks])]
+    sub = with_member(records[records["attack"].isin([CLEAN, *attacks])])
     if coverage is not None and len(sub):
         units = sub[["model", "eps", "attack"]].drop_duplicates()
         finished = [a == CLEAN or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
@@ -66,7 +84,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     sub = sub.merge(covered, on=["model", "eps"])  # no worst case where no attack finished
     if sub.empty or not attacks:
         return records.iloc[0:0]
-    keys = ["model", "eps", "eps_value", "example"]
+    keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
     agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
     agg["attack"] = ANY
     agg["adv_pred"] = -1
@@ -121,18 +139,55 @@ UNIT_FIGURES = {
 }
 
 
-def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Per (model, eps, attack): the figures of its summary row (one group-by)."""
+# How a figure of a model's members combines into the model's row: their mean, the examples of the
+# member that has most (a partial run), the fp32 re-check's counts summed.
+OVER_MEMBERS = {
+    **dict.fromkeys(UNIT_FIGURES, "mean"),
+    "n": "max",
+    **dict.fromkeys(("fp32_checked", "fp32_fooled", "fp32_rescued"), "sum"),
+}
+MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5")
+
+
+def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+    """Per (model, eps, attack): the figures of its summary row, per member in member order (one
+    group-by)."""
+    records = with_member(records)
     fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
     robust = records["adv_top1"].astype(bool)
     records = records.assign(
         fp32_checked=fp32.notna(), fp32_fooled=robust & (fp32 == 0), fp32_rescued=~robust & (fp32 == 1)
     )
-    return (
-        records.groupby(["model", "eps", "attack"], sort=False)
+    per_member = (
+        records.groupby(["model", "eps", "attack", "member"], sort=False)
         .agg(**UNIT_FIGURES, **{c: (c, "sum") for c in ("fp32_checked", "fp32_fooled", "fp32_rescued")})
+        .sort_index(level="member", sort_remaining=False, kind="stable")
         .to_dict("index")
     )
+    out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for (model, eps, attack, _), figures in per_member.items():
+        out.setdefault((model, eps, attack), []).append(figures)
+    return out
+
+
+def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model's figures from its members' (:data:`OVER_MEMBERS`); one member's as they are."""
+    if len(members) == 1:
+        return members[0]
+    frame = pd.DataFrame(members)
+    return {name: frame[name].agg(how) for name, how in OVER_MEMBERS.items()}
+
+
+def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """The columns of a model's members (:data:`MEMBER_COLUMNS`): how many, the sample std (n - 1) of
+    their top-1 and top-5 (%), and each one's value."""
+    out: dict[str, Any] = {"members": len(members)}
+    for metric in ("top1", "top5"):
+        values = [100.0 * float(m[metric]) for m in members]
+        std = float(pd.Series(values).std(ddof=1)) if len(values) > 1 else float("nan")
+        out[f"{metric}_std"] = round(std, 2)
+        out[f"member_{metric}"] = [round(v, 2) for v in values]
+    return out
 
 
 def summarize(
@@ -150,7 +205,8 @@ def summarize(
 
     Models come in ``model_order`` (then any others in record order); one group-by computes every row.
     Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows
-    name the attacks they are the worst case over (``any_over``), the finished ones only.
+    name the attacks they are the worst case over (``any_over``), the finished ones only.  A model of
+    several members combines theirs (the module docstring).
     """
     full = (
         pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
@@ -158,21 +214,23 @@ def summarize(
     if full.empty:
         return pd.DataFrame()
     groups = unit_aggregates(full)
+    several = any(len(g) > 1 for g in groups.values())
     over = any_coverage(records, attacks, coverage)
     order = [CLEAN, *attacks] + ([ANY] if attacks else []) + list(shifted or [])
     present = list(dict.fromkeys(records["model"]))
     ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
     rows = []
     for model, eps, attack in ((m, e, a) for m in ordered for e in eps_order for a in order):
-        g = groups.get((model, eps, attack))
-        if g is None:
+        members = groups.get((model, eps, attack))
+        if members is None:
             continue
-        row = _row(model, eps, attack, g, models_meta.get(model, {}), norm)
+        row = _row(model, eps, attack, over_members(members), models_meta.get(model, {}), norm)
         done = attack == ANY or coverage is None or coverage.complete(model, eps, attack)
         row.update(
             status="complete" if done else "partial",
             any_over=over.get((model, eps), "") if attack == ANY else "",
             batches="" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
+            **(member_spread(members) if several else {}),
         )
         rows.append(row)
     return pd.DataFrame(rows)
@@ -197,7 +255,8 @@ def run_summary(
     eps_order = [e for e in eps_order if e in set(records["eps"])]
     models_meta = run.get("models", {})
     shifted = [c.name for c in run_conditions(config)]
-    coverage = None if done_units is None else Coverage(done_units, run.get("plan", {}).get("batches"))
+    plan = run.get("plan", {})
+    coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
     summary = summarize(
         records,
         config["attacks"],
