@@ -65,7 +65,8 @@ def tutorial(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        out[" ".join(command.split()[:2])] = done
+        out[command] = done
+        out.setdefault(" ".join(command.split()[:2]), done)  # the first command of each verb by its verb
     out["work"] = work  # type: ignore[assignment]
     return out
 
@@ -76,7 +77,9 @@ def test_the_page_has_the_steps_it_promises():
     assert len(layer.splitlines()) <= 30 and "def forward(self, x, attn_mask=None)" in layer
     assert '[project.entry-points."robeval.attention"]' in files[f"{PACKAGE}/pyproject.toml"]
     verbs = [c.split()[1] if c.startswith("robeval") else c.split()[0] for c in commands]
-    assert verbs == ["pip", "models", "train-demo", "run", "table", "compare", "check", "report"]
+    assert verbs == ["pip", "models", "train-demo", "train-demo", "run", "table", "compare", "check", "report"]
+    trained = [c for c in commands if c.startswith("robeval train-demo")]
+    assert all("--seeds 0-2" in c for c in trained) and len({c.replace(MODEL, "digits-deit") for c in trained}) == 1
 
 
 def test_the_plugin_kind_is_listed_as_a_family_with_its_package(tutorial):
@@ -87,10 +90,16 @@ def test_the_plugin_kind_is_listed_as_a_family_with_its_package(tutorial):
     assert "digits-deit" in rows and "robeval" in rows["digits-deit"]
 
 
-def test_train_demo_says_the_accuracy_it_reached(tutorial):
-    said = tutorial["robeval train-demo"].stdout
-    accuracy = float(re.search(rf"{MODEL}: clean accuracy ([\d.]+)%", said).group(1))
-    assert 50 < accuracy <= 100 and (tutorial["work"] / "cosine.safetensors").stat().st_size > 10_000
+def test_train_demo_trains_three_seeds_of_both_the_same_way_and_says_each_accuracy_and_the_spread(tutorial):
+    for model in (MODEL, "digits-deit"):
+        command = next(c for c in tutorial if c.startswith("robeval train-demo") and f"--model {model} " in c)
+        said = tutorial[command].stdout
+        seeds = [float(a) for a in re.findall(rf"{model} seed \d: clean accuracy ([\d.]+)%", said)]
+        assert len(seeds) == 3 and all(50 < a <= 100 for a in seeds), said
+        mean, std = map(float, re.search(rf"{model}: clean accuracy ([\d.]+) ± ([\d.]+)% over 3 seeds", said).groups())
+        assert abs(mean - sum(seeds) / 3) < 0.01 and std >= 0
+        for seed in range(3):
+            assert (tutorial["work"] / "seeds" / f"{model}-seed{seed}.safetensors").stat().st_size > 10_000
 
 
 def _rows(markdown: str) -> dict[str, list[str]]:
@@ -98,16 +107,18 @@ def _rows(markdown: str) -> dict[str, list[str]]:
             for line in markdown.splitlines() if line.startswith("| ")) if cells[0] not in ("Model", "eps")}  # fmt: skip
 
 
-def test_run_and_table_show_both_models_under_both_attacks(tutorial):
-    assert MODEL in tutorial["robeval run"].stdout and "digits-deit" in tutorial["robeval run"].stdout
+def test_run_and_table_show_both_models_of_three_members_as_mean_and_std(tutorial):
+    said = tutorial["robeval run"].stdout
+    assert f"over each model's members (checkpoints, one per training seed) (digits-deit: 3, {MODEL}: 3)" in said
     table = tutorial["robeval table"].stdout
     assert "FGSM Top-1" in table and "PGD Top-1" in table and "n = 64" in table
+    assert f"(digits-deit: 3, {MODEL}: 3)" in table
     rows = _rows(table)
     assert set(rows) == {"digits-deit", MODEL}
     for cells in rows.values():
-        values = [float(c.strip("*")) for c in cells]
-        assert len(values) == 8 and all(0 <= v <= 100 for v in values)
-        clean, fgsm, pgd = values[0], values[2], values[4]
+        means, stds = zip(*(map(float, c.strip("*").split(" ± ")) for c in cells))
+        assert len(means) == 8 and all(0 <= v <= 100 for v in means) and all(0 <= s <= 60 for s in stds)
+        clean, fgsm, pgd = means[0], means[2], means[4]
         assert pgd <= clean and fgsm <= clean
 
 
@@ -116,10 +127,12 @@ def test_check_covers_the_plugin_model(tutorial):
     assert "Soundness checks" in said and "finished" in said
 
 
-def test_compare_and_report_take_the_plugin_model(tutorial):
-    rows = {line.split("|")[2].strip(): line for line in tutorial["robeval compare"].stdout.splitlines()
-            if line.startswith("| 8/255")}  # fmt: skip
+def test_compare_tests_the_claim_over_the_members_and_the_report_takes_the_plugin_model(tutorial):
+    said = tutorial["robeval compare"].stdout
+    rows = {line.split("|")[2].strip(): line for line in said.splitlines() if line.startswith("| 8/255")}
     assert set(rows) == {"clean", "fgsm", "pgd", "any"}
+    assert "(3 members)" in said and re.search(r"any at eps 8/255: .* 95% interval \[[-+\d.]+, [-+\d.]+\]: ", said)
+    assert "seed-to-seed variation" in said.splitlines()[-1]
     page = (tutorial["work"] / "report.html").read_text()
     assert MODEL in page and "regenerated adversarial examples" in page
     efficiency = page[page.index('id="efficiency"') : page.index('id="compare"')]

@@ -14,7 +14,7 @@ from .. import __version__
 from ..attacks import get_attack_spec
 from ..machine import cpu_peak_bytes
 from .plan import RunPlan
-from .protocols import get_protocol
+from .protocols import Protocol, get_protocol
 
 CASCADE_RANDOMNESS = (
     "--cascade: AutoAttack's own draws, seeded by --seed and reset for every call as in AutoAttack(seed=...): "
@@ -107,6 +107,22 @@ def randomness(config) -> dict[str, str]:
     return out
 
 
+def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:
+    """The protocol in run.json: its name, space and threat model, each attack's labels and box, and an
+    audited protocol's audit (stages and rate)."""
+    facts = {
+        "name": protocol.name,
+        "description": protocol.description,
+        "space": protocol.space,
+        "valid_threat_model": protocol.valid_threat_model,
+        "labels": {a: protocol.label_source(a) for a in attacks},
+        "box": {a: protocol.box(a) for a in attacks},
+    }
+    if protocol.audit_stages:
+        facts["audit"] = {"stages": list(protocol.audit_stages), "rate": protocol.audit_rate}
+    return facts
+
+
 def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[str, Any]:
     """``run.json``: configuration, protocol, settings, models, data, what was skipped, timings, versions."""
     config, protocol = plan.config, plan.protocol
@@ -119,19 +135,7 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - log.started, 3),
         "config": {**asdict(config), "eps": eps, "checkpoints": config.stored_checkpoints()},
-        "protocol": {
-            "name": protocol.name,
-            "description": protocol.description,
-            "space": protocol.space,
-            "valid_threat_model": protocol.valid_threat_model,
-            "labels": {a: protocol.label_source(a) for a in config.attacks},
-            "box": {a: protocol.box(a) for a in config.attacks},
-            **(
-                {"audit": {"stages": list(protocol.audit_stages), "rate": protocol.audit_rate}}
-                if protocol.audit_stages
-                else {}
-            ),
-        },
+        "protocol": protocol_facts(protocol, config.attacks),
         "attack_settings": dict(plan.settings),
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
         "randomness": randomness(config),
