@@ -14,7 +14,8 @@ T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """``registry.add(name, entry)`` once; ``registry.get(name)`` or a :class:`~robeval.errors.UserError`."""
+    """``registry.add(name, entry)`` once; ``registry.require(name)`` returns it or raises a
+    :class:`~robeval.errors.UserError` (``get`` is Mapping's: ``None`` or a default for a missing name)."""
 
     def __init__(self, what: str, listed_by: str | None = None) -> None:
         self.what, self.listed_by = what, listed_by
@@ -26,7 +27,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._entries[name] = entry
         return entry
 
-    def get(self, name: str) -> T:  # type: ignore[override]  # a lookup, not Mapping.get's default
+    def require(self, name: str) -> T:
         return lookup(self._entries, name, self.what, self.listed_by)
 
     def remove(self, name: str) -> None:

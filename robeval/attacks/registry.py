@@ -139,7 +139,7 @@ def list_attacks() -> list[AttackSpec]:
 
 
 def get_attack_spec(name: str) -> AttackSpec:
-    return ATTACKS.get(name)
+    return ATTACKS.require(name)
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:

@@ -169,4 +169,4 @@ def get_spec(name: str) -> ModelSpec:
             if spec is not None:
                 return spec
         check_callable_named(name)
-    return MODELS.get(name)
+    return MODELS.require(name)
