@@ -4,9 +4,8 @@ registry gives for an unknown name (with the closest names suggested)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from .errors import lookup
 
@@ -42,10 +41,3 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def placed(target: str) -> Any:
-    """The object at ``module:name`` (its module imported now): how a registration that is data names
-    its class or function, read only when it is first used (as an entry point names its object)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)

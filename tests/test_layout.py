@@ -26,7 +26,7 @@ LAYERS = [
     ("robeval.models",),
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
+     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.lazy", "robeval.options", "robeval.precision", "robeval.zoo",
      "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input",
      "robeval.results.records"),  # the record schema: the engine writes in it, robeval.results reads it
 ]
