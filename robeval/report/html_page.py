@@ -155,7 +155,7 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
     stored = [run.info.get("models", {}) for run in page.runs]
     for shown in dict.fromkeys(page.summary["model"]):
         model = shown.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
-        meta = next((models[model] for models in stored if model in models), {})
+        meta: dict[str, Any] = next((models[model] for models in stored if model in models), {})
         if meta.get("source"):  # a module the run was given, or built from the user's code
             params, gflops = meta.get("params"), meta.get("gflops_per_image")
             rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
