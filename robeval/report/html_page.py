@@ -60,7 +60,7 @@ def section(fn: Builder) -> Builder:
     return SECTIONS.add(fn.__name__, fn)
 
 
-def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, ...] = ()) -> Markup:
+def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Markup:
     """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
     head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
     rows = "".join(
@@ -69,8 +69,7 @@ def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, 
         + "</tr>"
         for _, row in frame.iterrows()
     )
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return Markup(f'<table class="sortable">{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+    return Markup(f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
 def _cell(value: Any) -> str:
