@@ -17,23 +17,22 @@ loading torch.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
+from .lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "evaluate": "api",
-    "evaluate_full": "api",
-    "load_model": "api",
-    "benchmark": "api",
-    "open_run": "results_api",
-    "ModelConfig": "model_config",
-    "Members": "models.given",
-    "attacks": None,
-    "models": None,
-}
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        **{name: f".api:{name}" for name in ("evaluate", "evaluate_full", "load_model", "benchmark")},
+        "open_run": ".results_api:open_run",
+        "ModelConfig": ".model_config:ModelConfig",
+        "Members": ".models.given:Members",
+        "attacks": ".attacks",
+        "models": ".models",
+    },
+)
 
 __all__ = [
     "DEFAULT_EPS",
@@ -48,12 +47,3 @@ __all__ = [
     "load_model",
     "open_run",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'robeval' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
-    return module if _LAZY[name] is None else getattr(module, name)

@@ -4,9 +4,8 @@ registry gives for an unknown name (with the closest names suggested)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from .errors import lookup
 
@@ -14,7 +13,8 @@ T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """``registry.add(name, entry)`` once; ``registry.get(name)`` or a :class:`~robeval.errors.UserError`."""
+    """``registry.add(name, entry)`` once; ``registry.require(name)`` returns it or raises a
+    :class:`~robeval.errors.UserError` (``get`` is Mapping's: ``None`` or a default for a missing name)."""
 
     def __init__(self, what: str, listed_by: str | None = None) -> None:
         self.what, self.listed_by = what, listed_by
@@ -26,7 +26,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._entries[name] = entry
         return entry
 
-    def get(self, name: str) -> T:  # type: ignore[override]  # a lookup, not Mapping.get's default
+    def require(self, name: str) -> T:
         return lookup(self._entries, name, self.what, self.listed_by)
 
     def remove(self, name: str) -> None:
@@ -41,10 +41,3 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def placed(target: str) -> Any:
-    """The object at ``module:name`` (its module imported now): how a registration that is data names
-    its class or function, read only when it is first used (as an entry point names its object)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)

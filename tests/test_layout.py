@@ -1,4 +1,5 @@
-"""The layout holds: no import cycle in robeval/ (imports inside functions count, ``import_module("...")``
+"""The layout holds: docs/layout.md names every module of robeval/ once and nothing that does not exist;
+no import cycle in robeval/ (imports inside functions count, ``import_module("...")``
 with a literal name counts as an import, and importing a.b.c runs a/__init__ and a/b/__init__ first),
 and no module imports from a layer above its own (../shared/ARCHITECTURE.md's order); every function is
 short enough to hold in mind."""
@@ -6,11 +7,14 @@ short enough to hold in mind."""
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robeval"
+LAYOUT_PAGE = PACKAGE.parent / "docs" / "layout.md"
 
 # ARCHITECTURE.md's layers, top to bottom: a module may import its own layer and the layers below.
 LAYERS = [
@@ -26,7 +30,7 @@ LAYERS = [
     ("robeval.models",),
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.options", "robeval.precision", "robeval.zoo",
+     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.lazy", "robeval.options", "robeval.precision", "robeval.zoo",
      "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input",
      "robeval.results.records"),  # the record schema: the engine writes in it, robeval.results reads it
 ]
@@ -172,3 +176,18 @@ def test_every_function_is_under_forty_body_lines(name):
     long = [f"{fn.name} ({_body_lines(fn)})" for fn in ast.walk(tree)
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(fn) > MAX_BODY_LINES]
     assert long == []
+
+
+def _named_paths() -> list[str]:
+    """Every path docs/layout.md names in backticks (``robeval/...``, ``scripts/...``, ``docs/...``, ...)."""
+    return re.findall(r"`((?:robeval|scripts|docs|benchmarks|tests)/[^`*]*)`", LAYOUT_PAGE.read_text())
+
+
+def test_layout_page_names_every_module_once():
+    named = Counter(_named_paths())
+    files = sorted(str(path.relative_to(PACKAGE.parent)) for path in PACKAGE.rglob("*.py"))
+    assert [f for f in files if named[f] != 1] == []
+
+
+def test_layout_page_names_nothing_that_does_not_exist():
+    assert [p for p in _named_paths() if not (PACKAGE.parent / p).exists()] == []

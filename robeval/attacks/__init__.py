@@ -4,9 +4,9 @@ torch; a class and the torch helpers (``Attack``, ``margin``, ``seeded_rng``) ar
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_attributes
 from . import catalog  # noqa: F401  (robeval's attacks, as data)
 from .registry import (
     SUITE,
@@ -22,7 +22,8 @@ from .registry import (
 if TYPE_CHECKING:
     from .base import Attack, margin, seeded_rng
 
-_FROM_BASE = ("Attack", "margin", "seeded_rng")  # need torch: imported when asked for
+# need torch: imported when asked for
+__getattr__ = lazy_attributes(__name__, {name: f".base:{name}" for name in ("Attack", "margin", "seeded_rng")})
 
 __all__ = [
     "SUITE",
@@ -37,9 +38,3 @@ __all__ = [
     "resolve_settings",
     "seeded_rng",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _FROM_BASE:
-        raise AttributeError(f"module 'robeval.attacks' has no attribute {name!r}")
-    return getattr(importlib.import_module(".base", __name__), name)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from ..attack_settings import apply_settings
 from ..defaults import NOT_ATTACKS
 from ..errors import UserError, lookup
-from ..registry import Registry, placed
+from ..lazy import placed
+from ..registry import Registry
 
 if TYPE_CHECKING:
     from torch import nn
@@ -139,7 +140,7 @@ def list_attacks() -> list[AttackSpec]:
 
 
 def get_attack_spec(name: str) -> AttackSpec:
-    return ATTACKS.get(name)
+    return ATTACKS.require(name)
 
 
 def parse_attack_list(text: str | list[str] | None) -> list[str]:

@@ -169,7 +169,7 @@ def compare_cmd(
     from ..report.comparison import FORMATS
     from ..results_api import runs_named
 
-    FORMATS.get(format)  # a bad format is refused before the store is read
+    FORMATS.require(format)  # a bad format is refused before the store is read
     emit(opened(runs_named(a, b), store, say=False).compare(a, b, seed).render(format), out)
 
 

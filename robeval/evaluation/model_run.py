@@ -87,10 +87,9 @@ class Batch:
 
 class ModelRun:
     """Member ``member`` of model ``job`` of ``plan``, loaded for ``data``: its units still to do (those
-    not in ``done``), its
-    attacks (transfer attacks craft on ``source``), and ``log``: what the run learns of it.
-    ``partial`` hears how far a long attack has got inside its unit (images' worth); ``checks``: run
-    the model checks (robeval.evaluation.model_checks) on its first batch."""
+    not in ``done``), its attacks (transfer attacks craft on ``source``), and ``log``: what the run
+    learns of it.  ``partial`` hears how far a long attack has got inside its unit (images' worth);
+    ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
 
     def __init__(
         self,

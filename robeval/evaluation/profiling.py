@@ -190,10 +190,8 @@ def profile(
                 bench.time_once(kind)
     rows = []
     for bench in benches:
-        if not memory:
-            pass_memory = None
-        else:
-            pass_memory = gpu_pass_memory(bench) if dev.type == "cuda" else cpu_pass_memory(bench.name, batch_size)
+        on_gpu = memory and dev.type == "cuda"
+        pass_memory = gpu_pass_memory(bench) if on_gpu else cpu_pass_memory(bench.name, batch_size) if memory else None
         rows.append(
             {
                 "model": bench.name,

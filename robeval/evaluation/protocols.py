@@ -196,13 +196,13 @@ register_protocol(
 
 
 def get_protocol(name: str) -> Protocol:
-    return PROTOCOLS.get(name)
+    return PROTOCOLS.require(name)
 
 
 def autoattack_options(version: str) -> dict[str, Any]:
     """The run options of AutoAttack's ``version``: its protocol, and its attacks where they are not the
     protocol's own (None: the protocol's)."""
-    protocol = AUTOATTACK_VERSIONS.get(version)
+    protocol = AUTOATTACK_VERSIONS.require(version)
     return {"protocol": protocol.name, "attacks": ",".join(protocol.autoattack_attacks) or None}
 
 

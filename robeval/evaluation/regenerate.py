@@ -91,14 +91,9 @@ class Regeneration:
     batches: list[int] = field(default_factory=list)  # the run's batches attacked again
 
 
-def per_batch_attacks() -> list[str]:
-    """The attacks whose draws depend on the batch they sit in (their spec's randomness)."""
-    return [s.name for s in list_attacks() if s.randomness == PER_BATCH_IN_LIBRARY]
-
-
 def refusal(attack: str, config: dict[str, Any]) -> str | None:
     """Why ``attack`` of a run with stored ``config`` cannot be crafted again exactly, or None."""
-    per_batch = per_batch_attacks()
+    per_batch = [s.name for s in list_attacks() if s.randomness == PER_BATCH_IN_LIBRARY]  # draws depend on the batch
     if attack in per_batch:
         others = ", ".join(a for a in per_batch if a != attack)
         fine = ", ".join(s.name for s in list_attacks() if s.name not in per_batch)
@@ -118,24 +113,14 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
     return None
 
 
-def rebuild_plan(stored: dict[str, Any], models: list[str] | None = None, **machine: Any) -> RunPlan:
-    """The plan of a stored run (only ``models`` of its models), from its stored configuration (one line
-    when this robeval cannot run it); ``machine``: the options that are no part of it (device, data_dir,
-    threads, trust_checkpoint)."""
-    return make_plan(remake(EvalConfig.from_identity(stored, **machine), models))
-
-
 def regenerate(request: Request) -> Regeneration:
     """Craft the request's examples again through the engine (see the module docstring)."""
-    machine = dict(
-        device=request.device,
-        data_dir=request.data_dir,
-        trust_checkpoint=request.trust_checkpoint,
-        threads=request.threads,
-    )
     models = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models})
     check_stored_code({**request.config, "models": models}, request.info, request.allowed_code)  # before any import
-    plan = rebuild_plan(request.config, models, **machine)
+    # the stored configuration (one line when this robeval cannot run it) with this machine's options
+    machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)
+    stored = EvalConfig.from_identity(request.config, trust_checkpoint=request.trust_checkpoint, **machine)
+    plan = make_plan(remake(stored, models))
     with _threads(request.threads):
         return _regenerate(plan, request)
 

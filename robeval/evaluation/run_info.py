@@ -27,12 +27,7 @@ CASCADE_RANDOMNESS = (
 def versions() -> dict[str, str]:
     import timm
 
-    return {
-        "robeval": __version__,
-        "torch": torch.__version__,
-        "timm": timm.__version__,
-        "python": platform.python_version(),
-    }
+    return dict(robeval=__version__, torch=torch.__version__, timm=timm.__version__, python=platform.python_version())
 
 
 def peak_memory_mb(device: torch.device) -> dict[str, float | None]:
@@ -95,16 +90,14 @@ class RunLog:
 def randomness(config) -> dict[str, str]:
     """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks, and for those
     an audited protocol names)."""
-    out = {a: get_attack_spec(a).randomness for a in config.attacks}
     drawn = get_protocol(config.protocol).library_draws  # an audited protocol's FAB-T and Square: as --cascade's
-    out.update(
-        {
-            a: CASCADE_RANDOMNESS
-            for a in config.attacks
-            if (config.cascade or a in drawn) and getattr(get_attack_spec(a).cls, "library_draws", False)
-        }
-    )
-    return out
+    specs = {a: get_attack_spec(a) for a in config.attacks}
+    return {
+        a: CASCADE_RANDOMNESS
+        if (config.cascade or a in drawn) and getattr(s.cls, "library_draws", False)
+        else s.randomness
+        for a, s in specs.items()
+    }
 
 
 def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:

@@ -4,9 +4,9 @@ comes back as a :class:`NormalizedModel` in eval mode."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_attributes
 from ..model_config import ModelConfig
 from . import catalog  # noqa: F401  (robeval's models, as data)
 from .names import expand_model_patterns
@@ -20,19 +20,23 @@ if TYPE_CHECKING:
     from .wrapper import ModelMeta, NormalizedModel, config_of, set_config
 
 # What needs torch, by the module it is in (imported on first use, so the registry stays torch-free)
-_LAZY = {
-    "EllipticalAttention": "attention.elliptical",
-    "set_elliptical_options": "attention.elliptical",
-    "GivenModel": "given",
-    "Members": "given",
-    "given_from_object": "given",
-    "split_models": "given",
-    **dict.fromkeys(
-        ("build_network", "count_parameters", "load_model", "meta_of", "model_meta", "parameter_count", "wrap_given"),
-        "loading",
+_NEED_TORCH = {
+    "attention.elliptical": ("EllipticalAttention", "set_elliptical_options"),
+    "given": ("GivenModel", "Members", "given_from_object", "split_models"),
+    "loading": (
+        "build_network",
+        "count_parameters",
+        "load_model",
+        "meta_of",
+        "model_meta",
+        "parameter_count",
+        "wrap_given",
     ),
-    **dict.fromkeys(("ModelMeta", "NormalizedModel", "config_of", "set_config"), "wrapper"),
+    "wrapper": ("ModelMeta", "NormalizedModel", "config_of", "set_config"),
 }
+__getattr__ = lazy_attributes(
+    __name__, {name: f".{module}:{name}" for module, names in _NEED_TORCH.items() for name in names}
+)
 
 __all__ = [
     "EllipticalAttention",
@@ -63,9 +67,3 @@ __all__ = [
     "timm_weights",
     "wrap_given",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'robeval.models' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

@@ -243,7 +243,7 @@ def _small_vits() -> None:
             f"{vit} with elliptical attention in blocks 1..6",
             facts,
         )
-        for kind in map(ATTENTION_KINDS.get, HOSSEINI_KINDS):
+        for kind in map(ATTENTION_KINDS.require, HOSSEINI_KINDS):
             build = Lazy(f"{M}.small_vits:small_vit_with_kind", {"data": data, "kind": kind.name})
             with_kind(
                 f"{data}-vit-{kind.name}", kind, build, f"{vit} with {kind.what} attention ({kind.source})", facts

@@ -133,7 +133,7 @@ def resolve(name: str) -> ModelSpec | None:
     if kind is None:
         return None
     _register_kind(kind)
-    return MODELS.get(name)
+    return MODELS.require(name)
 
 
 def _warn_once(group: str, name: str, problem: str) -> None:

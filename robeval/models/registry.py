@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..lazy import placed
 from ..model_config import ModelConfig
 from ..references import check_callable_named
-from ..registry import Registry, placed
+from ..registry import Registry
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
 
@@ -169,4 +170,4 @@ def get_spec(name: str) -> ModelSpec:
             if spec is not None:
                 return spec
         check_callable_named(name)
-    return MODELS.get(name)
+    return MODELS.require(name)

@@ -83,6 +83,6 @@ def load_default_weights(net: nn.Module, name: str, weights: Weights) -> tuple[s
 
     if not weights.exists:
         raise UserError(f"{name} has no public weights; pass --checkpoint {name}=PATH")
-    state, path, sha = WEIGHT_SOURCES.get(weights.kind)(weights.source)
+    state, path, sha = WEIGHT_SOURCES.require(weights.kind)(weights.source)
     load_state_dict_strict(net, state, name, f"{weights.describe()}")
     return path, sha

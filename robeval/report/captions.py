@@ -13,10 +13,6 @@ from ..shifts.catalog import parse_condition
 from .naming import NORM_MATH, data_label, latex_escape
 
 
-def attack_columns(summary: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(summary["attack"]))
-
-
 def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> str:
     """The caption of one eps block, on one line (files); ``latex``: escaped, with the budget in math."""
     return "; ".join(caption_parts(summary, eps, latex, top5))
@@ -151,7 +147,7 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
     """Models x attacks of ``"top1 / top5"`` strings for one eps (mean ± std for a model of several
     members)."""
     sel = summary[summary["eps"] == eps]
-    attacks = attack_columns(sel)
+    attacks = list(dict.fromkeys(sel["attack"]))
     rows = {}
     for model in dict.fromkeys(sel["model"]):
         cells = {}

@@ -82,7 +82,7 @@ class Soundness:
         return self.judged.flags
 
     def render(self, format: str = "md") -> str:
-        return RENDERINGS.get(format)(self.judged)
+        return RENDERINGS.require(format)(self.judged)
 
     def __str__(self) -> str:
         return self.render()

@@ -44,7 +44,7 @@ class Comparison:
     lines: list[str] = field(default_factory=list)
 
     def render(self, format: str = "md") -> str:
-        return FORMATS.get(format)(self)
+        return FORMATS.require(format)(self)
 
     def __str__(self) -> str:
         return self.render()

@@ -80,10 +80,10 @@ def _draw_row(axes, crafted: Crafted, attack: str, names: dict[int, str], label:
         axes[0].set_ylabel(f"#{crafted.example}\ntrue: {_name(names, true)}")
 
 
-def _image(ax, image: np.ndarray, vmin: float = 0.0, vmax: float = 1.0) -> None:
+def _image(ax, image: np.ndarray) -> None:
     """A [C, H, W] image: grey ones in the grey colormap, every pixel a square (nearest)."""
     if image.shape[0] == 1:
-        ax.imshow(image[0], cmap="gray", vmin=vmin, vmax=vmax, interpolation="nearest")
+        ax.imshow(image[0], cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
     else:
         ax.imshow(np.clip(image.transpose(1, 2, 0), 0.0, 1.0), interpolation="nearest")
     ax.set_xticks([])

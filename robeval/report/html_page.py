@@ -60,7 +60,7 @@ def section(fn: Builder) -> Builder:
     return SECTIONS.add(fn.__name__, fn)
 
 
-def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, ...] = ()) -> Markup:
+def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Markup:
     """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
     head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
     rows = "".join(
@@ -69,8 +69,7 @@ def frame_html(frame: pd.DataFrame, caption: str = "", text_columns: tuple[str, 
         + "</tr>"
         for _, row in frame.iterrows()
     )
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return Markup(f'<table class="sortable">{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+    return Markup(f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
 def _cell(value: Any) -> str:
@@ -142,37 +141,27 @@ def checklist(page: Page) -> Section:
     )
 
 
-def _registered(model: str) -> str | None:
-    """The registered model behind a table row (``+adaptive`` and run-id labels removed), if any (found
-    without importing the user's code a row names)."""
-    from ..models.user_code import registered_spec
-
-    spec = registered_spec(model)
-    return spec.name if spec is not None else None
-
-
-def _stored_meta(page: Page, model: str) -> dict[str, Any]:
-    """What the runs stored about ``model`` (the first run that has it)."""
-    return next((run.info.get("models", {})[model] for run in page.runs if model in run.info.get("models", {})), {})
-
-
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
-    """Per model of the page: a registered model counted now, one of the user's code or a module given
-    from Python as its run stored it (parameters, FLOPs per image); and the registered names."""
+    """Per model of the page (``+adaptive`` and run-id labels removed): a registered model counted now
+    (found without importing the user's code a row names), one of the user's code or a module given
+    from Python as the first run that has it stored it (parameters, FLOPs per image); and the
+    registered names."""
     from ..evaluation.config import ADAPTIVE_SUFFIX
     from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
+    from ..models.user_code import registered_spec
 
     rows, names = [], []
+    stored = [run.info.get("models", {}) for run in page.runs]
     for shown in dict.fromkeys(page.summary["model"]):
         model = shown.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
-        meta = _stored_meta(page, model)
+        meta: dict[str, Any] = next((models[model] for models in stored if model in models), {})
         if meta.get("source"):  # a module the run was given, or built from the user's code
             params, gflops = meta.get("params"), meta.get("gflops_per_image")
             rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
                          "gflops_per_image": gflops})  # fmt: skip
-        elif (name := _registered(model)) is not None and name not in names:
-            names.append(name)
-            rows.append(static_efficiency([name]).iloc[0].to_dict())
+        elif (spec := registered_spec(model)) is not None and spec.name not in names:
+            names.append(spec.name)
+            rows.append(static_efficiency([spec.name]).iloc[0].to_dict())
     frame = pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model")
     return frame, names
 

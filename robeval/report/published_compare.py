@@ -65,7 +65,7 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         f"{model} has {members} members: an example's score is the mean over them, and the interval covers the "
         "sampling of examples, not the seed-to-seed variation"
     ] if members > 1 else []  # fmt: skip
-    standard = list(AUTOATTACK_VERSIONS.get("standard").version_attacks())
+    standard = list(AUTOATTACK_VERSIONS.require("standard").version_attacks())
     missing = [a for a in standard if a not in finished_attacks(run, model)]
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")

@@ -34,13 +34,13 @@ from .naming import run_label
 from .shift_table import attack_rows, is_condition, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
-THREE_D = CORRUPTION_SETS.get("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
+THREE_D = CORRUPTION_SETS.require("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
 
 
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
-    version = AUTOATTACK_VERSIONS.get("standard")
+    version = AUTOATTACK_VERSIONS.require("standard")
     attacks = version.version_attacks()
     protocol = rows["protocol"].iloc[0]
     if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:

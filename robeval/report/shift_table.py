@@ -27,10 +27,6 @@ def shift_of(summary: pd.DataFrame) -> pd.Series:
     return summary["shift"].fillna("") if "shift" in summary.columns else pd.Series("", index=summary.index)
 
 
-def has_shift(summary: pd.DataFrame) -> bool:
-    return bool((shift_of(summary) != "").any())
-
-
 def is_condition(summary: pd.DataFrame) -> pd.Series:
     return summary["attack"].map(lambda a: parse_condition(a) is not None)
 
@@ -173,7 +169,7 @@ def shift_blocks(summary: pd.DataFrame, render_grid) -> str:
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """The rows of the attack blocks, and whether a shift block follows.  A shift run without
     attacks has no attack block (its clean accuracy is the shift table's first column)."""
-    if not has_shift(summary):
+    if not (shift_of(summary) != "").any():
         return summary, False
     main = attack_rows(summary)
     return (main if (main["attack"] != CLEAN).any() else main.iloc[0:0]), True

@@ -85,12 +85,12 @@ def error_bars(values: Any, counts: Any) -> np.ndarray:
                      [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
 
 
-def figure(width: float, height: float, panels: int = 1, share_y: bool = True):
+def figure(width: float, height: float, panels: int = 1):
     """A figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style."""
     with paper_style():
         cols = min(4, max(1, panels))
         rows = (panels + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, sharey=share_y)
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, sharey=True)
     for ax in axes.flat[panels:]:
         ax.remove()
     return fig, list(axes.flat[:panels])

@@ -150,4 +150,4 @@ def list_tables() -> list[PaperTable]:
 
 
 def get_table(name: str) -> PaperTable:
-    return TABLES.get(name)
+    return TABLES.require(name)

@@ -1,3 +1,2 @@
-"""Results: the store (SQLite), summaries of the per-example records, the soundness checks (one registry),
-reading stored runs back, and stored examples crafted again and checked (recrafting); robeval.open_run
-(robeval.results_api) is the one-line way in."""
+"""Results: the store and what is read back from it (each module's purpose: docs/layout.md);
+robeval.open_run (robeval.results_api) is the one-line way in."""

@@ -79,27 +79,6 @@ def _values(what: str, a: Any, b: Any) -> str | None:
     return None if a == b else f"{what} ({a} vs {b})"
 
 
-@aspect("protocol")
-def _protocol(a: Side, b: Side) -> str | None:
-    return _values("protocol", a.run.protocol, b.run.protocol)
-
-
-@aspect("threat model")
-def _norm(a: Side, b: Side) -> str | None:
-    return _values("threat model", a.run.config.get("norm"), b.run.config.get("norm"))
-
-
-@aspect("precision")
-def _precision(a: Side, b: Side) -> str | None:
-    return _values("precision", crafting_precision(a.run.config), crafting_precision(b.run.config))
-
-
-@aspect("cascade")
-def _cascade(a: Side, b: Side) -> str | None:
-    on = ("without --cascade", "with --cascade")
-    return _values("cascade", on[bool(a.run.config.get("cascade"))], on[bool(b.run.config.get("cascade"))])
-
-
 def _data(side: Side) -> str:
     config = side.run.config
     shift = f" under --shift {config['shift']}" if config.get("shift") else ""
@@ -107,9 +86,16 @@ def _data(side: Side) -> str:
     return f"{side.run.data}{shift}{labels}"
 
 
-@aspect("data")
-def _data_set(a: Side, b: Side) -> str | None:
-    return _values("data", _data(a), _data(b))
+def _same(what: str, value: Callable[[Side], Any]) -> None:
+    """An aspect in which the sides differ when ``value`` of each differs."""
+    ASPECTS.add(what, lambda a, b: _values(what, value(a), value(b)))
+
+
+_same("protocol", lambda side: side.run.protocol)
+_same("threat model", lambda side: side.run.config.get("norm"))
+_same("precision", lambda side: crafting_precision(side.run.config))
+_same("cascade", lambda side: ("without --cascade", "with --cascade")[bool(side.run.config.get("cascade"))])
+_same("data", _data)
 
 
 @aspect("examples")

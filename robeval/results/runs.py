@@ -22,13 +22,8 @@ def load_run(store: Store, run_id: str, empty_ok: bool = False) -> StoredRun:
     records = store.records(run_id)
     if records.empty and not empty_ok:
         raise UserError(f"run {run_id} has no stored records yet")
-    summary = run_summary(
-        records,
-        {**info, "run_id": run_id, "status": row["status"]},
-        config,
-        store.unit_counts(run_id),
-        store.curves(run_id),
-    )
+    described = {**info, "run_id": run_id, "status": row["status"]}
+    summary = run_summary(records, described, config, store.unit_counts(run_id), store.curves(run_id))
     return StoredRun(run_id, info, config, records, summary, row["status"])
 
 

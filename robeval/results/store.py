@@ -80,34 +80,30 @@ CREATE TABLE curves (
 # constraint, so schema 6 copies the records into a table that allows NULL there.
 NULLABLE = ("linf", "l2")
 _ALL_RECORD_COLUMNS = ", ".join(["run_id", *V1_COLUMNS, "min_norm", "fp32_top1"])
-_NULLABLE_NORMS = f"""
-CREATE TABLE records_v6 (
+
+
+def _records_copy(version: int, member: str, key: str) -> str:
+    """The records copied into a table of schema ``version`` that allows NULL in :data:`NULLABLE`."""
+    return f"""
+CREATE TABLE records_v{version} (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     {", ".join(f"{c} {RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
-    min_norm REAL, fp32_top1 REAL,
-    PRIMARY KEY (run_id, model, eps, attack, example)
+    min_norm REAL, fp32_top1 REAL{member},
+    PRIMARY KEY (run_id, model, {key}eps, attack, example)
 );
-INSERT INTO records_v6 ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
+INSERT INTO records_v{version} ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
 DROP TABLE records;
-ALTER TABLE records_v6 RENAME TO records;
-CREATE INDEX records_by_run ON records(run_id, model, eps, attack)
-"""
+ALTER TABLE records_v{version} RENAME TO records;
+CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
+
+
+_NULLABLE_NORMS = _records_copy(6, "", "")
 
 # A model may have several members (checkpoints of one training procedure): schema 7 adds the member to
 # the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
 # a store of an older schema holds is member 0, one checkpoint per model.
 _V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
-_MEMBERS = f"""
-CREATE TABLE records_v7 (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
-    min_norm REAL, fp32_top1 REAL, member INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, model, member, eps, attack, example)
-);
-INSERT INTO records_v7 ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
-DROP TABLE records;
-ALTER TABLE records_v7 RENAME TO records;
-CREATE INDEX records_by_run ON records(run_id, model, member, eps, attack);
+_MEMBERS = f"""{_records_copy(7, ", member INTEGER NOT NULL DEFAULT 0", "member, ")};
 CREATE TABLE units_v7 (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,

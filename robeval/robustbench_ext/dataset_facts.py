@@ -122,7 +122,7 @@ def threat_model_name(threat_model: Any) -> str:
 
 def benchmark_data(dataset: Any) -> BenchmarkData:
     """RobustBench's data set (its ``BenchmarkDataset`` enum or a string)."""
-    return BENCHMARK_DATA.get(str(getattr(dataset, "value", dataset)))
+    return BENCHMARK_DATA.require(str(getattr(dataset, "value", dataset)))
 
 
 def robustbench_dataset(data: str) -> str:

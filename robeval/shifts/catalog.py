@@ -172,7 +172,7 @@ def class_set(name: str) -> tuple[str, ...]:
 def parse_corruptions(text: str | list[str] | None, corruption_set: str = "imagenet-c") -> list[str]:
     """``--corruptions`` among one set's (ImageNet-C's: ``common``, the default, the 15; ``all``, 19;
     ``extra``; a family; or a comma list); a shift kind parses with its own set."""
-    return CORRUPTION_SETS.get(corruption_set).parse(text)
+    return CORRUPTION_SETS.require(corruption_set).parse(text)
 
 
 def parse_severities(text: str | list[int] | None) -> list[int]:

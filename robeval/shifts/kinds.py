@@ -328,7 +328,7 @@ for _kind in (
 
 
 def get_shift(name: str) -> ShiftKind:
-    return SHIFT_KINDS.get(name)
+    return SHIFT_KINDS.require(name)
 
 
 def run_conditions(config: EvalConfig | Mapping[str, Any]) -> list[Condition]:

@@ -35,4 +35,4 @@ def register_kind(kind: AttentionKind) -> AttentionKind:
 
 
 def get_kind(name: str) -> AttentionKind:
-    return ATTENTION_KINDS.get(name)
+    return ATTENTION_KINDS.require(name)
