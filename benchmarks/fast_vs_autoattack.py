@@ -14,7 +14,8 @@ three sides on the same images, seed 0, all n in one batch, one thread:
 All three call one counting wrapper around the network (robeval's PassCounter: images sent forward,
 images whose gradient flowed back), so every side's count holds everything it did: AutoAttack's own
 checks, robeval's model checks.  For the robeval sides the run's records say the same less those
-checks (printed as the cross-check).  Prints per case each side's robust accuracy and passes, the
+checks and, in a fast run, less the second pass's clean pass of each batch (the records count the clean
+pass once): printed as the cross-check.  Prints per case each side's robust accuracy and passes, the
 ratios to AutoAttack's in forward+backward image-passes and in forward + 2 x backward (a backward
 costs about two forwards: closer to wall time), the per-example table fast against AutoAttack (fooled
 by both / AutoAttack only / fast only / neither) and how many examples cascade and AutoAttack disagree
