@@ -7,10 +7,12 @@ a run resumed in its first or second pass, and one of two workers, equal one run
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
 
+import robeval
 import robeval.evaluation.fast_run as fast_run
 from robeval.api import evaluate_full
 from robeval.errors import UserError
@@ -18,6 +20,7 @@ from robeval.evaluation.config import make_config
 from robeval.evaluation.fast_audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
 from robeval.evaluation.protocols import get_protocol
 from robeval.results.audit_bound import AuditBound
+from robeval.results.audit_summary import audit_lines
 from robeval.results.records import audit_unit
 from robeval.results.store import Store
 
@@ -165,6 +168,20 @@ def test_a_fast_run_is_never_a_leaderboard_entry_nor_compared_with_a_standard_on
                              settings=SHORT, store=path)  # fmt: skip
     compared = cli("compare", f"{run.run_id}:digits-deit", f"{standard.run_id}:digits-deit", "--store", str(path))
     assert one_line_error(compared, "protocol (fast vs standard)")
+
+
+def test_a_model_of_several_members_prints_each_members_audit_and_the_models_bound(monkeypatch):
+    monkeypatch.setattr(fast_run, "audit_sample", every_third)
+    config = robeval.ModelConfig(input_size=(1, 8, 8))
+    members = [(robeval.load_model(name), config) for name in ("digits-deit", "digits-deit-elliptical")]
+    run = evaluate_full(models=[robeval.Members("pair", members)], eps="16/255", n_examples=20, batch_size=10,
+                        protocol="fast", settings=SHORT)  # fmt: skip
+    lines, bound = audit_lines(run.summary), run.summary["aa_bound"].iloc[0]
+    assert [line.split(": ")[1] for line in lines] == ["member 1", "member 2", "over its 2 members"]
+    bounds = [float(re.search(r">= ([0-9.]+)%", line).group(1)) for line in lines]
+    assert bounds[2] == pytest.approx(bound, abs=0.005) == pytest.approx((bounds[0] + bounds[1]) / 2, abs=0.01)
+    table = run.table("md")
+    assert all(line in table for line in lines)
 
 
 def stepped(folder) -> str:

@@ -9,6 +9,8 @@ example); the survivors from the records of the audit's last stage, as every tab
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,10 +99,21 @@ def mean_bound(audits: list[FastAudit]) -> float:
 
 
 def describe_members(audits: list[FastAudit]) -> str:
-    """The audit line of a model: its one member's, or each member's in turn."""
+    """The audit of a model in words: its one member's, or each member's in turn and then the model's bound
+    (one text: a summary cell; :func:`audit_lines` says each part on a line of its own)."""
     if len(audits) == 1:
         return audits[0].describe()
-    return "; ".join(f"member {i + 1}: {a.describe()}" for i, a in enumerate(audits))
+    parts = [f"member {i + 1}: {a.describe()}" for i, a in enumerate(audits)]
+    bound = mean_bound(audits)  # NaN: every member escalated everything
+    model = (
+        "every member's result is AutoAttack's"
+        if math.isnan(bound)
+        else f"AutoAttack's mean robust accuracy >= {bound:.2f}% (the mean of the members' bounds)"
+    )
+    return "; ".join([*parts, f"over its {len(audits)} members: {model}"])
+
+
+MEMBER_PARTS = re.compile(r"; (?=(?:member \d+|over its \d+ members): )")  # where describe_members joined them
 
 
 def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
@@ -120,9 +133,11 @@ def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict
 
 
 def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
-    """The audit line of each model (at ``eps``, else at every eps) of an audited run's rows."""
+    """The audit lines of each model (at ``eps``, else at every eps) of an audited run's rows: one, or one
+    per member and one with the model's bound."""
     if "audit" not in summary:
         return []
     rows = summary if eps is None else summary[summary["eps"] == eps]
     found = dict.fromkeys((r.model, r.eps, r.protocol, r.audit) for r in rows.itertuples() if r.audit)
-    return [f"{protocol} protocol, {model} eps {e}: {text}" for model, e, protocol, text in found]
+    return [f"{protocol} protocol, {model} eps {e}: {part}" for model, e, protocol, text in found
+            for part in MEMBER_PARTS.split(text)]  # fmt: skip
