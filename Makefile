@@ -35,7 +35,7 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check robeval tests
 	$(VENV)/bin/ruff format --check robeval
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist worksteal
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
 
 clean:
 	rm -rf $(VENV) results
