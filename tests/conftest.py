@@ -14,10 +14,16 @@ import torch
 
 # Settings that keep the expensive attacks cheap in tests (the defaults are exercised by `make run`).
 FAST_SETTINGS = {
-    "apgd-ce": {"n_iter": 10}, "apgd-t": {"n_iter": 10, "n_target_classes": 3}, "fab-t": {"n_iter": 10, "n_target_classes": 3},
-    "square": {"n_queries": 100}, "spsa": {"iterations": 5, "samples": 8},
-    "apgd-dlr": {"n_iter": 10}, "fab": {"n_iter": 10}, "transfer-apgd-ce": {"n_iter": 10},
-    "fmn": {"steps": 10}, "fab-mn": {"n_iter": 10},
+    "apgd-ce": {"n_iter": 10},
+    "apgd-t": {"n_iter": 10, "n_target_classes": 3},
+    "fab-t": {"n_iter": 10, "n_target_classes": 3},
+    "square": {"n_queries": 100},
+    "spsa": {"iterations": 5, "samples": 8},
+    "apgd-dlr": {"n_iter": 10},
+    "fab": {"n_iter": 10},
+    "transfer-apgd-ce": {"n_iter": 10},
+    "fmn": {"steps": 10},
+    "fab-mn": {"n_iter": 10},
     "apgd-t-malt": {"n_iter": 10, "n_target_classes": 3},
     "apgd-t-rest": {"n_iter": 10, "n_target_classes": 3, "skip_malt_targets": 1},
 }
@@ -37,12 +43,19 @@ def _threads():
 SCRATCH = Path(tempfile.mkdtemp(prefix="robeval-tests-"))
 
 
-def run_cli(*args: str, timeout: int = 600, cwd: Path | None = None, process: bool = False) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, timeout: int = 600, cwd: Path | None = None, process: bool = False
+) -> subprocess.CompletedProcess:
     """Run ``robeval ARGS`` as a user does: in this process (no torch import per call), or with
     ``process=True`` in a process of its own (where that is the point: signals, import time)."""
     if process:
-        return subprocess.run([sys.executable, "-m", "robeval", *args], capture_output=True, text=True, timeout=timeout,
-                              cwd=cwd or SCRATCH)
+        return subprocess.run(
+            [sys.executable, "-m", "robeval", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd or SCRATCH,
+        )
     return invoke(list(args), cwd or SCRATCH)
 
 
@@ -124,5 +137,19 @@ def require_tool(found: object, what: str, how: str) -> None:
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> bool:
     """Exit code 2, one ``error:`` line naming ``words``, no traceback."""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    return (result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
-            and all(w in lines[0] for w in words) and "Traceback" not in result.stderr)
+    return (
+        result.returncode == 2
+        and len(lines) == 1
+        and lines[0].startswith("error:")
+        and all(w in lines[0] for w in words)
+        and "Traceback" not in result.stderr
+    )
+
+
+SLOW_FIRST = ("test_tutorial.py", "test_convergence.py")  # modules whose fixtures take minutes
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest modules first, so that ``make test``'s workers (--dist loadscope) start them at once
+    rather than wait on them at the end."""
+    items.sort(key=lambda item: item.path.name not in SLOW_FIRST)
