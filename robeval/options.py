@@ -53,6 +53,12 @@ def option(
     return field(default=default, metadata=metadata)
 
 
+def repeatable(factory: Any, flags: tuple[str, ...], **rest: Any) -> Any:
+    """An option the command line gives as a repeatable flag (a list of texts, none by default), the
+    field holding what ``factory`` makes."""
+    return option(factory=factory, flags=flags, cli_type=Optional[list[str]], cli_default=None, **rest)
+
+
 SELECTION_HELP = (
     "Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
     "(the first N, RobustBench's convention for CIFAR)."
@@ -63,11 +69,9 @@ SELECTION_HELP = (
 class EvalConfig:
     """Everything a run evaluates, one field per option (see the module docstring)."""
 
-    models: list[str] = option(
-        factory=lambda: list(DEFAULT_MODELS),
-        flags=("--model", "-m"),
-        cli_type=Optional[list[str]],
-        cli_default=None,
+    models: list[str] = repeatable(
+        lambda: list(DEFAULT_MODELS),
+        ("--model", "-m"),
         help="Model name (repeatable; glob patterns like 'digits-*'), or your own code: PATH.py:CALLABLE or "
         "PKG.MODULE:CALLABLE (a callable returning an nn.Module), optionally =NAME for the tables. "
         "Default: the two embedded digits models.",
@@ -77,20 +81,16 @@ class EvalConfig:
         cli=False,
         help="The code behind each model named with REFERENCE=NAME (name -> PATH.py:CALLABLE or PKG.MODULE:CALLABLE).",
     )
-    model_config: dict[str, dict[str, Any]] = option(
-        factory=dict,
-        flags=("--model-config",),
-        cli_type=Optional[list[str]],
-        cli_default=None,
+    model_config: dict[str, dict[str, Any]] = repeatable(
+        dict,
+        ("--model-config",),
         identity=False,  # what it states is in the run's identity with the model's other facts
         help="[MODEL.]KEY=VALUE (repeatable): what your own model takes and gives, where its code does not say "
         "(KEY: input_size=C,H,W, num_classes, mean, std, interpolation, crop_pct).",
     )
-    checkpoints: dict[str, list[str]] = option(
-        factory=dict,
-        flags=("--checkpoint", "-c"),
-        cli_type=Optional[list[str]],
-        cli_default=None,
+    checkpoints: dict[str, list[str]] = repeatable(
+        dict,
+        ("--checkpoint", "-c"),
         help="PATH, or MODEL=PATH (repeatable, once per model): .pth/.pt/.safetensors weights. Several "
         "checkpoints of one model (its members, one per training seed): MODEL=A,B,C or a quoted glob "
         "'MODEL=seeds/MODEL-seed*.safetensors'; tables show their mean ± std.",
@@ -169,11 +169,9 @@ class EvalConfig:
         "AutoAttack's robust accuracy: for screening, never a leaderboard number) or nielsen2024 (paper "
         "reproduction only).",
     )
-    settings: dict[str, dict[str, Any]] = option(
-        factory=dict,
-        flags=("--set",),
-        cli_type=Optional[list[str]],
-        cli_default=None,
+    settings: dict[str, dict[str, Any]] = repeatable(
+        dict,
+        ("--set",),
         help="Override an attack setting: ATTACK.KEY=VALUE (repeatable).",
     )  # in the config: every attack of the run -> every setting it runs with (protocol's, defaults, --set)
     seed: int = option(0, help="Seed for every random choice; same seed, same per-example records.")

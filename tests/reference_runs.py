@@ -137,6 +137,8 @@ RUNS: dict[str, Callable[[Path], dict[str, pd.DataFrame]]] = {
     "cascade-resumed": lambda f: _resumed(f, 3, models="digits-deit", attacks=AA, cascade=True, batch_size=10,
                                           **COMMON),
     "two-workers": _two_workers,
+    "fast": lambda f: _stored_run(f, models=BOTH, protocol="fast", eps="8/255", n_examples=20, seed=3,
+                                  threads=THREADS),
 }
 
 
