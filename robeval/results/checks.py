@@ -9,7 +9,7 @@ stored records.  robeval.results.soundness runs them all over a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -135,11 +135,16 @@ def attacks_of_kind(names: set[str], kind: str) -> list[str]:
     return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
 
 
+def per_eps(rows: pd.DataFrame) -> Iterator[tuple[str, pd.Series, int]]:
+    """A model's rows eps by eps: the eps, each attack's top-1 there, and its examples (the most of any row)."""
+    for eps, at_eps in rows.groupby("eps", sort=False):
+        yield eps, at_eps.set_index("attack")["top1"], int(at_eps["n"].max())
+
+
 def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
     """Per eps, each attack of ``kind`` beside the best white-box one, and whether it beats it."""
     lines: list[tuple[str, bool]] = []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        top1, n = at_eps.set_index("attack")["top1"], int(at_eps["n"].max())
+    for eps, top1, n in per_eps(rows):
         white = attacks_of_kind(set(top1.index), "white-box")
         others = attacks_of_kind(set(top1.index), kind) if white else []
         best = min(float(top1[a]) for a in white) if white else 0.0
@@ -197,12 +202,11 @@ def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
        "PGD does worse than its own first step: too few or too small steps, or masked gradients; raise pgd.steps "
        "(--set), check pgd.rel_stepsize, and report the lower number")  # fmt: skip
 def iterative(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    lines = []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        top1 = at_eps.set_index("attack")["top1"]
-        if "fgsm" in top1 and "pgd" in top1:
-            pgd, fgsm = float(top1["pgd"]), float(top1["fgsm"])
-            lines.append((f"eps {eps}: PGD {pgd:.2f}, FGSM {fgsm:.2f}", beyond(pgd - fgsm, int(at_eps["n"].max()))))
+    lines = [
+        (f"eps {eps}: PGD {top1['pgd']:.2f}, FGSM {top1['fgsm']:.2f}", beyond(float(top1["pgd"] - top1["fgsm"]), n))
+        for eps, top1, n in per_eps(rows)
+        if "fgsm" in top1 and "pgd" in top1
+    ]
     return observed(lines, "no FGSM and PGD pair (robeval run ... --attacks fgsm,pgd)")
 
 
@@ -233,19 +237,12 @@ def _takes_adaptive(model: str) -> bool:
     return spec.is_adaptive if spec is not None else True
 
 
-def _kind(attack: str) -> str | None:
-    try:
-        return get_attack_spec(attack).kind
-    except Exception:  # a shifted condition, or an attack no longer registered
-        return None
-
-
 @check("large-eps-not-zero", "Accuracy reaches 0 at a large eps",
        "Carlini et al. checklist (an unbounded attack must succeed always)",
        "at this budget a working attack fools (almost) every image: the attacks fail on this model (masked gradients "
        "or a broken loss); trust black-box attacks and check the model")  # fmt: skip
 def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    white = rows[rows["attack"].map(lambda a: a not in NOT_ATTACKS and _kind(a) == "white-box")]
+    white = rows[rows["attack"].isin(attacks_of_kind(set(rows["attack"]), "white-box"))]
     large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
     found = [(f"lowest fixed-eps white-box top-1 at eps >= 64/255: {large['top1'].min():.2f}%", float(large["top1"].min()),
               int(large["n"].max()))] if len(large) else []  # fmt: skip
@@ -260,16 +257,15 @@ def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return judged(beyond(lowest, n, NEAR_ZERO), "; ".join(text for text, _, _ in found))
 
 
-def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, float, float]]:
-    """At one eps of one model: (minimum-norm attack, its top-1, best fixed-eps white-box attack, its
-    top-1, the noise allowed between them) for each minimum-norm attack beside a fixed-eps one."""
-    top1 = rows.set_index("attack")["top1"]
+def minimum_norm_comparison(top1: pd.Series, n: int) -> list[tuple[str, float, str, float, float]]:
+    """At one eps of one model (each attack's top-1 on ``n`` examples): (minimum-norm attack, its top-1, best
+    fixed-eps white-box attack, its top-1, the noise allowed between them) for each minimum-norm attack beside a
+    fixed-eps one."""
     white = attacks_of_kind(set(top1.index), "white-box")
     searches = [a for a in white if get_attack_spec(a).minimum_norm]
     fixed = [a for a in white if a not in searches]
     if not fixed or not searches:
         return []
-    n = int(rows["n"].max())
     best = min(fixed, key=lambda a: top1[a])
     return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
 
@@ -281,8 +277,8 @@ def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
     the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
     lines, advice = [], []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        for search, value, fixed, best, noise in minimum_norm_comparison(at_eps):
+    for eps, top1, n in per_eps(rows):
+        for search, value, fixed, best, noise in minimum_norm_comparison(top1, n):
             lines.append((f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})",
                           abs(value - best) > noise))  # fmt: skip
             if value > best + noise:
