@@ -286,12 +286,10 @@ class Store:
         if not memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-        self.conn.execute("PRAGMA busy_timeout = 60000")
-        self.conn.execute("PRAGMA journal_mode = WAL")
         # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
         # OS crash or power loss can drop the last units, which a resume then simply recomputes.
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.conn.execute("PRAGMA foreign_keys = ON")
+        for pragma in ("busy_timeout = 60000", "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            self.conn.execute(f"PRAGMA {pragma}")
         self._migrate()
 
     def _open_reading(self) -> None:
