@@ -114,28 +114,21 @@ def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> d
         **{metric: round(100.0 * float(g[metric]), 2) for metric in ("top1", "top5")},
         "eps_value": float(g["eps_value"]),
         "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
-        "mean_linf": float(g["mean_linf"]),
-        "mean_l2": float(g["mean_l2"]),
-        "forward_passes_per_example": float(g["forward_passes_per_example"]),
-        "backward_passes_per_example": float(g["backward_passes_per_example"]),
-        "median_min_norm": float(g["median_min_norm"]),  # minimum-norm attacks only (NaN elsewhere)
+        **{measure: float(g[measure]) for measure in MEASURES},
         **{count: int(g[count]) for count in FP32_COUNTS},
     }
 
 
-# A summary row's figures: name -> (record column, how the unit's records combine)
-UNIT_FIGURES = {
-    "n": ("adv_top1", "size"),
-    "top1": ("adv_top1", "mean"),
-    "top5": ("adv_top5", "mean"),
-    "eps_value": ("eps_value", "first"),
+# A summary row's figures: name -> (record column, how the unit's records combine); the measures as they are
+HEADLINE = {"n": ("adv_top1", "size"), "top1": ("adv_top1", "mean"), "top5": ("adv_top5", "mean")}
+MEASURES = {
     "mean_linf": ("linf", "mean"),
     "mean_l2": ("l2", "mean"),
     "forward_passes_per_example": ("forward_passes", "mean"),
     "backward_passes_per_example": ("backward_passes", "mean"),
-    "median_min_norm": ("min_norm", "median"),
+    "median_min_norm": ("min_norm", "median"),  # minimum-norm attacks only (NaN elsewhere)
 }
-
+UNIT_FIGURES = {**HEADLINE, "eps_value": ("eps_value", "first"), **MEASURES}
 
 # Under a reduced --precision: examples re-checked in fp32, robust as crafted but fooled in fp32, and the reverse
 FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
