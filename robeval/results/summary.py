@@ -75,14 +75,10 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not."""
-    sub = with_member(records[records["attack"].isin([CLEAN, *attacks])])
-    if coverage is not None and len(sub):
-        units = sub[["model", "eps", "attack"]].drop_duplicates()
-        finished = [a == CLEAN or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
-        sub = sub.merge(units[finished], on=["model", "eps", "attack"])
-    covered = sub[sub["attack"] != CLEAN][["model", "eps"]].drop_duplicates()
-    sub = sub.merge(covered, on=["model", "eps"])  # no worst case where no attack finished
+    that stopped half-way would mix examples attacked and not (:func:`any_coverage`)."""
+    over = any_coverage(records, attacks, coverage)  # no worst case where no attack finished
+    finished = [(m, e, a) for (m, e), names in over.items() for a in (CLEAN, *names.split(","))]
+    sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
     if sub.empty or not attacks:
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
