@@ -105,10 +105,14 @@ def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
     run's first eps: the search does not depend on eps), with the models named as :func:`combine` names them."""
     parts = []
     for run, labels in zip(runs, _model_labels(runs)):
-        rec = run.records[run.records["min_norm"].notna()]
-        rec = rec[rec["eps"] == rec["eps"].iloc[0]] if len(rec) else rec
-        parts.append(_labelled(rec[["model", "attack", "example", "min_norm"]], labels))
+        parts.append(_labelled(minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]], labels))
     return pd.concat(parts, ignore_index=True)
+
+
+def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The records of minimum-norm searches at the first eps (one search serves every eps)."""
+    found = records[records["min_norm"].notna()]
+    return found[found["eps"] == found["eps"].iloc[0]] if len(found) else found
 
 
 def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import checks  # noqa: F401  (importing it registers every check)
 from .findings import CHECKS, NOT_RUN, Evidence, Finding
-from .runs import load_run, restart_companion
+from .runs import load_run, minimum_norm_records, restart_companion
 from .store import Store
 from .stored_run import StoredRun
 
@@ -53,12 +53,8 @@ def judge_summary(
     summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
     and restart companion, those at hand (a check that reads a missing one is not run)."""
     info = info or {}
-    found = (
-        records[records["min_norm"].notna()]
-        if records is not None
-        else pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
-    )
-    norms = found[found["eps"] == found["eps"].iloc[0]] if len(found) else found  # one search serves every eps
+    none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
+    norms = minimum_norm_records(records) if records is not None else none
     companion = companion if companion is not None else pd.DataFrame()
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
     models = dict.fromkeys(summary["model"])

@@ -129,6 +129,7 @@ OUR_TABLES = {"runs", "units", "records"}
 RUN_KEYS = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
 UPDATABLE = {"status", "finished", "info", "data_identity", "total_units", "holder"}  # what update_run may set
 UNIT_KEYS = ["model", "eps", "attack", "batch", "member"]  # a unit (records.Unit) as the store keys it
+UNIT_TABLES = {"records": RECORD_COLUMNS, "curves": CURVE_COLUMNS, "units": [*UNIT_KEYS, "seconds"]}  # after run_id
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
 
@@ -215,7 +216,9 @@ def config_text(config: dict[str, Any]) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
-def _insert(table: str, columns: list[str]) -> str:
+def _insert(table: str) -> str:
+    """The statement that adds a row to one of :data:`UNIT_TABLES`."""
+    columns = ["run_id", *UNIT_TABLES[table]]
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
@@ -381,15 +384,10 @@ class Store:
         self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
         try:
             with self.transaction() as conn:
-                cols = ", ".join(["run_id", *RECORD_COLUMNS])
-                conn.execute(
-                    f"INSERT OR IGNORE INTO records ({cols}) SELECT {cols} FROM worker.records WHERE run_id = ?",
-                    (run_id,),
-                )
-                conn.execute("INSERT OR IGNORE INTO curves SELECT * FROM worker.curves WHERE run_id = ?", (run_id,))
-                merged = conn.execute(
-                    "INSERT OR IGNORE INTO units SELECT * FROM worker.units WHERE run_id = ?", (run_id,)
-                ).rowcount
+                for table, columns in UNIT_TABLES.items():  # the units last: their count is what merged
+                    cols = ", ".join(["run_id", *columns])
+                    query = f"INSERT OR IGNORE INTO {table} ({cols}) SELECT {cols} FROM worker.{table} WHERE run_id = ?"
+                    merged = conn.execute(query, (run_id,)).rowcount
             return merged
         finally:
             self.conn.execute("DETACH DATABASE worker")
@@ -465,9 +463,8 @@ class Store:
         done = [(run_id, *key, seconds) for key, seconds in units]
         try:
             with self.transaction() as conn:
-                conn.executemany(_insert("records", ["run_id", *RECORD_COLUMNS]), rows)
-                conn.executemany(_insert("curves", ["run_id", *CURVE_COLUMNS]), points)
-                conn.executemany(_insert("units", ["run_id", *UNIT_KEYS, "seconds"]), done)
+                for table, values in (("records", rows), ("curves", points), ("units", done)):
+                    conn.executemany(_insert(table), values)
                 if self.holder is not None:  # a sign of life for a resume on another machine
                     self.holder["beat"] = now()
                     conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))
