@@ -173,13 +173,11 @@ def fitting_source(model: str, ev: Evidence) -> str | None:
     facts = ev.models.get(base) or {}
     size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
     fitting = (
-        spec.name
-        for spec in MODELS.values()
-        if spec.config is not None
-        and tuple(spec.config.input_size or ()) == size
-        and spec.config.num_classes == classes
+        s
+        for s in MODELS.values()
+        if s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)
     )
-    return next((name for name in fitting if size and name != base and MODELS[name].has_default_weights), None)
+    return next((s.name for s in fitting if size and s.name != base and s.has_default_weights), None)
 
 
 @check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from ..errors import UserError
@@ -31,11 +29,9 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     """The named runs; when none is named, the newest finished run with the runs that complete its
     evidence (``check --run-missing``), so a bare ``robeval table`` after that command shows both."""
     if not run_ids:
-        finished = store.runs()
-        finished = finished[finished["status"] == "finished"]
-        if finished.empty:
+        parent = {run_id: config.get("evidence_for") for run_id, config in store.finished_runs()}
+        if not parent:
             raise UserError(f"no finished run in {store.path}; run `robeval run` first or name a run id")
-        parent = {row.id: json.loads(row.config).get("evidence_for") for row in finished.itertuples()}
         newest = list(parent)[-1]
         newest = parent[newest] or newest  # a run made for another's checklist stands for that run
         run_ids = [newest, *[r for r, p in parent.items() if p == newest]]
@@ -137,9 +133,7 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
 
     if run.protocol not in RESTART_PROTOCOLS:
         return pd.DataFrame()
-    runs = store.runs()
-    for row in runs[runs["status"] == "finished"].iloc[::-1].itertuples():
-        config = json.loads(row.config)
+    for run_id, config in reversed(store.finished_runs()):
         if config["protocol"] not in RESTART_PROTOCOLS or config["protocol"] == run.protocol:
             continue
         if (
@@ -147,5 +141,5 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
             and set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
             and set(config["models"]) & set(run.config["models"])
         ):
-            return load_run(store, row.id).summary
+            return load_run(store, run_id).summary
     return pd.DataFrame()

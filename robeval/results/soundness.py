@@ -9,7 +9,6 @@ only its own records are at hand.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +69,7 @@ def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame
 
 def evidence_runs(store: Store, run: StoredRun) -> list[StoredRun]:
     """The finished runs made as evidence for ``run`` (``check --report --run-missing``), oldest first."""
-    runs = store.runs()
-    made_for = [r.id for r in runs[runs["status"] == "finished"].itertuples()
-                if json.loads(r.config).get("evidence_for") == run.run_id]  # fmt: skip
-    return [load_run(store, run_id) for run_id in made_for]
+    return [load_run(store, r) for r, config in store.finished_runs() if config.get("evidence_for") == run.run_id]
 
 
 @dataclass

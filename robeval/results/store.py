@@ -17,7 +17,7 @@ import socket
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -193,12 +193,9 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
     _check_length(path, header, path.stat().st_size)
     try:
-        conn = read_only_connection(path)
-        try:
+        with closing(read_only_connection(path)) as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
     except sqlite3.DatabaseError as exc:
         raise UserError(f"cannot read results store {path}: {exc}") from None
     if tables and not (version >= 1 and tables >= OUR_TABLES):
@@ -329,9 +326,8 @@ class Store:
             if version > SCHEMA_VERSION:
                 raise UserError(self._newer(version))
             while version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in filter(str.strip, MIGRATIONS[version].split(";")):
+                    conn.execute(statement)
                 version += 1
                 conn.execute(f"PRAGMA user_version = {version}")
 
@@ -413,9 +409,14 @@ class Store:
 
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
         """``(run id, semantic configuration)`` of every unfinished run, newest first."""
-        rows = self.conn.execute(
-            "SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC"
-        )
+        return self._configs("status != 'finished' ORDER BY created DESC, rowid DESC")
+
+    def finished_runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(run id, semantic configuration)`` of every finished run, oldest first."""
+        return self._configs("status = 'finished' ORDER BY created, rowid")
+
+    def _configs(self, where: str) -> list[tuple[str, dict[str, Any]]]:
+        rows = self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
         return [(run_id, read_stored_json(config)) for run_id, config in rows]
 
     def runs(self) -> pd.DataFrame:
