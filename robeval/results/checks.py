@@ -9,6 +9,7 @@ stored records.  robeval.results.soundness runs them all over a run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,20 +23,7 @@ from ..models.registry import MODELS
 from ..models.user_code import registered_spec
 from ..shifts.kinds import get_shift
 from .convergence import lengthen, standard_error, still_falling, why_no_curves
-from .findings import (
-    MIN_EXAMPLES,
-    NOT_APPLICABLE,
-    NOT_RUN,
-    Evidence,
-    Finding,
-    Judge,
-    beyond,
-    check,
-    judged,
-    noise_points,
-    observed,
-    paired_p_value,
-)
+from .findings import MIN_EXAMPLES, NOT_APPLICABLE, NOT_RUN, Evidence, Finding, Judge, beyond, check, judged, observed
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 RANDOM_CHANGE = 1e-5  # relative logit change between two identical passes
@@ -58,6 +46,18 @@ def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
 
     p = float(binom.sf(round(top1 * n / 100.0) - 1, n, 1.0 / classes))
     return p >= CHANCE_P or (classes >= 3 and top1 < 200.0 / classes), p
+
+
+def noise_points(top1: float, n: int) -> float:
+    """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
+    p = min(max(top1 / 100.0, 0.0), 1.0)
+    return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely."""
+    return sum(math.comb(worse + better, k) for k in range(worse, worse + better + 1)) / 2 ** (worse + better)
 
 
 def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
