@@ -68,10 +68,6 @@ Aspect = Callable[[Side, Side], "str | None"]  # the difference in words, or Non
 ASPECTS: Registry[Aspect] = Registry("comparison aspect")
 
 
-def _values(what: str, a: Any, b: Any) -> str | None:
-    return None if a == b else f"{what} ({a} vs {b})"
-
-
 def _data(side: Side) -> str:
     config = side.run.config
     shift = f" under --shift {config['shift']}" if config.get("shift") else ""
@@ -81,7 +77,7 @@ def _data(side: Side) -> str:
 
 def _same(what: str, value: Callable[[Side], Any]) -> None:
     """An aspect in which the sides differ when ``value`` of each differs."""
-    ASPECTS.add(what, lambda a, b: _values(what, value(a), value(b)))
+    ASPECTS.add(what, lambda a, b: None if value(a) == value(b) else f"{what} ({value(a)} vs {value(b)})")
 
 
 _same("protocol", lambda side: side.run.protocol)

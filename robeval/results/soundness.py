@@ -89,10 +89,6 @@ def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
     """``run`` of ``store`` judged with its evidence runs and its restart companion from the store."""
     extra = evidence_runs(store, run)
     both = [run, *extra]
-    models = judge_summary(
-        pd.concat([r.summary for r in both], ignore_index=True),
-        run.info,
-        pd.concat([r.records for r in both], ignore_index=True),
-        restart_companion(store, run),
-    )
-    return JudgedRun(run, extra, models)
+    summary = pd.concat([r.summary for r in both], ignore_index=True)
+    records = pd.concat([r.records for r in both], ignore_index=True)
+    return JudgedRun(run, extra, judge_summary(summary, run.info, records, restart_companion(store, run)))
