@@ -31,10 +31,8 @@ from .records import RECORD_COLUMNS, audited_stage
 @dataclass
 class Coverage:
     """Which units of a run are stored: per (model, eps, attack) the batches done over every member, of
-    ``batches`` per member (``members``: a model's checkpoints where it has several).
-
-    ``batches`` is the run's plan (None for a store written before robeval recorded it: then the most
-    batches any unit of the run reached)."""
+    ``batches`` per member in the run's plan (None for a store written before robeval recorded it: then
+    the most any unit reached); ``members``: a model's checkpoints where it has several."""
 
     done: dict[tuple[str, str, str], int] = field(default_factory=dict)
     batches: int | None = None
@@ -140,8 +138,7 @@ MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5
 
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
-    """Per (model, eps, attack): the figures of its summary row, per member in member order (one
-    group-by)."""
+    """Per (model, eps, attack): the figures of its summary row, per member in member order."""
     records = with_member(records)
     fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
     robust = records["adv_top1"].astype(bool)
@@ -183,14 +180,10 @@ def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
 def summarize(
     records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage | None = None
 ) -> pd.DataFrame:
-    """One row per model x attack x eps (clean first, the run's attacks in order, then ``any``, then its
-    shifted conditions, which ``any`` does not include: a corruption is no attack).
-
-    Models and eps come in the run's order (then any other models in record order); one group-by
-    computes every row.  Each row says whether it covers every batch of the run (``status``,
-    ``batches``); ``any`` rows name the attacks they are the worst case over (``any_over``), the
-    finished ones only.  A model of several members combines theirs (the module docstring).
-    """
+    """One row per model x eps x attack, in the run's order of each (clean first, then the attacks, then
+    ``any``, then the shifted conditions, which ``any`` does not include: a corruption is no attack).
+    Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
+    the finished attacks they are the worst case over (``any_over``)."""
     attacks = config["attacks"]
     full = (
         pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
