@@ -336,12 +336,7 @@ class Store:
         """A new run, held by this process (:meth:`hold`)."""
         run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.holder = this_process()
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO runs (id, created, status, protocol, config, info, total_units, holder) "
-                "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
-                (run_id, now(), protocol, config_text(config), json.dumps(info, default=str), json.dumps(self.holder)),
-            )
+        self._add_run("INSERT", run_id, config, protocol, info, json.dumps(self.holder))
         return run_id
 
     def hold(self, run_id: str) -> None:
@@ -365,11 +360,14 @@ class Store:
 
     def ensure_run(self, run_id: str, config: dict[str, Any], protocol: str) -> None:
         """Create the row of a run started elsewhere (a worker's own store file) if it is missing."""
+        self._add_run("INSERT OR IGNORE", run_id, config, protocol, {}, None)
+
+    def _add_run(self, insert: str, run_id: str, config: dict, protocol: str, info: dict, holder: str | None) -> None:
         with self.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO runs (id, created, status, protocol, config, info, total_units) "
-                "VALUES (?, ?, 'running', ?, ?, '{}', 0)",
-                (run_id, now(), protocol, config_text(config)),
+                f"{insert} INTO runs (id, created, status, protocol, config, info, total_units, holder) "
+                "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
+                (run_id, now(), protocol, config_text(config), json.dumps(info, default=str), holder),
             )
 
     def merge_from(self, other: str | Path, run_id: str) -> int:
