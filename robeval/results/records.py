@@ -3,9 +3,8 @@
 A unit is ``(model, eps, attack, batch, member)``: a model may have several members, checkpoints of
 one training procedure (one per training seed), each evaluated on the same examples with the same
 attack seeds; a model of one checkpoint has member 0 only, as every run stored before members existed
-reads.  A unit's records are one row per example of the batch, the
-columns of :data:`RECORD_TYPES` (the engine fills them, the store keeps them, every table is computed
-from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
+reads.  A unit's records are one row per example of the batch, the columns of :data:`RECORD_TYPES`
+(the engine fills them, the store keeps them, every table is computed from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
 (:data:`CURVE_COLUMNS`).  Torch-free and importing nothing of robeval's: the engine, a layer below
 the rest of ``robeval.results``, writes in this layout too (tests/test_layout.py).
 """
