@@ -22,7 +22,7 @@ from robeval.report.checklist import checklist_markdown
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
-from robeval.results.findings import noise_points
+from robeval.results.checks import noise_points
 from robeval.results.soundness import judge_summary, run_flags
 from robeval.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 

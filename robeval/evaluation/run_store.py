@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..results.records import Unit, UnitCurve
+from ..results.records import Unit, UnitCurves, UnitTimes
 
 
 class RunStore(Protocol):
@@ -32,12 +32,6 @@ class RunStore(Protocol):
     def merge_from(self, other: str | Path, run_id: str) -> int: ...
 
     # units: each finished one written with its records and curve (the resume point)
-    def write_units(
-        self,
-        run_id: str,
-        units: Iterable[tuple[Unit, float]],
-        records: dict[str, list],
-        curves: Iterable[tuple[Unit, UnitCurve]] = (),
-    ) -> None: ...
+    def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves = ()) -> None: ...
     def done_units(self, run_id: str) -> set[Unit]: ...
     def unit_records(self, run_id: str, model: str, member: int, attacks: Iterable[str]) -> list[dict[str, Any]]: ...

@@ -65,7 +65,7 @@ class FastAudit:
 
 def audited_protocol(config: dict[str, Any]) -> Protocol | None:
     """A run's protocol when it is audited (None: not audited, or a protocol this robeval lacks)."""
-    protocol = PROTOCOLS[config["protocol"]] if config.get("protocol") in PROTOCOLS else None
+    protocol = PROTOCOLS.get(config.get("protocol", ""))
     return protocol if protocol is not None and protocol.audit_stages else None
 
 

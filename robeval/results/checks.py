@@ -9,7 +9,8 @@ stored records.  robeval.results.soundness runs them all over a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -22,20 +23,7 @@ from ..models.registry import MODELS
 from ..models.user_code import registered_spec
 from ..shifts.kinds import get_shift
 from .convergence import lengthen, standard_error, still_falling, why_no_curves
-from .findings import (
-    MIN_EXAMPLES,
-    NOT_APPLICABLE,
-    NOT_RUN,
-    Evidence,
-    Finding,
-    Judge,
-    beyond,
-    check,
-    judged,
-    noise_points,
-    observed,
-    paired_p_value,
-)
+from .findings import MIN_EXAMPLES, NOT_APPLICABLE, NOT_RUN, Evidence, Finding, Judge, beyond, check, judged, observed
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 RANDOM_CHANGE = 1e-5  # relative logit change between two identical passes
@@ -58,6 +46,18 @@ def near_chance(top1: float, n: int, classes: int) -> tuple[bool, float]:
 
     p = float(binom.sf(round(top1 * n / 100.0) - 1, n, 1.0 / classes))
     return p >= CHANCE_P or (classes >= 3 and top1 < 200.0 / classes), p
+
+
+def noise_points(top1: float, n: int) -> float:
+    """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
+    p = min(max(top1 / 100.0, 0.0), 1.0)
+    return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely."""
+    return sum(math.comb(worse + better, k) for k in range(worse, worse + better + 1)) / 2 ** (worse + better)
 
 
 def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -135,11 +135,16 @@ def attacks_of_kind(names: set[str], kind: str) -> list[str]:
     return [spec.name for spec in list_attacks() if spec.name in names and spec.kind == kind]
 
 
+def per_eps(rows: pd.DataFrame) -> Iterator[tuple[str, pd.Series, int]]:
+    """A model's rows eps by eps: the eps, each attack's top-1 there, and its examples (the most of any row)."""
+    for eps, at_eps in rows.groupby("eps", sort=False):
+        yield eps, at_eps.set_index("attack")["top1"], int(at_eps["n"].max())
+
+
 def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
     """Per eps, each attack of ``kind`` beside the best white-box one, and whether it beats it."""
     lines: list[tuple[str, bool]] = []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        top1, n = at_eps.set_index("attack")["top1"], int(at_eps["n"].max())
+    for eps, top1, n in per_eps(rows):
         white = attacks_of_kind(set(top1.index), "white-box")
         others = attacks_of_kind(set(top1.index), kind) if white else []
         best = min(float(top1[a]) for a in white) if white else 0.0
@@ -168,13 +173,11 @@ def fitting_source(model: str, ev: Evidence) -> str | None:
     facts = ev.models.get(base) or {}
     size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
     fitting = (
-        spec.name
-        for spec in MODELS.values()
-        if spec.config is not None
-        and tuple(spec.config.input_size or ()) == size
-        and spec.config.num_classes == classes
+        s
+        for s in MODELS.values()
+        if s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)
     )
-    return next((name for name in fitting if size and name != base and MODELS[name].has_default_weights), None)
+    return next((s.name for s in fitting if size and s.name != base and s.has_default_weights), None)
 
 
 @check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
@@ -197,12 +200,11 @@ def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
        "PGD does worse than its own first step: too few or too small steps, or masked gradients; raise pgd.steps "
        "(--set), check pgd.rel_stepsize, and report the lower number")  # fmt: skip
 def iterative(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    lines = []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        top1 = at_eps.set_index("attack")["top1"]
-        if "fgsm" in top1 and "pgd" in top1:
-            pgd, fgsm = float(top1["pgd"]), float(top1["fgsm"])
-            lines.append((f"eps {eps}: PGD {pgd:.2f}, FGSM {fgsm:.2f}", beyond(pgd - fgsm, int(at_eps["n"].max()))))
+    lines = [
+        (f"eps {eps}: PGD {top1['pgd']:.2f}, FGSM {top1['fgsm']:.2f}", beyond(float(top1["pgd"] - top1["fgsm"]), n))
+        for eps, top1, n in per_eps(rows)
+        if "fgsm" in top1 and "pgd" in top1
+    ]
     return observed(lines, "no FGSM and PGD pair (robeval run ... --attacks fgsm,pgd)")
 
 
@@ -233,19 +235,12 @@ def _takes_adaptive(model: str) -> bool:
     return spec.is_adaptive if spec is not None else True
 
 
-def _kind(attack: str) -> str | None:
-    try:
-        return get_attack_spec(attack).kind
-    except Exception:  # a shifted condition, or an attack no longer registered
-        return None
-
-
 @check("large-eps-not-zero", "Accuracy reaches 0 at a large eps",
        "Carlini et al. checklist (an unbounded attack must succeed always)",
        "at this budget a working attack fools (almost) every image: the attacks fail on this model (masked gradients "
        "or a broken loss); trust black-box attacks and check the model")  # fmt: skip
 def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    white = rows[rows["attack"].map(lambda a: a not in NOT_ATTACKS and _kind(a) == "white-box")]
+    white = rows[rows["attack"].isin(attacks_of_kind(set(rows["attack"]), "white-box"))]
     large = white[white["eps_value"] >= LARGE_EPS - 1e-9]
     found = [(f"lowest fixed-eps white-box top-1 at eps >= 64/255: {large['top1'].min():.2f}%", float(large["top1"].min()),
               int(large["n"].max()))] if len(large) else []  # fmt: skip
@@ -260,16 +255,15 @@ def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return judged(beyond(lowest, n, NEAR_ZERO), "; ".join(text for text, _, _ in found))
 
 
-def minimum_norm_comparison(rows: pd.DataFrame) -> list[tuple[str, float, str, float, float]]:
-    """At one eps of one model: (minimum-norm attack, its top-1, best fixed-eps white-box attack, its
-    top-1, the noise allowed between them) for each minimum-norm attack beside a fixed-eps one."""
-    top1 = rows.set_index("attack")["top1"]
+def minimum_norm_comparison(top1: pd.Series, n: int) -> list[tuple[str, float, str, float, float]]:
+    """At one eps of one model (each attack's top-1 on ``n`` examples): (minimum-norm attack, its top-1, best
+    fixed-eps white-box attack, its top-1, the noise allowed between them) for each minimum-norm attack beside a
+    fixed-eps one."""
     white = attacks_of_kind(set(top1.index), "white-box")
     searches = [a for a in white if get_attack_spec(a).minimum_norm]
     fixed = [a for a in white if a not in searches]
     if not fixed or not searches:
         return []
-    n = int(rows["n"].max())
     best = min(fixed, key=lambda a: top1[a])
     return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
 
@@ -281,8 +275,8 @@ def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
     the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
     lines, advice = [], []
-    for eps, at_eps in rows.groupby("eps", sort=False):
-        for search, value, fixed, best, noise in minimum_norm_comparison(at_eps):
+    for eps, top1, n in per_eps(rows):
+        for search, value, fixed, best, noise in minimum_norm_comparison(top1, n):
             lines.append((f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})",
                           abs(value - best) > noise))  # fmt: skip
             if value > best + noise:

@@ -10,7 +10,6 @@ points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 po
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -110,15 +109,3 @@ def beyond(gap: float, n: int, points: float = MASKING_GAP) -> bool:
     """Whether a gap (percentage points on ``n`` examples) exceeds ``points`` and is at least
     :data:`MIN_EXAMPLES` examples."""
     return gap > points and gap * n / 100.0 >= MIN_EXAMPLES - 1e-9
-
-
-def noise_points(top1: float, n: int) -> float:
-    """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
-    p = min(max(top1 / 100.0, 0.0), 1.0)
-    return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
-
-
-def paired_p_value(worse: int, better: int) -> float:
-    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
-    discordant pairs going one way when either way is equally likely."""
-    return sum(math.comb(worse + better, k) for k in range(worse, worse + better + 1)) / 2 ** (worse + better)

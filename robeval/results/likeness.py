@@ -68,17 +68,6 @@ Aspect = Callable[[Side, Side], "str | None"]  # the difference in words, or Non
 ASPECTS: Registry[Aspect] = Registry("comparison aspect")
 
 
-def aspect(name: str) -> Callable[[Aspect], Aspect]:
-    def register(fn: Aspect) -> Aspect:
-        return ASPECTS.add(name, fn)
-
-    return register
-
-
-def _values(what: str, a: Any, b: Any) -> str | None:
-    return None if a == b else f"{what} ({a} vs {b})"
-
-
 def _data(side: Side) -> str:
     config = side.run.config
     shift = f" under --shift {config['shift']}" if config.get("shift") else ""
@@ -88,7 +77,7 @@ def _data(side: Side) -> str:
 
 def _same(what: str, value: Callable[[Side], Any]) -> None:
     """An aspect in which the sides differ when ``value`` of each differs."""
-    ASPECTS.add(what, lambda a, b: _values(what, value(a), value(b)))
+    ASPECTS.add(what, lambda a, b: None if value(a) == value(b) else f"{what} ({value(a)} vs {value(b)})")
 
 
 _same("protocol", lambda side: side.run.protocol)
@@ -98,25 +87,27 @@ _same("cascade", lambda side: ("without --cascade", "with --cascade")[bool(side.
 _same("data", _data)
 
 
-@aspect("examples")
 def _examples(a: Side, b: Side) -> str | None:
     ea, eb = a.examples(), b.examples()
     return None if ea == eb else f"examples ({len(ea)} vs {len(eb)}, {len(ea & eb)} shared)"
 
 
-@aspect("eps")
 def _eps(a: Side, b: Side) -> str | None:
     """A pair compares at the eps both sides ran: only sides that share none differ here."""
     ea, eb = list(dict.fromkeys(a.rows()["eps"])), list(dict.fromkeys(b.rows()["eps"]))
     return None if set(ea) & set(eb) else f"eps ({', '.join(ea)} vs {', '.join(eb)})"
 
 
-@aspect("attack settings")
 def _settings(a: Side, b: Side) -> str | None:
     sa, sb = a.settings(), b.settings()
     parts = [setting_difference(attack, sa[attack], sb[attack]) for attack in sa if attack in sb]
     found = [p for p in parts if p]
     return f"attack settings ({'; '.join(found)})" if found else None
+
+
+ASPECTS.add("examples", _examples)
+ASPECTS.add("eps", _eps)
+ASPECTS.add("attack settings", _settings)
 
 
 def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str | None:

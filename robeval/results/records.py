@@ -3,20 +3,21 @@
 A unit is ``(model, eps, attack, batch, member)``: a model may have several members, checkpoints of
 one training procedure (one per training seed), each evaluated on the same examples with the same
 attack seeds; a model of one checkpoint has member 0 only, as every run stored before members existed
-reads.  A unit's records are one row per example of the batch, the
-columns of :data:`RECORD_TYPES` (the engine fills them, the store keeps them, every table is computed
-from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
+reads.  A unit's records are one row per example of the batch, the columns of :data:`RECORD_TYPES`
+(the engine fills them, the store keeps them, every table is computed from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
 (:data:`CURVE_COLUMNS`).  Torch-free and importing nothing of robeval's: the engine, a layer below
 the rest of ``robeval.results``, writes in this layout too (tests/test_layout.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 Unit = tuple[str, str, str, int, int]  # (model, eps as text, attack or condition, batch, member)
 Columns = dict[str, list]  # one unit's records, column by column
+UnitTimes = Iterable[tuple[Unit, float]]  # finished units, each with the seconds it took
 
 # An audited protocol (``fast``) also stores, per audit stage, a unit named ``audit:<stage>`` whose records
 # are one row per audited example of the batch (the sampled survivors of its pass), each as the audit's
@@ -87,6 +88,7 @@ class UnitCurve:
 
 # A curve as stored: one row per unit and point (point 0 = the attack's start, then every 1/20 of its budget)
 CURVE_COLUMNS = ["model", "eps", "attack", "batch", "point", "position", "robust", "examples", "member"]
+UnitCurves = Iterable[tuple[Unit, UnitCurve]]  # finished units' convergence curves
 
 
 def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:

@@ -44,16 +44,10 @@ class RecraftPlan:
         batches: dict[int, list[int]] = {}
         for b, example in sorted(set(zip(rows["batch"].astype(int), rows["example"].astype(int)))):
             batches.setdefault(b, []).append(example)
-        return Request(
-            self.run.config,
-            self.run.info,
-            self.run.info.get("data", {}).get("identity"),
-            self.models,
-            self.attack,
-            self.eps,
-            batches,
-            **{"threads": self.run.info.get("threads"), **{k: v for k, v in self.options.items() if v is not None}},
-        )
+        info, given = self.run.info, {k: v for k, v in self.options.items() if v is not None}
+        identity = info.get("data", {}).get("identity")
+        options = {"threads": info.get("threads"), **given}
+        return Request(self.run.config, info, identity, self.models, self.attack, self.eps, batches, **options)
 
 
 @dataclass

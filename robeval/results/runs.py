@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from ..errors import UserError
@@ -31,11 +29,9 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     """The named runs; when none is named, the newest finished run with the runs that complete its
     evidence (``check --run-missing``), so a bare ``robeval table`` after that command shows both."""
     if not run_ids:
-        finished = store.runs()
-        finished = finished[finished["status"] == "finished"]
-        if finished.empty:
+        parent = {run_id: config.get("evidence_for") for run_id, config in store.finished_runs()}
+        if not parent:
             raise UserError(f"no finished run in {store.path}; run `robeval run` first or name a run id")
-        parent = {row.id: json.loads(row.config).get("evidence_for") for row in finished.itertuples()}
         newest = list(parent)[-1]
         newest = parent[newest] or newest  # a run made for another's checklist stands for that run
         run_ids = [newest, *[r for r, p in parent.items() if p == newest]]
@@ -105,10 +101,14 @@ def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
     run's first eps: the search does not depend on eps), with the models named as :func:`combine` names them."""
     parts = []
     for run, labels in zip(runs, _model_labels(runs)):
-        rec = run.records[run.records["min_norm"].notna()]
-        rec = rec[rec["eps"] == rec["eps"].iloc[0]] if len(rec) else rec
-        parts.append(_labelled(rec[["model", "attack", "example", "min_norm"]], labels))
+        parts.append(_labelled(minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]], labels))
     return pd.concat(parts, ignore_index=True)
+
+
+def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The records of minimum-norm searches at the first eps (one search serves every eps)."""
+    found = records[records["min_norm"].notna()]
+    return found[found["eps"] == found["eps"].iloc[0]] if len(found) else found
 
 
 def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:
@@ -133,9 +133,7 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
 
     if run.protocol not in RESTART_PROTOCOLS:
         return pd.DataFrame()
-    runs = store.runs()
-    for row in runs[runs["status"] == "finished"].iloc[::-1].itertuples():
-        config = json.loads(row.config)
+    for run_id, config in reversed(store.finished_runs()):
         if config["protocol"] not in RESTART_PROTOCOLS or config["protocol"] == run.protocol:
             continue
         if (
@@ -143,5 +141,5 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
             and set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
             and set(config["models"]) & set(run.config["models"])
         ):
-            return load_run(store, row.id).summary
+            return load_run(store, run_id).summary
     return pd.DataFrame()

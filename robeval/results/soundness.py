@@ -9,7 +9,6 @@ only its own records are at hand.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ import pandas as pd
 
 from . import checks  # noqa: F401  (importing it registers every check)
 from .findings import CHECKS, NOT_RUN, Evidence, Finding
-from .runs import load_run, restart_companion
+from .runs import load_run, minimum_norm_records, restart_companion
 from .store import Store
 from .stored_run import StoredRun
 
@@ -53,12 +52,8 @@ def judge_summary(
     summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
     and restart companion, those at hand (a check that reads a missing one is not run)."""
     info = info or {}
-    found = (
-        records[records["min_norm"].notna()]
-        if records is not None
-        else pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
-    )
-    norms = found[found["eps"] == found["eps"].iloc[0]] if len(found) else found  # one search serves every eps
+    none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
+    norms = minimum_norm_records(records) if records is not None else none
     companion = companion if companion is not None else pd.DataFrame()
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
     models = dict.fromkeys(summary["model"])
@@ -74,10 +69,7 @@ def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame
 
 def evidence_runs(store: Store, run: StoredRun) -> list[StoredRun]:
     """The finished runs made as evidence for ``run`` (``check --report --run-missing``), oldest first."""
-    runs = store.runs()
-    made_for = [r.id for r in runs[runs["status"] == "finished"].itertuples()
-                if json.loads(r.config).get("evidence_for") == run.run_id]  # fmt: skip
-    return [load_run(store, run_id) for run_id in made_for]
+    return [load_run(store, r) for r, config in store.finished_runs() if config.get("evidence_for") == run.run_id]
 
 
 @dataclass
@@ -97,10 +89,6 @@ def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
     """``run`` of ``store`` judged with its evidence runs and its restart companion from the store."""
     extra = evidence_runs(store, run)
     both = [run, *extra]
-    models = judge_summary(
-        pd.concat([r.summary for r in both], ignore_index=True),
-        run.info,
-        pd.concat([r.records for r in both], ignore_index=True),
-        restart_companion(store, run),
-    )
-    return JudgedRun(run, extra, models)
+    summary = pd.concat([r.summary for r in both], ignore_index=True)
+    records = pd.concat([r.records for r in both], ignore_index=True)
+    return JudgedRun(run, extra, judge_summary(summary, run.info, records, restart_companion(store, run)))

@@ -17,7 +17,7 @@ import socket
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,24 @@ from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, UserError
 from ..json_input import load_json
 from ..machine import process_start
-from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, Unit, UnitCurve, curve_rows
+from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, Unit, UnitCurves, UnitTimes, curve_rows
 
 SCHEMA_VERSION = 7
 
 V1_COLUMNS = RECORD_COLUMNS[: RECORD_COLUMNS.index("min_norm")]  # the records of schema 1; later columns by migration
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
+
+
+def _unit_table(name: str, columns: str, key: str) -> str:
+    """A table of rows per unit (the run's, deleted with it): the unit's keys, ``columns``, and its primary key
+    ``(run_id, model, eps, attack, key)``."""
+    return f"""CREATE TABLE {name} (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
+    {columns},
+    PRIMARY KEY (run_id, model, eps, attack, {key})
+)"""
+
 
 _SCHEMA_V1 = f"""
 CREATE TABLE runs (
@@ -49,12 +61,7 @@ CREATE TABLE runs (
     data_identity TEXT,
     total_units INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE units (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
-    seconds REAL,
-    PRIMARY KEY (run_id, model, eps, attack, batch)
-);
+{_unit_table("units", "seconds REAL", "batch")};
 CREATE TABLE records (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     {", ".join(f"{c} {RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
@@ -66,14 +73,8 @@ CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
 # A unit's convergence curve (robeval.attacks.convergence): at each point (0 = the attack's start,
 # then every 1/20 of its budget) the position along the attack's iterations or queries and how many of
 # the unit's examples no point the attack evaluated so far had fooled.  Written with the unit's records.
-_CURVES = """
-CREATE TABLE curves (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
-    point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL,
-    PRIMARY KEY (run_id, model, eps, attack, batch, point)
-)
-"""
+_CURVE_POINT = "point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL"
+_CURVES = _unit_table("curves", _CURVE_POINT, "batch, point")
 
 # Data without clean images (an ImageNet-C tree, CIFAR-10-C) has no perturbation to measure: its records
 # linf and l2 are NaN, which SQLite stores as NULL.  Schema 1 made them NOT NULL; SQLite cannot drop a
@@ -103,23 +104,13 @@ _NULLABLE_NORMS = _records_copy(6, "", "")
 # the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
 # a store of an older schema holds is member 0, one checkpoint per model.
 _V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
-_MEMBERS = f"""{_records_copy(7, ", member INTEGER NOT NULL DEFAULT 0", "member, ")};
-CREATE TABLE units_v7 (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
-    seconds REAL, member INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, model, eps, attack, batch, member)
-);
+_MEMBER = "member INTEGER NOT NULL DEFAULT 0"
+_MEMBERS = f"""{_records_copy(7, f", {_MEMBER}", "member, ")};
+{_unit_table("units_v7", f"seconds REAL, {_MEMBER}", "batch, member")};
 INSERT INTO units_v7 (run_id, model, eps, attack, batch, seconds) SELECT run_id, model, eps, attack, batch, seconds FROM units;
 DROP TABLE units;
 ALTER TABLE units_v7 RENAME TO units;
-CREATE TABLE curves_v7 (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
-    point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL,
-    member INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, model, eps, attack, batch, member, point)
-);
+{_unit_table("curves_v7", f"{_CURVE_POINT}, {_MEMBER}", "batch, member, point")};
 INSERT INTO curves_v7 ({_V6_CURVE_COLUMNS}) SELECT {_V6_CURVE_COLUMNS} FROM curves;
 DROP TABLE curves;
 ALTER TABLE curves_v7 RENAME TO curves
@@ -135,6 +126,10 @@ MIGRATIONS: dict[int, str] = {
     6: _MEMBERS,  # several checkpoints per model: the member in records, units and curves
 }
 OUR_TABLES = {"runs", "units", "records"}
+RUN_KEYS = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
+UPDATABLE = {"status", "finished", "info", "data_identity", "total_units", "holder"}  # what update_run may set
+UNIT_KEYS = ["model", "eps", "attack", "batch", "member"]  # a unit (records.Unit) as the store keys it
+UNIT_TABLES = {"records": RECORD_COLUMNS, "curves": CURVE_COLUMNS, "units": [*UNIT_KEYS, "seconds"]}  # after run_id
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
 
@@ -146,15 +141,11 @@ def _refuse_path(path: Path, reading: bool) -> bool:
         raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
     if path.exists() and not path.is_file():
         raise UserError(f"results store {path} is not a file")
-    if not path.exists():
-        if reading:
-            raise UserError(f"results store not found: {path}")
-        return False
-    if path.stat().st_size == 0:
-        if reading:
-            raise UserError(f"results store {path} is an empty file, not a robeval results store")
-        return False
-    return True
+    if reading and not path.exists():
+        raise UserError(f"results store not found: {path}")
+    if reading and path.stat().st_size == 0:
+        raise UserError(f"results store {path} is an empty file, not a robeval results store")
+    return path.exists() and path.stat().st_size > 0
 
 
 def _check_length(path: Path, header: bytes, size: int) -> None:
@@ -202,12 +193,9 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
     _check_length(path, header, path.stat().st_size)
     try:
-        conn = read_only_connection(path)
-        try:
+        with closing(read_only_connection(path)) as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
     except sqlite3.DatabaseError as exc:
         raise UserError(f"cannot read results store {path}: {exc}") from None
     if tables and not (version >= 1 and tables >= OUR_TABLES):
@@ -218,6 +206,17 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         )
     if reading and not tables:
         raise UserError(f"results store {path} holds no runs table: not a robeval results store")
+
+
+def config_text(config: dict[str, Any]) -> str:
+    """A run's semantic configuration as stored (keys sorted: what --resume compares)."""
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def _insert(table: str) -> str:
+    """The statement that adds a row to one of :data:`UNIT_TABLES`."""
+    columns = ["run_id", *UNIT_TABLES[table]]
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def read_stored_json(text: str) -> dict[str, Any]:
@@ -287,12 +286,10 @@ class Store:
         if not memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-        self.conn.execute("PRAGMA busy_timeout = 60000")
-        self.conn.execute("PRAGMA journal_mode = WAL")
         # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
         # OS crash or power loss can drop the last units, which a resume then simply recomputes.
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.conn.execute("PRAGMA foreign_keys = ON")
+        for pragma in ("busy_timeout = 60000", "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            self.conn.execute(f"PRAGMA {pragma}")
         self._migrate()
 
     def _open_reading(self) -> None:
@@ -329,9 +326,8 @@ class Store:
             if version > SCHEMA_VERSION:
                 raise UserError(self._newer(version))
             while version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in filter(str.strip, MIGRATIONS[version].split(";")):
+                    conn.execute(statement)
                 version += 1
                 conn.execute(f"PRAGMA user_version = {version}")
 
@@ -340,19 +336,7 @@ class Store:
         """A new run, held by this process (:meth:`hold`)."""
         run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.holder = this_process()
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO runs (id, created, status, protocol, config, info, total_units, holder) "
-                "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
-                (
-                    run_id,
-                    now(),
-                    protocol,
-                    json.dumps(config, sort_keys=True, default=str),
-                    json.dumps(info, default=str),
-                    json.dumps(self.holder),
-                ),
-            )
+        self._add_run("INSERT", run_id, config, protocol, info, json.dumps(self.holder))
         return run_id
 
     def hold(self, run_id: str) -> None:
@@ -376,11 +360,14 @@ class Store:
 
     def ensure_run(self, run_id: str, config: dict[str, Any], protocol: str) -> None:
         """Create the row of a run started elsewhere (a worker's own store file) if it is missing."""
+        self._add_run("INSERT OR IGNORE", run_id, config, protocol, {}, None)
+
+    def _add_run(self, insert: str, run_id: str, config: dict, protocol: str, info: dict, holder: str | None) -> None:
         with self.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO runs (id, created, status, protocol, config, info, total_units) "
-                "VALUES (?, ?, 'running', ?, ?, '{}', 0)",
-                (run_id, now(), protocol, json.dumps(config, sort_keys=True, default=str)),
+                f"{insert} INTO runs (id, created, status, protocol, config, info, total_units, holder) "
+                "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
+                (run_id, now(), protocol, config_text(config), json.dumps(info, default=str), holder),
             )
 
     def merge_from(self, other: str | Path, run_id: str) -> int:
@@ -391,51 +378,43 @@ class Store:
         self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
         try:
             with self.transaction() as conn:
-                cols = ", ".join(["run_id", *RECORD_COLUMNS])
-                conn.execute(
-                    f"INSERT OR IGNORE INTO records ({cols}) SELECT {cols} FROM worker.records WHERE run_id = ?",
-                    (run_id,),
-                )
-                conn.execute("INSERT OR IGNORE INTO curves SELECT * FROM worker.curves WHERE run_id = ?", (run_id,))
-                merged = conn.execute(
-                    "INSERT OR IGNORE INTO units SELECT * FROM worker.units WHERE run_id = ?", (run_id,)
-                ).rowcount
+                for table, columns in UNIT_TABLES.items():  # the units last: their count is what merged
+                    cols = ", ".join(["run_id", *columns])
+                    query = f"INSERT OR IGNORE INTO {table} ({cols}) SELECT {cols} FROM worker.{table} WHERE run_id = ?"
+                    merged = conn.execute(query, (run_id,)).rowcount
             return merged
         finally:
             self.conn.execute("DETACH DATABASE worker")
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        allowed = {"status", "finished", "info", "data_identity", "total_units", "holder"}
-        sets = []
-        values = []
-        for key, value in fields.items():
-            if key not in allowed:
-                raise ValueError(key)
-            sets.append(f"{key} = ?")
-            values.append(json.dumps(value, default=str) if key == "info" else value)
+        unknown = [key for key in fields if key not in UPDATABLE]
+        if unknown:
+            raise ValueError(unknown[0])
+        sets = ", ".join(f"{key} = ?" for key in fields)
+        values = [json.dumps(value, default=str) if key == "info" else value for key, value in fields.items()]
         with self.transaction() as conn:
-            conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+            conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*values, run_id))
 
     def run(self, run_id: str) -> dict[str, Any]:
-        row = self.conn.execute(
-            "SELECT id, created, finished, status, protocol, config, info, data_identity, total_units "
-            "FROM runs WHERE id = ?",
-            (run_id,),
-        ).fetchone()
+        row = self.conn.execute(f"SELECT {', '.join(RUN_KEYS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             known = [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
             hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs"
             raise UserError(f"no run {run_id!r} in {self.path}{hint}")
-        keys = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
-        out = dict(zip(keys, row))
+        out = dict(zip(RUN_KEYS, row))
         out["config"], out["info"] = read_stored_json(out["config"]), read_stored_json(out["info"])
         return out
 
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
         """``(run id, semantic configuration)`` of every unfinished run, newest first."""
-        rows = self.conn.execute(
-            "SELECT id, config FROM runs WHERE status != 'finished' ORDER BY created DESC, rowid DESC"
-        )
+        return self._configs("status != 'finished' ORDER BY created DESC, rowid DESC")
+
+    def finished_runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(run id, semantic configuration)`` of every finished run, oldest first."""
+        return self._configs("status = 'finished' ORDER BY created, rowid")
+
+    def _configs(self, where: str) -> list[tuple[str, dict[str, Any]]]:
+        rows = self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
         return [(run_id, read_stored_json(config)) for run_id, config in rows]
 
     def runs(self) -> pd.DataFrame:
@@ -458,7 +437,7 @@ class Store:
 
     # -- units and records ----------------------------------------------------------------------
     def done_units(self, run_id: str) -> set[Unit]:
-        rows = self.conn.execute("SELECT model, eps, attack, batch, member FROM units WHERE run_id = ?", (run_id,))
+        rows = self.conn.execute(f"SELECT {', '.join(UNIT_KEYS)} FROM units WHERE run_id = ?", (run_id,))
         return {(m, e, a, int(b), int(k)) for m, e, a, b, k in rows}
 
     def worker_path(self, rank: int) -> Path:
@@ -475,28 +454,16 @@ class Store:
         )
         return {(m, e, a): int(n) for m, e, a, n in rows}
 
-    def write_units(
-        self,
-        run_id: str,
-        units: Iterable[tuple[Unit, float]],
-        records: dict[str, list],
-        curves: Iterable[tuple[Unit, UnitCurve]] = (),
-    ) -> None:
+    def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves = ()) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
-        columns = ["run_id", *RECORD_COLUMNS]
         # Python bools bind as SQLite integers (bool subclasses int): the columns go in as they are
         rows = list(zip(itertools.repeat(run_id), *(records[c] for c in RECORD_COLUMNS)))
         points = [(run_id, *row) for unit, curve in curves for row in curve_rows(unit, curve)]
+        done = [(run_id, *key, seconds) for key, seconds in units]
         try:
             with self.transaction() as conn:
-                conn.executemany(
-                    f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
-                )
-                conn.executemany(f"INSERT INTO curves VALUES ({', '.join('?' * (1 + len(CURVE_COLUMNS)))})", points)
-                conn.executemany(
-                    "INSERT INTO units (run_id, model, eps, attack, batch, member, seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(run_id, *key, seconds) for key, seconds in units],
-                )
+                for table, values in (("records", rows), ("curves", points), ("units", done)):
+                    conn.executemany(_insert(table), values)
                 if self.holder is not None:  # a sign of life for a resume on another machine
                     self.holder["beat"] = now()
                     conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))
@@ -517,14 +484,7 @@ class Store:
         return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
     def records(self, run_id: str) -> pd.DataFrame:
-        df = pd.read_sql_query(
-            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? "
-            "ORDER BY model, member, eps, attack, example",
-            self.conn,
-            params=(run_id,),
-        )
-        for col in BOOL_COLUMNS:
-            df[col] = df[col].astype(bool)
+        df = self._frame("records", RECORD_COLUMNS, run_id, "example").astype(dict.fromkeys(BOOL_COLUMNS, bool))
         for col in ("min_norm", "fp32_top1"):
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
         return df
@@ -532,12 +492,14 @@ class Store:
     def curves(self, run_id: str) -> pd.DataFrame:
         """The stored convergence-curve points of ``run_id``, one row per unit and point
         (:data:`CURVE_COLUMNS`; robeval.results.convergence sums them over batches)."""
-        return pd.read_sql_query(
-            f"SELECT {', '.join(CURVE_COLUMNS)} FROM curves WHERE run_id = ? "
-            "ORDER BY model, member, eps, attack, batch, point",
-            self.conn,
-            params=(run_id,),
+        return self._frame("curves", CURVE_COLUMNS, run_id, "batch, point")
+
+    def _frame(self, table: str, columns: list[str], run_id: str, order: str) -> pd.DataFrame:
+        """``columns`` of ``table``'s rows of ``run_id``, ordered by unit (model, member, eps, attack), then ``order``."""
+        query = (
+            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY model, member, eps, attack, {order}"
         )
+        return pd.read_sql_query(query, self.conn, params=(run_id,))
 
 
 @contextmanager

@@ -11,6 +11,7 @@ always had.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +31,8 @@ from .records import RECORD_COLUMNS, audited_stage
 @dataclass
 class Coverage:
     """Which units of a run are stored: per (model, eps, attack) the batches done over every member, of
-    ``batches`` per member (``members``: a model's checkpoints where it has several).
-
-    ``batches`` is the run's plan (None for a store written before robeval recorded it: then the most
-    batches any unit of the run reached)."""
+    ``batches`` per member in the run's plan (None for a store written before robeval recorded it: then
+    the most any unit reached); ``members``: a model's checkpoints where it has several."""
 
     done: dict[tuple[str, str, str], int] = field(default_factory=dict)
     batches: int | None = None
@@ -74,14 +73,10 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not."""
-    sub = with_member(records[records["attack"].isin([CLEAN, *attacks])])
-    if coverage is not None and len(sub):
-        units = sub[["model", "eps", "attack"]].drop_duplicates()
-        finished = [a == CLEAN or coverage.complete(m, e, a) for m, e, a in units.itertuples(index=False)]
-        sub = sub.merge(units[finished], on=["model", "eps", "attack"])
-    covered = sub[sub["attack"] != CLEAN][["model", "eps"]].drop_duplicates()
-    sub = sub.merge(covered, on=["model", "eps"])  # no worst case where no attack finished
+    that stopped half-way would mix examples attacked and not (:func:`any_coverage`)."""
+    over = any_coverage(records, attacks, coverage)  # no worst case where no attack finished
+    finished = [(m, e, a) for (m, e), names in over.items() for a in (CLEAN, *names.split(","))]
+    sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
     if sub.empty or not attacks:
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
@@ -102,56 +97,48 @@ def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage |
 
 
 def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> dict:
+    random = meta.get("weights") == "random"
     return {
         "model": model,
-        "checkpoint": meta.get("checkpoint") or meta.get("weights", ""),
+        "checkpoint": RANDOM_WEIGHTS if random else meta.get("checkpoint") or meta.get("weights", ""),
         "attack": attack,
         "eps": eps,
         "norm": norm,
         "n": int(g["n"]),
-        "top1": round(100.0 * float(g["top1"]), 2),
-        "top5": round(100.0 * float(g["top5"]), 2),
+        **{metric: round(100.0 * float(g[metric]), 2) for metric in ("top1", "top5")},
         "eps_value": float(g["eps_value"]),
         "checkpoint_sha256": meta.get("checkpoint_sha256") or "",
-        "mean_linf": float(g["mean_linf"]),
-        "mean_l2": float(g["mean_l2"]),
-        "forward_passes_per_example": float(g["forward_passes_per_example"]),
-        "backward_passes_per_example": float(g["backward_passes_per_example"]),
-        "median_min_norm": float(g["median_min_norm"]),  # minimum-norm attacks only (NaN elsewhere)
-        # reduced --precision: examples re-checked in fp32, robust as crafted but fooled in fp32, and the reverse
-        "fp32_checked": int(g["fp32_checked"]),
-        "fp32_fooled": int(g["fp32_fooled"]),
-        "fp32_rescued": int(g["fp32_rescued"]),
+        **{measure: float(g[measure]) for measure in MEASURES},
+        **{count: int(g[count]) for count in FP32_COUNTS},
     }
 
 
-# A summary row's figures: name -> (record column, how the unit's records combine)
-UNIT_FIGURES = {
-    "n": ("adv_top1", "size"),
-    "top1": ("adv_top1", "mean"),
-    "top5": ("adv_top5", "mean"),
-    "eps_value": ("eps_value", "first"),
+# A summary row's figures: name -> (record column, how the unit's records combine); the measures as they are
+HEADLINE = {"n": ("adv_top1", "size"), "top1": ("adv_top1", "mean"), "top5": ("adv_top5", "mean")}
+MEASURES = {
     "mean_linf": ("linf", "mean"),
     "mean_l2": ("l2", "mean"),
     "forward_passes_per_example": ("forward_passes", "mean"),
     "backward_passes_per_example": ("backward_passes", "mean"),
-    "median_min_norm": ("min_norm", "median"),
+    "median_min_norm": ("min_norm", "median"),  # minimum-norm attacks only (NaN elsewhere)
 }
+UNIT_FIGURES = {**HEADLINE, "eps_value": ("eps_value", "first"), **MEASURES}
 
+# Under a reduced --precision: examples re-checked in fp32, robust as crafted but fooled in fp32, and the reverse
+FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
 
 # How a figure of a model's members combines into the model's row: their mean, the examples of the
 # member that has most (a partial run), the fp32 re-check's counts summed.
 OVER_MEMBERS = {
     **dict.fromkeys(UNIT_FIGURES, "mean"),
     "n": "max",
-    **dict.fromkeys(("fp32_checked", "fp32_fooled", "fp32_rescued"), "sum"),
+    **dict.fromkeys(FP32_COUNTS, "sum"),
 }
 MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5")
 
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
-    """Per (model, eps, attack): the figures of its summary row, per member in member order (one
-    group-by)."""
+    """Per (model, eps, attack): the figures of its summary row, per member in member order."""
     records = with_member(records)
     fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
     robust = records["adv_top1"].astype(bool)
@@ -160,7 +147,7 @@ def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[di
     )
     per_member = (
         records.groupby(["model", "eps", "attack", "member"], sort=False)
-        .agg(**UNIT_FIGURES, **{c: (c, "sum") for c in ("fp32_checked", "fp32_fooled", "fp32_rescued")})
+        .agg(**UNIT_FIGURES, **{c: (c, "sum") for c in FP32_COUNTS})
         .sort_index(level="member", sort_remaining=False, kind="stable")
         .to_dict("index")
     )
@@ -191,23 +178,13 @@ def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarize(
-    records: pd.DataFrame,
-    attacks: list[str],
-    models_meta: dict[str, dict],
-    norm: str,
-    eps_order: list[str],
-    model_order: list[str] | None = None,
-    shifted: list[str] | None = None,
-    coverage: Coverage | None = None,
+    records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage | None = None
 ) -> pd.DataFrame:
-    """One row per model x attack x eps (clean first, attacks in order, then ``any``, then the
-    ``shifted`` conditions, which ``any`` does not include: a corruption is no attack).
-
-    Models come in ``model_order`` (then any others in record order); one group-by computes every row.
-    Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows
-    name the attacks they are the worst case over (``any_over``), the finished ones only.  A model of
-    several members combines theirs (the module docstring).
-    """
+    """One row per model x eps x attack, in the run's order of each (clean first, then the attacks, then
+    ``any``, then the shifted conditions, which ``any`` does not include: a corruption is no attack).
+    Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
+    the finished attacks they are the worst case over (``any_over``)."""
+    attacks = config["attacks"]
     full = (
         pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
     )
@@ -216,23 +193,24 @@ def summarize(
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
     over = any_coverage(records, attacks, coverage)
-    order = [CLEAN, *attacks] + ([ANY] if attacks else []) + list(shifted or [])
-    present = list(dict.fromkeys(records["model"]))
-    ordered = [m for m in (model_order or []) if m in present] + [m for m in present if m not in (model_order or [])]
+    models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
+    eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
+    kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
     rows = []
-    for model, eps, attack in ((m, e, a) for m in ordered for e in eps_order for a in order):
+    for model, eps, attack in itertools.product(models, eps_order, kinds):
         members = groups.get((model, eps, attack))
         if members is None:
             continue
-        row = _row(model, eps, attack, over_members(members), models_meta.get(model, {}), norm)
         done = attack == ANY or coverage is None or coverage.complete(model, eps, attack)
-        row.update(
-            status="complete" if done else "partial",
-            any_over=over.get((model, eps), "") if attack == ANY else "",
-            batches="" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
-            **(member_spread(members) if several else {}),
+        rows.append(
+            {
+                **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
+                "status": "complete" if done else "partial",
+                "any_over": over.get((model, eps), "") if attack == ANY else "",
+                "batches": "" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
+                **(member_spread(members) if several else {}),
+            }
         )
-        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -251,31 +229,14 @@ def run_summary(
     ``curves`` (the run's stored convergence-curve points) give each attack's row the examples its
     curve leaves robust at nine tenths of the budget and at its end (NaN: no curve)."""
     config = config or run["config"]
-    eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
-    eps_order = [e for e in eps_order if e in set(records["eps"])]
-    models_meta = run.get("models", {})
-    shifted = [c.name for c in run_conditions(config)]
     plan = run.get("plan", {})
     coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
-    summary = summarize(
-        records,
-        config["attacks"],
-        models_meta,
-        config["norm"],
-        eps_order,
-        model_order(config["models"]),
-        shifted,
-        coverage,
-    )
+    summary = summarize(records, config, run.get("models", {}), coverage)
     if summary.empty:
         return summary
     add_curve_columns(summary, curves)
     summary["run_status"] = run.get("status", "finished")
-    summary["not_run"] = not_run(summary, run.get("plan", {}).get("units", {}))
-    summary["checkpoint"] = [
-        RANDOM_WEIGHTS if models_meta.get(m, {}).get("weights") == "random" else c
-        for m, c in zip(summary["model"], summary["checkpoint"])
-    ]
+    summary["not_run"] = not_run(summary, plan.get("units", {}))
     add_run_columns(summary, run, config)
     add_audit_columns(summary, records, config)
     return summary
@@ -343,11 +304,9 @@ def crafting_precision(config: dict[str, Any]) -> str:
 def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:
     """On each model's first row at each eps: the planned units with no row there (else empty)."""
     have = summary.groupby(["model", "eps"], sort=False)["attack"].agg(set).to_dict()
-    out, seen = [], set()
-    for model, eps in zip(summary["model"], summary["eps"]):
-        first = (model, eps) not in seen
-        seen.add((model, eps))
-        units = [u for u in planned.get(model, []) if audited_stage(u) is None]  # an audit unit has no row
-        missing = [u for u in units if u not in have[(model, eps)]] if first else []
-        out.append(",".join(missing))
-    return out
+    missing = {  # an audit unit has no row
+        (model, eps): ",".join(u for u in planned.get(model, []) if u not in rows and audited_stage(u) is None)
+        for (model, eps), rows in have.items()
+    }
+    first = ~summary.duplicated(["model", "eps"])
+    return [missing[key] if f else "" for key, f in zip(zip(summary["model"], summary["eps"]), first)]
