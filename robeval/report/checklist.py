@@ -21,6 +21,7 @@ from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
 from .files import skipped_note
+from .grid import markdown_table
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
@@ -60,11 +61,9 @@ def checklist_markdown(
     lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "", CHECKLIST_INTRO, ""]
     lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
     for one in models:
-        lines += [f"## {one.model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
-        lines += [
-            f"| {CHECKS[f.check].title} | {CHECKS[f.check].covers} | {f.status} | {shown(f)} |" for f in one.findings
-        ]
-        lines += ["", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
+        rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
+        table = markdown_table("indicator | covers | status | evidence", rows, text_columns=4)
+        lines += [f"## {one.model}", "", table, "", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
     notes = evidence_note(evidence)
     return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 

@@ -24,6 +24,7 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
+from .grid import markdown_table
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -169,21 +170,25 @@ def paired_sides(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed
     return paired_row(ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b")), eps, attack, seed)
 
 
+PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
+PAIRED_CELLS = ("{a:.2f}", "{b:.2f}", "{diff:+.2f}", "[{ci_low:+.2f}, {ci_high:+.2f}]", "{mcnemar_p:.3g}")  # per metric
+
+
+def metric_cells(row: dict, metric: str, cells: tuple[str, ...]) -> list[str]:
+    """``cells`` (format strings) filled with ``row``'s ``<metric>_<name>`` values by their ``name``."""
+    values = {key.removeprefix(f"{metric}_"): value for key, value in row.items() if key.startswith(f"{metric}_")}
+    return [cell.format_map(values) for cell in cells]
+
+
 def to_markdown(result: pd.DataFrame) -> str:
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
-    lines = [
+    heading = (
         f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
-        f"finished ({result.attrs.get('any_over') or 'none'})",
-        "",
-        "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|",
+        f"finished ({result.attrs.get('any_over') or 'none'})"
+    )
+    rows = [
+        [r["eps"], r["attack"], r["n"], *metric_cells(r, "top1", PAIRED_CELLS), *metric_cells(r, "top5", PAIRED_CELLS)]
+        for r in result.to_dict("records")
     ]
-    for r in result.itertuples():
-        lines.append(
-            f"| {r.eps} | {r.attack} | {r.n} | {r.top1_a:.2f} | {r.top1_b:.2f} | {r.top1_diff:+.2f} | "
-            f"[{r.top1_ci_low:+.2f}, {r.top1_ci_high:+.2f}] | {r.top1_mcnemar_p:.3g} | {r.top5_a:.2f} | "
-            f"{r.top5_b:.2f} | {r.top5_diff:+.2f} | [{r.top5_ci_low:+.2f}, {r.top5_ci_high:+.2f}] | "
-            f"{r.top5_mcnemar_p:.3g} |"
-        )
-    return "\n".join(lines) + "\n"
+    return f"{heading}\n\n{markdown_table(PAIRED_HEAD, rows, text_columns=2)}\n"

@@ -5,12 +5,14 @@ LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from .naming import latex_escape
+from .table_options import STD
 
 Cell = tuple[object, object]
 
@@ -22,6 +24,12 @@ class Measured:
 
     value: float
     std: float | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any], metric: str) -> Measured:
+        """``row[metric]``, with the std over the model's members where ``row`` has ``<metric>_std``."""
+        std = row.get(metric + STD)
+        return cls(float(row[metric]), None if std is None or pd.isna(std) else float(std))
 
     @property
     def shown(self) -> str:
@@ -56,16 +64,20 @@ def _latex_cell(value: object, bold: bool) -> str:
     return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
 
 
+def markdown_table(head: str, rows: Iterable[Iterable[object]], text_columns: int = 1) -> str:
+    """A Markdown table: ``head`` (its cells joined by `` | ``), its rule (the first ``text_columns``
+    columns left-aligned, the others right-aligned), the rows."""
+    columns = head.count(" | ") + 1
+    rule = "|" + "---|" * text_columns + "---:|" * (columns - text_columns)
+    return "\n".join([f"| {head} |", rule, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+
+
 def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
-    names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else [str(c) for c in grid.columns]
-    head = f"| {corner} | " + " | ".join(names) + " |" if corner else "| | " + " | ".join(names) + " |"
-    rule = "|---|" + "---:|" * len(names)
-    lines = [
-        f"| {index} | " + " | ".join(f"**{v}**" if b else str(v) for v, b in cells) + " |"
-        for index, cells in _rows(grid, bold)
-    ]
-    return "\n".join([f"Table: {caption}", "", head, rule, *lines])
+    names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
+    head = " | ".join(map(str, [corner, *names])).strip()  # no corner: "| | Top-1 |"
+    rows = ([index, *(f"**{v}**" if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
+    return f"Table: {caption}\n\n{markdown_table(head, rows)}"
 
 
 def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:

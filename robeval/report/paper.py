@@ -57,20 +57,13 @@ def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
 
 
-def measured(row: dict, metric: str) -> Measured:
-    """A row's metric, with the std over the model's members when the summary has one."""
-    std = row.get(metric + STD)
-    spread = float(std) if std is not None and not pd.isna(std) else None
-    return Measured(float(row[metric]), spread)
-
-
 def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()) -> tuple[pd.DataFrame, set]:
     """One eps block: rows = models, columns = (attack title, Top-1 / Top-5) (top-1 alone: the attack
     titles), and the cells to bold (the best of each column, when more than one model is compared on
     comparable columns)."""
     sel = summary[summary["eps"] == eps]
     models, attacks, metrics = list(dict.fromkeys(sel["model"])), options.ordered(sel), options.metrics
-    values = {(r["model"], r["attack"], m): measured(r, m) for r in sel.to_dict("records") for m, _ in metrics}
+    values = {(r["model"], r["attack"], m): Measured.of(r, m) for r in sel.to_dict("records") for m, _ in metrics}
     keys = [
         (a, m, (attack_title(a), title) if len(metrics) > 1 else attack_title(a))
         for a in attacks

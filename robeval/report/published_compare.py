@@ -25,6 +25,7 @@ from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbenc
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
+from .grid import markdown_table
 from .robustbench import THREE_D, standard_problem
 
 EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
@@ -127,6 +128,10 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     return out
 
 
+PUBLISHED_HEAD = "metric | n | run | 95% CI | published | diff | inside CI"
+PUBLISHED_CELLS = ("{metric}", "{n}", "{run:.2f}", "[{ci_low:.2f}, {ci_high:.2f}]", "{published:.2f}", "{diff:+.2f}")
+
+
 def published_markdown(result: pd.DataFrame) -> str:
     attrs = result.attrs
     head = (
@@ -135,11 +140,9 @@ def published_markdown(result: pd.DataFrame) -> str:
         "outcomes; the 95% CI is a bootstrap of the run's accuracy over its examples, and inside = the published "
         "value lies in it"
     )
-    columns = ["| metric | n | run | 95% CI | published | diff | inside CI |", "|---|---:|---:|---|---:|---:|---|"]
-    body = [
-        f"| {r.metric} | {r.n} | {r.run:.2f} | [{r.ci_low:.2f}, {r.ci_high:.2f}] | {r.published:.2f} | "
-        f"{r.diff:+.2f} | {'yes' if r.inside_ci else 'no'} |"
-        for r in result.itertuples()
+    rows = [
+        [c.format_map(r) for c in PUBLISHED_CELLS] + ["yes" if r["inside_ci"] else "no"]
+        for r in result.to_dict("records")
     ]
     notes = [f"\nNote: {note}" for note in attrs.get("notes", [])]
-    return "\n".join([head, "", *columns, *body, *notes]) + "\n"
+    return "\n".join([head, "", markdown_table(PUBLISHED_HEAD, rows), *notes]) + "\n"
