@@ -134,28 +134,3 @@ def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
 
 def is_incomplete(summary: pd.DataFrame) -> bool:
     return bool(incomplete_parts(summary))
-
-
-def _with_spread(row: pd.Series, metric: str) -> str:
-    """A metric as printed: ``97.80``, or over several members ``97.80 ± 0.40``."""
-    std = row.get(f"{metric}_std")
-    spread = "" if std is None or pd.isna(std) else f" ± {float(std):.2f}"
-    return f"{row[metric]:.2f}{spread}"
-
-
-def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
-    """Models x attacks of ``"top1 / top5"`` strings for one eps (mean ± std for a model of several
-    members)."""
-    sel = summary[summary["eps"] == eps]
-    attacks = list(dict.fromkeys(sel["attack"]))
-    rows = {}
-    for model in dict.fromkeys(sel["model"]):
-        cells = {}
-        for attack in attacks:
-            hit = sel[(sel["model"] == model) & (sel["attack"] == attack)]
-            first = hit.iloc[0] if len(hit) else None
-            cells[attack] = "" if first is None else f"{_with_spread(first, 'top1')} / {_with_spread(first, 'top5')}"
-        rows[model] = cells
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
-    table.index.name = "model"
-    return table
