@@ -65,20 +65,15 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:
-        model, found = ref, None
-        runs = store.runs()
-        for run_id in reversed(runs[runs["status"] == "finished"]["id"].tolist()):
-            candidate = load_run(store, run_id)
-            if model in set(candidate.records["model"]):
-                found = candidate
-                break
+        model, runs = ref, store.runs()
+        finished = (load_run(store, i) for i in reversed(runs[runs["status"] == "finished"]["id"].tolist()))
+        found = next((r for r in finished if model in set(r.records["model"])), None)
         if found is None:
             raise UserError(f"no finished run in {store.path} evaluated model {model!r}")
         run = found
-    if model not in set(run.records["model"]):
-        raise UserError(
-            f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})"
-        )
+    models = set(run.records["model"])
+    if model not in models:
+        raise UserError(f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(models))})")
     return run, model
 
 
@@ -95,22 +90,23 @@ def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
     return pd.concat([records, any_attack_records(records, attacks)], ignore_index=True)
 
 
-def paired_row(sel: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """Top-1 and top-5 of A and B on the same examples, their difference, its bootstrap CI and McNemar p."""
+def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
+    """Top-1 and top-5 of two models of one member each on the same examples at (eps, attack), their
+    difference, its bootstrap CI and McNemar p."""
+    sel = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
     row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
     for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
         a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
-        lo, hi = bootstrap_ci(a, b, seed)
-        row.update(
-            {
-                f"{metric}_a": round(100 * a.mean(), 2),
-                f"{metric}_b": round(100 * b.mean(), 2),
-                f"{metric}_diff": round(100 * (b.mean() - a.mean()), 2),
-                f"{metric}_ci_low": round(lo, 2),
-                f"{metric}_ci_high": round(hi, 2),
-                f"{metric}_mcnemar_p": mcnemar_exact(a, b),
-            }
-        )
+        low, high = bootstrap_ci(a, b, seed)
+        values = {
+            "a": 100 * a.mean(),
+            "b": 100 * b.mean(),
+            "diff": 100 * (b.mean() - a.mean()),
+            "ci_low": low,
+            "ci_high": high,
+        }
+        row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
+        row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
     return row
 
 
@@ -154,7 +150,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
             sides = _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))
             if sides is not None:
                 a, b = sides
-                rows.append(claim_row(a, b, eps, attack) if several else paired_sides(a, b, eps, attack, seed))
+                rows.append(claim_row(a, b, eps, attack) if several else paired_row(a, b, eps, attack, seed))
     if not rows:
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)
@@ -163,11 +159,6 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
         test="members" if several else "paired", differences=noted_differences(side_a, side_b),
     )  # fmt: skip
     return out
-
-
-def paired_sides(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """:func:`paired_row` of two models of one member each at (eps, attack)."""
-    return paired_row(ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b")), eps, attack, seed)
 
 
 PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"

@@ -93,52 +93,39 @@ def members_part(rows: pd.DataFrame, latex: bool) -> str:
     return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
 
 
-def _blocks(
-    summary: pd.DataFrame,
-    render_grid,
-    attack_caption: Callable[[pd.DataFrame, str], str],
-    shift_render,
-    options: TableOptions,
-) -> str:
-    """Every block of the table: one per eps, the minimum-norm block, the shift tables."""
+def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bool = False) -> str:
+    """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
+    says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
+
+    def render_other(grid: pd.DataFrame, text: str) -> str:
+        return render_grid(grid, latex_escape(text) if latex else text)
+
     full, (summary, shifted) = summary, split(summary)
     blocks = []
     for eps in dict.fromkeys(summary["eps"]):
         grid, bold = attack_grid(summary, eps, options)
-        blocks.append(render_grid(grid, attack_caption(summary, eps), bold=bold))
-    blocks += [b for b in [minimum_norm_block(summary, shift_render)] if b]
+        text = caption(summary, eps, latex, top5=not options.top1_only)
+        blocks.append(render_grid(grid, text + members_part(summary[summary["eps"] == eps], latex), bold=bold))
+    blocks += [b for b in [minimum_norm_block(summary, render_other)] if b]
     if shifted:
-        blocks.append(shift_blocks(full, shift_render))
+        blocks.append(shift_blocks(full, render_other))
     return "\n\n".join(blocks) + "\n"
-
-
-def _caption(options: TableOptions, latex: bool = False) -> Callable[[pd.DataFrame, str], str]:
-    """A block's caption: what it measures (top-1 alone under ``--top1-only``), what its cells are."""
-
-    def text(rows: pd.DataFrame, eps: str) -> str:
-        block = rows[rows["eps"] == eps]
-        return caption(rows, eps, latex=latex, top5=not options.top1_only) + members_part(block, latex)
-
-    return text
 
 
 @table_format("md")
 def to_markdown(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    return _blocks(summary, grids.to_markdown, _caption(options), grids.to_markdown, options)
+    return _blocks(summary, grids.to_markdown, options)
 
 
 @table_format("latex")
 def to_latex(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    def shift_render(grid: pd.DataFrame, text: str, **kw) -> str:
-        return grids.to_latex(grid, latex_escape(text), **kw)
-
-    return _blocks(summary, grids.to_latex, _caption(options, latex=True), shift_render, options)
+    return _blocks(summary, grids.to_latex, options, latex=True)
 
 
 @table_format("html")
 def to_html(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """The Markdown table's blocks as HTML tables (what ``robeval report`` embeds)."""
-    return _blocks(summary, grids.to_html, _caption(options), grids.to_html, options)
+    return _blocks(summary, grids.to_html, options)
 
 
 @table_format("csv")

@@ -124,7 +124,7 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     labels = [f"{run.run_id}:{model}", Path(path).name]
     a, b = labels if run_is_a else labels[::-1]
     out = pd.DataFrame(rows)
-    out.attrs.update(a=a, b=b, eps=eps, notes=notes)
+    out.attrs.update(a=a, b=b, eps=eps, notes=notes, test="published")
     return out
 
 
