@@ -25,9 +25,8 @@ from . import grid as grids
 from . import robustbench
 from .captions import caption
 from .grid import Measured
-from .minimum_norm import minimum_norm_block
 from .naming import attack_title, latex_escape
-from .shift_table import shift_blocks, split
+from .shift_table import later_blocks, split
 from .table_options import MEMBERS, STD, TableOptions
 
 Renderer = Callable[[pd.DataFrame, TableOptions], str]
@@ -100,16 +99,13 @@ def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bo
     def render_other(grid: pd.DataFrame, text: str) -> str:
         return render_grid(grid, latex_escape(text) if latex else text)
 
-    full, (summary, shifted) = summary, split(summary)
+    attacks, _ = split(summary)
     blocks = []
-    for eps in dict.fromkeys(summary["eps"]):
-        grid, bold = attack_grid(summary, eps, options)
-        text = caption(summary, eps, latex, top5=not options.top1_only)
-        blocks.append(render_grid(grid, text + members_part(summary[summary["eps"] == eps], latex), bold=bold))
-    blocks += [b for b in [minimum_norm_block(summary, render_other)] if b]
-    if shifted:
-        blocks.append(shift_blocks(full, render_other))
-    return "\n\n".join(blocks) + "\n"
+    for eps in dict.fromkeys(attacks["eps"]):
+        grid, bold = attack_grid(attacks, eps, options)
+        text = caption(attacks, eps, latex, top5=not options.top1_only)
+        blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
+    return "\n\n".join(blocks + later_blocks(summary, render_other)) + "\n"
 
 
 @table_format("md")

@@ -12,12 +12,16 @@ contributes its own columns.  A condition's accuracy does not depend on eps; the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 
 from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
+from .minimum_norm import minimum_norm_block
 from .naming import attack_title, data_label
 
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
@@ -157,13 +161,16 @@ def shift_caption(summary: pd.DataFrame) -> str:
 DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
 
 
-def shift_blocks(summary: pd.DataFrame, render_grid) -> str:
-    """The shift table and the per-corruption detail, each rendered by ``render_grid(grid, caption)``."""
-    blocks = [render_grid(shift_grid(summary), shift_caption(summary))]
-    detail = corruption_grid(summary)
-    if detail is not None:
-        blocks.append(render_grid(detail, DETAIL_CAPTION))
-    return "\n\n".join(blocks)
+def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, str], Any]) -> list:
+    """The blocks after the attack blocks, each ``render_grid(grid, caption)``: the minimum-norm block,
+    the shift table and its per-corruption detail."""
+    attacks, shifted = split(summary)
+    blocks = [minimum_norm_block(attacks, render_grid)]
+    if shifted:
+        detail = corruption_grid(summary)
+        blocks += [render_grid(shift_grid(summary), shift_caption(summary))]
+        blocks += [render_grid(detail, DETAIL_CAPTION)] if detail is not None else []
+    return [b for b in blocks if b is not None]
 
 
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:

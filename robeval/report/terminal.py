@@ -137,26 +137,20 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    from .minimum_norm import minimum_norm_block
     from .paper import members_part
-    from .shift_table import DETAIL_CAPTION, corruption_grid, shift_caption, shift_grid, split
+    from .shift_table import later_blocks, split
 
-    full, (summary, shifted) = summary, split(summary)
+    attacks, _ = split(summary)
     tables = []
-    for eps in dict.fromkeys(summary["eps"]):
-        grid = pivot(summary, eps)  # models x attacks; a few models become the columns, names uncut
-        members = members_part(summary[summary["eps"] == eps], latex=False).removeprefix("; ")
-        parts = caption_parts(summary, eps) + ([members] if members else [])
+    for eps in dict.fromkeys(attacks["eps"]):
+        grid = pivot(attacks, eps)  # models x attacks; a few models become the columns, names uncut
+        members = members_part(attacks[attacks["eps"] == eps], latex=False).removeprefix("; ")
+        parts = caption_parts(attacks, eps) + ([members] if members else [])
         if len(grid.index) <= MODELS_AS_COLUMNS:
             tables.append(_captioned(parts, _table(grid.T, "attack", suffix="\ntop-1 / top-5")))
         else:
             tables.append(_captioned(parts, _table(grid, "model", caption="cells: top-1 / top-5")))
-    tables += [b for b in [minimum_norm_block(summary, _transposed)] if b is not None]
-    if shifted:
-        for grid, text in ((shift_grid(full), shift_caption(full)), (corruption_grid(full), DETAIL_CAPTION)):
-            if grid is not None:
-                tables.append(_transposed(grid, text))
-    return tables
+    return tables + later_blocks(summary, _transposed)
 
 
 def _table(grid: pd.DataFrame, corner: str, suffix: str = "", caption: str | None = None, wrap: bool = False) -> Table:
