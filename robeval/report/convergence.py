@@ -40,7 +40,6 @@ def _panel(ax, curves: pd.DataFrame, attack: str, eps: str, models: list[str], t
     ax.axvspan(start, end, color="0.88", zorder=0, linewidth=0)
     ax.set_title(title)
     ax.set_xlabel(f"{rows['axis'].iloc[0]} ({rows['setting'].iloc[0]})")
-    ax.set_ylim(0, 100)
 
 
 def convergence_figure(curves: pd.DataFrame):
@@ -54,10 +53,9 @@ def convergence_figure(curves: pd.DataFrame):
         _panel(ax, curves, attack, eps, models, attack_title(attack) + ("" if one_eps else f"\neps {eps}"))
     for ax in axes[:: min(4, len(axes))]:
         ax.set_ylabel("robust top-1 (%)")
-    handles = {label: h for ax in axes for h, label in zip(*ax.get_legend_handles_labels())}
     at = f", eps {curves['eps'].iloc[0]}" if one_eps else ""
     fig.suptitle(f"Robust top-1 along each attack's budget{at}\n(shaded: its last tenth, where convergence is judged)")
-    style.legend_below(fig, list(handles.values()), list(handles))
+    style.legend_below(fig, axes)
     return fig
 
 
