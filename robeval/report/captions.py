@@ -10,7 +10,7 @@ from ..evaluation.protocols import get_protocol
 from ..precision import FP32
 from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
-from .naming import NORM_MATH, data_label, latex_escape
+from .naming import NORM_MATH, column, data_label, latex_escape
 
 
 def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> str:
@@ -48,8 +48,8 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
         )
     parts += [note for attack, note in facts.attack_notes.items() if attack in set(sel["attack"])]
     parts += transfer_parts(sel) + precision_parts(sel) + cascade_parts(sel, top5) + audit_lines(sel, eps)
-    if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
-        models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
+    if (random := column(sel, "checkpoint") == RANDOM_WEIGHTS).any():
+        models = ", ".join(dict.fromkeys(sel[random]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
     parts += unlike_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
     return [measured_phrase(sel, eps, latex, top5), *(latex_escape(p) if latex else p for p in parts)]
@@ -58,21 +58,19 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
 def unlike_parts(rows: pd.DataFrame) -> list[str]:
     """Runs of one table whose shared attacks ran with different settings (robeval.results.likeness):
     one line saying which, in every block, since any block may sit beside another run's."""
-    return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(_column(rows, "unlike")) if note]
+    return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(column(rows, "unlike")) if note]
 
 
 def transfer_parts(rows: pd.DataFrame) -> list[str]:
     """Which model the transfer attacks of the rows crafted their images on."""
-    if "source_model" not in rows:
-        return []
-    sources = rows[rows["source_model"].fillna("") != ""]
+    sources = rows[column(rows, "source_model") != ""]
     pairs = dict.fromkeys(zip(sources["attack"], sources["source_model"]))
     return [f"{attack}: images crafted on {source}" for attack, source in pairs]
 
 
 def cascade_parts(rows: pd.DataFrame, top5: bool) -> list[str]:
     """What the attack columns of a --cascade run mean."""
-    if "cascade" not in rows or not rows["cascade"].fillna(False).astype(bool).any():
+    if not column(rows, "cascade", False).astype(bool).any():
         return []
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS]
     parts = [
@@ -89,29 +87,25 @@ def precision_parts(rows: pd.DataFrame) -> list[str]:
     runs stored before --precision, whose value says so)."""
     return [
         f"attacks crafted in {p}" + ("" if "(" in p else ", every prediction counted in strict fp32")
-        for p in dict.fromkeys(_column(rows, "precision", FP32))
+        for p in dict.fromkeys(column(rows, "precision", FP32))
         if p != FP32
     ]
-
-
-def _column(rows: pd.DataFrame, name: str, default: str = "") -> pd.Series:
-    return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
 
 
 def incomplete_parts(rows: pd.DataFrame) -> list[str]:
     """What the rows lack: runs that did not finish, rows short of batches, planned units with no row."""
     parts = []
-    status = _column(rows, "run_status", "finished")
-    for run_id, state in dict.fromkeys(zip(_column(rows, "run_id"), status)):
+    status = column(rows, "run_status", "finished")
+    for run_id, state in dict.fromkeys(zip(column(rows, "run_id"), status)):
         if state != "finished":
             how = {"interrupted": "was interrupted", "running": "is still running"}.get(state, state)
             parts.append(f"INCOMPLETE: run {run_id} {how}, so these numbers cover only what it finished")
-    partial = rows[_column(rows, "status", "complete") != "complete"]
+    partial = rows[column(rows, "status", "complete") != "complete"]
     if len(partial):
         parts.append(
             "partial rows: " + ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
         )
-    missing = rows[_column(rows, "not_run") != ""]
+    missing = rows[column(rows, "not_run") != ""]
     if len(missing):
         parts.append(
             "not run: " + "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in missing.itertuples())
@@ -123,7 +117,7 @@ def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     """When a model's worst case does not cover every attack of the block, which attacks each covers."""
     worst = rows[rows["attack"] == ANY]
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS and parse_condition(a) is None]
-    over = dict(zip(worst["model"], _column(worst, "any_over")))
+    over = dict(zip(worst["model"], column(worst, "any_over")))
     if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
         return []
     return [

@@ -105,11 +105,9 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     flags = run.get("flags", [])
     if not flags:
         return lines + ["Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)"]
-    return (
-        lines
-        + [f"Soundness checks: {len(flags)} flag(s)"]
-        + [f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags]
-    )
+    return [*lines, f"Soundness checks: {len(flags)} flag(s)"] + [
+        f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags
+    ]
 
 
 def check_lines(judged: JudgedRun) -> str:

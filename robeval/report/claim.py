@@ -113,20 +113,13 @@ def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict
 def verdict(row: dict, a: str, b: str, metric: str = "top1") -> str:
     """The claim in words for one row: whether B - A exceeds the seed-to-seed variation."""
     diff, low, high = row[f"{metric}_diff"], row[f"{metric}_low"], row[f"{metric}_high"]
-    spread = [row[f"{metric}_{s}_std"] for s in ("a", "b")]
-    stds = " and ".join(f"{s:.2f}" for s in spread if not math.isnan(s))
+    stds = " and ".join(f"{s:.2f}" for s in (row[f"{metric}_a_std"], row[f"{metric}_b_std"]) if not math.isnan(s))
     where = f"{row['attack']} at eps {row['eps']}"
     head = f"{where}: {b} - {a} = {diff:+.2f} points, 95% interval [{low:+.2f}, {high:+.2f}]"
+    spread = f"the seed-to-seed variation (member std {stds} points) and the sampling of the examples"
     if row[f"{metric}_beyond"]:
-        better = b if diff > 0 else a
-        return (
-            f"{head}: the difference exceeds the seed-to-seed variation (member std {stds} points) and the "
-            f"sampling of the examples: {better} is more robust here."
-        )
-    return (
-        f"{head}: within the seed-to-seed variation (member std {stds} points) and the sampling of the examples; "
-        "these runs do not show that either is more robust."
-    )
+        return f"{head}: the difference exceeds {spread}: {b if diff > 0 else a} is more robust here."
+    return f"{head}: within {spread}; these runs do not show that either is more robust."
 
 
 def one_side_note(row: dict, a: str, b: str) -> str | None:

@@ -25,7 +25,7 @@ from . import grid as grids
 from . import robustbench
 from .captions import caption
 from .grid import Measured
-from .naming import attack_title, latex_escape
+from .naming import attack_title, column, latex_escape
 from .shift_table import later_blocks, split
 from .table_options import MEMBERS, STD, TableOptions
 
@@ -53,7 +53,7 @@ def table_format(name: str, note: str = "", takes_options: bool = True) -> Calla
 def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
     worst = rows[rows["attack"] == ANY]
-    return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
+    return column(worst, "any_over").nunique() <= 1
 
 
 def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()) -> tuple[pd.DataFrame, set]:
@@ -72,10 +72,10 @@ def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOp
     cells = [[values.get((model, a, m), "") for a, m, _ in keys] for model in models]
     comparable = {a for a in attacks if a != ANY or worst_cases_comparable(sel)} if len(models) > 1 else set()
     bold = set()
-    for a, m, column in (k for k in keys if k[0] in comparable):
+    for a, m, shown in (k for k in keys if k[0] in comparable):
         scores = {model: float(values[(model, a, m)].shown) for model in models if (model, a, m) in values}
         best = max(scores.values(), default=None)
-        bold |= {(model, column) for model, v in scores.items() if v == best}
+        bold |= {(model, shown) for model, v in scores.items() if v == best}
     return pd.DataFrame(cells, index=models, columns=columns), bold
 
 
@@ -137,14 +137,9 @@ def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
     if not options.attacks:
         return summary
     rank = {a: i for i, a in enumerate(options.attacks)}
-    keys = pd.DataFrame({c: _appearance(summary[c]) for c in ("eps", "model")})
+    keys = pd.DataFrame({c: pd.factorize(summary[c])[0] for c in ("eps", "model")})
     keys["attack"] = [rank.get(a, len(rank)) for a in summary["attack"]]
     return summary.iloc[keys.sort_values(["eps", "model", "attack"], kind="stable").index]
-
-
-def _appearance(column: pd.Series) -> list[int]:
-    first = {v: i for i, v in enumerate(dict.fromkeys(column))}
-    return [first[v] for v in column]
 
 
 @table_format("json")

@@ -30,7 +30,7 @@ from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition
-from .naming import run_label
+from .naming import column, run_label
 from .shift_table import attack_rows, is_condition, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
@@ -73,16 +73,11 @@ def caveats(rows: pd.DataFrame) -> list[str]:
     """Why one model's entry is no leaderboard number (empty: none known): random weights, examples
     other than RobustBench's, a clean accuracy near chance."""
     first = rows.iloc[0]
-    found = []
-    if "checkpoint" in rows and (rows["checkpoint"] == RANDOM_WEIGHTS).any():
-        found.append(f"the model has {RANDOM_WEIGHTS}")
-    examples = (
-        examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"])) if "selection" in rows else None
-    )
-    found += [examples] if examples else []
+    found = [f"the model has {RANDOM_WEIGHTS}"] if (column(rows, "checkpoint") == RANDOM_WEIGHTS).any() else []
+    if "selection" in rows:
+        found += [c for c in [examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"]))] if c]
     chance = above_chance(str(first["model"]), rows)
-    found += [chance.evidence] if chance.raised else []
-    return found
+    return found + ([chance.evidence] if chance.raised else [])
 
 
 def _common(rows: pd.DataFrame) -> dict[str, Any]:

@@ -22,13 +22,13 @@ from ..shifts.catalog import parse_condition
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .minimum_norm import minimum_norm_block
-from .naming import attack_title, data_label
+from .naming import attack_title, column, data_label
 
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
 
 
 def shift_of(summary: pd.DataFrame) -> pd.Series:
-    return summary["shift"].fillna("") if "shift" in summary.columns else pd.Series("", index=summary.index)
+    return column(summary, "shift")
 
 
 def is_condition(summary: pd.DataFrame) -> pd.Series:
