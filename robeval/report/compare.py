@@ -162,13 +162,6 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
 
 
 PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
-PAIRED_CELLS = ("{a:.2f}", "{b:.2f}", "{diff:+.2f}", "[{ci_low:+.2f}, {ci_high:+.2f}]", "{mcnemar_p:.3g}")  # per metric
-
-
-def metric_cells(row: dict, metric: str, cells: tuple[str, ...]) -> list[str]:
-    """``cells`` (format strings) filled with ``row``'s ``<metric>_<name>`` values by their ``name``."""
-    values = {key.removeprefix(f"{metric}_"): value for key, value in row.items() if key.startswith(f"{metric}_")}
-    return [cell.format_map(values) for cell in cells]
 
 
 def to_markdown(result: pd.DataFrame) -> str:
@@ -178,8 +171,11 @@ def to_markdown(result: pd.DataFrame) -> str:
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
         f"finished ({result.attrs.get('any_over') or 'none'})"
     )
-    rows = [
-        [r["eps"], r["attack"], r["n"], *metric_cells(r, "top1", PAIRED_CELLS), *metric_cells(r, "top5", PAIRED_CELLS)]
-        for r in result.to_dict("records")
-    ]
+    rows = []
+    for r in result.to_dict("records"):
+        cells = [r["eps"], r["attack"], r["n"]]
+        for m in ("top1", "top5"):
+            cells += [f"{r[f'{m}_a']:.2f}", f"{r[f'{m}_b']:.2f}", f"{r[f'{m}_diff']:+.2f}"]
+            cells += [f"[{r[f'{m}_ci_low']:+.2f}, {r[f'{m}_ci_high']:+.2f}]", f"{r[f'{m}_mcnemar_p']:.3g}"]
+        rows.append(cells)
     return f"{heading}\n\n{markdown_table(PAIRED_HEAD, rows, text_columns=2)}\n"

@@ -22,18 +22,13 @@ def attack_title(attack: str) -> str:
     return spec.title if spec is not None and spec.title else attack
 
 
-def column_order() -> list[str]:
-    """Clean, the suite in its order, the other attacks, the worst case."""
-    return [CLEAN, *(s.name for s in list_attacks()), ANY]
-
-
 def ordered_attacks(summary: pd.DataFrame) -> list[str]:
-    """The attack columns in :func:`column_order`; a cascade's in its own order (the order its rows
-    come in: clean, each attack after those it followed, the worst case)."""
+    """The attack columns: clean, the suite in its order, the other attacks, the worst case; a cascade's
+    in its own order (the order its rows come in: clean, each attack after those it followed, any)."""
     present = list(dict.fromkeys(summary["attack"]))
     if len(summary) and column(summary, "cascade", False).astype(bool).all():
         return present
-    order = column_order()
+    order = [CLEAN, *(s.name for s in list_attacks()), ANY]
     return [a for a in order if a in present] + [a for a in present if a not in order]
 
 

@@ -71,16 +71,14 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
     else:
-        worst = any_attack_records(records, standard)
-        scores["autoattack"] = per_example(worst)
+        scores["autoattack"] = per_example(any_attack_records(records, standard))
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
     conditions = records[records["attack"].map(lambda a: parse_condition(a) is not None)]
     if len(conditions):
         three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
-        by_example = conditions.groupby("example", sort=False)["adv_top1"].mean()
-        scores["corruptions_3d" if three_d else "corruptions"] = by_example.to_numpy(float)
+        scores["corruptions_3d" if three_d else "corruptions"] = per_example(conditions)
     return {k: v for k, v in scores.items() if len(v)}, notes
 
 
