@@ -63,9 +63,8 @@ def unlike_parts(rows: pd.DataFrame) -> list[str]:
 
 def transfer_parts(rows: pd.DataFrame) -> list[str]:
     """Which model the transfer attacks of the rows crafted their images on."""
-    sources = rows[column(rows, "source_model") != ""]
-    pairs = dict.fromkeys(zip(sources["attack"], sources["source_model"]))
-    return [f"{attack}: images crafted on {source}" for attack, source in pairs]
+    pairs = dict.fromkeys(zip(rows["attack"], column(rows, "source_model")))
+    return [f"{attack}: images crafted on {source}" for attack, source in pairs if source]
 
 
 def cascade_parts(rows: pd.DataFrame, top5: bool) -> list[str]:
