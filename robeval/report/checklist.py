@@ -112,18 +112,9 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
 
 def check_lines(judged: JudgedRun) -> str:
     """What ``robeval check`` prints: the run, then the lines under every table with its flags."""
-    run = judged.run
-    flags = [f.as_flag() for f in judged.flags]
-    lines = [
-        f"Run {run.run_id} ({run.protocol}, {run.status}):",
-        *diagnostic_lines({**run.info, "flags": flags}, run.summary),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def checklist_document(judged: JudgedRun) -> str:
-    run = judged.run
-    return checklist_markdown(run.run_id, run.protocol, run.summary, judged.models, judged.evidence)
+    run, flags = judged.run, [f.as_flag() for f in judged.flags]
+    lines = diagnostic_lines({**run.info, "flags": flags}, run.summary)
+    return "\n".join([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
 
 
 def checklist_html(judged: JudgedRun) -> str:
@@ -146,5 +137,7 @@ def checklist_html(judged: JudgedRun) -> str:
 
 RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")
 RENDERINGS.add("md", check_lines)
-RENDERINGS.add("checklist", checklist_document)
+RENDERINGS.add(
+    "checklist", lambda j: checklist_markdown(j.run.run_id, j.run.protocol, j.run.summary, j.models, j.evidence)
+)
 RENDERINGS.add("html", checklist_html)

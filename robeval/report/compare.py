@@ -131,11 +131,8 @@ def _unit_rows(
 
 
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
-    """A and B on the same examples; refused in one line when they were not evaluated alike
-    (robeval.results.likeness: protocol, threat model, precision, cascade, data, examples, eps, settings).
-    Models of one member each are paired example by example (:func:`paired_row`); where a side has
-    several members, the difference of the means is tested against the seed-to-seed variation
-    (robeval.report.claim)."""
+    """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
+    one line when they were not evaluated alike (robeval.results.likeness)."""
     run_a, model_a = find_model(store, ref_a)
     run_b, model_b = find_model(store, ref_b)
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)

@@ -1,12 +1,7 @@
-"""Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold.
-
-Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON, and
-RobustBench's model-info JSON (:mod:`.robustbench`).
-Several eps values give one block per eps; a minimum-norm block and the shift tables follow.
-What a table shows (top-1 alone, the attack columns and their order, the models' names) is
-:class:`.table_options.TableOptions`; a summary with a ``<metric>_std`` column (a model of several
-members) shows its cells as mean ± std.
-This module assembles the blocks; the grids are rendered by :mod:`.grid`, named by :mod:`.naming`.
+"""Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold, one
+block per eps, then the minimum-norm block and the shift tables; a model of several members shows
+mean ± std.  What a table shows is :class:`.table_options.TableOptions`; the formats are registered
+below (:data:`FORMATS`); this module assembles the blocks, :mod:`.grid` renders them.
 """
 
 from __future__ import annotations

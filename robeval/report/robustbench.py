@@ -86,15 +86,14 @@ def _common(rows: pd.DataFrame) -> dict[str, Any]:
     clean = rows[rows["attack"] == CLEAN]
     warned = caveats(rows)
     run = f"{run_label(first['run_id'])}: {int(first['n'])} examples, seed {first['seed']}; {first['versions']}"
-    entry = empty_entry()
-    entry.update(
-        number_forward_passes=1,
-        dataset=robustbench_dataset(str(first["data"])),
-        clean_acc=percent(float(clean["top1"].iloc[0])) if len(clean) else "",
-        footnote=f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
-        unreliable=bool(warned),
-    )
-    return entry
+    return {
+        **empty_entry(),
+        "number_forward_passes": 1,
+        "dataset": robustbench_dataset(str(first["data"])),
+        "clean_acc": percent(float(clean["top1"].iloc[0])) if len(clean) else "",
+        "footnote": f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
+        "unreliable": bool(warned),
+    }
 
 
 def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
@@ -102,11 +101,8 @@ def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
     problem = standard_problem(rows)
     if problem is not None:
         raise UserError(f"no RobustBench entry: {problem}")
-    entry = _common(rows)
-    entry.update(
-        eps=str(rows["eps"].iloc[0]), autoattack_acc=percent(float(rows[rows["attack"] == ANY]["top1"].iloc[0]))
-    )
-    return entry
+    worst = float(rows[rows["attack"] == ANY]["top1"].iloc[0])
+    return {**_common(rows), "eps": str(rows["eps"].iloc[0]), "autoattack_acc": percent(worst)}
 
 
 def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
