@@ -80,41 +80,27 @@ def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: C
     return f"Table: {caption}\n\n{markdown_table(head, rows)}"
 
 
+def _latex_row(cells: Iterable[str]) -> str:
+    return " & ".join(cells) + r" \\"
+
+
 def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """A ``table`` with a plain ``tabular`` (no packages needed); ``caption`` is LaTeX already."""
     corner = latex_escape(corner)
     if _two_levels(grid):
         groups = list(dict.fromkeys(a for a, _ in grid.columns))
         subs = [latex_escape(str(b)) for a, b in grid.columns if a == groups[0]]
-        head = [
-            f"{corner} & "
-            + " & ".join(rf"\multicolumn{{{len(subs)}}}{{c}}{{{latex_escape(str(g))}}}" for g in groups)
-            + r" \\",
-            " & " + " & ".join(" & ".join(subs) for _ in groups) + r" \\",
-        ]
+        spans = [rf"\multicolumn{{{len(subs)}}}{{c}}{{{latex_escape(str(g))}}}" for g in groups]
+        head = [_latex_row([corner, *spans]), _latex_row(["", *subs * len(groups)])]
         cols = "l" + ("|" + "c" * len(subs)) * len(groups)
     else:
-        head = [f"{corner} & " + " & ".join(latex_escape(str(c)) for c in grid.columns) + r" \\"]
+        head = [_latex_row([corner, *(latex_escape(str(c)) for c in grid.columns)])]
         cols = "l" + "r" * len(grid.columns)
     rows = [
-        latex_escape(index) + " & " + " & ".join(_latex_cell(v, b) for v, b in cells) + r" \\"
-        for index, cells in _rows(grid, bold)
+        _latex_row([latex_escape(index), *(_latex_cell(v, b) for v, b in cells)]) for index, cells in _rows(grid, bold)
     ]
-    return "\n".join(
-        [
-            r"\begin{table}[t]",
-            r"\centering",
-            rf"\caption{{{caption}}}",
-            rf"\begin{{tabular}}{{{cols}}}",
-            r"\hline",
-            *head,
-            r"\hline",
-            *rows,
-            r"\hline",
-            r"\end{tabular}",
-            r"\end{table}",
-        ]
-    )
+    top = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline"]
+    return "\n".join([*top, *head, r"\hline", *rows, r"\hline", r"\end{tabular}", r"\end{table}"])
 
 
 def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:

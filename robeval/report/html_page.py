@@ -77,13 +77,11 @@ def _cell(value: Any) -> str:
 def paper_table(page: Page) -> Section:
     from .paper import render
 
-    return Section(
-        "tables",
-        "Paper table",
-        Markup(render(page.summary, "html")),
+    note = (
         "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
-        "Minimum-norm and distribution-shift tables follow where the runs have them.",
+        "Minimum-norm and distribution-shift tables follow where the runs have them."
     )
+    return Section("tables", "Paper table", Markup(render(page.summary, "html")), note)
 
 
 @section

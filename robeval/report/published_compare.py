@@ -91,16 +91,9 @@ def published_row(metric: str, scores: np.ndarray, published: float, run_is_a: b
     low, high = bootstrap_mean_ci(scores, seed)
     accuracy = 100.0 * float(scores.mean())
     diff = published - accuracy if run_is_a else accuracy - published
-    return {
-        "metric": metric,
-        "n": len(scores),
-        "run": round(accuracy, 2),
-        "ci_low": round(low, 2),
-        "ci_high": round(high, 2),
-        "published": round(published, 2),
-        "diff": round(diff, 2),
-        "inside_ci": bool(low <= published <= high),
-    }
+    values = {"run": accuracy, "ci_low": low, "ci_high": high, "published": published, "diff": diff}
+    rounded = {k: round(v, 2) for k, v in values.items()}
+    return {"metric": metric, "n": len(scores), **rounded, "inside_ci": bool(low <= published <= high)}
 
 
 def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
