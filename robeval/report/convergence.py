@@ -48,11 +48,9 @@ def convergence_figure(curves: pd.DataFrame):
         return None
     panels, models = _panels(curves), list(dict.fromkeys(curves["model"]))
     one_eps = curves["eps"].nunique() == 1
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(panels))
+    fig, axes = style.figure(2.2, len(panels), "robust top-1 (%)")
     for ax, (attack, eps) in zip(axes, panels):
         _panel(ax, curves, attack, eps, models, attack_title(attack) + ("" if one_eps else f"\neps {eps}"))
-    for ax in axes[:: min(4, len(axes))]:
-        ax.set_ylabel("robust top-1 (%)")
     at = f", eps {curves['eps'].iloc[0]}" if one_eps else ""
     fig.suptitle(f"Robust top-1 along each attack's budget{at}\n(shaded: its last tenth, where convergence is judged)")
     style.legend_below(fig, axes)

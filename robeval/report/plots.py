@@ -80,15 +80,14 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     if not attacks:
         return None
     models = _models(summary)
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(attacks))
+    top = "top-1" if metric == "top1" else "top-5"
+    fig, axes = style.figure(2.2, len(attacks), f"robust {top} (%)")
     low = _lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric])
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
     axes[0].set_ylim(low, 100)  # (shared)
-    for ax in axes[:: min(4, len(axes))]:
-        ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
-    fig.suptitle(marked(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})", summary))
+    fig.suptitle(marked(f"Robust {top} accuracy vs eps ({protocol})", summary))
     style.legend_below(fig, axes)
     return fig
 
@@ -103,7 +102,7 @@ def bars_for_eps(sel: pd.DataFrame):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
     attacks, models = ordered_attacks(sel), _models(sel)
     width = 0.8 / max(1, len(models))
-    fig, (ax,) = style.figure(style.FULL_WIDTH, 2.6)
+    fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
         values, counts = _bar_values(sel, model, attacks)
         color = style.model_style(i)["color"]
@@ -111,7 +110,6 @@ def bars_for_eps(sel: pd.DataFrame):
                yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
     ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
     ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
-    ax.set_ylabel("top-1 accuracy (%)")
     ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
     style.legend_below(fig, [ax])
     return fig
@@ -135,7 +133,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
     rows = _severity_rows(summary)
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
     families, models = list(dict.fromkeys(rows["family"])), _models(rows)
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(families))
+    fig, axes = style.figure(2.2, len(families))
     for ax, family in zip(axes, families):
         for i, model in enumerate(models):
             sel = rows[(rows["family"] == family) & (rows["model"] == model)]
@@ -164,7 +162,7 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
     grid, scale = np.linspace(0.0, top, 200), 255.0 if norm == "Linf" else 1.0
-    fig, (ax,) = style.figure(style.FULL_WIDTH, 3.0)
+    fig, (ax,) = style.figure(3.0, ylabel="robust top-1 (%)")
     models = [m for m in _models(summary) if m in set(norms["model"])]  # the colours of the other figures
     searches = list(dict.fromkeys(norms["attack"]))
     white = [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
@@ -176,7 +174,6 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
         fixed = summary[(summary["model"] == model) & summary["attack"].isin(white)]
         ax.plot(fixed["eps_value"] * scale, fixed["top1"], marker=look["marker"], ls="", color=look["color"])
     ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
-    ax.set_ylabel("robust top-1 (%)")
     title = f"Robust top-1 against {norm} eps from one minimum-norm search\n(lines; markers: the fixed-eps white-box attacks)"
     ax.set_title(marked(title, summary))
     style.legend_below(fig, [ax])

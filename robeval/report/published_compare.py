@@ -27,6 +27,7 @@ from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
 from .grid import markdown_table
 from .robustbench import THREE_D, standard_problem
+from .shift_table import is_condition
 
 EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
 
@@ -75,7 +76,7 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
-    conditions = records[records["attack"].map(lambda a: parse_condition(a) is not None)]
+    conditions = records[is_condition(records)]
     if len(conditions):
         three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
         scores["corruptions_3d" if three_d else "corruptions"] = per_example(conditions)

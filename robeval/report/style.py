@@ -85,15 +85,17 @@ def error_bars(values: Any, counts: Any) -> np.ndarray:
                      [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
 
 
-def figure(width: float, height: float, panels: int = 1):
-    """A figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style, sharing
-    their y axis: accuracy in percent, 0 to 100."""
+def figure(height: float, panels: int = 1, ylabel: str = ""):
+    """A full-width figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style,
+    sharing their y axis (accuracy in percent, 0 to 100; ``ylabel`` at the start of each row)."""
     with paper_style():
         cols = min(4, max(1, panels))
         rows = (panels + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(rows, cols, figsize=(FULL_WIDTH, height * rows), squeeze=False, sharey=True)
     for ax in axes.flat[panels:]:
         ax.remove()
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
     axes.flat[0].set_ylim(0, 100)
     return fig, list(axes.flat[:panels])
 
