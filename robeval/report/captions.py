@@ -99,17 +99,11 @@ def incomplete_parts(rows: pd.DataFrame) -> list[str]:
         if state != "finished":
             how = {"interrupted": "was interrupted", "running": "is still running"}.get(state, state)
             parts.append(f"INCOMPLETE: run {run_id} {how}, so these numbers cover only what it finished")
-    partial = rows[column(rows, "status", "complete") != "complete"]
-    if len(partial):
-        parts.append(
-            "partial rows: " + ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
-        )
-    missing = rows[column(rows, "not_run") != ""]
-    if len(missing):
-        parts.append(
-            "not run: " + "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in missing.itertuples())
-        )
-    return parts
+    partial, not_run = rows[column(rows, "status", "complete") != "complete"], rows[column(rows, "not_run") != ""]
+    short = ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
+    missing = "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in not_run.itertuples())
+    parts += [f"partial rows: {short}"] if short else []
+    return parts + ([f"not run: {missing}"] if missing else [])
 
 
 def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
@@ -119,10 +113,8 @@ def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     over = dict(zip(worst["model"], column(worst, "any_over")))
     if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
         return []
-    return [
-        "Any (worst case) covers, per model: "
-        + "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
-    ]
+    covers = "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
+    return [f"Any (worst case) covers, per model: {covers}"]
 
 
 def is_incomplete(summary: pd.DataFrame) -> bool:

@@ -119,9 +119,7 @@ def _unit_rows(
     if any(side.empty for side in sides):
         return None
     examples = [set(side["example"]) for side in sides]
-    counts = [len(side) for side in sides]
-    members = [side["member"].nunique() for side in sides]
-    if examples[0] != examples[1] or any(c != len(e) * k for c, e, k in zip(counts, examples, members)):
+    if examples[0] != examples[1] or any(len(s) != len(e) * s["member"].nunique() for s, e in zip(sides, examples)):
         shared = len(examples[0] & examples[1])
         raise UserError(
             f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} "

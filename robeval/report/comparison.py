@@ -1,7 +1,5 @@
-"""``robeval compare``'s answer as data with its renderings: two models paired example by example
-(robeval.report.compare), two models of several members tested against their seed-to-seed variation
-(robeval.report.claim), or a run's model against a RobustBench model-info file's published numbers
-(robeval.report.published_compare), as one :class:`Comparison`."""
+"""``robeval compare``'s answer as data with its renderings, one :class:`Comparison` for each test:
+``paired`` (:mod:`.compare`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`)."""
 
 from __future__ import annotations
 

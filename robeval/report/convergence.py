@@ -1,11 +1,7 @@
 """The convergence figure, in the paper style of :mod:`.style`: robust top-1 against each attack's
 iterations or queries, a panel per attack and eps, a line per model (its own colour, marker and line
 style), the legend below the axes.  The last tenth of each budget, where the noise test of
-robeval.results.convergence looks, is shaded.
-
-:func:`convergence_figure` builds it from :func:`robeval.results.convergence.curves` (None when the
-runs have no curve), :func:`convergence_svg` gives it as an SVG document for a page to inline, and
-:func:`write_convergence_plots` writes it as PNG, SVG and PDF next to the other figures.
+robeval.results.convergence looks, is shaded.  Built from :func:`robeval.results.convergence.curves`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""How robeval's figures look, in one place: sized and lettered for a two-column paper, a distinct
-colour, marker and line style per model (distinct for 20 models), legends outside the axes,
-binomial-bootstrap confidence intervals, and the files written (PNG, SVG, PDF for LaTeX).
-
-A figure is 7.0 in wide (a two-column paper's full text width; 3.4 in is one column) with 8 pt
-text, so it reads at print size; PNGs are written at 200 dpi.
+"""How robeval's figures look, in one place: sized and lettered for a two-column paper (full text
+width, 8 pt text: it reads at print size), a distinct colour, marker and line style per model
+(distinct for 20 models), legends outside the axes, binomial-bootstrap confidence intervals, and the
+files written (PNG at 200 dpi, SVG, PDF for LaTeX).
 """
 
 from __future__ import annotations
