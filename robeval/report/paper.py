@@ -63,7 +63,6 @@ def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOp
         for a in attacks
         for m, title in metrics
     ]
-    columns = pd.MultiIndex.from_tuples([c for *_, c in keys]) if len(metrics) > 1 else pd.Index([c for *_, c in keys])
     cells = [[values.get((model, a, m), "") for a, m, _ in keys] for model in models]
     comparable = {a for a in attacks if a != ANY or worst_cases_comparable(sel)} if len(models) > 1 else set()
     bold = set()
@@ -71,19 +70,16 @@ def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOp
         scores = {model: float(values[(model, a, m)].shown) for model in models if (model, a, m) in values}
         best = max(scores.values(), default=None)
         bold |= {(model, shown) for model, v in scores.items() if v == best}
-    return pd.DataFrame(cells, index=models, columns=columns), bold
+    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold  # (title, metric): 2 levels
 
 
 def members_part(rows: pd.DataFrame, latex: bool) -> str:
     """What the cells are when a model has several members: mean ± sample std, and how many each."""
     if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
         return ""
-    counts = ""
-    if MEMBERS in rows:
-        per_model = dict(zip(rows["model"], rows[MEMBERS]))
-        counts = " (" + ", ".join(f"{m}: {int(n)}" for m, n in per_model.items()) + ")"
-        counts = latex_escape(counts) if latex else counts
-    pm = r"$\pm$" if latex else "±"
+    per_model = dict(zip(rows["model"], rows[MEMBERS])) if MEMBERS in rows else {}
+    counts = f" ({', '.join(f'{m}: {int(n)}' for m, n in per_model.items())})" if per_model else ""
+    pm, counts = (r"$\pm$", latex_escape(counts)) if latex else ("±", counts)
     return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
 
 

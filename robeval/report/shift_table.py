@@ -21,7 +21,7 @@ from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
-from .minimum_norm import minimum_norm_block
+from .minimum_norm import minimum_norm_caption, minimum_norm_grid
 from .naming import attack_title, column, data_label
 
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
@@ -161,12 +161,13 @@ def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, str
     """The blocks after the attack blocks, each ``render_grid(grid, caption)``: the minimum-norm block,
     the shift table and its per-corruption detail."""
     attacks, shifted = split(summary)
-    blocks = [minimum_norm_block(attacks, render_grid)]
+    norms = minimum_norm_grid(attacks)
+    blocks = [] if norms is None else [render_grid(norms, minimum_norm_caption(attacks))]
     if shifted:
         detail = corruption_grid(summary)
-        blocks += [render_grid(shift_grid(summary), shift_caption(summary))]
+        blocks.append(render_grid(shift_grid(summary), shift_caption(summary)))
         blocks += [render_grid(detail, DETAIL_CAPTION)] if detail is not None else []
-    return [b for b in blocks if b is not None]
+    return blocks
 
 
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
