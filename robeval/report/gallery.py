@@ -100,10 +100,8 @@ def gallery(
     conditions, or ``examples``: explicit indices; default the examples where the models disagree;
     at most ``max_examples``.  ``options``: ``device`` ("auto"), ``data_dir`` ("./data",
     where cifar10/cifar100/mnist are read), ``trust_checkpoint`` (False), ``threads`` (the run's)."""
-    if isinstance(examples, list):
-        examples = ",".join(map(str, examples))
-    plan = plan_recrafting(store, run_id, models, attack, eps, select, examples, max_examples, **options)
-    return draw_gallery(plan)
+    listed = ",".join(map(str, examples)) if isinstance(examples, list) else examples
+    return draw_gallery(plan_recrafting(store, run_id, models, attack, eps, select, listed, max_examples, **options))
 
 
 def draw_gallery(plan: RecraftPlan) -> Gallery:

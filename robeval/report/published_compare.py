@@ -108,11 +108,11 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     check_benchmark(info, path, run)
     eps = _eps(info, run, model, path)
     scores, notes = run_scores(run, model, eps)
-    rows = []
-    for metric, values in scores.items():
-        published = published_accuracy(info, metric)
-        if published is not None:
-            rows.append(published_row(metric, values, published, run_is_a, seed))
+    rows = [
+        published_row(metric, values, published, run_is_a, seed)
+        for metric, values in scores.items()
+        if (published := published_accuracy(info, metric)) is not None
+    ]
     labels = [f"{run.run_id}:{model}", Path(path).name]
     a, b = labels if run_is_a else labels[::-1]
     out = pd.DataFrame(rows)

@@ -126,8 +126,7 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
 def model_info_entries(summary: pd.DataFrame) -> list[dict[str, Any]]:
     """Every entry of a summary: per model its corruption entry (a shift run) or one per eps."""
     entries = []
-    for model in dict.fromkeys(summary["model"]):
-        rows = summary[summary["model"] == model]
+    for _, rows in summary.groupby("model", sort=False):
         if is_condition(rows).any():
             entries.append(corruption_entry(rows))
             continue
