@@ -5,6 +5,7 @@ LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,9 +110,8 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
     from html import escape
 
     if _two_levels(grid):
-        groups = list(dict.fromkeys(a for a, _ in grid.columns))
-        spans = [sum(1 for a, _ in grid.columns if a == g) for g in groups]
-        top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in zip(groups, spans))
+        spans = Counter(a for a, _ in grid.columns)  # each group's columns, the groups in order
+        top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in spans.items())
         subs = "".join(f'<th scope="col" data-sort>{escape(str(b))}</th>' for _, b in grid.columns)
         head = f'<tr><th rowspan="2" scope="col" data-sort>{escape(corner)}</th>{top}</tr><tr>{subs}</tr>'
     else:
