@@ -75,8 +75,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     None for a single-eps run (a curve of one point is no curve)."""
     if summary["eps_value"].nunique() < 2:
         return None
-    attacks = [a for a in ordered_attacks(summary) if a != CLEAN]
-    attacks = [a for a in attacks if _informative(summary, a, metric)]
+    attacks = [a for a in ordered_attacks(summary) if a != CLEAN and _informative(summary, a, metric)]
     if not attacks:
         return None
     models = _models(summary)
