@@ -10,7 +10,7 @@ from ..evaluation.protocols import get_protocol
 from ..precision import FP32
 from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
-from .naming import NORM_MATH, data_label, latex_escape
+from .naming import NORM_MATH, column, data_label, latex_escape
 
 
 def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> str:
@@ -48,8 +48,8 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
         )
     parts += [note for attack, note in facts.attack_notes.items() if attack in set(sel["attack"])]
     parts += transfer_parts(sel) + precision_parts(sel) + cascade_parts(sel, top5) + audit_lines(sel, eps)
-    if "checkpoint" in sel and (sel["checkpoint"] == RANDOM_WEIGHTS).any():
-        models = ", ".join(dict.fromkeys(sel[sel["checkpoint"] == RANDOM_WEIGHTS]["model"]))
+    if (random := column(sel, "checkpoint") == RANDOM_WEIGHTS).any():
+        models = ", ".join(dict.fromkeys(sel[random]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
     parts += unlike_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
     return [measured_phrase(sel, eps, latex, top5), *(latex_escape(p) if latex else p for p in parts)]
@@ -58,21 +58,18 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
 def unlike_parts(rows: pd.DataFrame) -> list[str]:
     """Runs of one table whose shared attacks ran with different settings (robeval.results.likeness):
     one line saying which, in every block, since any block may sit beside another run's."""
-    return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(_column(rows, "unlike")) if note]
+    return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(column(rows, "unlike")) if note]
 
 
 def transfer_parts(rows: pd.DataFrame) -> list[str]:
     """Which model the transfer attacks of the rows crafted their images on."""
-    if "source_model" not in rows:
-        return []
-    sources = rows[rows["source_model"].fillna("") != ""]
-    pairs = dict.fromkeys(zip(sources["attack"], sources["source_model"]))
-    return [f"{attack}: images crafted on {source}" for attack, source in pairs]
+    pairs = dict.fromkeys(zip(rows["attack"], column(rows, "source_model")))
+    return [f"{attack}: images crafted on {source}" for attack, source in pairs if source]
 
 
 def cascade_parts(rows: pd.DataFrame, top5: bool) -> list[str]:
     """What the attack columns of a --cascade run mean."""
-    if "cascade" not in rows or not rows["cascade"].fillna(False).astype(bool).any():
+    if not column(rows, "cascade", False).astype(bool).any():
         return []
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS]
     parts = [
@@ -89,73 +86,36 @@ def precision_parts(rows: pd.DataFrame) -> list[str]:
     runs stored before --precision, whose value says so)."""
     return [
         f"attacks crafted in {p}" + ("" if "(" in p else ", every prediction counted in strict fp32")
-        for p in dict.fromkeys(_column(rows, "precision", FP32))
+        for p in dict.fromkeys(column(rows, "precision", FP32))
         if p != FP32
     ]
-
-
-def _column(rows: pd.DataFrame, name: str, default: str = "") -> pd.Series:
-    return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
 
 
 def incomplete_parts(rows: pd.DataFrame) -> list[str]:
     """What the rows lack: runs that did not finish, rows short of batches, planned units with no row."""
     parts = []
-    status = _column(rows, "run_status", "finished")
-    for run_id, state in dict.fromkeys(zip(_column(rows, "run_id"), status)):
+    status = column(rows, "run_status", "finished")
+    for run_id, state in dict.fromkeys(zip(column(rows, "run_id"), status)):
         if state != "finished":
             how = {"interrupted": "was interrupted", "running": "is still running"}.get(state, state)
             parts.append(f"INCOMPLETE: run {run_id} {how}, so these numbers cover only what it finished")
-    partial = rows[_column(rows, "status", "complete") != "complete"]
-    if len(partial):
-        parts.append(
-            "partial rows: " + ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
-        )
-    missing = rows[_column(rows, "not_run") != ""]
-    if len(missing):
-        parts.append(
-            "not run: " + "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in missing.itertuples())
-        )
-    return parts
+    partial, not_run = rows[column(rows, "status", "complete") != "complete"], rows[column(rows, "not_run") != ""]
+    short = ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
+    missing = "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in not_run.itertuples())
+    parts += [f"partial rows: {short}"] if short else []
+    return parts + ([f"not run: {missing}"] if missing else [])
 
 
 def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     """When a model's worst case does not cover every attack of the block, which attacks each covers."""
     worst = rows[rows["attack"] == ANY]
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS and parse_condition(a) is None]
-    over = dict(zip(worst["model"], _column(worst, "any_over")))
+    over = dict(zip(worst["model"], column(worst, "any_over")))
     if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
         return []
-    return [
-        "Any (worst case) covers, per model: "
-        + "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
-    ]
+    covers = "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
+    return [f"Any (worst case) covers, per model: {covers}"]
 
 
 def is_incomplete(summary: pd.DataFrame) -> bool:
     return bool(incomplete_parts(summary))
-
-
-def _with_spread(row: pd.Series, metric: str) -> str:
-    """A metric as printed: ``97.80``, or over several members ``97.80 ± 0.40``."""
-    std = row.get(f"{metric}_std")
-    spread = "" if std is None or pd.isna(std) else f" ± {float(std):.2f}"
-    return f"{row[metric]:.2f}{spread}"
-
-
-def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
-    """Models x attacks of ``"top1 / top5"`` strings for one eps (mean ± std for a model of several
-    members)."""
-    sel = summary[summary["eps"] == eps]
-    attacks = list(dict.fromkeys(sel["attack"]))
-    rows = {}
-    for model in dict.fromkeys(sel["model"]):
-        cells = {}
-        for attack in attacks:
-            hit = sel[(sel["model"] == model) & (sel["attack"] == attack)]
-            first = hit.iloc[0] if len(hit) else None
-            cells[attack] = "" if first is None else f"{_with_spread(first, 'top1')} / {_with_spread(first, 'top5')}"
-        rows[model] = cells
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=attacks)
-    table.index.name = "model"
-    return table

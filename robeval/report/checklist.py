@@ -21,6 +21,7 @@ from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
 from .files import skipped_note
+from .grid import markdown_table
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
@@ -60,11 +61,9 @@ def checklist_markdown(
     lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "", CHECKLIST_INTRO, ""]
     lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
     for one in models:
-        lines += [f"## {one.model}", "", "| indicator | covers | status | evidence |", "|---|---|---|---|"]
-        lines += [
-            f"| {CHECKS[f.check].title} | {CHECKS[f.check].covers} | {f.status} | {shown(f)} |" for f in one.findings
-        ]
-        lines += ["", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
+        rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
+        table = markdown_table("indicator | covers | status | evidence", rows, text_columns=4)
+        lines += [f"## {one.model}", "", table, "", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
     notes = evidence_note(evidence)
     return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
@@ -106,27 +105,16 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     flags = run.get("flags", [])
     if not flags:
         return lines + ["Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)"]
-    return (
-        lines
-        + [f"Soundness checks: {len(flags)} flag(s)"]
-        + [f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags]
-    )
+    return [*lines, f"Soundness checks: {len(flags)} flag(s)"] + [
+        f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags
+    ]
 
 
 def check_lines(judged: JudgedRun) -> str:
     """What ``robeval check`` prints: the run, then the lines under every table with its flags."""
-    run = judged.run
-    flags = [f.as_flag() for f in judged.flags]
-    lines = [
-        f"Run {run.run_id} ({run.protocol}, {run.status}):",
-        *diagnostic_lines({**run.info, "flags": flags}, run.summary),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def checklist_document(judged: JudgedRun) -> str:
-    run = judged.run
-    return checklist_markdown(run.run_id, run.protocol, run.summary, judged.models, judged.evidence)
+    run, flags = judged.run, [f.as_flag() for f in judged.flags]
+    lines = diagnostic_lines({**run.info, "flags": flags}, run.summary)
+    return "\n".join([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
 
 
 def checklist_html(judged: JudgedRun) -> str:
@@ -149,5 +137,7 @@ def checklist_html(judged: JudgedRun) -> str:
 
 RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")
 RENDERINGS.add("md", check_lines)
-RENDERINGS.add("checklist", checklist_document)
+RENDERINGS.add(
+    "checklist", lambda j: checklist_markdown(j.run.run_id, j.run.protocol, j.run.summary, j.models, j.evidence)
+)
 RENDERINGS.add("html", checklist_html)

@@ -33,6 +33,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from ..defaults import ANY
+from .grid import Measured, markdown_table
 
 LEVEL = 0.95
 
@@ -112,20 +113,13 @@ def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict
 def verdict(row: dict, a: str, b: str, metric: str = "top1") -> str:
     """The claim in words for one row: whether B - A exceeds the seed-to-seed variation."""
     diff, low, high = row[f"{metric}_diff"], row[f"{metric}_low"], row[f"{metric}_high"]
-    spread = [row[f"{metric}_{s}_std"] for s in ("a", "b")]
-    stds = " and ".join(f"{s:.2f}" for s in spread if not math.isnan(s))
+    stds = " and ".join(f"{s:.2f}" for s in (row[f"{metric}_a_std"], row[f"{metric}_b_std"]) if not math.isnan(s))
     where = f"{row['attack']} at eps {row['eps']}"
     head = f"{where}: {b} - {a} = {diff:+.2f} points, 95% interval [{low:+.2f}, {high:+.2f}]"
+    spread = f"the seed-to-seed variation (member std {stds} points) and the sampling of the examples"
     if row[f"{metric}_beyond"]:
-        better = b if diff > 0 else a
-        return (
-            f"{head}: the difference exceeds the seed-to-seed variation (member std {stds} points) and the "
-            f"sampling of the examples: {better} is more robust here."
-        )
-    return (
-        f"{head}: within the seed-to-seed variation (member std {stds} points) and the sampling of the examples; "
-        "these runs do not show that either is more robust."
-    )
+        return f"{head}: the difference exceeds {spread}: {b if diff > 0 else a} is more robust here."
+    return f"{head}: within {spread}; these runs do not show that either is more robust."
 
 
 def one_side_note(row: dict, a: str, b: str) -> str | None:
@@ -139,36 +133,32 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
     )
 
 
+CLAIM_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval"
+
+
 def claim_markdown(result: pd.DataFrame) -> str:
     """``robeval compare``'s answer for models of several members: the table and the verdicts."""
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
-    lines = [
+    heading = (
         f"Comparison of training procedures: A = {a} ({_members(result['members_a'].iloc[0])}), B = {b} "
         f"({_members(result['members_b'].iloc[0])}) (protocol {result.attrs.get('protocol', '')}); cells: mean ± "
         "sample std over members; diff = B - A in points with a 95% interval for seeds and examples together "
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
-        f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})",
-        "",
-        "| eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval |",
-        "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|",
-    ]
+        f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
+    )
+    rows = []
     for r in result.to_dict("records"):
-        cells = [r["eps"], r["attack"], str(r["n"])]
+        cells = [r["eps"], r["attack"], r["n"]]
         for metric in ("top1", "top5"):
-            cells += [_spread(r, metric, "a"), _spread(r, metric, "b"), f"{r[f'{metric}_diff']:+.2f}"]
+            cells += [Measured.of(r, f"{metric}_a"), Measured.of(r, f"{metric}_b"), f"{r[f'{metric}_diff']:+.2f}"]
             cells.append(f"[{r[f'{metric}_low']:+.2f}, {r[f'{metric}_high']:+.2f}]")
             cells += ["yes" if r["top1_beyond"] else "no"] if metric == "top1" else []
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append(cells)
+    return f"{heading}\n\n{markdown_table(CLAIM_HEAD, rows, text_columns=2)}\n"
 
 
 def _members(k: int) -> str:
     return f"{k} member{'s' if k != 1 else ''}"
-
-
-def _spread(row: dict, metric: str, side: str) -> str:
-    std = row[f"{metric}_{side}_std"]
-    return f"{row[f'{metric}_{side}']:.2f}" + ("" if math.isnan(std) else f" ± {std:.2f}")
 
 
 def headline(result: pd.DataFrame) -> pd.DataFrame:

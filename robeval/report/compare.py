@@ -24,6 +24,7 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
+from .grid import markdown_table
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -64,20 +65,15 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
         run_id, _, model = ref.partition(":")
         run = load_run(store, run_id)
     else:
-        model, found = ref, None
-        runs = store.runs()
-        for run_id in reversed(runs[runs["status"] == "finished"]["id"].tolist()):
-            candidate = load_run(store, run_id)
-            if model in set(candidate.records["model"]):
-                found = candidate
-                break
+        model, runs = ref, store.runs()
+        finished = (load_run(store, i) for i in reversed(runs[runs["status"] == "finished"]["id"].tolist()))
+        found = next((r for r in finished if model in set(r.records["model"])), None)
         if found is None:
             raise UserError(f"no finished run in {store.path} evaluated model {model!r}")
         run = found
-    if model not in set(run.records["model"]):
-        raise UserError(
-            f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(set(run.records['model'])))})"
-        )
+    models = set(run.records["model"])
+    if model not in models:
+        raise UserError(f"run {run.run_id} did not evaluate model {model!r} (it has {', '.join(sorted(models))})")
     return run, model
 
 
@@ -94,22 +90,23 @@ def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
     return pd.concat([records, any_attack_records(records, attacks)], ignore_index=True)
 
 
-def paired_row(sel: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """Top-1 and top-5 of A and B on the same examples, their difference, its bootstrap CI and McNemar p."""
+def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
+    """Top-1 and top-5 of two models of one member each on the same examples at (eps, attack), their
+    difference, its bootstrap CI and McNemar p."""
+    sel = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
     row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
     for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
         a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
-        lo, hi = bootstrap_ci(a, b, seed)
-        row.update(
-            {
-                f"{metric}_a": round(100 * a.mean(), 2),
-                f"{metric}_b": round(100 * b.mean(), 2),
-                f"{metric}_diff": round(100 * (b.mean() - a.mean()), 2),
-                f"{metric}_ci_low": round(lo, 2),
-                f"{metric}_ci_high": round(hi, 2),
-                f"{metric}_mcnemar_p": mcnemar_exact(a, b),
-            }
-        )
+        low, high = bootstrap_ci(a, b, seed)
+        values = {
+            "a": 100 * a.mean(),
+            "b": 100 * b.mean(),
+            "diff": 100 * (b.mean() - a.mean()),
+            "ci_low": low,
+            "ci_high": high,
+        }
+        row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
+        row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
     return row
 
 
@@ -122,9 +119,7 @@ def _unit_rows(
     if any(side.empty for side in sides):
         return None
     examples = [set(side["example"]) for side in sides]
-    counts = [len(side) for side in sides]
-    members = [side["member"].nunique() for side in sides]
-    if examples[0] != examples[1] or any(c != len(e) * k for c, e, k in zip(counts, examples, members)):
+    if examples[0] != examples[1] or any(len(s) != len(e) * s["member"].nunique() for s, e in zip(sides, examples)):
         shared = len(examples[0] & examples[1])
         raise UserError(
             f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} "
@@ -134,11 +129,8 @@ def _unit_rows(
 
 
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
-    """A and B on the same examples; refused in one line when they were not evaluated alike
-    (robeval.results.likeness: protocol, threat model, precision, cascade, data, examples, eps, settings).
-    Models of one member each are paired example by example (:func:`paired_row`); where a side has
-    several members, the difference of the means is tested against the seed-to-seed variation
-    (robeval.report.claim)."""
+    """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
+    one line when they were not evaluated alike (robeval.results.likeness)."""
     run_a, model_a = find_model(store, ref_a)
     run_b, model_b = find_model(store, ref_b)
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
@@ -153,7 +145,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
             sides = _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))
             if sides is not None:
                 a, b = sides
-                rows.append(claim_row(a, b, eps, attack) if several else paired_sides(a, b, eps, attack, seed))
+                rows.append(claim_row(a, b, eps, attack) if several else paired_row(a, b, eps, attack, seed))
     if not rows:
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)
@@ -164,26 +156,21 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     return out
 
 
-def paired_sides(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """:func:`paired_row` of two models of one member each at (eps, attack)."""
-    return paired_row(ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b")), eps, attack, seed)
+PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
 
 
 def to_markdown(result: pd.DataFrame) -> str:
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
-    lines = [
+    heading = (
         f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
-        f"finished ({result.attrs.get('any_over') or 'none'})",
-        "",
-        "| eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|",
-    ]
-    for r in result.itertuples():
-        lines.append(
-            f"| {r.eps} | {r.attack} | {r.n} | {r.top1_a:.2f} | {r.top1_b:.2f} | {r.top1_diff:+.2f} | "
-            f"[{r.top1_ci_low:+.2f}, {r.top1_ci_high:+.2f}] | {r.top1_mcnemar_p:.3g} | {r.top5_a:.2f} | "
-            f"{r.top5_b:.2f} | {r.top5_diff:+.2f} | [{r.top5_ci_low:+.2f}, {r.top5_ci_high:+.2f}] | "
-            f"{r.top5_mcnemar_p:.3g} |"
-        )
-    return "\n".join(lines) + "\n"
+        f"finished ({result.attrs.get('any_over') or 'none'})"
+    )
+    rows = []
+    for r in result.to_dict("records"):
+        cells = [r["eps"], r["attack"], r["n"]]
+        for m in ("top1", "top5"):
+            cells += [f"{r[f'{m}_a']:.2f}", f"{r[f'{m}_b']:.2f}", f"{r[f'{m}_diff']:+.2f}"]
+            cells += [f"[{r[f'{m}_ci_low']:+.2f}, {r[f'{m}_ci_high']:+.2f}]", f"{r[f'{m}_mcnemar_p']:.3g}"]
+        rows.append(cells)
+    return f"{heading}\n\n{markdown_table(PAIRED_HEAD, rows, text_columns=2)}\n"

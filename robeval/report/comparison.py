@@ -1,7 +1,5 @@
-"""``robeval compare``'s answer as data with its renderings: two models paired example by example
-(robeval.report.compare), two models of several members tested against their seed-to-seed variation
-(robeval.report.claim), or a run's model against a RobustBench model-info file's published numbers
-(robeval.report.published_compare), as one :class:`Comparison`."""
+"""``robeval compare``'s answer as data with its renderings, one :class:`Comparison` for each test:
+``paired`` (:mod:`.compare`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`)."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ class Comparison:
     b: str
     protocol: str
     table: pd.DataFrame
-    published: bool = False  # one side is a RobustBench model-info file: no paired test
     test: str = "paired"
     lines: list[str] = field(default_factory=list)
 
@@ -48,6 +45,11 @@ class Comparison:
 
     def __str__(self) -> str:
         return self.render()
+
+    @property
+    def published(self) -> bool:
+        """One side is a RobustBench model-info file: no paired test."""
+        return self.test == "published"
 
     @property
     def verdicts(self) -> list[str]:
@@ -62,14 +64,12 @@ class Comparison:
         return [verdict(r, self.a, self.b) for r in rows] + notes
 
 
+MARKDOWN = {"paired": to_markdown, "members": claim_markdown, "published": published_markdown}  # by test
+
+
 def _markdown(c: Comparison) -> str:
-    body = (
-        published_markdown(c.table)
-        if c.published
-        else (claim_markdown if c.test == "members" else to_markdown)(c.table)
-    )
     lines = c.verdicts + c.lines
-    return body + ("\n" + "\n".join(lines) + "\n" if lines else "")
+    return MARKDOWN[c.test](c.table) + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
 FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")
@@ -84,11 +84,5 @@ def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> Compariso
     table = (compare_published if published else compare)(store, ref_a, ref_b, seed=seed)
     attrs = table.attrs
     return Comparison(
-        attrs.get("a", ref_a),
-        attrs.get("b", ref_b),
-        attrs.get("protocol", ""),
-        table,
-        published,
-        attrs.get("test", "published" if published else "paired"),
-        list(attrs.get("differences", [])),
+        attrs["a"], attrs["b"], attrs.get("protocol", ""), table, attrs["test"], attrs.get("differences", [])
     )

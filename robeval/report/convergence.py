@@ -1,11 +1,7 @@
 """The convergence figure, in the paper style of :mod:`.style`: robust top-1 against each attack's
 iterations or queries, a panel per attack and eps, a line per model (its own colour, marker and line
 style), the legend below the axes.  The last tenth of each budget, where the noise test of
-robeval.results.convergence looks, is shaded.
-
-:func:`convergence_figure` builds it from :func:`robeval.results.convergence.curves` (None when the
-runs have no curve), :func:`convergence_svg` gives it as an SVG document for a page to inline, and
-:func:`write_convergence_plots` writes it as PNG, SVG and PDF next to the other figures.
+robeval.results.convergence looks, is shaded.  Built from :func:`robeval.results.convergence.curves`.
 """
 
 from __future__ import annotations
@@ -40,7 +36,6 @@ def _panel(ax, curves: pd.DataFrame, attack: str, eps: str, models: list[str], t
     ax.axvspan(start, end, color="0.88", zorder=0, linewidth=0)
     ax.set_title(title)
     ax.set_xlabel(f"{rows['axis'].iloc[0]} ({rows['setting'].iloc[0]})")
-    ax.set_ylim(0, 100)
 
 
 def convergence_figure(curves: pd.DataFrame):
@@ -49,15 +44,12 @@ def convergence_figure(curves: pd.DataFrame):
         return None
     panels, models = _panels(curves), list(dict.fromkeys(curves["model"]))
     one_eps = curves["eps"].nunique() == 1
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(panels))
+    fig, axes = style.figure(2.2, len(panels), "robust top-1 (%)")
     for ax, (attack, eps) in zip(axes, panels):
         _panel(ax, curves, attack, eps, models, attack_title(attack) + ("" if one_eps else f"\neps {eps}"))
-    for ax in axes[:: min(4, len(axes))]:
-        ax.set_ylabel("robust top-1 (%)")
-    handles = {label: h for ax in axes for h, label in zip(*ax.get_legend_handles_labels())}
     at = f", eps {curves['eps'].iloc[0]}" if one_eps else ""
     fig.suptitle(f"Robust top-1 along each attack's budget{at}\n(shaded: its last tenth, where convergence is judged)")
-    style.legend_below(fig, list(handles.values()), list(handles))
+    style.legend_below(fig, axes)
     return fig
 
 

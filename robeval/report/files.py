@@ -67,11 +67,8 @@ def skipped_note(run: dict[str, Any], shown: int = 5) -> str | None:
     if not skipped:
         return None
     names = ", ".join(skipped[:shown]) + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
-    filled = (
-        " (the --n-examples subset was filled from other readable images)"
-        if run.get("data", {}).get("passed_over")
-        else ""
-    )
+    passed_over = run.get("data", {}).get("passed_over")
+    filled = " (the --n-examples subset was filled from other readable images)" if passed_over else ""
     return f"Skipped {len(skipped)} unreadable image file(s): {names}{filled} (listed in run.json)"
 
 

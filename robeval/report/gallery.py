@@ -44,21 +44,16 @@ class Gallery(Recrafted):
 
     def report(self) -> list[str]:
         """What was crafted, and a line per regenerated record that differs (or one saying none does)."""
-        plan = self.plan
+        plan, chosen = self.plan, self.plan.selection
+        more = f" ({chosen.matched} matched; --max draws more)" if chosen.matched > len(chosen.examples) else ""
         lines = [
             f"Re-crafted {plan.attack} at eps {plan.eps} on batch{'es' if len(self.batches) > 1 else ''} "
             f"{', '.join(map(str, self.batches))} of run {plan.run.run_id} (batch size {self.batch_size}: each "
             f"example inside its own batch) for {', '.join(plan.models)}; drawing {len(self.examples)} examples "
-            f"{plan.selection.how}"
-            + (
-                f" ({plan.selection.matched} matched; --max draws more)"
-                if plan.selection.matched > len(plan.selection.examples)
-                else ""
-            )
+            f"{chosen.how}{more}"
         ]
-        if self.mismatches:
-            return lines + [c.line() for c in self.mismatches]
-        return lines + [f"all {len(self.checks)} regenerated predictions equal the stored records"]
+        equal = f"all {len(self.checks)} regenerated predictions equal the stored records"
+        return lines + ([c.line() for c in self.mismatches] or [equal])
 
     def figure(self):
         """The matplotlib figure (the caller closes it: ``matplotlib.pyplot.close(fig)``)."""
@@ -105,10 +100,8 @@ def gallery(
     conditions, or ``examples``: explicit indices; default the examples where the models disagree;
     at most ``max_examples``.  ``options``: ``device`` ("auto"), ``data_dir`` ("./data",
     where cifar10/cifar100/mnist are read), ``trust_checkpoint`` (False), ``threads`` (the run's)."""
-    if isinstance(examples, list):
-        examples = ",".join(map(str, examples))
-    plan = plan_recrafting(store, run_id, models, attack, eps, select, examples, max_examples, **options)
-    return draw_gallery(plan)
+    listed = ",".join(map(str, examples)) if isinstance(examples, list) else examples
+    return draw_gallery(plan_recrafting(store, run_id, models, attack, eps, select, listed, max_examples, **options))
 
 
 def draw_gallery(plan: RecraftPlan) -> Gallery:

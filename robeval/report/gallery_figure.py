@@ -49,11 +49,8 @@ def draw(gallery: Recrafted, names: dict[int, str]):
     rows, columns = len(examples), 3 * len(plan.models)
     sep = "\n" if len(plan.models) == 1 else "; "  # one model's figure is narrow: the title takes three lines
     with plt.rc_context({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 10}):
-        fig = plt.figure(
-            figsize=(max(PANEL * columns + 0.4, MIN_WIDTH), (PANEL + TITLE_ROOM) * rows + 0.8),
-            layout="constrained",
-            dpi=100,
-        )
+        size = (max(PANEL * columns + 0.4, MIN_WIDTH), (PANEL + TITLE_ROOM) * rows + 0.8)
+        fig = plt.figure(figsize=size, layout="constrained", dpi=100)
         fig.suptitle(
             f"{attack_title(plan.attack)} at eps {plan.eps} ({plan.run.config['norm']}), run {plan.run.run_id}\n"
             f"clean | adversarial | perturbation (amplified){sep}predictions green if right, red if wrong"

@@ -5,12 +5,15 @@ LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from .naming import latex_escape
+from .table_options import STD
 
 Cell = tuple[object, object]
 
@@ -22,6 +25,12 @@ class Measured:
 
     value: float
     std: float | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any], metric: str) -> Measured:
+        """``row[metric]``, with the std over the model's members where ``row`` has ``<metric>_std``."""
+        std = row.get(metric + STD)
+        return cls(float(row[metric]), None if std is None or pd.isna(std) else float(std))
 
     @property
     def shown(self) -> str:
@@ -56,16 +65,24 @@ def _latex_cell(value: object, bold: bool) -> str:
     return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
 
 
+def markdown_table(head: str, rows: Iterable[Iterable[object]], text_columns: int = 1) -> str:
+    """A Markdown table: ``head`` (its cells joined by `` | ``), its rule (the first ``text_columns``
+    columns left-aligned, the others right-aligned), the rows."""
+    columns = head.count(" | ") + 1
+    rule = "|" + "---|" * text_columns + "---:|" * (columns - text_columns)
+    return "\n".join([f"| {head} |", rule, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+
+
 def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
-    names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else [str(c) for c in grid.columns]
-    head = f"| {corner} | " + " | ".join(names) + " |" if corner else "| | " + " | ".join(names) + " |"
-    rule = "|---|" + "---:|" * len(names)
-    lines = [
-        f"| {index} | " + " | ".join(f"**{v}**" if b else str(v) for v, b in cells) + " |"
-        for index, cells in _rows(grid, bold)
-    ]
-    return "\n".join([f"Table: {caption}", "", head, rule, *lines])
+    names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
+    head = " | ".join(map(str, [corner, *names])).strip()  # no corner: "| | Top-1 |"
+    rows = ([index, *(f"**{v}**" if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
+    return f"Table: {caption}\n\n{markdown_table(head, rows)}"
+
+
+def _latex_row(cells: Iterable[str]) -> str:
+    return " & ".join(cells) + r" \\"
 
 
 def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
@@ -74,35 +91,17 @@ def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Coll
     if _two_levels(grid):
         groups = list(dict.fromkeys(a for a, _ in grid.columns))
         subs = [latex_escape(str(b)) for a, b in grid.columns if a == groups[0]]
-        head = [
-            f"{corner} & "
-            + " & ".join(rf"\multicolumn{{{len(subs)}}}{{c}}{{{latex_escape(str(g))}}}" for g in groups)
-            + r" \\",
-            " & " + " & ".join(" & ".join(subs) for _ in groups) + r" \\",
-        ]
+        spans = [rf"\multicolumn{{{len(subs)}}}{{c}}{{{latex_escape(str(g))}}}" for g in groups]
+        head = [_latex_row([corner, *spans]), _latex_row(["", *subs * len(groups)])]
         cols = "l" + ("|" + "c" * len(subs)) * len(groups)
     else:
-        head = [f"{corner} & " + " & ".join(latex_escape(str(c)) for c in grid.columns) + r" \\"]
+        head = [_latex_row([corner, *(latex_escape(str(c)) for c in grid.columns)])]
         cols = "l" + "r" * len(grid.columns)
     rows = [
-        latex_escape(index) + " & " + " & ".join(_latex_cell(v, b) for v, b in cells) + r" \\"
-        for index, cells in _rows(grid, bold)
+        _latex_row([latex_escape(index), *(_latex_cell(v, b) for v, b in cells)]) for index, cells in _rows(grid, bold)
     ]
-    return "\n".join(
-        [
-            r"\begin{table}[t]",
-            r"\centering",
-            rf"\caption{{{caption}}}",
-            rf"\begin{{tabular}}{{{cols}}}",
-            r"\hline",
-            *head,
-            r"\hline",
-            *rows,
-            r"\hline",
-            r"\end{tabular}",
-            r"\end{table}",
-        ]
-    )
+    top = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline"]
+    return "\n".join([*top, *head, r"\hline", *rows, r"\hline", r"\end{tabular}", r"\end{table}"])
 
 
 def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
@@ -111,9 +110,8 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
     from html import escape
 
     if _two_levels(grid):
-        groups = list(dict.fromkeys(a for a, _ in grid.columns))
-        spans = [sum(1 for a, _ in grid.columns if a == g) for g in groups]
-        top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in zip(groups, spans))
+        spans = Counter(a for a, _ in grid.columns)  # each group's columns, the groups in order
+        top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in spans.items())
         subs = "".join(f'<th scope="col" data-sort>{escape(str(b))}</th>' for _, b in grid.columns)
         head = f'<tr><th rowspan="2" scope="col" data-sort>{escape(corner)}</th>{top}</tr><tr>{subs}</tr>'
     else:

@@ -1,15 +1,10 @@
-"""``robeval report``: one self-contained HTML page of stored runs — the paper table (sortable, best
-values marked, with its caption), the figures (SVG inline), the shift and minimum-norm tables, the
-attack-convergence curves, the soundness checklist, the efficiency of each model, the model passes
-per image of each attack, the comparison of every model with a baseline (the first model unless the
-user names one: paired on the examples, or for models of several members the test against the
-seed-to-seed variation), a gallery of regenerated adversarial examples of every model, and each run's
-configuration and versions.
+"""``robeval report``: one self-contained HTML page of stored runs, a Jinja2 template
+(``templates/report.html.j2``) filled with the sections registered below, in their order (paper table,
+figures, convergence, checklist, efficiency, passes, every model against a baseline, gallery,
+configuration), each built from the same code the other commands use.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
-the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The page is a
-Jinja2 template (``templates/report.html.j2``) filled with sections; each section is built by one
-function here from the same code the other commands use (tables, plots, checklist, compare).
+the gallery an inline PNG, and a Content-Security-Policy forbids any other source.
 """
 
 from __future__ import annotations
@@ -82,13 +77,11 @@ def _cell(value: Any) -> str:
 def paper_table(page: Page) -> Section:
     from .paper import render
 
-    return Section(
-        "tables",
-        "Paper table",
-        Markup(render(page.summary, "html")),
+    note = (
         "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
-        "Minimum-norm and distribution-shift tables follow where the runs have them.",
+        "Minimum-norm and distribution-shift tables follow where the runs have them."
     )
+    return Section("tables", "Paper table", Markup(render(page.summary, "html")), note)
 
 
 @section
@@ -209,21 +202,14 @@ def _compared(page: Page, baseline: str, model: str) -> Markup:
     """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
     from .comparison import comparison
 
-    run = page.runs[0]
+    run, title = page.runs[0], Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
     try:
         found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
     except UserError as exc:
-        return Markup(
-            f"<h3>{escape(model)} vs {escape(baseline)}</h3><p class='note'>not possible: {escape(str(exc))}</p>"
-        )
-    table = found.table
-    wanted = [c for c in table.columns if not c.startswith("top5") and c != "top1_df"]
+        return title + Markup(f"<p class='note'>not possible: {escape(str(exc))}</p>")
+    wanted = [c for c in found.table.columns if not c.startswith("top5") and c != "top1_df"]
     lines = "".join(f"<p class='note'>{escape(line)}</p>" for line in found.verdicts + found.lines)
-    return (
-        Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
-        + frame_html(table[wanted], text_columns=("eps", "attack"))
-        + Markup(lines)
-    )
+    return title + frame_html(found.table[wanted], text_columns=("eps", "attack")) + Markup(lines)
 
 
 @section

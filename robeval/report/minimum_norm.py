@@ -8,16 +8,11 @@ found nothing, so the curve at eps is the share of examples whose minimal norm e
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 import numpy as np
 import pandas as pd
 
 from ..attacks import list_attacks
 from .naming import attack_title
-
-Block = TypeVar("Block")
 
 
 def minimum_norm_attacks(summary: pd.DataFrame) -> list[str]:
@@ -61,9 +56,3 @@ def minimum_norm_caption(summary: pd.DataFrame) -> str:
         f"eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks is "
         "measured at the decision boundary and is not a top-5 attack"
     )
-
-
-def minimum_norm_block(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, str], Block]) -> Block | None:
-    """The block rendered by ``render_grid(grid, caption)``; None when the run has no minimum-norm attack."""
-    grid = minimum_norm_grid(summary)
-    return None if grid is None else render_grid(grid, minimum_norm_caption(summary))

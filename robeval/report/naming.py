@@ -22,35 +22,28 @@ def attack_title(attack: str) -> str:
     return spec.title if spec is not None and spec.title else attack
 
 
-def column_order() -> list[str]:
-    """Clean, the suite in its order, the other attacks, the worst case."""
-    return [CLEAN, *(s.name for s in list_attacks()), ANY]
-
-
 def ordered_attacks(summary: pd.DataFrame) -> list[str]:
-    """The attack columns in :func:`column_order`; a cascade's in its own order (the order its rows
-    come in: clean, each attack after those it followed, the worst case)."""
+    """The attack columns: clean, the suite in its order, the other attacks, the worst case; a cascade's
+    in its own order (the order its rows come in: clean, each attack after those it followed, any)."""
     present = list(dict.fromkeys(summary["attack"]))
-    if "cascade" in summary and len(summary) and summary["cascade"].fillna(False).astype(bool).all():
+    if len(summary) and column(summary, "cascade", False).astype(bool).all():
         return present
-    order = column_order()
+    order = [CLEAN, *(s.name for s in list_attacks()), ANY]
     return [a for a in order if a in present] + [a for a in present if a not in order]
 
 
+LATEX_SPECIALS = "\\&%$#_{}~^"  # replaced in this order by
+LATEX_ESCAPED = (r"\textbackslash{}", r"\&", r"\%", r"\$", r"\#", r"\_", r"\{", r"\}", r"\textasciitilde{}", r"\^{}")
+
+
+def column(rows: pd.DataFrame, name: str, default: object = "") -> pd.Series:
+    """``rows[name]`` with ``default`` for a missing value, or all ``default`` where the rows lack it."""
+    return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
+
+
 def latex_escape(text: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\^{}"),
-    ):
-        text = text.replace(a, b)
+    for special, escaped in zip(LATEX_SPECIALS, LATEX_ESCAPED):
+        text = text.replace(special, escaped)
     return text
 
 

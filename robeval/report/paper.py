@@ -1,12 +1,7 @@
-"""Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold.
-
-Formats: Markdown, LaTeX (a ``table`` with a plain ``tabular``; no packages needed), CSV, JSON, and
-RobustBench's model-info JSON (:mod:`.robustbench`).
-Several eps values give one block per eps; a minimum-norm block and the shift tables follow.
-What a table shows (top-1 alone, the attack columns and their order, the models' names) is
-:class:`.table_options.TableOptions`; a summary with a ``<metric>_std`` column (a model of several
-members) shows its cells as mean ± std.
-This module assembles the blocks; the grids are rendered by :mod:`.grid`, named by :mod:`.naming`.
+"""Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold, one
+block per eps, then the minimum-norm block and the shift tables; a model of several members shows
+mean ± std.  What a table shows is :class:`.table_options.TableOptions`; the formats are registered
+below (:data:`FORMATS`); this module assembles the blocks, :mod:`.grid` renders them.
 """
 
 from __future__ import annotations
@@ -25,9 +20,8 @@ from . import grid as grids
 from . import robustbench
 from .captions import caption
 from .grid import Measured
-from .minimum_norm import minimum_norm_block
-from .naming import attack_title, latex_escape
-from .shift_table import shift_blocks, split
+from .naming import attack_title, column, latex_escape
+from .shift_table import later_blocks, split
 from .table_options import MEMBERS, STD, TableOptions
 
 Renderer = Callable[[pd.DataFrame, TableOptions], str]
@@ -54,14 +48,7 @@ def table_format(name: str, note: str = "", takes_options: bool = True) -> Calla
 def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
     worst = rows[rows["attack"] == ANY]
-    return "any_over" not in worst or worst["any_over"].fillna("").nunique() <= 1
-
-
-def measured(row: dict, metric: str) -> Measured:
-    """A row's metric, with the std over the model's members when the summary has one."""
-    std = row.get(metric + STD)
-    spread = float(std) if std is not None and not pd.isna(std) else None
-    return Measured(float(row[metric]), spread)
+    return column(worst, "any_over").nunique() <= 1
 
 
 def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()) -> tuple[pd.DataFrame, set]:
@@ -70,82 +57,62 @@ def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOp
     comparable columns)."""
     sel = summary[summary["eps"] == eps]
     models, attacks, metrics = list(dict.fromkeys(sel["model"])), options.ordered(sel), options.metrics
-    values = {(r["model"], r["attack"], m): measured(r, m) for r in sel.to_dict("records") for m, _ in metrics}
+    values = {(r["model"], r["attack"], m): Measured.of(r, m) for r in sel.to_dict("records") for m, _ in metrics}
     keys = [
         (a, m, (attack_title(a), title) if len(metrics) > 1 else attack_title(a))
         for a in attacks
         for m, title in metrics
     ]
-    columns = pd.MultiIndex.from_tuples([c for *_, c in keys]) if len(metrics) > 1 else pd.Index([c for *_, c in keys])
     cells = [[values.get((model, a, m), "") for a, m, _ in keys] for model in models]
     comparable = {a for a in attacks if a != ANY or worst_cases_comparable(sel)} if len(models) > 1 else set()
     bold = set()
-    for a, m, column in (k for k in keys if k[0] in comparable):
+    for a, m, shown in (k for k in keys if k[0] in comparable):
         scores = {model: float(values[(model, a, m)].shown) for model in models if (model, a, m) in values}
         best = max(scores.values(), default=None)
-        bold |= {(model, column) for model, v in scores.items() if v == best}
-    return pd.DataFrame(cells, index=models, columns=columns), bold
+        bold |= {(model, shown) for model, v in scores.items() if v == best}
+    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold  # (title, metric): 2 levels
 
 
 def members_part(rows: pd.DataFrame, latex: bool) -> str:
     """What the cells are when a model has several members: mean ± sample std, and how many each."""
     if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
         return ""
-    counts = ""
-    if MEMBERS in rows:
-        per_model = dict(zip(rows["model"], rows[MEMBERS]))
-        counts = " (" + ", ".join(f"{m}: {int(n)}" for m, n in per_model.items()) + ")"
-        counts = latex_escape(counts) if latex else counts
-    pm = r"$\pm$" if latex else "±"
+    per_model = dict(zip(rows["model"], rows[MEMBERS])) if MEMBERS in rows else {}
+    counts = f" ({', '.join(f'{m}: {int(n)}' for m, n in per_model.items())})" if per_model else ""
+    pm, counts = (r"$\pm$", latex_escape(counts)) if latex else ("±", counts)
     return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
 
 
-def _blocks(
-    summary: pd.DataFrame,
-    render_grid,
-    attack_caption: Callable[[pd.DataFrame, str], str],
-    shift_render,
-    options: TableOptions,
-) -> str:
-    """Every block of the table: one per eps, the minimum-norm block, the shift tables."""
-    full, (summary, shifted) = summary, split(summary)
+def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bool = False) -> str:
+    """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
+    says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
+
+    def render_other(grid: pd.DataFrame, text: str) -> str:
+        return render_grid(grid, latex_escape(text) if latex else text)
+
+    attacks, _ = split(summary)
     blocks = []
-    for eps in dict.fromkeys(summary["eps"]):
-        grid, bold = attack_grid(summary, eps, options)
-        blocks.append(render_grid(grid, attack_caption(summary, eps), bold=bold))
-    blocks += [b for b in [minimum_norm_block(summary, shift_render)] if b]
-    if shifted:
-        blocks.append(shift_blocks(full, shift_render))
-    return "\n\n".join(blocks) + "\n"
-
-
-def _caption(options: TableOptions, latex: bool = False) -> Callable[[pd.DataFrame, str], str]:
-    """A block's caption: what it measures (top-1 alone under ``--top1-only``), what its cells are."""
-
-    def text(rows: pd.DataFrame, eps: str) -> str:
-        block = rows[rows["eps"] == eps]
-        return caption(rows, eps, latex=latex, top5=not options.top1_only) + members_part(block, latex)
-
-    return text
+    for eps in dict.fromkeys(attacks["eps"]):
+        grid, bold = attack_grid(attacks, eps, options)
+        text = caption(attacks, eps, latex, top5=not options.top1_only)
+        blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
+    return "\n\n".join(blocks + later_blocks(summary, render_other)) + "\n"
 
 
 @table_format("md")
 def to_markdown(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    return _blocks(summary, grids.to_markdown, _caption(options), grids.to_markdown, options)
+    return _blocks(summary, grids.to_markdown, options)
 
 
 @table_format("latex")
 def to_latex(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    def shift_render(grid: pd.DataFrame, text: str, **kw) -> str:
-        return grids.to_latex(grid, latex_escape(text), **kw)
-
-    return _blocks(summary, grids.to_latex, _caption(options, latex=True), shift_render, options)
+    return _blocks(summary, grids.to_latex, options, latex=True)
 
 
 @table_format("html")
 def to_html(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """The Markdown table's blocks as HTML tables (what ``robeval report`` embeds)."""
-    return _blocks(summary, grids.to_html, _caption(options), grids.to_html, options)
+    return _blocks(summary, grids.to_html, options)
 
 
 @table_format("csv")
@@ -161,14 +128,9 @@ def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
     if not options.attacks:
         return summary
     rank = {a: i for i, a in enumerate(options.attacks)}
-    keys = pd.DataFrame({c: _appearance(summary[c]) for c in ("eps", "model")})
+    keys = pd.DataFrame({c: pd.factorize(summary[c])[0] for c in ("eps", "model")})
     keys["attack"] = [rank.get(a, len(rank)) for a in summary["attack"]]
     return summary.iloc[keys.sort_values(["eps", "model", "attack"], kind="stable").index]
-
-
-def _appearance(column: pd.Series) -> list[int]:
-    first = {v: i for i, v in enumerate(dict.fromkeys(column))}
-    return [first[v] for v in column]
 
 
 @table_format("json")

@@ -51,19 +51,23 @@ def _lower_limit(values: pd.Series) -> float:
     return max(0.0, 10.0 * ((low - 2.0) // 10.0))
 
 
+def _line(ax, x: pd.Series, values: pd.Series, counts: pd.Series, model: str, index: int) -> None:
+    """A model's line with its 95% intervals, in the model's colour, marker and line style."""
+    yerr = style.error_bars(values, counts)
+    ax.errorbar(x, values, yerr=yerr, capsize=2, markersize=4, linewidth=1.2, label=model, **style.model_style(index))
+
+
 def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list[str]) -> None:
     scale = 255.0 if summary["norm"].iloc[0] == "Linf" else 1.0
     for i, model in enumerate(models):
         sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
         clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
         sel = pd.concat([clean.assign(eps_value=0.0), sel]) if len(sel) else sel
-        ax.errorbar(sel["eps_value"] * scale, sel[metric], yerr=style.error_bars(sel[metric], sel["n"]),
-                    capsize=2, markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
+        _line(ax, sel["eps_value"] * scale, sel[metric], sel["n"], model, i)
     ax.set_title(attack_title(attack))
     ticks = [0.0, *sorted(set(summary["eps_value"]))]
     ax.set_xticks([t * scale for t in ticks], [f"{t * scale:g}" for t in ticks])
     ax.set_xlabel("eps (x/255, 0 = clean)" if scale == 255.0 else "eps (L2, 0 = clean)")
-    ax.set_ylim(0, 100)
 
 
 def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
@@ -71,21 +75,19 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     None for a single-eps run (a curve of one point is no curve)."""
     if summary["eps_value"].nunique() < 2:
         return None
-    attacks = [a for a in ordered_attacks(summary) if a != CLEAN]
-    attacks = [a for a in attacks if _informative(summary, a, metric)]
+    attacks = [a for a in ordered_attacks(summary) if a != CLEAN and _informative(summary, a, metric)]
     if not attacks:
         return None
     models = _models(summary)
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(attacks))
+    top = "top-1" if metric == "top1" else "top-5"
+    fig, axes = style.figure(2.2, len(attacks), f"robust {top} (%)")
     low = _lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric])
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
-        ax.set_ylim(low, 100)
-    for ax in axes[:: min(4, len(axes))]:
-        ax.set_ylabel(f"robust {'top-1' if metric == 'top1' else 'top-5'} (%)")
+    axes[0].set_ylim(low, 100)  # (shared)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
-    fig.suptitle(marked(f"Robust {'top-1' if metric == 'top1' else 'top-5'} accuracy vs eps ({protocol})", summary))
-    style.legend_below(fig, *axes[0].get_legend_handles_labels())
+    fig.suptitle(marked(f"Robust {top} accuracy vs eps ({protocol})", summary))
+    style.legend_below(fig, axes)
     return fig
 
 
@@ -99,7 +101,7 @@ def bars_for_eps(sel: pd.DataFrame):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
     attacks, models = ordered_attacks(sel), _models(sel)
     width = 0.8 / max(1, len(models))
-    fig, (ax,) = style.figure(style.FULL_WIDTH, 2.6)
+    fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
         values, counts = _bar_values(sel, model, attacks)
         color = style.model_style(i)["color"]
@@ -107,10 +109,8 @@ def bars_for_eps(sel: pd.DataFrame):
                yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
     ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
     ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
-    ax.set_ylabel("top-1 accuracy (%)")
-    ax.set_ylim(0, 100)
     ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
-    style.legend_below(fig, *ax.get_legend_handles_labels())
+    style.legend_below(fig, [ax])
     return fig
 
 
@@ -132,7 +132,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
     rows = _severity_rows(summary)
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
     families, models = list(dict.fromkeys(rows["family"])), _models(rows)
-    fig, axes = style.figure(style.FULL_WIDTH, 2.2, len(families))
+    fig, axes = style.figure(2.2, len(families))
     for ax, family in zip(axes, families):
         for i, model in enumerate(models):
             sel = rows[(rows["family"] == family) & (rows["model"] == model)]
@@ -140,16 +140,14 @@ def accuracy_vs_severity(summary: pd.DataFrame):
             clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
             if len(clean):
                 mean = pd.concat([clean[["top1", "n"]].assign(severity=0), mean], ignore_index=True)
-            ax.errorbar(mean["severity"], mean["top1"], yerr=style.error_bars(mean["top1"], mean["n"]), capsize=2,
-                        markersize=4, linewidth=1.2, label=model, **style.model_style(i))  # fmt: skip
+            _line(ax, mean["severity"], mean["top1"], mean["n"], model, i)
         members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
         ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
         ax.set_xticks(range(0, 6))
         ax.set_xlabel("severity (0 = clean)")
-        ax.set_ylim(0, 100)
     axes[0].set_ylabel("top-1 (%)")
     fig.suptitle(marked("Top-1 accuracy against corruption severity (mean over each family's corruptions)", summary))
-    style.legend_below(fig, *axes[0].get_legend_handles_labels())
+    style.legend_below(fig, axes)
     return fig
 
 
@@ -163,7 +161,7 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
     grid, scale = np.linspace(0.0, top, 200), 255.0 if norm == "Linf" else 1.0
-    fig, (ax,) = style.figure(style.FULL_WIDTH, 3.0)
+    fig, (ax,) = style.figure(3.0, ylabel="robust top-1 (%)")
     models = [m for m in _models(summary) if m in set(norms["model"])]  # the colours of the other figures
     searches = list(dict.fromkeys(norms["attack"]))
     white = [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
@@ -175,11 +173,9 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
         fixed = summary[(summary["model"] == model) & summary["attack"].isin(white)]
         ax.plot(fixed["eps_value"] * scale, fixed["top1"], marker=look["marker"], ls="", color=look["color"])
     ax.set_xlabel("eps (x/255)" if norm == "Linf" else "eps (L2)")
-    ax.set_ylabel("robust top-1 (%)")
-    ax.set_ylim(0, 100)
     title = f"Robust top-1 against {norm} eps from one minimum-norm search\n(lines; markers: the fixed-eps white-box attacks)"
     ax.set_title(marked(title, summary))
-    style.legend_below(fig, *ax.get_legend_handles_labels())
+    style.legend_below(fig, [ax])
     return fig
 
 

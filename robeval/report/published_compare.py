@@ -25,7 +25,9 @@ from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbenc
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
+from .grid import markdown_table
 from .robustbench import THREE_D, standard_problem
+from .shift_table import is_condition
 
 EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
 
@@ -70,16 +72,14 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
     else:
-        worst = any_attack_records(records, standard)
-        scores["autoattack"] = per_example(worst)
+        scores["autoattack"] = per_example(any_attack_records(records, standard))
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
-    conditions = records[records["attack"].map(lambda a: parse_condition(a) is not None)]
+    conditions = records[is_condition(records)]
     if len(conditions):
         three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
-        by_example = conditions.groupby("example", sort=False)["adv_top1"].mean()
-        scores["corruptions_3d" if three_d else "corruptions"] = by_example.to_numpy(float)
+        scores["corruptions_3d" if three_d else "corruptions"] = per_example(conditions)
     return {k: v for k, v in scores.items() if len(v)}, notes
 
 
@@ -92,16 +92,9 @@ def published_row(metric: str, scores: np.ndarray, published: float, run_is_a: b
     low, high = bootstrap_mean_ci(scores, seed)
     accuracy = 100.0 * float(scores.mean())
     diff = published - accuracy if run_is_a else accuracy - published
-    return {
-        "metric": metric,
-        "n": len(scores),
-        "run": round(accuracy, 2),
-        "ci_low": round(low, 2),
-        "ci_high": round(high, 2),
-        "published": round(published, 2),
-        "diff": round(diff, 2),
-        "inside_ci": bool(low <= published <= high),
-    }
+    values = {"run": accuracy, "ci_low": low, "ci_high": high, "published": published, "diff": diff}
+    rounded = {k: round(v, 2) for k, v in values.items()}
+    return {"metric": metric, "n": len(scores), **rounded, "inside_ci": bool(low <= published <= high)}
 
 
 def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
@@ -115,16 +108,20 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     check_benchmark(info, path, run)
     eps = _eps(info, run, model, path)
     scores, notes = run_scores(run, model, eps)
-    rows = []
-    for metric, values in scores.items():
-        published = published_accuracy(info, metric)
-        if published is not None:
-            rows.append(published_row(metric, values, published, run_is_a, seed))
+    rows = [
+        published_row(metric, values, published, run_is_a, seed)
+        for metric, values in scores.items()
+        if (published := published_accuracy(info, metric)) is not None
+    ]
     labels = [f"{run.run_id}:{model}", Path(path).name]
     a, b = labels if run_is_a else labels[::-1]
     out = pd.DataFrame(rows)
-    out.attrs.update(a=a, b=b, eps=eps, notes=notes)
+    out.attrs.update(a=a, b=b, eps=eps, notes=notes, test="published")
     return out
+
+
+PUBLISHED_HEAD = "metric | n | run | 95% CI | published | diff | inside CI"
+PUBLISHED_CELLS = ("{metric}", "{n}", "{run:.2f}", "[{ci_low:.2f}, {ci_high:.2f}]", "{published:.2f}", "{diff:+.2f}")
 
 
 def published_markdown(result: pd.DataFrame) -> str:
@@ -135,11 +132,9 @@ def published_markdown(result: pd.DataFrame) -> str:
         "outcomes; the 95% CI is a bootstrap of the run's accuracy over its examples, and inside = the published "
         "value lies in it"
     )
-    columns = ["| metric | n | run | 95% CI | published | diff | inside CI |", "|---|---:|---:|---|---:|---:|---|"]
-    body = [
-        f"| {r.metric} | {r.n} | {r.run:.2f} | [{r.ci_low:.2f}, {r.ci_high:.2f}] | {r.published:.2f} | "
-        f"{r.diff:+.2f} | {'yes' if r.inside_ci else 'no'} |"
-        for r in result.itertuples()
+    rows = [
+        [c.format_map(r) for c in PUBLISHED_CELLS] + ["yes" if r["inside_ci"] else "no"]
+        for r in result.to_dict("records")
     ]
     notes = [f"\nNote: {note}" for note in attrs.get("notes", [])]
-    return "\n".join([head, "", *columns, *body, *notes]) + "\n"
+    return "\n".join([head, "", markdown_table(PUBLISHED_HEAD, rows), *notes]) + "\n"

@@ -30,7 +30,7 @@ from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition
-from .naming import run_label
+from .naming import column, run_label
 from .shift_table import attack_rows, is_condition, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
@@ -73,16 +73,11 @@ def caveats(rows: pd.DataFrame) -> list[str]:
     """Why one model's entry is no leaderboard number (empty: none known): random weights, examples
     other than RobustBench's, a clean accuracy near chance."""
     first = rows.iloc[0]
-    found = []
-    if "checkpoint" in rows and (rows["checkpoint"] == RANDOM_WEIGHTS).any():
-        found.append(f"the model has {RANDOM_WEIGHTS}")
-    examples = (
-        examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"])) if "selection" in rows else None
-    )
-    found += [examples] if examples else []
+    found = [f"the model has {RANDOM_WEIGHTS}"] if (column(rows, "checkpoint") == RANDOM_WEIGHTS).any() else []
+    if "selection" in rows:
+        found += [c for c in [examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"]))] if c]
     chance = above_chance(str(first["model"]), rows)
-    found += [chance.evidence] if chance.raised else []
-    return found
+    return found + ([chance.evidence] if chance.raised else [])
 
 
 def _common(rows: pd.DataFrame) -> dict[str, Any]:
@@ -91,15 +86,14 @@ def _common(rows: pd.DataFrame) -> dict[str, Any]:
     clean = rows[rows["attack"] == CLEAN]
     warned = caveats(rows)
     run = f"{run_label(first['run_id'])}: {int(first['n'])} examples, seed {first['seed']}; {first['versions']}"
-    entry = empty_entry()
-    entry.update(
-        number_forward_passes=1,
-        dataset=robustbench_dataset(str(first["data"])),
-        clean_acc=percent(float(clean["top1"].iloc[0])) if len(clean) else "",
-        footnote=f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
-        unreliable=bool(warned),
-    )
-    return entry
+    return {
+        **empty_entry(),
+        "number_forward_passes": 1,
+        "dataset": robustbench_dataset(str(first["data"])),
+        "clean_acc": percent(float(clean["top1"].iloc[0])) if len(clean) else "",
+        "footnote": f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
+        "unreliable": bool(warned),
+    }
 
 
 def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
@@ -107,11 +101,8 @@ def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
     problem = standard_problem(rows)
     if problem is not None:
         raise UserError(f"no RobustBench entry: {problem}")
-    entry = _common(rows)
-    entry.update(
-        eps=str(rows["eps"].iloc[0]), autoattack_acc=percent(float(rows[rows["attack"] == ANY]["top1"].iloc[0]))
-    )
-    return entry
+    worst = float(rows[rows["attack"] == ANY]["top1"].iloc[0])
+    return {**_common(rows), "eps": str(rows["eps"].iloc[0]), "autoattack_acc": percent(worst)}
 
 
 def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
@@ -135,8 +126,7 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
 def model_info_entries(summary: pd.DataFrame) -> list[dict[str, Any]]:
     """Every entry of a summary: per model its corruption entry (a shift run) or one per eps."""
     entries = []
-    for model in dict.fromkeys(summary["model"]):
-        rows = summary[summary["model"] == model]
+    for _, rows in summary.groupby("model", sort=False):
         if is_condition(rows).any():
             entries.append(corruption_entry(rows))
             continue

@@ -12,19 +12,19 @@ contributes its own columns.  A condition's accuracy does not depend on eps; the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 
 from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
-from .naming import attack_title, data_label
+from .minimum_norm import minimum_norm_caption, minimum_norm_grid
+from .naming import attack_title, column, data_label
 
 CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
-
-
-def shift_of(summary: pd.DataFrame) -> pd.Series:
-    return summary["shift"].fillna("") if "shift" in summary.columns else pd.Series("", index=summary.index)
 
 
 def is_condition(summary: pd.DataFrame) -> pd.Series:
@@ -33,12 +33,12 @@ def is_condition(summary: pd.DataFrame) -> pd.Series:
 
 def attack_rows(summary: pd.DataFrame) -> pd.DataFrame:
     """The rows of the ordinary attack table: clean data only, no shifted condition."""
-    return summary[shift_of(summary).isin(CLEAN_DATA_SHIFTS) & ~is_condition(summary)]
+    return summary[column(summary, "shift").isin(CLEAN_DATA_SHIFTS) & ~is_condition(summary)]
 
 
 def condition_kinds(summary: pd.DataFrame) -> list[str]:
     """The shift kinds whose conditions the summary has, in order of appearance."""
-    return [k for k in dict.fromkeys(shift_of(summary[is_condition(summary)])) if k]
+    return [k for k in dict.fromkeys(column(summary[is_condition(summary)], "shift")) if k]
 
 
 def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetrics | None:
@@ -46,11 +46,11 @@ def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetr
     not given; first eps), by that kind's corruption set."""
     rows = rows[rows["eps"] == rows["eps"].iloc[0]]
     kind = kind if kind is not None else next(iter(condition_kinds(rows)), "")
-    conditions = rows[is_condition(rows) & (shift_of(rows) == kind)]
+    conditions = rows[is_condition(rows) & (column(rows, "shift") == kind)]
     if conditions.empty:
         return None
     shift = get_shift(kind)
-    clean = rows[(rows["attack"] == CLEAN) & shift_of(rows).isin(CLEAN_DATA_SHIFTS)]
+    clean = rows[(rows["attack"] == CLEAN) & column(rows, "shift").isin(CLEAN_DATA_SHIFTS)]
     imagenet = "data" in conditions and all(shift.on_imagenet(str(d)) for d in conditions["data"])
     clean_top1 = float(clean["top1"].iloc[0]) if len(clean) else None
     return corruption_metrics(conditions, clean_top1, imagenet, shift.corruption_set)
@@ -80,7 +80,7 @@ def _other_image_cells(rows: pd.DataFrame) -> dict[str, str]:
     """The clean-image shifts' (ImageNet-R, -A, -V2, -Sketch, CIFAR-10.1) top-1, clean and attacked."""
     cells: dict[str, str] = {}
     for kind in [k for k, shift in SHIFT_KINDS.items() if not shift.has_conditions]:
-        mine = rows[shift_of(rows) == kind]
+        mine = rows[column(rows, "shift") == kind]
         mine = mine[(mine["eps"] == mine["eps"].iloc[0]) | (mine["attack"] != CLEAN)] if len(mine) else mine
         for r in mine[~is_condition(mine)].itertuples():
             what = "" if r.attack == CLEAN else f" {attack_title(r.attack)} {r.eps}"
@@ -133,7 +133,7 @@ def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def _kind_part(summary: pd.DataFrame, kind: str) -> str:
-    rows, shift = summary[shift_of(summary) == kind], get_shift(kind)
+    rows, shift = summary[column(summary, "shift") == kind], get_shift(kind)
     n = f"n = {int(rows['n'].max())}"
     where = f"data: {data_label(rows['data'].iloc[0])}, {n}" if "data" in rows else n
     reported = shift.has_conditions and shift.reported_as != "mce"
@@ -145,7 +145,7 @@ def shift_caption(summary: pd.DataFrame) -> str:
     benchmarks = condition_kinds(summary)
     mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
     parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
-    parts += [_kind_part(summary, kind) for kind in dict.fromkeys(shift_of(summary)) if kind]
+    parts += [_kind_part(summary, kind) for kind in dict.fromkeys(column(summary, "shift")) if kind]
     models = summary["model"].unique()
     metrics = [model_metrics(summary[summary["model"] == m], k) for m in models for k in benchmarks]
     parts += sorted({m.note for m in metrics if m is not None and m.note})
@@ -157,19 +157,23 @@ def shift_caption(summary: pd.DataFrame) -> str:
 DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
 
 
-def shift_blocks(summary: pd.DataFrame, render_grid) -> str:
-    """The shift table and the per-corruption detail, each rendered by ``render_grid(grid, caption)``."""
-    blocks = [render_grid(shift_grid(summary), shift_caption(summary))]
-    detail = corruption_grid(summary)
-    if detail is not None:
-        blocks.append(render_grid(detail, DETAIL_CAPTION))
-    return "\n\n".join(blocks)
+def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, str], Any]) -> list:
+    """The blocks after the attack blocks, each ``render_grid(grid, caption)``: the minimum-norm block,
+    the shift table and its per-corruption detail."""
+    attacks, shifted = split(summary)
+    norms = minimum_norm_grid(attacks)
+    blocks = [] if norms is None else [render_grid(norms, minimum_norm_caption(attacks))]
+    if shifted:
+        detail = corruption_grid(summary)
+        blocks.append(render_grid(shift_grid(summary), shift_caption(summary)))
+        blocks += [render_grid(detail, DETAIL_CAPTION)] if detail is not None else []
+    return blocks
 
 
 def split(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """The rows of the attack blocks, and whether a shift block follows.  A shift run without
     attacks has no attack block (its clean accuracy is the shift table's first column)."""
-    if not (shift_of(summary) != "").any():
+    if not (column(summary, "shift") != "").any():
         return summary, False
     main = attack_rows(summary)
     return (main if (main["attack"] != CLEAN).any() else main.iloc[0:0]), True

@@ -1,9 +1,7 @@
-"""How robeval's figures look, in one place: sized and lettered for a two-column paper, a distinct
-colour, marker and line style per model (distinct for 20 models), legends outside the axes,
-binomial-bootstrap confidence intervals, and the files written (PNG, SVG, PDF for LaTeX).
-
-A figure is 7.0 in wide (a two-column paper's full text width; 3.4 in is one column) with 8 pt
-text, so it reads at print size; PNGs are written at 200 dpi.
+"""How robeval's figures look, in one place: sized and lettered for a two-column paper (full text
+width, 8 pt text: it reads at print size), a distinct colour, marker and line style per model
+(distinct for 20 models), legends outside the axes, binomial-bootstrap confidence intervals, and the
+files written (PNG at 200 dpi, SVG, PDF for LaTeX).
 """
 
 from __future__ import annotations
@@ -85,29 +83,35 @@ def error_bars(values: Any, counts: Any) -> np.ndarray:
                      [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
 
 
-def figure(width: float, height: float, panels: int = 1):
-    """A figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style."""
+def figure(height: float, panels: int = 1, ylabel: str = ""):
+    """A full-width figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style,
+    sharing their y axis (accuracy in percent, 0 to 100; ``ylabel`` at the start of each row)."""
     with paper_style():
         cols = min(4, max(1, panels))
         rows = (panels + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(rows, cols, figsize=(FULL_WIDTH, height * rows), squeeze=False, sharey=True)
     for ax in axes.flat[panels:]:
         ax.remove()
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    axes.flat[0].set_ylim(0, 100)
     return fig, list(axes.flat[:panels])
 
 
-def legend_below(fig, handles: list, labels: list[str], title: str = "") -> None:
-    """One legend for the whole figure, below the axes (never over the data), in as many columns as fit."""
+def legend_below(fig, axes: list) -> None:
+    """One legend for the whole figure (each label of the axes once), below the axes (never over the
+    data), in as many columns as fit."""
+    handles = {label: handle for ax in axes for handle, label in zip(*ax.get_legend_handles_labels())}
     if not handles:
         fig.tight_layout()
         return
+    labels = list(handles)
     with paper_style():
         columns = max(1, min(len(labels), 4 if max(len(lab) for lab in labels) < 26 else 2))
-        rows = math.ceil(len(labels) / columns)
-        legend_height = 0.17 * rows + (0.2 if title else 0.05)  # inches
+        legend_height = 0.17 * math.ceil(len(labels) / columns) + 0.05  # inches
         width, height = fig.get_size_inches()
         fig.set_size_inches(width, height + legend_height)
-        fig.legend(handles, labels, loc="lower center", ncol=columns, frameon=False, title=title or None)
+        fig.legend(list(handles.values()), labels, loc="lower center", ncol=columns, frameon=False)
         fig.tight_layout(rect=(0, legend_height / (height + legend_height), 1, 1))
 
 

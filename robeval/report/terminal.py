@@ -10,7 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Column, Table
 from rich.text import Text
 
-from .captions import caption_parts, pivot
+from .captions import caption_parts
+from .grid import Measured
 
 
 def compact(value: float) -> str:
@@ -124,48 +125,53 @@ class RichReporter:
 MODELS_AS_COLUMNS = 3  # more models than this: one row per model (a terminal cannot fit their names as columns)
 
 
+def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
+    """Models x attacks (as the rows name them) of ``"top1 / top5"`` strings for one eps (mean ± std for
+    a model of several members)."""
+    sel = summary[summary["eps"] == eps].drop_duplicates(["model", "attack"])
+    cells = [f"{Measured.of(r, 'top1')} / {Measured.of(r, 'top5')}" for r in sel.to_dict("records")]
+    table = sel.assign(cell=cells).pivot(index="model", columns="attack", values="cell")
+    return table.reindex(index=dict.fromkeys(sel["model"]), columns=dict.fromkeys(sel["attack"])).fillna("")
+
+
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    from .minimum_norm import minimum_norm_block
     from .paper import members_part
-    from .shift_table import DETAIL_CAPTION, corruption_grid, shift_caption, shift_grid, split
+    from .shift_table import later_blocks, split
 
-    full, (summary, shifted) = summary, split(summary)
+    attacks, _ = split(summary)
     tables = []
-    for eps in dict.fromkeys(summary["eps"]):
-        grid = pivot(summary, eps)  # models x attacks; a few models become the columns, names uncut
-        by_attack = len(grid.index) <= MODELS_AS_COLUMNS
-        grid = grid.T if by_attack else grid
-        table = Table(caption="cells: top-1 / top-5" if not by_attack else None)
-        table.add_column("attack" if by_attack else "model", style="bold", no_wrap=True)
-        for column in grid.columns:
-            table.add_column(f"{column}\ntop-1 / top-5" if by_attack else str(column), justify="right")
-        for name, row in grid.iterrows():
-            table.add_row(str(name), *[str(v) for v in row.tolist()])
-        members = members_part(summary[summary["eps"] == eps], latex=False).removeprefix("; ")
-        parts = caption_parts(summary, eps) + ([members] if members else [])
-        lines = [Text(part, style="bold", no_wrap=True, overflow="fold") for part in parts]
-        tables.append(Group(*lines, table))
-    block = minimum_norm_block(summary, _transposed)
-    if block is not None:
-        tables.append(block)
-    if shifted:
-        for grid, text in ((shift_grid(full), shift_caption(full)), (corruption_grid(full), DETAIL_CAPTION)):
-            if grid is not None:
-                tables.append(_transposed(grid, text))
-    return tables
+    for eps in dict.fromkeys(attacks["eps"]):
+        grid = pivot(attacks, eps)  # models x attacks; a few models become the columns, names uncut
+        members = members_part(attacks[attacks["eps"] == eps], latex=False).removeprefix("; ")
+        parts = caption_parts(attacks, eps) + ([members] if members else [])
+        if len(grid.index) <= MODELS_AS_COLUMNS:
+            tables.append(_captioned(parts, _table(grid.T, "attack", suffix="\ntop-1 / top-5")))
+        else:
+            tables.append(_captioned(parts, _table(grid, "model", caption="cells: top-1 / top-5")))
+    return tables + later_blocks(summary, _transposed)
+
+
+def _table(grid: pd.DataFrame, corner: str, suffix: str = "", caption: str | None = None, wrap: bool = False) -> Table:
+    """``grid`` as a rich table: its index the first column (bold), its columns right-aligned."""
+    table = Table(caption=caption)
+    table.add_column(corner, style="bold", no_wrap=not wrap)
+    for column in grid.columns:
+        table.add_column(f"{column}{suffix}", justify="right")
+    for name, row in grid.iterrows():
+        table.add_row(str(name), *map(str, row.tolist()))
+    return table
+
+
+def _captioned(parts: list[str], table: Table) -> Group:
+    """``table`` under its caption, one phrase a line."""
+    return Group(*[Text(part, style="bold", no_wrap=True, overflow="fold") for part in parts], table)
 
 
 def _transposed(grid: pd.DataFrame, text: str) -> Group:
-    """A models-as-columns table of ``grid`` (rows = models) under its caption, one phrase per line."""
-    table = Table()
-    table.add_column("", style="bold")
-    for model in grid.index:
-        table.add_column(str(model), justify="right")
-    for column in grid.columns:
-        table.add_row(str(column), *[str(v) for v in grid[column].tolist()])
-    return Group(*[Text(part, style="bold", no_wrap=True, overflow="fold") for part in text.split("; ")], table)
+    """A models-as-columns table of ``grid`` (rows = models) under its caption."""
+    return _captioned(text.split("; "), _table(grid.T, "", wrap=True))
 
 
 def _passes(value: float) -> str:

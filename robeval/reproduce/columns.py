@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..report.captions import caption_parts
-from ..report.paper import measured
+from ..report.grid import Measured
 from ..shifts.catalog import SEVERITIES, parse_condition
 from ..shifts.metrics import corruption_metrics
 from .tables import Column, PaperTable
@@ -25,7 +25,7 @@ def _top1(rows: pd.DataFrame, imagenet: bool) -> tuple[object, str]:
     clean = rows[rows["attack"] == CLEAN]
     if not len(clean):
         return NA, ""
-    value = measured(clean.iloc[0].to_dict(), "top1")
+    value = Measured.of(clean.iloc[0].to_dict(), "top1")
     return (value if value.std is not None else str(value)), ""
 
 
