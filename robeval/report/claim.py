@@ -27,6 +27,7 @@ docs/results.md reports a simulation of its coverage (tests/test_members.py runs
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -146,15 +147,20 @@ def claim_markdown(result: pd.DataFrame) -> str:
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
         f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
     )
-    rows = []
-    for r in result.to_dict("records"):
-        cells = [r["eps"], r["attack"], r["n"]]
-        for metric in ("top1", "top5"):
-            cells += [Measured.of(r, f"{metric}_a"), Measured.of(r, f"{metric}_b"), f"{r[f'{metric}_diff']:+.2f}"]
-            cells.append(f"[{r[f'{metric}_low']:+.2f}, {r[f'{metric}_high']:+.2f}]")
-            cells += ["yes" if r["top1_beyond"] else "no"] if metric == "top1" else []
-        rows.append(cells)
-    return f"{heading}\n\n{markdown_table(CLAIM_HEAD, rows, text_columns=2)}\n"
+    return comparison_table(heading, CLAIM_HEAD, result, _claim_cells)
+
+
+def _claim_cells(r: dict, metric: str) -> list[object]:
+    cells = [Measured.of(r, f"{metric}_a"), Measured.of(r, f"{metric}_b"), f"{r[f'{metric}_diff']:+.2f}"]
+    cells.append(f"[{r[f'{metric}_low']:+.2f}, {r[f'{metric}_high']:+.2f}]")
+    return cells + (["yes" if r["top1_beyond"] else "no"] if metric == "top1" else [])
+
+
+def comparison_table(heading: str, head: str, result: pd.DataFrame, cells: Callable[[dict, str], list]) -> str:
+    """A comparison's heading and its table: per row its eps, attack and n, then ``cells(row, metric)``
+    for top-1 and for top-5."""
+    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
+    return f"{heading}\n\n{markdown_table(head, rows, text_columns=2)}\n"
 
 
 def _members(k: int) -> str:

@@ -23,8 +23,7 @@ from ..results.runs import StoredRun, load_run
 from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
-from .claim import claim_row
-from .grid import markdown_table
+from .claim import claim_row, comparison_table
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -166,11 +165,9 @@ def to_markdown(result: pd.DataFrame) -> str:
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
         f"finished ({result.attrs.get('any_over') or 'none'})"
     )
-    rows = []
-    for r in result.to_dict("records"):
-        cells = [r["eps"], r["attack"], r["n"]]
-        for m in ("top1", "top5"):
-            cells += [f"{r[f'{m}_a']:.2f}", f"{r[f'{m}_b']:.2f}", f"{r[f'{m}_diff']:+.2f}"]
-            cells += [f"[{r[f'{m}_ci_low']:+.2f}, {r[f'{m}_ci_high']:+.2f}]", f"{r[f'{m}_mcnemar_p']:.3g}"]
-        rows.append(cells)
-    return f"{heading}\n\n{markdown_table(PAIRED_HEAD, rows, text_columns=2)}\n"
+    return comparison_table(heading, PAIRED_HEAD, result, _paired_cells)
+
+
+def _paired_cells(r: dict, m: str) -> list[object]:
+    return [f"{r[f'{m}_a']:.2f}", f"{r[f'{m}_b']:.2f}", f"{r[f'{m}_diff']:+.2f}",
+            f"[{r[f'{m}_ci_low']:+.2f}, {r[f'{m}_ci_high']:+.2f}]", f"{r[f'{m}_mcnemar_p']:.3g}"]  # fmt: skip
