@@ -190,6 +190,16 @@ def test_two_workers_with_members_store_what_one_process_stores(members, tmp_pat
     assert bitwise_equal(*(r.drop(columns="run_id") for r in stored)) is None and set(stored[0]["member"]) == {0, 1}
 
 
+def test_a_run_with_members_combines_with_a_run_of_single_checkpoints(three):
+    """The combined table counts a model of the other run as one member (its run has no member columns)."""
+    run, store = three
+    other = evaluate_full(models=["digits-rvt"], store=str(store), **RUN)
+    for fmt in ("md", "latex"):
+        table = run_cli("table", run.run_id, other.run_id, "--store", str(store), "-f", fmt)
+        assert table.returncode == 0, table.stderr
+        assert "digits-deit: 3" in table.stdout and "digits-rvt: 1" in table.stdout
+
+
 def test_the_command_line_takes_a_list_or_a_glob_and_refuses_what_is_not_one_model(members, tmp_path):
     folder = members[0].parent
     glob = f"digits-deit={folder}/digits-deit-seed*.safetensors"

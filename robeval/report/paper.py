@@ -77,7 +77,8 @@ def members_part(rows: pd.DataFrame, latex: bool) -> str:
     """What the cells are when a model has several members: mean ± sample std, and how many each."""
     if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
         return ""
-    per_model = dict(zip(rows["model"], rows[MEMBERS])) if MEMBERS in rows else {}
+    # a run with no model of several members has no member columns: its models are one member each
+    per_model = dict(zip(rows["model"], rows[MEMBERS].fillna(1))) if MEMBERS in rows else {}
     counts = f" ({', '.join(f'{m}: {int(n)}' for m, n in per_model.items())})" if per_model else ""
     pm, counts = (r"$\pm$", latex_escape(counts)) if latex else ("±", counts)
     return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
