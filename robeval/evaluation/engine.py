@@ -18,8 +18,6 @@ robeval.results, so a finished run and a stored run are summarised by the same c
 
 from __future__ import annotations
 
-import time
-
 from ..data.examples import EvalData
 from ..models import GivenModel
 from ..options import EvalConfig
@@ -67,11 +65,7 @@ def evaluate_plan(
                     mine = session.begin_model(model, (position, len(plan.jobs)))
                     for batch in model.batches(mine):  # each after its clean pass
                         for eps, attack in batch.units:
-                            session.threads.look()  # share the cores with other processes between units
-                            tick = time.perf_counter()
-                            unit = step(model, batch, eps, attack)
-                            unit.seconds += time.perf_counter() - tick
-                            session.write(unit, model)
+                            session.run_unit(step, model, batch, eps, attack)
                     for unit in evaluate_conditions(model, mine, session.threads.look):
                         session.write(unit, model)
                 if audited and job.name not in session.log.failed_models:  # every batch's audit is stored

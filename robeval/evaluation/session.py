@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ import torch
 from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
+from ..eps import Eps
 from ..errors import StoreFull, UserError
 from ..models.provenance import code_change
 from ..options import identity_difference, newest_matching
@@ -31,7 +33,7 @@ from ..results.records import Unit
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
 from .distributed import DistContext, announce_run
-from .model_run import ModelRun
+from .model_run import Batch, ModelRun
 from .plan import Member, ModelJob, RunPlan
 from .profiling import gflops_per_image
 from .progress import Reporter, model_bars, unit_key
@@ -139,6 +141,15 @@ class Session:
         self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
+    def run_unit(self, step: Callable[..., UnitRecords], model: ModelRun, batch: Batch, eps: Eps, unit: str) -> None:
+        """``step(model, batch, eps, unit)``'s records, timed and written (the cores shared with other
+        processes first)."""
+        self.threads.look()
+        tick = time.perf_counter()
+        done = step(model, batch, eps, unit)
+        done.seconds += time.perf_counter() - tick
+        self.write(done, model)
+
     def write(self, unit: UnitRecords, model: ModelRun) -> None:
         """A finished unit's records and curve into the store in one transaction, its time and progress
         told; a unit stored before (recomputed for ``--cascade``) is not written again."""
@@ -146,14 +157,12 @@ class Session:
             return
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
         self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
-        name, eps, attack, *_ = key = unit.key
+        name, eps, attack, *_ = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
-            model.log.attacked[f"{name}|{eps}|{attack}"] = (
-                model.log.attacked.get(f"{name}|{eps}|{attack}", 0) + unit.attacked
-            )
+            model.log.count_attacked(f"{name}|{eps}|{attack}", unit.attacked)
         if attack != CLEAN:
-            self.reporter.advance(self.bar(key), len(unit.records["example"]), unit.seconds)
+            self.reporter.advance(self.bar(unit.key), len(unit.records["example"]), unit.seconds)
 
     @contextmanager
     def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
@@ -220,15 +229,8 @@ class Session:
         for rank in range(1, self.ctx.world):  # every worker's units are merged: their files go
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.store.worker_path(rank)}{suffix}").unlink(missing_ok=True)
-        data_identity = log.data.get("identity")
-        self.store.release(
-            self.run_id,
-            status=log.status,
-            finished=info["finished"],
-            info=info,
-            data_identity=data_identity,
-            total_units=log.total_units,
-        )
+        facts = {"finished": info["finished"], "info": info, "data_identity": log.data.get("identity")}
+        self.store.release(self.run_id, status=log.status, total_units=log.total_units, **facts)
         return self.run_id
 
 

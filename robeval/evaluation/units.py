@@ -25,6 +25,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -80,14 +81,15 @@ def attack_failure(attack: str, eps: str, batch: int, exc: Exception) -> str:
 
 
 def batch_records(
-    batch: Batch, eps: Eps, attack: str, hits: tuple, pred: list, norms: tuple, passes: tuple, **rest: list | float
+    base: dict[str, Any], eps: Eps, attack: str, hits: tuple, pred: list, norms: tuple, passes: tuple, **rest: Any
 ) -> Columns:
-    """A unit's records, one row per example of ``batch``: top-1 and top-5 ``hits``, the predicted class,
-    the perturbation's size (Linf, L2), the model passes (forward, backward) and ``rest``."""
+    """A unit's records, one row per example of its batch: the fields the batch's units share (``base``:
+    :meth:`~.model_run.ModelRun.shared_fields`), top-1 and top-5 ``hits``, the predicted class, the
+    perturbation's size (Linf, L2), the model passes (forward, backward) and ``rest``."""
     columns = new_columns()
     add_records(
         columns,
-        **batch.base,
+        **base,
         attack=attack,
         eps=eps.text,
         eps_value=eps.value,
@@ -105,10 +107,8 @@ def batch_records(
 
 def clean_records(batch: Batch, eps: Eps, attack: str, forward_passes: float) -> Columns:
     """Records of ``batch`` as its clean pass left it (no perturbation), under the name ``attack``."""
-    hits = (batch.base["clean_top1"], batch.base["clean_top5"])
-    return batch_records(
-        batch, eps, attack, hits, batch.clean_logits.argmax(1).tolist(), (0.0, 0.0), (forward_passes, 0.0)
-    )
+    hits, pred = (batch.base["clean_top1"], batch.base["clean_top5"]), batch.clean_logits.argmax(1).tolist()
+    return batch_records(batch.base, eps, attack, hits, pred, (0.0, 0.0), (forward_passes, 0.0))
 
 
 def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecords:
@@ -124,18 +124,15 @@ def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecord
         found = searched_points(model, batch, eps, attack) if searches else attack_points(model, batch, eps, attack)
         box = model.plan.protocol.box(attack)
         verify_adversarial(attack, found.points, batch.xa, eps.value, model.config.norm, box)
-        logits = (
-            found.logits
-            if found.logits is not None
-            else model.logits(found.points, f"{attack} images (batch {batch.b})")
-        )
+        what = f"{attack} images (batch {batch.b})"
+        logits = found.logits if found.logits is not None else model.logits(found.points, what)
         adv1, adv5 = topk_hits(logits, batch.y)
         norms = tuple(n.tolist() for n in perturbation_norms(found.points, batch.xa))
         passes = (found.passes[0] + 1.0, found.passes[1])  # the records' own pass counts
         fp32_top1 = fp32_recheck(model, batch, eps, attack)
         hits, pred = (adv1.tolist(), adv5.tolist()), logits.argmax(1).tolist()
         records = batch_records(
-            batch, eps, attack, hits, pred, norms, passes, min_norm=found.min_norm, fp32_top1=fp32_top1
+            batch.base, eps, attack, hits, pred, norms, passes, min_norm=found.min_norm, fp32_top1=fp32_top1
         )
         return UnitRecords(key, records, unit_curve(model, eps, attack, found.readings, adv1), found.points)
     except (ModelFailure, UserError):
