@@ -65,7 +65,8 @@ def evaluate_plan(
                     mine = session.begin_model(model, (position, len(plan.jobs)))
                     for batch in model.batches(mine):  # each after its clean pass
                         for eps, attack in batch.units:
-                            session.run_unit(step, model, batch, eps, attack)
+                            started = session.next_unit()
+                            session.write(step(model, batch, eps, attack), model, started)
                     for unit in evaluate_conditions(model, mine, session.threads.look):
                         session.write(unit, model)
                 if audited and job.name not in session.log.failed_models:  # every batch's audit is stored

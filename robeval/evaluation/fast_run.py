@@ -28,7 +28,6 @@ written, each stage on what the ones before it left robust:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from ..eps import Eps
@@ -114,7 +113,6 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
     stages = plan.protocol.audit_stages
     first = ctx.broadcast(read_first_pass(session.store, session.run_id, plan, model) if ctx.is_main else None)
     escalated = {e.text: first.audit(e.text, stages).escalated for e in plan.config.eps}
-    step = partial(stage_unit, first=first, escalated=escalated)
     todo = {b: [(e, a) for e, a in units if a in stages] for b, units in model.todo.items()}
     mine = [b for b in todo if todo[b]][ctx.rank :: ctx.world]
     with session.model_stops_alone(job) as log:
@@ -123,7 +121,8 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
         session.reporter.start(bars, f"{job.name}: the audit's stages", position)
         for batch in model.batches(mine):
             for eps, stage in todo[batch.b]:
-                session.run_unit(step, model, batch, eps, stage)
+                started = session.next_unit()
+                session.write(stage_unit(model, batch, eps, stage, first, escalated), model, started)
 
 
 def stage_unit(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,6 @@ import torch
 from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
-from ..eps import Eps
 from ..errors import StoreFull, UserError
 from ..models.provenance import code_change
 from ..options import identity_difference, newest_matching
@@ -33,7 +32,7 @@ from ..results.records import Unit
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
 from .distributed import DistContext, announce_run
-from .model_run import Batch, ModelRun
+from .model_run import ModelRun
 from .plan import Member, ModelJob, RunPlan
 from .profiling import gflops_per_image
 from .progress import Reporter, model_bars, unit_key
@@ -141,18 +140,17 @@ class Session:
         self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
-    def run_unit(self, step: Callable[..., UnitRecords], model: ModelRun, batch: Batch, eps: Eps, unit: str) -> None:
-        """``step(model, batch, eps, unit)``'s records, timed and written (the cores shared with other
-        processes first)."""
+    def next_unit(self) -> float:
+        """The cores shared with other processes between units; returns when the next unit starts."""
         self.threads.look()
-        tick = time.perf_counter()
-        done = step(model, batch, eps, unit)
-        done.seconds += time.perf_counter() - tick
-        self.write(done, model)
+        return time.perf_counter()
 
-    def write(self, unit: UnitRecords, model: ModelRun) -> None:
-        """A finished unit's records and curve into the store in one transaction, its time and progress
-        told; a unit stored before (recomputed for ``--cascade``) is not written again."""
+    def write(self, unit: UnitRecords, model: ModelRun, started: float | None = None) -> None:
+        """A finished unit's records and curve into the store in one transaction, its time (from
+        ``started`` on, when given) and progress told; a unit stored before (recomputed for ``--cascade``)
+        is not written again."""
+        if started is not None:
+            unit.seconds += time.perf_counter() - started
         if unit.key in self.done:
             return
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
