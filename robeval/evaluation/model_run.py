@@ -28,7 +28,7 @@ from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..eps import Eps
 from ..errors import UserError
-from ..models import load_model, wrap_given
+from ..models import NormalizedModel, wrap_given
 from ..precision import Precision, strict_fp32
 from ..results.records import Columns, Unit
 from ..seeds import derive_seed
@@ -138,20 +138,11 @@ class ModelRun:
         """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
         return (self.job.name, eps, attack, b, self.member.index)
 
-    def _load(self):
-        cfg = self.config
+    def _load(self) -> NormalizedModel:
         if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
             return wrap_given(self.member.given, self.device).to(memory_format=self.memory_format)
-        torch.manual_seed(cfg.seed)  # --weights random: the same seed builds the same network
-        model = load_model(
-            self.job.model,
-            checkpoint=self.member.checkpoint,
-            checkpoint_key=cfg.checkpoint_key,
-            trust_checkpoint=cfg.trust_checkpoint,
-            device=self.device,
-            pretrained=cfg.weights != "random",
-            **self.job.options,
-        )
+        key, options = self.config.checkpoint_key, self.job.options
+        model = self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
         return model.to(memory_format=self.memory_format)
 
     def _target(self) -> nn.Module:

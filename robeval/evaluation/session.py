@@ -283,19 +283,8 @@ def start_session(
 def load_source(plan: RunPlan) -> SourceModel | None:
     """The transfer attacks' source model (``--source-model NAME[=CHECKPOINT]``), loaded once per run;
     with ``--weights random`` a network seeded by the run's seed."""
-    config = plan.config
-    if not config.source_model:
+    if not plan.config.source_model:
         return None
-    from ..models import load_model
-
-    name, _, checkpoint = config.source_model.partition("=")
+    name, _, checkpoint = plan.config.source_model.partition("=")
     with torch.random.fork_rng():
-        torch.manual_seed(config.seed)
-        model = load_model(
-            name,
-            checkpoint=checkpoint or None,
-            trust_checkpoint=config.trust_checkpoint,
-            device=plan.device,
-            pretrained=config.weights != "random",
-        )
-    return SourceModel(model, config.source_model)
+        return SourceModel(plan.load(name, checkpoint or None), plan.config.source_model)
