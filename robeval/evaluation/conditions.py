@@ -36,12 +36,8 @@ def evaluate_conditions(model: ModelRun, batches: list[int], look: Callable[[], 
     sampler = [[position[c.name] * n + i for i in model.data.batch_indices(model.batch_size, b)] for c, b in plan]
     shift.prepare(conditions)
     datasets = [shift.condition_dataset(model.data, c, model.config) for c in conditions]
-    loader: DataLoader = DataLoader(
-        ConcatDataset(datasets),
-        batch_sampler=sampler,
-        num_workers=shift.loader_workers(model.plan.workers),
-        pin_memory=model.device.type == "cuda",
-    )
+    workers, pin = shift.loader_workers(model.plan.workers), model.device.type == "cuda"
+    loader: DataLoader = DataLoader(ConcatDataset(datasets), batch_sampler=sampler, num_workers=workers, pin_memory=pin)
     for (condition, b), (x, y, norms) in zip(plan, loader):
         look()
         yield from condition_units(model, condition, datasets[position[condition.name]], b, x, y, norms)

@@ -129,9 +129,8 @@ class ModelRun:
     def _warm_up(self) -> None:
         """One untimed pass: CUDA loads kernels and creates handles on the first one (~1 s), which
         would otherwise count as the first model's clean time (benchmarks/RESULTS.md, GPU)."""
-        x = torch.zeros(2, *self.model.meta.input_size, device=self.device)
         with torch.inference_mode():
-            self.target(x if self.plan.protocol.space == "pixel" else self.model.normalize(x))
+            self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
         torch.cuda.synchronize(self.device)
 
     def key(self, eps: str, attack: str, b: int) -> Unit:

@@ -1,11 +1,8 @@
 """One unit's records: an attack on a batch, its points checked against the threat model, counted and
 evaluated; and the steps the engine's loop composes around it.
 
-* :func:`run_unit`: the clean row, or one attack; a minimum-norm attack reads the one search its batch
-  shares (run once per batch, seeded without eps), and under a reduced ``--precision`` every fixed-eps
-  white-box attack crafts again in strict fp32 on a sample of the examples (records column
-  ``fp32_top1``: the evidence of the precision flag).  An attack with a convergence curve crafts on a
-  watched model (:mod:`robeval.attacks.convergence`), whose reading the unit turns into its curve.
+* :func:`run_unit`: the clean row, or one attack, with the steps around it: a minimum-norm attack's one
+  search per batch, the fp32 re-check of a reduced ``--precision``, the convergence curve.
 * :func:`cascade_unit`: ``--cascade``, AutoAttack's way of running a suite.  On each batch the attacks
   run in the run's order, each only on the examples that are correctly classified and that every
   earlier attack failed to fool; an example once fooled keeps the record of the attack that fooled it
