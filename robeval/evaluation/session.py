@@ -92,9 +92,8 @@ def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str,
 
 @dataclass
 class Session:
-    """A run being evaluated by this process: its plan and data, the store its units go to (rank 0's,
-    or a worker's own file), the run's id there and the units stored before, what it learns, where
-    its progress goes, the distributed context and the transfer attacks' source model."""
+    """A run being evaluated by this process (module docstring): ``store`` is rank 0's or a worker's own
+    file, ``done`` the units stored before, ``log`` what the run learns."""
 
     plan: RunPlan
     data: EvalData
