@@ -183,9 +183,7 @@ class ModelRun:
 
     @property
     def meta(self) -> dict[str, Any]:
-        meta = asdict(self.model.meta)
-        meta["name"] = self.job.name
-        return meta
+        return {**asdict(self.model.meta), "name": self.job.name}
 
     def pending(self) -> list[int]:
         return [b for b in self.todo if self.todo[b]]

@@ -119,11 +119,8 @@ class RunPlan:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
         carries its source, weights' SHA-256 and image facts (a list, one per member, for several)."""
         identity = self.config.to_identity()
-        members = {
-            job.name: [m.given.identity() for m in job.members if m.given is not None]
-            for job in self.jobs
-            if job.given is not None
-        }
+        carried = [job for job in self.jobs if job.given is not None]
+        members = {job.name: [m.given.identity() for m in job.members if m.given is not None] for job in carried}
         given = {name: each[0] if len(each) == 1 else each for name, each in members.items()}
         return {**identity, "given_models": given} if given else identity
 

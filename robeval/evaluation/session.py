@@ -272,11 +272,8 @@ def start_session(
         reporter.note(slow)
     log = RunLog.resumed(previous)
     log.outline = outline
-    governed = plan.config.threads is None and plan.device.type == "cpu"
-    source = load_source(plan)
-    return Session(
-        plan, data, store, run_id, done, log, reporter, ctx, source, ThreadGovernor() if governed else FixedThreads()
-    )
+    threads = ThreadGovernor() if plan.config.threads is None and plan.device.type == "cpu" else FixedThreads()
+    return Session(plan, data, store, run_id, done, log, reporter, ctx, load_source(plan), threads)
 
 
 def load_source(plan: RunPlan) -> SourceModel | None:
