@@ -6,6 +6,7 @@ call itself: robeval.evaluation.units).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
@@ -62,11 +63,8 @@ class PassCounter(nn.Module):
     def reset(self) -> None:
         self.forward_images = self.backward_images = 0
 
-    def _count_backward(self, n: int):
-        def hook(grad: torch.Tensor) -> None:
-            self.backward_images += n
-
-        return hook
+    def _count_backward(self, n: int, grad: torch.Tensor) -> None:
+        self.backward_images += n
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.net(x)
@@ -74,7 +72,7 @@ class PassCounter(nn.Module):
         if self.listener is not None:
             self.listener(self.forward_images)
         if out.requires_grad:
-            out.register_hook(self._count_backward(x.shape[0]))
+            out.register_hook(partial(self._count_backward, x.shape[0]))
         return out
 
 

@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterator
 import torch
 from torch.utils.data import ConcatDataset, DataLoader
 
-from ..results.records import add_records, new_columns
 from ..shifts.catalog import Condition
 from ..shifts.condition_images import CORRUPTION_FAILED
 from .attack_guards import topk_hits
 from .model_run import ModelRun
-from .units import UnitRecords
+from .units import UnitRecords, batch_records
 
 
 def evaluate_conditions(model: ModelRun, batches: list[int], look: Callable[[], None]) -> Iterator[UnitRecords]:
@@ -37,12 +36,8 @@ def evaluate_conditions(model: ModelRun, batches: list[int], look: Callable[[], 
     sampler = [[position[c.name] * n + i for i in model.data.batch_indices(model.batch_size, b)] for c, b in plan]
     shift.prepare(conditions)
     datasets = [shift.condition_dataset(model.data, c, model.config) for c in conditions]
-    loader: DataLoader = DataLoader(
-        ConcatDataset(datasets),
-        batch_sampler=sampler,
-        num_workers=shift.loader_workers(model.plan.workers),
-        pin_memory=model.device.type == "cuda",
-    )
+    workers, pin = shift.loader_workers(model.plan.workers), model.device.type == "cuda"
+    loader: DataLoader = DataLoader(ConcatDataset(datasets), batch_sampler=sampler, num_workers=workers, pin_memory=pin)
     for (condition, b), (x, y, norms) in zip(plan, loader):
         look()
         yield from condition_units(model, condition, datasets[position[condition.name]], b, x, y, norms)
@@ -54,8 +49,7 @@ def fill_clean_hits(model: ModelRun, batches: list[int]) -> None:
     for b, idx, x, y in model.data.batches(model.batch_size, workers=model.plan.workers, only=missing):
         keep = y >= 0
         logits = model.logits(model.inputs(x[keep]), f"clean images (batch {b})")
-        hit1, hit5 = topk_hits(logits, y[keep].to(model.device))
-        model.clean_hits[b] = dict(zip(idx[keep].tolist(), zip(hit1.tolist(), hit5.tolist())))
+        model.keep_clean_hits(b, idx[keep], logits, y[keep].to(model.device))
 
 
 def skip_failed(model: ModelRun, condition: Condition, dataset, idx: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -78,32 +72,13 @@ def condition_units(model: ModelRun, condition: Condition, dataset, b: int, x, y
         return
     tick = time.perf_counter()
     logits = model.logits(model.inputs(x), f"{condition.name} (batch {b})")
-    hit1, hit5 = (h.tolist() for h in topk_hits(logits, y.to(model.device)))
-    clean = model.clean_hits.get(b, {})
-    has_clean = model.plan.shift is not None and model.plan.shift.has_clean_images
-    clean1 = [clean[i][0] for i in idx.tolist()] if has_clean else hit1
-    clean5 = [clean[i][1] for i in idx.tolist()] if has_clean else hit5
+    hits = tuple(h.tolist() for h in topk_hits(logits, y.to(model.device)))
+    clean = hits  # data without clean images repeats the condition's hits
+    if model.plan.shift is not None and model.plan.shift.has_clean_images:
+        clean = tuple([model.clean_hits[b][i][k] for i in idx.tolist()] for k in (0, 1))
+    base = model.shared_fields(b, idx.tolist(), y.tolist(), clean)
+    pred, sizes = logits.argmax(1).tolist(), tuple(norms.double().T.tolist())  # sizes: Linf, L2
     seconds = time.perf_counter() - tick
     for eps in (e for e, unit in model.todo[b] if unit == condition.name):
-        records = new_columns()
-        add_records(
-            records,
-            model=model.job.name,
-            member=model.member.index,
-            batch=b,
-            example=idx.tolist(),
-            label=y.tolist(),
-            clean_top1=clean1,
-            clean_top5=clean5,
-            attack=condition.name,
-            eps=eps.text,
-            eps_value=eps.value,
-            adv_top1=hit1,
-            adv_top5=hit5,
-            adv_pred=logits.argmax(1).tolist(),
-            linf=norms[:, 0].double().tolist(),
-            l2=norms[:, 1].double().tolist(),
-            forward_passes=1.0,
-            backward_passes=0.0,
-        )
+        records = batch_records(base, eps, condition.name, hits, pred, sizes, (1.0, 0.0))
         yield UnitRecords(model.key(eps.text, condition.name, b), records, seconds=seconds)

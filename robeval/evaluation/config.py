@@ -229,11 +229,8 @@ def check_config(config: EvalConfig) -> None:
                 f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
                 "normalized tensors: use --protocol standard or aa-plus"
             )
-    check_audited(config)
-    check_transfer(config)
-    check_shift(config)
-    check_model_options(config)
-    check_data_options(config)
+    for rule in (check_audited, check_transfer, check_shift, check_model_options, check_data_options):
+        rule(config)
 
 
 def check_model_options(config: EvalConfig) -> None:
@@ -263,10 +260,8 @@ def check_audited(config: EvalConfig) -> None:
         raise UserError(f"{name} runs its own attacks ({', '.join(protocol.attacks)}): drop --attacks")
     if config.cascade:
         raise UserError(f"{name} runs its attacks as a cascade of its own (a pass, then an audit): drop --cascade")
-    ran, skipped = (
-        config.settings["apgd-t-malt"]["n_target_classes"],
-        config.settings["apgd-t-rest"]["skip_malt_targets"],
-    )
+    ran = config.settings["apgd-t-malt"]["n_target_classes"]
+    skipped = config.settings["apgd-t-rest"]["skip_malt_targets"]
     if ran != skipped:
         raise UserError(
             f"{name}: apgd-t-rest.skip_malt_targets ({skipped}) must be apgd-t-malt.n_target_classes ({ran}), the "

@@ -18,8 +18,6 @@ robeval.results, so a finished run and a stored run are summarised by the same c
 
 from __future__ import annotations
 
-import time
-
 from ..data.examples import EvalData
 from ..models import GivenModel
 from ..options import EvalConfig
@@ -50,9 +48,8 @@ def evaluate_plan(
     reporter: Reporter | None = None,
     ctx: DistContext = SINGLE,
 ) -> str:
-    """Evaluate ``plan`` on ``data`` into ``store`` (``resume``: the id of a stored run to continue);
-    returns the run's id.  A model that fails stops
-    alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
+    """Evaluate ``plan`` on ``data`` into ``store`` (``resume``: the id of a stored run to continue); returns
+    the run's id.  A model that fails stops alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
     reporter = reporter if reporter is not None and ctx.is_main else NullReporter()
     session = start_session(plan, data, store, resume, reporter, ctx)
     audited = bool(plan.protocol.audit_stages)  # the fast protocol: a pass and an audit, then its stages
@@ -67,11 +64,8 @@ def evaluate_plan(
                     mine = session.begin_model(model, (position, len(plan.jobs)))
                     for batch in model.batches(mine):  # each after its clean pass
                         for eps, attack in batch.units:
-                            session.threads.look()  # share the cores with other processes between units
-                            tick = time.perf_counter()
-                            unit = step(model, batch, eps, attack)
-                            unit.seconds += time.perf_counter() - tick
-                            session.write(unit, model)
+                            started = session.next_unit()
+                            session.write(step(model, batch, eps, attack), model, started)
                     for unit in evaluate_conditions(model, mine, session.threads.look):
                         session.write(unit, model)
                 if audited and job.name not in session.log.failed_models:  # every batch's audit is stored

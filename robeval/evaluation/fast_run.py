@@ -27,7 +27,6 @@ written, each stage on what the ones before it left robust:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,23 +121,24 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
         session.reporter.start(bars, f"{job.name}: the audit's stages", position)
         for batch in model.batches(mine):
             for eps, stage in todo[batch.b]:
-                session.threads.look()
-                tick = time.perf_counter()
-                unit = stage_unit(model, batch, eps, stage, first, stage in escalated[eps.text])
-                unit.seconds += time.perf_counter() - tick
-                session.write(unit, model)
+                started = session.next_unit()
+                session.write(stage_unit(model, batch, eps, stage, first, escalated), model, started)
 
 
-def stage_unit(model: ModelRun, batch: Batch, eps: Eps, stage: str, first: FirstPass, escalated: bool) -> UnitRecords:
+def stage_unit(
+    model: ModelRun, batch: Batch, eps: Eps, stage: str, first: FirstPass, escalated: dict[str, tuple[str, ...]]
+) -> UnitRecords:
     """One audit stage's records on a batch (module docstring): on what the stages before it left robust,
-    the audit's records of its sampled examples, the stage run on the survivors when it escalated."""
+    the audit's records of its sampled examples, the stage run on the survivors when it escalated (per
+    eps, ``escalated`` names the stages that did)."""
     stages = model.plan.protocol.audit_stages
     previous = stages[stages.index(stage) - 1] if stages.index(stage) else pass_end(model.plan, model.job)
     before = batch.cascade.get(eps.text) or first.columns(eps.text, previous, batch)
     audited = first.rows(eps.text, audit_unit(stage), batch.b)
     again = stage in model.plan.protocol.library_draws
     survivors = [i for i, hit in enumerate(before["adv_top1"]) if hit]
-    attacked = [i for i in survivors if again or batch.examples[i] not in audited] if escalated else []
+    chosen = survivors if stage in escalated[eps.text] else []
+    attacked = [i for i in chosen if again or batch.examples[i] not in audited]
     records = carried_over(before, stage)
     if attacked:
         ran = run_unit(model, batch.rows(attacked), eps, stage)

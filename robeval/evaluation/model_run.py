@@ -28,7 +28,7 @@ from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..eps import Eps
 from ..errors import UserError
-from ..models import load_model, wrap_given
+from ..models import NormalizedModel, wrap_given
 from ..precision import Precision, strict_fp32
 from ..results.records import Columns, Unit
 from ..seeds import derive_seed
@@ -117,9 +117,9 @@ class ModelRun:
         }
         self.target = self._target()
         self.counted = PassCounter(self._crafting())
-        self.attacks = {(e.text, a): self._attack(a, e, source) for e in self.config.eps for a in job.attacks}
-        checkers = {(e.text, a): self._checker(a, e) for e in self.config.eps for a in job.attacks}
-        self.checkers = {key: checker for key, checker in checkers.items() if checker is not None}
+        every = [(e, a) for e in self.config.eps for a in job.attacks]
+        self.attacks = {(e.text, a): self._attack(a, e, self._crafted_on(a), source) for e, a in every}
+        self.checkers = {(e.text, a): self._attack(a, e, self.target) for e, a in every if self._rechecked(a)}
         self.recheck_share = min(1.0, max(MIN_RECHECK_SHARE, MIN_RECHECKED / max(len(self.data.indices), 1)))
         self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5
         self.need_checks = checks  # the model checks, on its first batch
@@ -129,29 +129,19 @@ class ModelRun:
     def _warm_up(self) -> None:
         """One untimed pass: CUDA loads kernels and creates handles on the first one (~1 s), which
         would otherwise count as the first model's clean time (benchmarks/RESULTS.md, GPU)."""
-        x = torch.zeros(2, *self.model.meta.input_size, device=self.device)
         with torch.inference_mode():
-            self.target(x if self.plan.protocol.space == "pixel" else self.model.normalize(x))
+            self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
         torch.cuda.synchronize(self.device)
 
     def key(self, eps: str, attack: str, b: int) -> Unit:
         """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
         return (self.job.name, eps, attack, b, self.member.index)
 
-    def _load(self):
-        cfg = self.config
+    def _load(self) -> NormalizedModel:
         if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
             return wrap_given(self.member.given, self.device).to(memory_format=self.memory_format)
-        torch.manual_seed(cfg.seed)  # --weights random: the same seed builds the same network
-        model = load_model(
-            self.job.model,
-            checkpoint=self.member.checkpoint,
-            checkpoint_key=cfg.checkpoint_key,
-            trust_checkpoint=cfg.trust_checkpoint,
-            device=self.device,
-            pretrained=cfg.weights != "random",
-            **self.job.options,
-        )
+        key, options = self.config.checkpoint_key, self.job.options
+        model = self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
         return model.to(memory_format=self.memory_format)
 
     def _target(self) -> nn.Module:
@@ -167,27 +157,24 @@ class ModelRun:
         dtype = self.plan.precision.autocast_dtype()
         return self.target if dtype is None else Autocast(self.target, dtype, self.device.type)
 
-    def _attack(self, attack: str, eps: Eps, source: SourceModel | None):
-        """The attack of one (eps, attack) unit on the counted model, watched when it draws a curve."""
-        settings = self.plan.settings[attack]
+    def _crafted_on(self, attack: str) -> nn.Module:
+        """The counted model, watched when ``attack`` draws a convergence curve."""
         cls: type[Attack] = get_attack_spec(attack).cls
-        model: nn.Module = self.counted
         if cls.curve_axis is not None and curves_omitted(self.plan.precision) is None:
-            model = CurveWatch.for_attack(self.counted, cls, settings)
-        clip = self.plan.protocol.box(attack)
+            return CurveWatch.for_attack(self.counted, cls, self.plan.settings[attack])
+        return self.counted
+
+    def _rechecked(self, attack: str) -> bool:
+        """Under a reduced precision, a fixed-eps white-box attack runs again on the target as counted
+        (strict fp32, its passes uncounted): the fp32 re-check."""
+        spec = get_attack_spec(attack)
+        return self.plan.precision.reduced and spec.kind == "white-box" and not spec.minimum_norm
+
+    def _attack(self, attack: str, eps: Eps, model: nn.Module, source: SourceModel | None = None):
+        """The attack of one (eps, attack) unit on ``model``, every setting a constructor keyword."""
+        clip, settings = self.plan.protocol.box(attack), self.plan.settings[attack]
         norm, seed = self.config.norm, self.config.seed
         return create(attack, model, eps.value, norm=norm, seed=seed, clip=clip, source=source, **settings)
-
-    def _checker(self, attack: str, eps: Eps):
-        """Under a reduced precision, a fixed-eps white-box attack again on the target as counted
-        (strict fp32, its passes uncounted): the fp32 re-check; None for the others."""
-        spec = get_attack_spec(attack)
-        if not self.plan.precision.reduced or spec.kind != "white-box" or spec.minimum_norm:
-            return None
-        clip, settings = self.plan.protocol.box(attack), self.plan.settings[attack]
-        return create(
-            attack, self.target, eps.value, norm=self.config.norm, seed=self.config.seed, clip=clip, **settings
-        )
 
     def rechecked_rows(self, examples: list[int]) -> list[int]:
         """Positions in a batch of the examples the fp32 re-check samples."""
@@ -196,9 +183,7 @@ class ModelRun:
 
     @property
     def meta(self) -> dict[str, Any]:
-        meta = asdict(self.model.meta)
-        meta["name"] = self.job.name
-        return meta
+        return {**asdict(self.model.meta), "name": self.job.name}
 
     def pending(self) -> list[int]:
         return [b for b in self.todo if self.todo[b]]
@@ -273,18 +258,26 @@ class ModelRun:
             with strict_fp32():
                 checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
             self.log.model_checks[self.job.name], self.need_checks = checks, False
-        clean1, clean5 = topk_hits(clean_logits, y)
-        self.clean_hits[b] = dict(zip(idx.tolist(), zip(clean1.tolist(), clean5.tolist())))
-        base = dict(
+        base = self.shared_fields(b, idx.tolist(), y.tolist(), self.keep_clean_hits(b, idx, clean_logits, y))
+        return Batch(b, xa, y, clean_logits, base, self.batch_units(b), seconds)
+
+    def keep_clean_hits(self, b: int, idx: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> tuple[list, list]:
+        """Batch ``b``'s clean top-1 and top-5 hits, kept by example (a shift's conditions repeat them)."""
+        hits = tuple(h.tolist() for h in topk_hits(logits, y))
+        self.clean_hits[b] = dict(zip(idx.tolist(), zip(*hits)))
+        return hits[0], hits[1]
+
+    def shared_fields(self, b: int, examples: list[int], labels: list[int], clean: tuple) -> dict[str, Any]:
+        """The record fields every unit of batch ``b`` repeats: model, member, batch, example, label, clean hits."""
+        return dict(
             model=self.job.name,
             member=self.member.index,
             batch=b,
-            example=idx.tolist(),
-            label=y.tolist(),
-            clean_top1=clean1.tolist(),
-            clean_top5=clean5.tolist(),
+            example=examples,
+            label=labels,
+            clean_top1=clean[0],
+            clean_top5=clean[1],
         )
-        return Batch(b, xa, y, clean_logits, base, self.batch_units(b), seconds)
 
     def batch_units(self, b: int) -> list[tuple[Eps, str]]:
         """The (eps, attack) units batch ``b`` runs, in order: its pending ones; in a chain (``--cascade``,

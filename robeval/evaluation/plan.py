@@ -18,7 +18,7 @@ from ..attacks import get_attack_spec
 from ..data.published import is_in_memory
 from ..defaults import CLEAN
 from ..errors import UserError
-from ..models import GivenModel, get_spec, split_models
+from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
 from ..options import EvalConfig
@@ -106,15 +106,21 @@ class RunPlan:
         """How the attacks craft (counted predictions are strict fp32 whatever it is)."""
         return get_precision(self.config.precision)
 
+    def load(self, name: str, checkpoint: str | None, **options: Any) -> NormalizedModel:
+        """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network)."""
+        config = self.config
+        torch.manual_seed(config.seed)
+        pretrained, trusted = config.weights != "random", config.trust_checkpoint
+        return load_model(
+            name, checkpoint, device=self.device, pretrained=pretrained, trust_checkpoint=trusted, **options
+        )
+
     def identity(self) -> dict[str, Any]:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
         carries its source, weights' SHA-256 and image facts (a list, one per member, for several)."""
         identity = self.config.to_identity()
-        members = {
-            job.name: [m.given.identity() for m in job.members if m.given is not None]
-            for job in self.jobs
-            if job.given is not None
-        }
+        carried = [job for job in self.jobs if job.given is not None]
+        members = {job.name: [m.given.identity() for m in job.members if m.given is not None] for job in carried}
         given = {name: each[0] if len(each) == 1 else each for name, each in members.items()}
         return {**identity, "given_models": given} if given else identity
 
@@ -189,14 +195,10 @@ def model_jobs(
     white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
     if protocol.audit_stages:  # an audited protocol runs whole (its audit ends with a black-box attack)
         white = list(config.attacks)
-    if config.adaptive and white:
-        for job in list(jobs):
-            if job.given is not None:
-                continue
-            spec = get_spec(job.model)
-            if spec.is_adaptive:
-                options = {**job.options, **(spec.adaptive or {})}
-                jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, options, white, job.members))
+    wanted = config.adaptive and white
+    for job in [j for j in jobs if wanted and j.given is None and get_spec(j.model).is_adaptive]:
+        options = {**job.options, **(get_spec(job.model).adaptive or {})}
+        jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, options, white, job.members))
     return jobs
 
 

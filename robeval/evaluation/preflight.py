@@ -27,10 +27,7 @@ def preflight(plan: RunPlan) -> EvalData:
     """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
     config = plan.config
     metas = [_job_meta(job, config) for job in plan.jobs]
-    if plan.shift is not None:
-        data = plan.shift.load(config, metas[0])
-    else:
-        data = load_data(config, metas[0])
+    data = plan.shift.load(config, metas[0]) if plan.shift is not None else load_data(config, metas[0])
     check_settings_fit(plan, metas)
     if config.source_model:
         metas.append(_source_meta(config, metas))
@@ -48,11 +45,8 @@ def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
     """A model's facts, each of its members' checkpoints admitted."""
     if job.given is not None:
         return job.given.meta()  # checked when it was planned (its checkpoint loaded, its output seen)
-    metas = [
-        _checked_meta(job.model, job.options, member.checkpoint, config, f"--checkpoint {job.model}=PATH")
-        for member in job.members
-    ]
-    return metas[0]
+    how = f"--checkpoint {job.model}=PATH"
+    return [_checked_meta(job.model, job.options, m.checkpoint, config, how) for m in job.members][0]
 
 
 def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):

@@ -110,25 +110,24 @@ class _Bench:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def warm_up(self) -> None:
-        """Run each step until it is warm, and size the repeats to ``MIN_TIMED_SECONDS``."""
-        for kind, step in self.steps.items():
-            step()
-            self._sync()
-            tick = time.perf_counter()
-            step()
-            self._sync()
-            once = max(time.perf_counter() - tick, 1e-6)
-            self.count[kind] = max(1, int(MIN_TIMED_SECONDS / once))
-
-    def time_once(self, kind: str) -> None:
-        step, n = self.steps[kind], self.count[kind]
+    def _seconds(self, step: Callable[[], None], n: int = 1) -> float:
+        """The time ``n`` calls of ``step`` take (on a GPU, from an empty queue to an empty queue)."""
         self._sync()
         tick = time.perf_counter()
         for _ in range(n):
             step()
         self._sync()
-        self.times[kind].append(self.batch * n / (time.perf_counter() - tick))
+        return time.perf_counter() - tick
+
+    def warm_up(self) -> None:
+        """Run each step until it is warm, and size the repeats to ``MIN_TIMED_SECONDS``."""
+        for kind, step in self.steps.items():
+            step()
+            self.count[kind] = max(1, int(MIN_TIMED_SECONDS / max(self._seconds(step), 1e-6)))
+
+    def time_once(self, kind: str) -> None:
+        n = self.count[kind]
+        self.times[kind].append(self.batch * n / self._seconds(self.steps[kind], n))
 
 
 def spread(values: list[float]) -> float:

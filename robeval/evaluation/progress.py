@@ -39,20 +39,11 @@ class Reporter(TypingProtocol):
 
 
 class NullReporter:
-    def start(self, bars, model, position) -> None:
-        pass
-
-    def advance(self, key, images, seconds=None) -> None:
-        pass
-
-    def partial(self, key, images) -> None:
-        pass
-
-    def note(self, text) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
+    def start(self, bars, model, position) -> None: ...
+    def advance(self, key, images, seconds=None) -> None: ...
+    def partial(self, key, images) -> None: ...
+    def note(self, text) -> None: ...
+    def stop(self) -> None: ...
 
 
 def unit_key(model: str, eps: str, unit: str, conditions: set[str]) -> Key:
@@ -68,12 +59,8 @@ def model_bars(ev: Any, share: list[int], done: set) -> list[Bar]:
             if unit == CLEAN or audited_stage(unit) is not None:  # an audit unit: a sample, no bar of its own
                 continue
             key = unit_key(ev.job.name, eps.text, unit, ev.condition_names)
-            label = (
-                f"{ev.config.shift}: {len(ev.condition_names)} conditions"
-                if len(key) == 2
-                else f"{unit} eps={eps.text}"
-            )
-            bar = bars.setdefault(key, Bar(key, label, 0))
+            shift = f"{ev.config.shift}: {len(ev.condition_names)} conditions"
+            bar = bars.setdefault(key, Bar(key, shift if len(key) == 2 else f"{unit} eps={eps.text}", 0))
             for b in share:
                 n = len(ev.data.batch_indices(ev.batch_size, b))
                 bar.total += n

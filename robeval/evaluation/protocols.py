@@ -1,23 +1,14 @@
-"""Evaluation protocols: what space attacks act in, which labels they use, and their settings.
+"""Evaluation protocols: what space attacks act in, which labels they use, and their settings; each
+registration's ``description`` says what it is.
 
 * ``standard`` — the valid pixel-space threat model (RobustBench convention): normalization inside
   the model, attacks on [0,1] pixels, ground-truth labels, every attack clipped to [0,1].
-* ``nielsen2024`` — reproduces the Elliptical Attention paper's evaluation (Nielsen et al.,
-  NeurIPS 2024).  Attacks act on the *normalized* tensor with eps in normalized units, FGSM / PGD /
-  SPSA use the model's clean predictions as labels and are not clipped (their cleverhans calls),
-  AutoAttack clamps the normalized tensor to [0,1] (as their copy of AutoAttack did), PGD uses step
-  0.15*eps, SPSA runs the authors' cleverhans procedure (128 +/- pairs = 256 evaluations per step, a
-  uniform start in the ball, the final iterate, no early stop, and cleverhans' slip of estimating
-  every step's gradient around ``x + x`` instead of the iterate: robeval.attacks.spsa), and
-  elliptical models use the token median.  It is
-  **for reproducing the paper's numbers only and is not a valid pixel-space threat model**: 1/255 in
-  normalized units is about 0.23/255 in pixels, and the [0,1] clamp of normalized values moves
-  pixels far outside the eps ball.
-* ``aa-plus`` — AutoAttack's "plus" version in the standard threat model: more restarts, the DLR loss,
-  untargeted FAB; run when ``--protocol aa-plus`` is given without ``--attacks``.
-* ``aa-rand`` — AutoAttack's "rand" version (randomised defences) in the standard threat model:
-  APGD-CE and APGD-DLR with their gradient averaged over 20 passes (EOT).
-
+* ``nielsen2024`` — reproduces the Elliptical Attention paper's evaluation (Nielsen et al., NeurIPS
+  2024), attacks on the *normalized* tensor as the authors' code ran them (SPSA's cleverhans procedure:
+  robeval.attacks.spsa).  It is **for reproducing the paper's numbers only and is not a valid
+  pixel-space threat model**: 1/255 in normalized units is about 0.23/255 in pixels, and the [0,1]
+  clamp of normalized values moves pixels far outside the eps ball.
+* ``aa-plus`` and ``aa-rand`` — AutoAttack's "plus" and "rand" versions in the standard threat model.
 * ``fast`` — AutoAttack's threat model and attacks at a fraction of its cost, with a printed bound on
   what it may have missed (robeval.evaluation.fast_audit; docs/protocols.md): for development, sweeps
   and screening checkpoints, never a leaderboard entry.

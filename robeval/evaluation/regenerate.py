@@ -23,8 +23,6 @@ read, unchanged, or from code the command line names (robeval.models.user_code.c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,18 +119,11 @@ def regenerate(request: Request) -> Regeneration:
     machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)
     stored = EvalConfig.from_identity(request.config, trust_checkpoint=request.trust_checkpoint, **machine)
     plan = make_plan(remake(stored, models))
-    with _threads(request.threads):
-        return _regenerate(plan, request)
-
-
-@contextmanager
-def _threads(threads: int | None) -> Iterator[None]:
-    """``threads`` CPU threads while crafting (the caller's count afterwards)."""
-    before = torch.get_num_threads()
-    if threads is not None:
-        set_threads(threads)
+    before = torch.get_num_threads()  # the run's count while crafting, the caller's afterwards
     try:
-        yield
+        if request.threads is not None:
+            set_threads(request.threads)
+        return _regenerate(plan, request)
     finally:
         torch.set_num_threads(before)
 

@@ -75,6 +75,9 @@ class RunLog:
     def time(self, key: str, seconds: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + seconds
 
+    def count_attacked(self, key: str, examples: int) -> None:
+        self.attacked[key] = self.attacked.get(key, 0) + examples
+
     def absorb(self, other: RunLog) -> None:
         """A model's share (one worker's) into the run's."""
         self.models.update(other.models)
@@ -82,7 +85,7 @@ class RunLog:
         for key, seconds in other.timings.items():
             self.time(key, seconds)
         for key, n in other.attacked.items():
-            self.attacked[key] = self.attacked.get(key, 0) + n
+            self.count_attacked(key, n)
         self.skipped |= other.skipped
         self.oom_splits += other.oom_splits
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,9 +92,8 @@ def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str,
 
 @dataclass
 class Session:
-    """A run being evaluated by this process: its plan and data, the store its units go to (rank 0's,
-    or a worker's own file), the run's id there and the units stored before, what it learns, where
-    its progress goes, the distributed context and the transfer attacks' source model."""
+    """A run being evaluated by this process (module docstring): ``store`` is rank 0's or a worker's own
+    file, ``done`` the units stored before, ``log`` what the run learns."""
 
     plan: RunPlan
     data: EvalData
@@ -139,21 +139,27 @@ class Session:
         self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
-    def write(self, unit: UnitRecords, model: ModelRun) -> None:
-        """A finished unit's records and curve into the store in one transaction, its time and progress
-        told; a unit stored before (recomputed for ``--cascade``) is not written again."""
+    def next_unit(self) -> float:
+        """The cores shared with other processes between units; returns when the next unit starts."""
+        self.threads.look()
+        return time.perf_counter()
+
+    def write(self, unit: UnitRecords, model: ModelRun, started: float | None = None) -> None:
+        """A finished unit's records and curve into the store in one transaction, its time (from
+        ``started`` on, when given) and progress told; a unit stored before (recomputed for ``--cascade``)
+        is not written again."""
+        if started is not None:
+            unit.seconds += time.perf_counter() - started
         if unit.key in self.done:
             return
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
         self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
-        name, eps, attack, *_ = key = unit.key
+        name, eps, attack, *_ = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
-            model.log.attacked[f"{name}|{eps}|{attack}"] = (
-                model.log.attacked.get(f"{name}|{eps}|{attack}", 0) + unit.attacked
-            )
+            model.log.count_attacked(f"{name}|{eps}|{attack}", unit.attacked)
         if attack != CLEAN:
-            self.reporter.advance(self.bar(key), len(unit.records["example"]), unit.seconds)
+            self.reporter.advance(self.bar(unit.key), len(unit.records["example"]), unit.seconds)
 
     @contextmanager
     def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
@@ -220,15 +226,8 @@ class Session:
         for rank in range(1, self.ctx.world):  # every worker's units are merged: their files go
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.store.worker_path(rank)}{suffix}").unlink(missing_ok=True)
-        data_identity = log.data.get("identity")
-        self.store.release(
-            self.run_id,
-            status=log.status,
-            finished=info["finished"],
-            info=info,
-            data_identity=data_identity,
-            total_units=log.total_units,
-        )
+        facts = {"finished": info["finished"], "info": info, "data_identity": log.data.get("identity")}
+        self.store.release(self.run_id, status=log.status, total_units=log.total_units, **facts)
         return self.run_id
 
 
@@ -273,29 +272,15 @@ def start_session(
         reporter.note(slow)
     log = RunLog.resumed(previous)
     log.outline = outline
-    governed = plan.config.threads is None and plan.device.type == "cpu"
-    source = load_source(plan)
-    return Session(
-        plan, data, store, run_id, done, log, reporter, ctx, source, ThreadGovernor() if governed else FixedThreads()
-    )
+    threads = ThreadGovernor() if plan.config.threads is None and plan.device.type == "cpu" else FixedThreads()
+    return Session(plan, data, store, run_id, done, log, reporter, ctx, load_source(plan), threads)
 
 
 def load_source(plan: RunPlan) -> SourceModel | None:
     """The transfer attacks' source model (``--source-model NAME[=CHECKPOINT]``), loaded once per run;
     with ``--weights random`` a network seeded by the run's seed."""
-    config = plan.config
-    if not config.source_model:
+    if not plan.config.source_model:
         return None
-    from ..models import load_model
-
-    name, _, checkpoint = config.source_model.partition("=")
+    name, _, checkpoint = plan.config.source_model.partition("=")
     with torch.random.fork_rng():
-        torch.manual_seed(config.seed)
-        model = load_model(
-            name,
-            checkpoint=checkpoint or None,
-            trust_checkpoint=config.trust_checkpoint,
-            device=plan.device,
-            pretrained=config.weights != "random",
-        )
-    return SourceModel(model, config.source_model)
+        return SourceModel(plan.load(name, checkpoint or None), plan.config.source_model)

@@ -1,11 +1,8 @@
 """One unit's records: an attack on a batch, its points checked against the threat model, counted and
 evaluated; and the steps the engine's loop composes around it.
 
-* :func:`run_unit`: the clean row, or one attack; a minimum-norm attack reads the one search its batch
-  shares (run once per batch, seeded without eps), and under a reduced ``--precision`` every fixed-eps
-  white-box attack crafts again in strict fp32 on a sample of the examples (records column
-  ``fp32_top1``: the evidence of the precision flag).  An attack with a convergence curve crafts on a
-  watched model (:mod:`robeval.attacks.convergence`), whose reading the unit turns into its curve.
+* :func:`run_unit`: the clean row, or one attack, with the steps around it: a minimum-norm attack's one
+  search per batch, the fp32 re-check of a reduced ``--precision``, the convergence curve.
 * :func:`cascade_unit`: ``--cascade``, AutoAttack's way of running a suite.  On each batch the attacks
   run in the run's order, each only on the examples that are correctly classified and that every
   earlier attack failed to fool; an example once fooled keeps the record of the attack that fooled it
@@ -25,6 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -80,14 +78,15 @@ def attack_failure(attack: str, eps: str, batch: int, exc: Exception) -> str:
 
 
 def batch_records(
-    batch: Batch, eps: Eps, attack: str, hits: tuple, pred: list, norms: tuple, passes: tuple, **rest: list | float
+    base: dict[str, Any], eps: Eps, attack: str, hits: tuple, pred: list, norms: tuple, passes: tuple, **rest: Any
 ) -> Columns:
-    """A unit's records, one row per example of ``batch``: top-1 and top-5 ``hits``, the predicted class,
-    the perturbation's size (Linf, L2), the model passes (forward, backward) and ``rest``."""
+    """A unit's records, one row per example of its batch: the fields the batch's units share (``base``:
+    :meth:`~.model_run.ModelRun.shared_fields`), top-1 and top-5 ``hits``, the predicted class, the
+    perturbation's size (Linf, L2), the model passes (forward, backward) and ``rest``."""
     columns = new_columns()
     add_records(
         columns,
-        **batch.base,
+        **base,
         attack=attack,
         eps=eps.text,
         eps_value=eps.value,
@@ -105,10 +104,8 @@ def batch_records(
 
 def clean_records(batch: Batch, eps: Eps, attack: str, forward_passes: float) -> Columns:
     """Records of ``batch`` as its clean pass left it (no perturbation), under the name ``attack``."""
-    hits = (batch.base["clean_top1"], batch.base["clean_top5"])
-    return batch_records(
-        batch, eps, attack, hits, batch.clean_logits.argmax(1).tolist(), (0.0, 0.0), (forward_passes, 0.0)
-    )
+    hits, pred = (batch.base["clean_top1"], batch.base["clean_top5"]), batch.clean_logits.argmax(1).tolist()
+    return batch_records(batch.base, eps, attack, hits, pred, (0.0, 0.0), (forward_passes, 0.0))
 
 
 def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecords:
@@ -124,18 +121,15 @@ def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecord
         found = searched_points(model, batch, eps, attack) if searches else attack_points(model, batch, eps, attack)
         box = model.plan.protocol.box(attack)
         verify_adversarial(attack, found.points, batch.xa, eps.value, model.config.norm, box)
-        logits = (
-            found.logits
-            if found.logits is not None
-            else model.logits(found.points, f"{attack} images (batch {batch.b})")
-        )
+        what = f"{attack} images (batch {batch.b})"
+        logits = found.logits if found.logits is not None else model.logits(found.points, what)
         adv1, adv5 = topk_hits(logits, batch.y)
         norms = tuple(n.tolist() for n in perturbation_norms(found.points, batch.xa))
         passes = (found.passes[0] + 1.0, found.passes[1])  # the records' own pass counts
         fp32_top1 = fp32_recheck(model, batch, eps, attack)
         hits, pred = (adv1.tolist(), adv5.tolist()), logits.argmax(1).tolist()
         records = batch_records(
-            batch, eps, attack, hits, pred, norms, passes, min_norm=found.min_norm, fp32_top1=fp32_top1
+            batch.base, eps, attack, hits, pred, norms, passes, min_norm=found.min_norm, fp32_top1=fp32_top1
         )
         return UnitRecords(key, records, unit_curve(model, eps, attack, found.readings, adv1), found.points)
     except (ModelFailure, UserError):
