@@ -58,7 +58,7 @@ class FastAudit:
         assert bound is not None
         return (
             f"{line}; AutoAttack's robust accuracy on these examples >= {100 * bound.bound:.2f}% (one-sided 95%: "
-            f"{100 * bound.fast:.2f} - {100 * bound.fast:.2f} x U, U = {bound.upper_break_rate:.4f}, the Clopper-Pearson "
+            f"{100 * bound.fast:.2f} x (1 - U), U = {bound.upper_break_rate:.4f}, the Clopper-Pearson "
             f"limit of {bound.broken} broken of {bound.audited} audited)"
         )
 
