@@ -22,9 +22,10 @@ def profile_cmd(
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """The efficiency table: parameters, FLOPs/image, forward and fwd+bwd throughput, peak memory."""
-    from ..evaluation.profiling import profile, to_markdown
+    from ..evaluation.profiling import profile
     from ..models import expand_model_patterns
     from ..models.admission import admit_model
+    from ..report.profile_table import profile_markdown
 
     names = expand_model_patterns(list(model))
     for name in names:
@@ -45,7 +46,7 @@ def profile_cmd(
 
         check_out_file(out)  # before the minutes of profiling
     df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
-    emit(to_markdown(df) if format == "md" else df.to_csv(index=False), out)
+    emit(profile_markdown(df) if format == "md" else df.to_csv(index=False), out)
 
 
 def _settings(values: dict) -> str:

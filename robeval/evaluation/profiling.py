@@ -220,33 +220,3 @@ def with_changes(df: pd.DataFrame) -> pd.DataFrame:
             for v in df[col]
         ]
     return df
-
-
-def to_markdown(df: pd.DataFrame) -> str:
-    def cell(r, col: str, digits: int, first: bool, spread_col: str | None = None) -> str:
-        value = r[col]
-        if value is None or pd.isna(value):
-            return "n/a"
-        text = f"{value:,.{digits}f}"
-        if spread_col is not None:
-            text += f" ±{r[spread_col] / 2:.0f}%"
-        change = r[f"{col}_change_%"]
-        return text if first or change is None or pd.isna(change) else f"{text} ({change:+.1f}%)"
-
-    first_row = df.iloc[0]
-    lines = [
-        f"Efficiency (batch {first_row['batch_size']}, {first_row['device']}; median of {first_row['repeats']} "
-        f"interleaved repeats ± half their range; change vs {first_row['model']})",
-        "",
-        "| model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | memory of a fwd+bwd pass (MB) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for i, (_, r) in enumerate(df.iterrows()):
-        first = i == 0
-        lines.append(
-            f"| {r['model']} | {cell(r, 'params_M', 2, first)} | {cell(r, 'gflops_per_image', 3, first)} | "
-            f"{cell(r, 'forward_img_s', 1, first, 'forward_spread_%')} | "
-            f"{cell(r, 'forward_backward_img_s', 1, first, 'forward_backward_spread_%')} | "
-            f"{cell(r, 'pass_memory_MB', 1, first)} |"
-        )
-    return "\n".join(lines) + "\n"

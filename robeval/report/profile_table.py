@@ -1,0 +1,42 @@
+"""``robeval profile``'s table in Markdown: each model's parameters, FLOPs, throughput (median ± half the
+range of the interleaved repeats) and pass memory, with its change against the first model, the baseline
+(robeval.evaluation.profiling measures them)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .grid import markdown_table
+
+HEAD = "model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | memory of a fwd+bwd pass (MB)"
+# (column, digits, the column of its spread in %)
+CELLS = (
+    ("params_M", 2, None),
+    ("gflops_per_image", 3, None),
+    ("forward_img_s", 1, "forward_spread_%"),
+    ("forward_backward_img_s", 1, "forward_backward_spread_%"),
+    ("pass_memory_MB", 1, None),
+)
+
+
+def _cell(r: pd.Series, col: str, digits: int, spread_col: str | None, baseline: bool) -> str:
+    """A measure as printed: n/a when not measured, its spread, its change against the baseline."""
+    value, change = r[col], r[f"{col}_change_%"]
+    if value is None or pd.isna(value):
+        return "n/a"
+    text = f"{value:,.{digits}f}" + (f" ±{r[spread_col] / 2:.0f}%" if spread_col is not None else "")
+    return text if baseline or change is None or pd.isna(change) else f"{text} ({change:+.1f}%)"
+
+
+def profile_markdown(df: pd.DataFrame) -> str:
+    """The profile of :func:`robeval.evaluation.profiling.profile` as ``robeval profile`` prints it."""
+    first = df.iloc[0]
+    heading = (
+        f"Efficiency (batch {first['batch_size']}, {first['device']}; median of {first['repeats']} "
+        f"interleaved repeats ± half their range; change vs {first['model']})"
+    )
+    rows = [
+        [r["model"], *(_cell(r, col, digits, spread, i == 0) for col, digits, spread in CELLS)]
+        for i, (_, r) in enumerate(df.iterrows())
+    ]
+    return f"{heading}\n\n{markdown_table(HEAD, rows)}\n"
