@@ -76,6 +76,15 @@ def check_column_runs_layout(table, rep, labels, runs) -> None:
     assert sorted(runs["id"]) == sorted(r.run_id for r in rep.results.values())
 
 
+
+def assert_tables_are_well_formed(md: str) -> None:
+    """Every Markdown table's rule has one cell per head cell (a table whose rule is short is not a table)."""
+    lines = md.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("|---")]
+    assert rules
+    for i in rules:
+        assert lines[i].count("|") == lines[i - 1].count("|"), (lines[i - 1], lines[i])
+
 @pytest.mark.parametrize("name", ONE_CHECKPOINT_TABLES)
 def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypatch):
     from robeval.evaluation import profiling
@@ -87,6 +96,7 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypa
     labels = [r.label for r in table.rows]
     md = rep.files["md"].read_text()
     assert table.title in md and table.source in md and "digits" in md
+    assert_tables_are_well_formed(md)
     if table.runner == "run":
         check_single_run_layout(table, rep, labels)
     elif table.runner == "profile":

@@ -62,7 +62,7 @@ def checklist_markdown(
     lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
     for one in models:
         rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
-        table = markdown_table("indicator | covers | status | evidence", rows, text_columns=4)
+        table = markdown_table(["indicator", "covers", "status", "evidence"], rows, "llll")
         lines += [f"## {one.model}", "", table, "", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
     notes = evidence_note(evidence)
     return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")

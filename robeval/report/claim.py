@@ -27,14 +27,13 @@ docs/results.md reports a simulation of its coverage (tests/test_members.py runs
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
 from ..defaults import ANY
-from .grid import Measured, markdown_table
+from .grid import Measured, comparison_table
 
 LEVEL = 0.95
 
@@ -135,6 +134,7 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
 
 
 CLAIM_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval"
+CLAIM_ALIGN = "llrrrrllrrrl"
 
 
 def claim_markdown(result: pd.DataFrame) -> str:
@@ -147,20 +147,13 @@ def claim_markdown(result: pd.DataFrame) -> str:
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
         f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, CLAIM_HEAD, result, _claim_cells)
+    return comparison_table(heading, CLAIM_HEAD.split(" | "), CLAIM_ALIGN, result, _claim_cells)
 
 
 def _claim_cells(r: dict, metric: str) -> list[object]:
     cells = [Measured.of(r, f"{metric}_a"), Measured.of(r, f"{metric}_b"), f"{r[f'{metric}_diff']:+.2f}"]
     cells.append(f"[{r[f'{metric}_low']:+.2f}, {r[f'{metric}_high']:+.2f}]")
     return cells + (["yes" if r["top1_beyond"] else "no"] if metric == "top1" else [])
-
-
-def comparison_table(heading: str, head: str, result: pd.DataFrame, cells: Callable[[dict, str], list]) -> str:
-    """A comparison's heading and its table: per row its eps, attack and n, then ``cells(row, metric)``
-    for top-1 and for top-5."""
-    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return f"{heading}\n\n{markdown_table(head, rows, text_columns=2)}\n"
 
 
 def _members(k: int) -> str:

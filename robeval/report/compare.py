@@ -23,7 +23,8 @@ from ..results.runs import StoredRun, load_run
 from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
-from .claim import claim_row, comparison_table
+from .claim import claim_row
+from .grid import comparison_table
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -156,6 +157,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
 
 
 PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
+PAIRED_ALIGN = "llrrrrlrrrrlr"
 
 
 def to_markdown(result: pd.DataFrame) -> str:
@@ -165,7 +167,7 @@ def to_markdown(result: pd.DataFrame) -> str:
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
         f"finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, PAIRED_HEAD, result, _paired_cells)
+    return comparison_table(heading, PAIRED_HEAD.split(" | "), PAIRED_ALIGN, result, _paired_cells)
 
 
 def _paired_cells(r: dict, m: str) -> list[object]:

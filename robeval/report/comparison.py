@@ -84,5 +84,5 @@ def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> Compariso
     table = (compare_published if published else compare)(store, ref_a, ref_b, seed=seed)
     attrs = table.attrs
     return Comparison(
-        attrs["a"], attrs["b"], attrs.get("protocol", ""), table, attrs["test"], attrs.get("differences", [])
+        attrs["a"], attrs["b"], attrs.get("protocol", ""), table, attrs["test"], list(attrs.get("differences", []))
     )

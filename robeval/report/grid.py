@@ -6,7 +6,7 @@ LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,20 +65,30 @@ def _latex_cell(value: object, bold: bool) -> str:
     return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
 
 
-def markdown_table(head: str, rows: Iterable[Iterable[object]], text_columns: int = 1) -> str:
-    """A Markdown table: ``head`` (its cells joined by `` | ``), its rule (the first ``text_columns``
-    columns left-aligned, the others right-aligned), the rows."""
-    columns = head.count(" | ") + 1
-    rule = "|" + "---|" * text_columns + "---:|" * (columns - text_columns)
-    return "\n".join([f"| {head} |", rule, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], align: str = "") -> str:
+    """A Markdown table: the ``head`` cells (an empty one stays empty: ``| | Top-1 |``), its rule
+    (``align``: ``l`` or ``r`` per column; by default the first column left, the others right), the rows."""
+    align = align or "l" + "r" * (len(head) - 1)
+    assert len(align) == len(head), (head, align)
+    line = "|" + "".join(f" {cell} |" if str(cell) else " |" for cell in head)
+    rule = "|" + "".join("---|" if a == "l" else "---:|" for a in align)
+    return "\n".join([line, rule, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
 
 
 def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
-    head = " | ".join(map(str, [corner, *names])).strip()  # no corner: "| | Top-1 |"
     rows = ([index, *(f"**{v}**" if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
-    return f"Table: {caption}\n\n{markdown_table(head, rows)}"
+    return f"Table: {caption}\n\n{markdown_table([corner, *names], rows)}"
+
+
+def comparison_table(
+    heading: str, head: Sequence[str], align: str, result: pd.DataFrame, cells: Callable[[dict, str], list]
+) -> str:
+    """A comparison's heading and its table: per row its eps, attack and n, then ``cells(row, metric)``
+    for top-1 and for top-5."""
+    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
+    return f"{heading}\n\n{markdown_table(head, rows, align)}\n"
 
 
 def _latex_row(cells: Iterable[str]) -> str:

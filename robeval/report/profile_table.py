@@ -8,7 +8,7 @@ import pandas as pd
 
 from .grid import markdown_table
 
-HEAD = "model | params (M) | GFLOPs / image | forward img/s | fwd+bwd img/s | memory of a fwd+bwd pass (MB)"
+HEAD = ["model", "params (M)", "GFLOPs / image", "forward img/s", "fwd+bwd img/s", "memory of a fwd+bwd pass (MB)"]
 # (column, digits, the column of its spread in %)
 CELLS = (
     ("params_M", 2, None),

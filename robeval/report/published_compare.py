@@ -137,4 +137,4 @@ def published_markdown(result: pd.DataFrame) -> str:
         for r in result.to_dict("records")
     ]
     notes = [f"\nNote: {note}" for note in attrs.get("notes", [])]
-    return "\n".join([head, "", markdown_table(PUBLISHED_HEAD, rows), *notes]) + "\n"
+    return "\n".join([head, "", markdown_table(PUBLISHED_HEAD.split(" | "), rows, "lrrlrrl"), *notes]) + "\n"
