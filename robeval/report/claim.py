@@ -134,7 +134,6 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
 
 
 CLAIM_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval"
-CLAIM_ALIGN = "llrrrrllrrrl"
 
 
 def claim_markdown(result: pd.DataFrame) -> str:
@@ -147,7 +146,7 @@ def claim_markdown(result: pd.DataFrame) -> str:
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
         f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, CLAIM_HEAD.split(" | "), CLAIM_ALIGN, result, _claim_cells)
+    return comparison_table(heading, CLAIM_HEAD, "llrrrrllrrrl", result, _claim_cells)
 
 
 def _claim_cells(r: dict, metric: str) -> list[object]:

@@ -157,7 +157,6 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
 
 
 PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
-PAIRED_ALIGN = "llrrrrlrrrrlr"
 
 
 def to_markdown(result: pd.DataFrame) -> str:
@@ -167,7 +166,7 @@ def to_markdown(result: pd.DataFrame) -> str:
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
         f"finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, PAIRED_HEAD.split(" | "), PAIRED_ALIGN, result, _paired_cells)
+    return comparison_table(heading, PAIRED_HEAD, "llrrrrlrrrrlr", result, _paired_cells)
 
 
 def _paired_cells(r: dict, m: str) -> list[object]:

@@ -83,12 +83,12 @@ def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: C
 
 
 def comparison_table(
-    heading: str, head: Sequence[str], align: str, result: pd.DataFrame, cells: Callable[[dict, str], list]
+    heading: str, head: str, align: str, result: pd.DataFrame, cells: Callable[[dict, str], list]
 ) -> str:
-    """A comparison's heading and its table: per row its eps, attack and n, then ``cells(row, metric)``
-    for top-1 and for top-5."""
+    """A comparison's heading and its table (``head``: its cells joined by `` | ``): per row its eps,
+    attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
     rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return f"{heading}\n\n{markdown_table(head, rows, align)}\n"
+    return f"{heading}\n\n{markdown_table(head.split(' | '), rows, align)}\n"
 
 
 def _latex_row(cells: Iterable[str]) -> str:
