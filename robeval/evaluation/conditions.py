@@ -76,9 +76,9 @@ def condition_units(model: ModelRun, condition: Condition, dataset, b: int, x, y
     clean = hits  # data without clean images repeats the condition's hits
     if model.plan.shift is not None and model.plan.shift.has_clean_images:
         clean = tuple([model.clean_hits[b][i][k] for i in idx.tolist()] for k in (0, 1))
+    seconds = time.perf_counter() - tick  # the unit's own work: the pass and its hits, as before the records
     base = model.shared_fields(b, idx.tolist(), y.tolist(), clean)
     pred, sizes = logits.argmax(1).tolist(), tuple(norms.double().T.tolist())  # sizes: Linf, L2
-    seconds = time.perf_counter() - tick
     for eps in (e for e, unit in model.todo[b] if unit == condition.name):
         records = batch_records(base, eps, condition.name, hits, pred, sizes, (1.0, 0.0))
         yield UnitRecords(model.key(eps.text, condition.name, b), records, seconds=seconds)
