@@ -74,8 +74,8 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
     that stopped half-way would mix examples attacked and not (:func:`any_coverage`)."""
-    over = any_coverage(records, attacks, coverage)  # no worst case where no attack finished
-    finished = [(m, e, a) for (m, e), names in over.items() for a in (CLEAN, *names.split(","))]
+    covered = covered_attacks(records, attacks, coverage)  # no worst case where no attack finished
+    finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
     sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
     if sub.empty or not attacks:
         return records.iloc[0:0]
@@ -87,13 +87,20 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     return agg[RECORD_COLUMNS]
 
 
-def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> dict[tuple[str, str], str]:
-    """(model, eps) -> the attacks its ``any`` row is the worst case over (in ``attacks`` order)."""
-    out: dict[tuple[str, str], list[str]] = {}
+def covered_attacks(
+    records: pd.DataFrame, attacks: list[str], coverage: Coverage | None
+) -> dict[tuple[str, str], list[str]]:
+    """(model, eps) -> the attacks its ``any`` row is the worst case over (finished ones, in ``attacks`` order)."""
+    out: dict[tuple[str, str], set[str]] = {}
     for model, eps, attack in records[["model", "eps", "attack"]].drop_duplicates().itertuples(index=False):
         if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
-            out.setdefault((model, eps), []).append(attack)
-    return {key: ",".join(a for a in attacks if a in found) for key, found in out.items()}
+            out.setdefault((model, eps), set()).add(attack)
+    return {key: [a for a in attacks if a in found] for key, found in out.items()}
+
+
+def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> dict[tuple[str, str], str]:
+    """:func:`covered_attacks` as the summary's ``any_over`` column writes them (comma-joined)."""
+    return {key: ",".join(names) for key, names in covered_attacks(records, attacks, coverage).items()}
 
 
 def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> dict:
