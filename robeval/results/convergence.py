@@ -34,20 +34,18 @@ KEYS = ["model", "eps", "attack"]
 CURVE_FRAME = [*KEYS, "point", "position", "robust", "examples", "robust_top1", "axis", "setting"]
 
 
-def axis_of(attack: str) -> str:
-    """What the attack's curve counts along (``iterations`` or ``queries``; "" for none)."""
+def curve_attribute(attack: str, name: str) -> str:
+    """The attack class's ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
+    ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered)."""
     try:
-        return getattr(get_attack_spec(attack).cls, "curve_axis", None) or ""
-    except Exception:  # an attack no longer registered
+        return getattr(get_attack_spec(attack).cls, name, None) or ""
+    except Exception:
         return ""
 
 
 def setting_of(attack: str) -> str:
     """The setting whose value is the length of the attack's curve (``pgd.steps``, ...)."""
-    try:
-        name = getattr(get_attack_spec(attack).cls, "curve_setting", "")
-    except Exception:
-        return ""
+    name = curve_attribute(attack, "curve_setting")
     return f"{attack}.{name}" if name else ""
 
 
@@ -62,7 +60,7 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     out["robust_top1"] = 100.0 * out["robust"] / out["examples"]
-    out["axis"] = out["attack"].map(axis_of)
+    out["axis"] = out["attack"].map(lambda attack: curve_attribute(attack, "curve_axis"))
     out["setting"] = out["attack"].map(setting_of)
     return out[CURVE_FRAME]
 
@@ -89,14 +87,9 @@ def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
 def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, int, int]]:
     """Per (model, eps, attack): examples robust at nine tenths of the budget, at its end, and in all."""
     frame = summed(points)
-    frame = frame[frame["point"].isin([LAST_TENTH, CURVE_POINTS])]
-    out = {}
-    for key, rows in frame.groupby(KEYS, sort=False):
-        by_point = rows.set_index("point")
-        if len(by_point) == 2:
-            start, end = by_point.loc[LAST_TENTH], by_point.loc[CURVE_POINTS]
-            out[key] = (int(start["robust"]), int(end["robust"]), int(end["examples"]))
-    return out
+    start, end = (frame[frame["point"] == point].set_index(KEYS) for point in (LAST_TENTH, CURVE_POINTS))
+    both = start.join(end, lsuffix="_90", how="inner")
+    return {r.Index: (int(r.robust_90), int(r.robust), int(r.examples)) for r in both.itertuples()}
 
 
 def standard_error(robust: int, n: int) -> float:

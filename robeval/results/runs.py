@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from ..errors import UserError
@@ -66,9 +68,7 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
         aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if same_shift else ())
         aspects += () if is_evidence_pair(first, other) else UNLESS_EVIDENCE_REFUSES
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
-    frame = pd.concat(
-        [_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))], ignore_index=True
-    )
+    frame = _named_models(runs, lambda run: run.summary)
     if len(runs) > 1:
         frame["unlike"] = settings_note(runs)
     return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
@@ -92,17 +92,18 @@ def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
     return out
 
 
-def _labelled(frame: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    return frame.assign(model=frame["model"].map(lambda m: labels.get(m, m)))
+def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
+    """``frame_of`` each run in one frame, the models named as :func:`combine` names them."""
+    named = [frame_of(run).replace({"model": labels}) for run, labels in zip(runs, _model_labels(runs))]
+    return pd.concat(named, ignore_index=True)
 
 
 def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
     """Per model, minimum-norm attack and example: the smallest fooling perturbation found (from the
     run's first eps: the search does not depend on eps), with the models named as :func:`combine` names them."""
-    parts = []
-    for run, labels in zip(runs, _model_labels(runs)):
-        parts.append(_labelled(minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]], labels))
-    return pd.concat(parts, ignore_index=True)
+    return _named_models(
+        runs, lambda run: minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]]
+    )
 
 
 def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
@@ -114,8 +115,7 @@ def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
 def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:
     """The runs' convergence curves (robeval.results.convergence.curves), models named as :func:`combine`
     names them."""
-    parts = [_labelled(curves(store, run.run_id), labels) for run, labels in zip(runs, _model_labels(runs))]
-    return pd.concat(parts, ignore_index=True)
+    return _named_models(runs, lambda run: curves(store, run.run_id))
 
 
 def _shift(run: StoredRun) -> str:
@@ -134,10 +134,10 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
     if run.protocol not in RESTART_PROTOCOLS:
         return pd.DataFrame()
     for run_id, config in reversed(store.finished_runs()):
-        if config["protocol"] not in RESTART_PROTOCOLS or config["protocol"] == run.protocol:
-            continue
         if (
-            all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES)
+            config["protocol"] in RESTART_PROTOCOLS
+            and config["protocol"] != run.protocol
+            and all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES)
             and set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
             and set(config["models"]) & set(run.config["models"])
         ):

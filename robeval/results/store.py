@@ -294,15 +294,11 @@ class Store:
 
     def _open_reading(self) -> None:
         self.conn = read_only_connection(self.path)
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if version < SCHEMA_VERSION:  # migrated in a copy: the file stays as it was
-            memory = sqlite3.connect(":memory:", isolation_level=None)
-            self.conn.backup(memory)
-            self.conn.close()
-            self.conn = memory
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            with closing(self.conn) as stored:  # migrated in a copy: the file stays as it was (a newer one refused)
+                self.conn = sqlite3.connect(":memory:", isolation_level=None)
+                stored.backup(self.conn)
             self._migrate()
-        elif version > SCHEMA_VERSION:
-            raise UserError(self._newer(version))
 
     def close(self) -> None:
         self.conn.close()
@@ -317,14 +313,13 @@ class Store:
             raise
         self.conn.execute("COMMIT")
 
-    def _newer(self, version: int) -> str:
-        return f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
-
     def _migrate(self) -> None:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise UserError(self._newer(version))
+                raise UserError(
+                    f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
+                )
             while version < SCHEMA_VERSION:
                 for statement in filter(str.strip, MIGRATIONS[version].split(";")):
                     conn.execute(statement)
@@ -387,9 +382,8 @@ class Store:
             self.conn.execute("DETACH DATABASE worker")
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        unknown = [key for key in fields if key not in UPDATABLE]
-        if unknown:
-            raise ValueError(unknown[0])
+        if not UPDATABLE.issuperset(fields):
+            raise ValueError(next(key for key in fields if key not in UPDATABLE))
         sets = ", ".join(f"{key} = ?" for key in fields)
         values = [json.dumps(value, default=str) if key == "info" else value for key, value in fields.items()]
         with self.transaction() as conn:

@@ -73,7 +73,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not (:func:`any_coverage`)."""
+    that stopped half-way would mix examples attacked and not (:func:`covered_attacks`)."""
     covered = covered_attacks(records, attacks, coverage)  # no worst case where no attack finished
     finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
     sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
@@ -96,11 +96,6 @@ def covered_attacks(
         if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
             out.setdefault((model, eps), set()).add(attack)
     return {key: [a for a in attacks if a in found] for key, found in out.items()}
-
-
-def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> dict[tuple[str, str], str]:
-    """:func:`covered_attacks` as the summary's ``any_over`` column writes them (comma-joined)."""
-    return {key: ",".join(names) for key, names in covered_attacks(records, attacks, coverage).items()}
 
 
 def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> dict:
@@ -136,11 +131,7 @@ FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
 
 # How a figure of a model's members combines into the model's row: their mean, the examples of the
 # member that has most (a partial run), the fp32 re-check's counts summed.
-OVER_MEMBERS = {
-    **dict.fromkeys(UNIT_FIGURES, "mean"),
-    "n": "max",
-    **dict.fromkeys(FP32_COUNTS, "sum"),
-}
+OVER_MEMBERS = {**dict.fromkeys(UNIT_FIGURES, "mean"), "n": "max", **dict.fromkeys(FP32_COUNTS, "sum")}
 MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5")
 
 
@@ -199,7 +190,7 @@ def summarize(
         return pd.DataFrame()
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
-    over = any_coverage(records, attacks, coverage)
+    over = covered_attacks(records, attacks, coverage)
     models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
@@ -213,7 +204,7 @@ def summarize(
             {
                 **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
-                "any_over": over.get((model, eps), "") if attack == ANY else "",
+                "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
                 "batches": "" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
                 **(member_spread(members) if several else {}),
             }
