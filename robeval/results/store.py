@@ -152,7 +152,7 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
     """A file shorter than the pages its header counts was cut off (a copy that stopped, a full disk):
     refused before SQLite reads a missing page mid-table.  Skipped while a ``-wal`` file holds pages
     that a writer has not yet copied into it."""
-    if wal_path(path).exists():
+    if Path(f"{path}-wal").exists():
         return
     if len(header) < HEADER_BYTES:
         raise UserError(f"results store {path} is truncated ({size} bytes, shorter than SQLite's header)")
@@ -166,16 +166,12 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
         )
 
 
-def wal_path(path: Path) -> Path:
-    return Path(f"{path}-wal")
-
-
 def read_only_connection(path: Path) -> sqlite3.Connection:
     """A connection that cannot write ``path`` nor create anything beside it: with a ``-wal`` file there
     (a writer at work, or one that was killed) SQLite's ``mode=ro``, which reads the journal too; without
     one ``immutable=1``, which needs no ``-wal``/``-shm`` and no write access to the folder (read-only
     media).  A writer that starts during such a read is not seen by it."""
-    mode = "mode=ro" if wal_path(path).exists() else "immutable=1"
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
     conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=60.0, isolation_level=None)
     conn.execute("PRAGMA query_only = ON")
     return conn
@@ -206,11 +202,6 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         )
     if reading and not tables:
         raise UserError(f"results store {path} holds no runs table: not a robeval results store")
-
-
-def config_text(config: dict[str, Any]) -> str:
-    """A run's semantic configuration as stored (keys sorted: what --resume compares)."""
-    return json.dumps(config, sort_keys=True, default=str)
 
 
 def _insert(table: str) -> str:
@@ -358,11 +349,12 @@ class Store:
         self._add_run("INSERT OR IGNORE", run_id, config, protocol, {}, None)
 
     def _add_run(self, insert: str, run_id: str, config: dict, protocol: str, info: dict, holder: str | None) -> None:
+        semantic = json.dumps(config, sort_keys=True, default=str)  # keys sorted: what --resume compares
         with self.transaction() as conn:
             conn.execute(
                 f"{insert} INTO runs (id, created, status, protocol, config, info, total_units, holder) "
                 "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
-                (run_id, now(), protocol, config_text(config), json.dumps(info, default=str), holder),
+                (run_id, now(), protocol, semantic, json.dumps(info, default=str), holder),
             )
 
     def merge_from(self, other: str | Path, run_id: str) -> int:
