@@ -5,11 +5,8 @@ A side is a stored run, or one model of it.  Two sides compare alike only when t
 under the same protocol, threat model, crafting precision and cascade, on the same data (shift
 included) and the same examples, and every attack both ran had the same settings (Square of 5,000
 queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
-difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` combine runs
-(:func:`robeval.results.runs.combine`): they refuse the same differences, except one in attack settings
-between a run and the run made as evidence for it (the checklist's PGD at 16/255 and 64/255 runs the
-attack with its default settings beside the run's own eps), which the table's caption names on one
-line (:func:`settings_note`).
+difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` refuse most of them
+(:func:`robeval.results.runs.combine`) and name the rest on a line of the caption (:func:`settings_note`).
 
 Attack settings are compared as the summary gives them (``settings``, from the store): a store that
 normalises settings of an older release on reading makes old and new runs differ here as they would
@@ -132,10 +129,6 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
         raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
 
 
-# What two sides may differ in and still be compared, named beside the numbers rather than refused.
-NOTED: Registry[Aspect] = Registry("noted comparison aspect")
-
-
 def recorded_code(side: Side, model: str) -> dict[str, str]:
     """The code a run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256, a plugin's
     distribution and version), or nothing."""
@@ -164,13 +157,11 @@ def _code(a: Side, b: Side) -> str | None:
     return f"the models' code ({'; '.join(found)})" if found else None
 
 
-NOTED.add("code", _code)
-
-
 def noted_differences(a: Side, b: Side) -> list[str]:
-    """Every :data:`NOTED` difference between the two sides, as lines a comparison prints."""
-    found = [NOTED[name](a, b) for name in NOTED]
-    return [f"note: {a.label} and {b.label} differ in {text}" for text in found if text]
+    """What two sides may differ in and still be compared (the models' code), as lines a comparison prints
+    beside the numbers rather than refused."""
+    found = _code(a, b)
+    return [f"note: {a.label} and {b.label} differ in {found}"] if found else []
 
 
 def settings_note(runs: list[StoredRun]) -> str:

@@ -48,25 +48,19 @@ SAME_SHIFT_REFUSES = ("data", "examples")
 UNLESS_EVIDENCE_REFUSES = ("attack settings",)
 
 
-def is_evidence_pair(a: StoredRun, b: StoredRun) -> bool:
-    """Whether one of the two runs was made as evidence for the other (its ``evidence_for``)."""
-    return a.config.get("evidence_for") == b.run_id or b.config.get("evidence_for") == a.run_id
-
-
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, norms, precisions, data, example sets
-    or attack settings (one line naming each difference); a run made as evidence for another may have
-    run its attack with other settings, which the ``unlike`` column names and the captions print.
+    """One summary over several runs, refusing what :data:`TABLE_REFUSES` and its siblings name (one line
+    naming each difference); the ``unlike`` column names what a run made as evidence for another ran
+    with other settings, and the captions print it.
 
     Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
     at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
-    are different data by design: they combine into one shift table, each run giving its own columns,
-    so only protocol, norm, precision and cascade must agree."""
+    are different data by design: they combine into one shift table, each run giving its own columns."""
     first = runs[0]
     for other in runs[1:]:
-        same_shift = _shift(first) == _shift(other)
-        aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if same_shift else ())
-        aspects += () if is_evidence_pair(first, other) else UNLESS_EVIDENCE_REFUSES
+        aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if _shift(first) == _shift(other) else ())
+        evidence = other.run_id == first.config.get("evidence_for") or first.run_id == other.config.get("evidence_for")
+        aspects += () if evidence else UNLESS_EVIDENCE_REFUSES
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
     frame = _named_models(runs, lambda run: run.summary)
     if len(runs) > 1:

@@ -104,9 +104,7 @@ def _explicit(text: str, rows: dict[str, pd.DataFrame]) -> list[int]:
 def _matching(conditions: list[tuple[str, str]], records: pd.DataFrame, text: str) -> list[int]:
     rows = model_rows(records, list(dict.fromkeys(m for m, _ in conditions)))
     index = next(iter(rows.values())).index
-    keep = pd.Series(True, index=index)
-    for model, word in conditions:
-        keep &= CONDITIONS[word](rows[model]).astype(bool)
+    keep = pd.concat([CONDITIONS[word](rows[model]).astype(bool) for model, word in conditions], axis=1).all(axis=1)
     chosen = [int(e) for e in index[keep.to_numpy()]]
     if not chosen:
         raise UserError(f"--select {text!r} matches none of the run's {len(index)} examples")
