@@ -21,8 +21,6 @@ from ..evaluation.protocols import PROTOCOLS, Protocol
 from .audit_bound import AuditBound
 from .records import audit_unit
 
-AUDIT_COLUMNS = ("audited", "audit_broken", "escalated", "aa_bound", "audit")  # added to an audited run's rows
-
 
 @dataclass(frozen=True)
 class FastAudit:
@@ -117,7 +115,7 @@ MEMBER_PARTS = re.compile(r"; (?=(?:member \d+|over its \d+ members): )")  # whe
 
 
 def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
-    """:data:`AUDIT_COLUMNS` on every row of an audited run's summary, from its (model, eps)'s audits
+    """The audit's columns on every row of an audited run's summary, from its (model, eps)'s audits
     (summed over a model's members; the bound in %, NaN where none is needed or the audit is not stored
     yet)."""
     protocol = audited_protocol(config)

@@ -93,8 +93,7 @@ def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, in
 
 
 def standard_error(robust: int, n: int) -> float:
-    """Agresti and Coull's standard error (as a share) of a robust accuracy of ``robust`` of ``n``
-    examples (two examples added each way: never 0, even at 0% or 100%)."""
+    """Agresti and Coull's standard error (as a share) of ``robust`` of ``n`` examples (the module docstring)."""
     a = (robust + 2) / (n + 4)
     return math.sqrt(a * (1 - a) / (n + 4))
 

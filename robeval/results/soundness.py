@@ -1,5 +1,4 @@
-"""Every registered soundness check (robeval.results.checks) over a run, model by model: the findings
-``robeval check`` prints the raised ones of (the flags), the checklist and the HTML report render.
+"""Every registered soundness check (robeval.results.checks) over a run, model by model.
 
 A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
 --run-missing`` makes for it) and with the newest run of the other restart protocol on the same
@@ -56,9 +55,8 @@ def judge_summary(
     norms = minimum_norm_records(records) if records is not None else none
     companion = companion if companion is not None else pd.DataFrame()
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
-    models = dict.fromkeys(summary["model"])
     return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
-            for m in models]  # fmt: skip
+            for m in dict.fromkeys(summary["model"])]  # fmt: skip
 
 
 def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:

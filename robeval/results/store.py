@@ -204,12 +204,6 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         raise UserError(f"results store {path} holds no runs table: not a robeval results store")
 
 
-def _insert(table: str) -> str:
-    """The statement that adds a row to one of :data:`UNIT_TABLES`."""
-    columns = ["run_id", *UNIT_TABLES[table]]
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-
-
 def read_stored_json(text: str) -> dict[str, Any]:
     """A run's stored configuration or description, its attack settings in today's meaning
     (:func:`robeval.attack_settings.read_stored_settings`): every reader of a run's settings reads them here."""
@@ -449,7 +443,9 @@ class Store:
         try:
             with self.transaction() as conn:
                 for table, values in (("records", rows), ("curves", points), ("units", done)):
-                    conn.executemany(_insert(table), values)
+                    columns = ["run_id", *UNIT_TABLES[table]]
+                    insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                    conn.executemany(insert, values)
                 if self.holder is not None:  # a sign of life for a resume on another machine
                     self.holder["beat"] = now()
                     conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))

@@ -132,7 +132,6 @@ FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
 # How a figure of a model's members combines into the model's row: their mean, the examples of the
 # member that has most (a partial run), the fp32 re-check's counts summed.
 OVER_MEMBERS = {**dict.fromkeys(UNIT_FIGURES, "mean"), "n": "max", **dict.fromkeys(FP32_COUNTS, "sum")}
-MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5")
 
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
@@ -164,8 +163,8 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """The columns of a model's members (:data:`MEMBER_COLUMNS`): how many, the sample std (n - 1) of
-    their top-1 and top-5 (%), and each one's value."""
+    """The columns a model of several members adds (the module docstring): how many, the sample std
+    (n - 1) of their top-1 and top-5 (%), and each one's value."""
     out: dict[str, Any] = {"members": len(members)}
     for metric in ("top1", "top5"):
         values = [100.0 * float(m[metric]) for m in members]
@@ -220,12 +219,9 @@ def run_summary(
     curves: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
-    every table, for a run that just finished and for one read back from the store alike.
-
-    ``done_units`` (batches stored per model, eps and attack) against the run's plan marks rows that
-    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish.
-    ``curves`` (the run's stored convergence-curve points) give each attack's row the examples its
-    curve leaves robust at nine tenths of the budget and at its end (NaN: no curve)."""
+    every table, for a run that just finished and for one read back from the store alike.  ``done_units``
+    (batches stored per model, eps and attack) marks the rows that do not cover the run's plan, the run's
+    ``status`` every row of a run that did not finish; ``curves`` (its stored points) give the curve columns."""
     config = config or run["config"]
     plan = run.get("plan", {})
     coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
