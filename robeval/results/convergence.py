@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
+from ..evaluation.config import model_order
 from ..evaluation.model_run import curves_omitted
 from ..precision import PRECISIONS
 from .findings import MIN_EXAMPLES
@@ -68,8 +69,6 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
 def in_run_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """``frame``'s rows with the models in the run's order (the store returns them sorted by name), so
     the convergence figure gives each model the look it has in every other figure."""
-    from ..evaluation.config import model_order
-
     rank = {m: i for i, m in enumerate(model_order(models))}
     key = frame["model"].map(lambda m: rank.get(m, len(rank)))
     return frame.assign(_rank=key).sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)

@@ -33,8 +33,6 @@ from .summary import crafting_precision
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a stored run, or one of its models (``model``)."""
-
     run: StoredRun
     model: str | None = None
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from ..errors import UserError
+from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
 from .convergence import curves
 from .likeness import Side, refuse_unlike, settings_note
 from .store import Store
@@ -123,8 +124,6 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
     """The summary of the newest finished run of the other restart protocol (standard vs aa-plus) on
     the same data, examples and norm, sharing a restarted attack and a model (empty when there is
     none): what "restarts change the result" compares."""
-    from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
-
     if run.protocol not in RESTART_PROTOCOLS:
         return pd.DataFrame()
     for run_id, config in reversed(store.finished_runs()):

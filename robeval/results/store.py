@@ -98,8 +98,6 @@ ALTER TABLE records_v{version} RENAME TO records;
 CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
 
 
-_NULLABLE_NORMS = _records_copy(6, "", "")
-
 # A model may have several members (checkpoints of one training procedure): schema 7 adds the member to
 # the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
 # a store of an older schema holds is member 0, one checkpoint per model.
@@ -122,7 +120,7 @@ MIGRATIONS: dict[int, str] = {
     2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
     3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
     4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
-    5: _NULLABLE_NORMS,  # linf / l2 may be NULL (no clean image to measure against)
+    5: _records_copy(6, "", ""),  # linf / l2 may be NULL (no clean image to measure against)
     6: _MEMBERS,  # several checkpoints per model: the member in records, units and curves
 }
 OUR_TABLES = {"runs", "units", "records"}
@@ -353,8 +351,7 @@ class Store:
 
     def merge_from(self, other: str | Path, run_id: str) -> int:
         """Copy a worker store's units and records of ``run_id`` into this store; returns units merged."""
-        other = Path(other)
-        if not other.exists():
+        if not Path(other).exists():
             return 0
         self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
         try:

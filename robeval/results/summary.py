@@ -58,14 +58,10 @@ def with_member(records: pd.DataFrame) -> pd.DataFrame:
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
 # every attack missed (min), the largest perturbation (max), the passes of all attacks (sum).
 WORST_CASE = {
-    column: (column, how)
-    for how, columns in {
-        "first": ("batch", "label", "clean_top1", "clean_top5"),
-        "min": ("adv_top1", "adv_top5"),
-        "max": ("linf", "l2"),
-        "sum": ("forward_passes", "backward_passes"),
-    }.items()
-    for column in columns
+    **{column: (column, "first") for column in ("batch", "label", "clean_top1", "clean_top5")},
+    **{column: (column, "min") for column in ("adv_top1", "adv_top5")},
+    **{column: (column, "max") for column in ("linf", "l2")},
+    **{column: (column, "sum") for column in ("forward_passes", "backward_passes")},
 }
 
 
