@@ -1,7 +1,6 @@
 """An audited protocol's audit (``fast``) read back from a run's records: per model and eps what the audit
-sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy
-(:mod:`.audit_bound`), as summary columns and one line of words -- the one place every table's caption,
-the lines under every table (``robeval run``, ``robeval check``) and the report take them from.
+sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy (:mod:`.audit_bound`), as
+summary columns and one line of words that every caption, ``robeval run``, ``robeval check`` and the report print.
 
 The counts come from the audit units (``audit:<stage>``, robeval.results.records: one record per audited
 example); the survivors from the records of the audit's last stage, as every table reads them.

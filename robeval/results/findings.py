@@ -1,7 +1,6 @@
 """The soundness checks' types and registry: each check (robeval.results.checks) is one registration of
-:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding` — a status, the evidence
-from the run, and what to do when it is raised.  ``robeval check`` prints the raised findings (the
-run's flags), the checklist and the HTML report render every finding: one judgement, three renderings.
+:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  ``robeval check`` prints
+the raised findings (the run's flags), the checklist and the HTML report render every finding.
 
 The thresholds are tests that a change of one example never passes: a gap counts when it exceeds its
 points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 points, more than the

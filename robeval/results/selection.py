@@ -18,9 +18,7 @@ import pandas as pd
 
 from ..errors import UserError
 
-# Rows: one model's records under one (attack, eps), a pandas DataFrame indexed by example.
-
-# A condition's word -> which of a model's records satisfy it.
+# A condition's word -> which of a model's records (under one attack and eps, indexed by example) satisfy it.
 CONDITIONS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "fooled": lambda r: r["clean_top1"] & ~r["adv_top1"],  # right on the clean image, wrong under attack
     "robust": lambda r: r["adv_top1"],  # right under attack

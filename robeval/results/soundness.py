@@ -47,9 +47,8 @@ def judge_summary(
     records: pd.DataFrame | None = None,
     companion: pd.DataFrame | None = None,
 ) -> list[ModelFindings]:
-    """Every check's finding for every model of a run (an adaptive copy is a model too), from its
-    summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
-    and restart companion, those at hand (a check that reads a missing one is not run)."""
+    """Every check's finding for every model of a run (an adaptive copy is a model too), from the
+    :class:`Evidence` at hand (a check that reads a missing part is not run)."""
     info = info or {}
     none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
     norms = minimum_norm_records(records) if records is not None else none
@@ -60,8 +59,7 @@ def judge_summary(
 
 
 def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
-    """The raised findings of a run as run.json stores them (check, model, message, advice), from its
-    own summary, run.json facts and per-example records (what the API's summarising has at hand)."""
+    """The raised findings of a run as run.json stores them, from what the API's summarising has at hand."""
     return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
 
 

@@ -132,20 +132,6 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
 
 
-def _refuse_path(path: Path, reading: bool) -> bool:
-    """Refuse what cannot be a store file (a folder, a link to nothing, nothing at all when reading);
-    True when ``path`` is an existing file to look into, False when a writer may create the store."""
-    if path.is_symlink() and not path.exists():
-        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
-    if path.exists() and not path.is_file():
-        raise UserError(f"results store {path} is not a file")
-    if reading and not path.exists():
-        raise UserError(f"results store not found: {path}")
-    if reading and path.stat().st_size == 0:
-        raise UserError(f"results store {path} is an empty file, not a robeval results store")
-    return path.exists() and path.stat().st_size > 0
-
-
 def _check_length(path: Path, header: bytes, size: int) -> None:
     """A file shorter than the pages its header counts was cut off (a copy that stopped, a full disk):
     refused before SQLite reads a missing page mid-table.  Skipped while a ``-wal`` file holds pages
@@ -179,8 +165,16 @@ def check_is_store(path: Path, reading: bool = False) -> None:
     """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
     database, a CSV, a truncated store): it is left byte for byte as it was.  A missing or empty file
     becomes a new store when writing; when ``reading``, both are refused."""
-    if not _refuse_path(path, reading):
-        return
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
+    if path.exists() and not path.is_file():
+        raise UserError(f"results store {path} is not a file")
+    if reading and not path.exists():
+        raise UserError(f"results store not found: {path}")
+    if reading and path.stat().st_size == 0:
+        raise UserError(f"results store {path} is an empty file, not a robeval results store")
+    if not path.exists() or path.stat().st_size == 0:
+        return  # a writer creates the store
     with open(path, "rb") as fh:
         header = fh.read(HEADER_BYTES)
     if not header.startswith(SQLITE_MAGIC):
@@ -244,10 +238,9 @@ def holder_alive(holder: dict[str, Any]) -> bool:
 
 
 class Store:
-    """A results store at ``path`` (created on first use); ``read_only``: a reader's, which refuses a
-    path that is not a robeval store (missing, empty, foreign, truncated), opens it without writing
-    anything (:func:`read_only_connection`) and reads a store of an older schema through a migrated copy
-    in memory."""
+    """A results store at ``path`` (created on first use); ``read_only``: a reader's, which refuses what
+    :func:`check_is_store` refuses, writes nothing (:func:`read_only_connection`) and reads an older schema
+    through a migrated copy in memory."""
 
     def __init__(self, path: str | Path = DEFAULT_STORE, read_only: bool = False) -> None:
         self.path = Path(path)

@@ -258,12 +258,10 @@ Passes = dict[str, dict[str, dict[str, dict[str, float]]]]  # model -> eps -> at
 
 
 def passes_per_image(summary: pd.DataFrame) -> Passes:
-    """model -> eps -> attack (``clean`` and shift conditions too) -> ``{"forward": f, "backward": b}``:
-    the image passes through the model per example, the means of the records' counts (an attack's
-    include the records' own forward pass on its points).  A run's cost on any hardware is these
-    times the cost of one pass there (benchmarks/estimate_full_eval.py); run.json, the closing summary
-    of ``robeval run`` and the report show them.  The ``any`` rows are left out: their sums are the
-    totals of the rows shown."""
+    """model -> eps -> attack (``clean`` and shift conditions too; not ``any``, whose sums are the totals)
+    -> ``{"forward": f, "backward": b}``: the mean image passes through the model per example, an attack's
+    including the records' own forward pass on its points.  Times the cost of one pass on some hardware,
+    the run's cost there (benchmarks/estimate_full_eval.py); run.json, ``robeval run`` and the report show them."""
     out: Passes = {}
     for r in summary[summary["attack"] != ANY].itertuples(index=False):
         out.setdefault(str(r.model), {}).setdefault(str(r.eps), {})[str(r.attack)] = {
