@@ -109,9 +109,7 @@ def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str
     """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ (not those that
     only split the work into passes: :data:`robeval.attack_settings.WORK_SPLIT`)."""
     keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k) and k not in WORK_SPLIT]
-    if not keys:
-        return None
-    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys)
+    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys) if keys else None
 
 
 def differences(a: Side, b: Side, aspects: tuple[str, ...] | None = None) -> list[str]:

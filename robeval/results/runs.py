@@ -69,11 +69,12 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
     return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
 
 
-def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
-    """Per run, each model's name in a combined table: the same model (name, weights, shift) at other
-    eps keeps its name; one evaluated twice at an eps, or with other weights, is told apart by its run id."""
+def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
+    """``frame_of`` each run in one frame, each model named as a combined table names it: the same model
+    (name, weights, shift) at other eps keeps its name; one evaluated twice at an eps, or with other
+    weights, is told apart by its run id."""
     seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, shift) -> (weights, eps seen)
-    out = []
+    named = []
     for run in runs:
         labels = {}
         for model, rows in run.summary.groupby("model", sort=False):
@@ -83,13 +84,7 @@ def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
             labels[model] = f"{model} ({run.run_id})" if clash else model
             if not clash:
                 seen[(model, _shift(run))] = (weights, (known[1] if known else set()) | eps)
-        out.append(labels)
-    return out
-
-
-def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
-    """``frame_of`` each run in one frame, the models named as :func:`combine` names them."""
-    named = [frame_of(run).replace({"model": labels}) for run, labels in zip(runs, _model_labels(runs))]
+        named.append(frame_of(run).replace({"model": labels}))
     return pd.concat(named, ignore_index=True)
 
 

@@ -178,9 +178,7 @@ def summarize(
     Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
     the finished attacks they are the worst case over (``any_over``)."""
     attacks = config["attacks"]
-    full = (
-        pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
-    )
+    full = pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True)
     if full.empty:
         return pd.DataFrame()
     groups = unit_aggregates(full)
