@@ -5,13 +5,11 @@ counts), and the noise test behind the "attack converged" flag and checklist ind
 The noise test: a curve is still falling when over the last tenth of its budget (from point 18 of
 20 to the end) it falls by more than one standard error of the robust accuracy it falls from, and by
 at least two examples (one example's change never passes).  The standard error is Agresti and
-Coull's (1998), ``sqrt(a (1 - a) / (n + 4))`` with ``a = (robust + 2) / (n + 4)`` for ``robust`` of
-``n`` examples at nine tenths of the budget: never 0, even at 0% or 100% robust (where the plain
-``sqrt(a (1 - a) / n)`` is 0).  A curve still falling means a longer attack would very likely report
-a lower number, by more than the sampling error the table already carries.  A running-best curve
-never rises, so every drop is real (a sign test would flag five newly fooled examples whatever
-``n``); the question is whether the drop matters at the table's precision.  A curve that ends at 0
-has nothing left to fool and never counts.
+Coull's (1998, :func:`standard_error`) of the robust examples at nine tenths of the budget.  A curve
+still falling means a longer attack would very likely report a lower number, by more than the sampling
+error the table already carries.  A running-best curve never rises, so every drop is real (a sign test
+would flag five newly fooled examples whatever ``n``); the question is whether the drop matters at the
+table's precision.  A curve that ends at 0 has nothing left to fool and never counts.
 """
 
 from __future__ import annotations
@@ -92,7 +90,8 @@ def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, in
 
 
 def standard_error(robust: int, n: int) -> float:
-    """Agresti and Coull's standard error (as a share) of ``robust`` of ``n`` examples (the module docstring)."""
+    """Agresti and Coull's standard error (as a share) of a robust accuracy of ``robust`` of ``n``
+    examples (two examples added each way: never 0, even at 0% or 100%, where the plain one is)."""
     a = (robust + 2) / (n + 4)
     return math.sqrt(a * (1 - a) / (n + 4))
 

@@ -44,10 +44,9 @@ class Finding:
 
 @dataclass
 class Evidence:
-    """What the checks read: the run's summary (with its evidence runs' rows), its model checks and
-    stored model facts (run.json ``model_checks`` and ``models``), per example the minimal norms its
-    minimum-norm attacks found (model, attack, min_norm; may be empty), and the summary of a run of the
-    other restart protocol on the same examples (may be empty)."""
+    """What the checks read: the run's summary (with its evidence runs' rows), run.json's ``model_checks``
+    and ``models``, per example the minimal norms its minimum-norm attacks found (model, attack, min_norm),
+    and the summary of a run of the other restart protocol on the same examples (the last two may be empty)."""
 
     summary: pd.DataFrame
     model_checks: dict[str, dict[str, Any]]

@@ -7,10 +7,6 @@ included) and the same examples, and every attack both ran had the same settings
 queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
 difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` refuse most of them
 (:func:`robeval.results.runs.combine`) and name the rest on a line of the caption (:func:`settings_note`).
-
-Attack settings are compared as the summary gives them (``settings``, from the store): a store that
-normalises settings of an older release on reading makes old and new runs differ here as they would
-in the records.
 """
 
 from __future__ import annotations
@@ -51,7 +47,8 @@ class Side:
         return frozenset((clean if len(clean) else rec)["example"])
 
     def settings(self) -> dict[str, dict[str, Any]]:
-        """Each attack's settings as the summary gives them back."""
+        """Each attack's settings as the summary gives them back (the store reads an older release's in today's
+        meaning: old and new runs differ here as they would in the records)."""
         rows = self.rows()
         if "settings" not in rows:
             return {}
