@@ -119,12 +119,9 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
     """The summary of the newest finished run of the other restart protocol (standard vs aa-plus) on
     the same data, examples and norm, sharing a restarted attack and a model (empty when there is
     none): what "restarts change the result" compares."""
-    if run.protocol not in RESTART_PROTOCOLS:
-        return pd.DataFrame()
     for run_id, config in reversed(store.finished_runs()):
         if (
-            config["protocol"] in RESTART_PROTOCOLS
-            and config["protocol"] != run.protocol
+            {config["protocol"], run.protocol} == set(RESTART_PROTOCOLS)  # one of each
             and all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES)
             and set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
             and set(config["models"]) & set(run.config["models"])

@@ -16,6 +16,7 @@ import os
 import socket
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from datetime import datetime, timezone
@@ -419,10 +420,7 @@ class Store:
 
     def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
         """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""
-        rows = self.conn.execute(
-            "SELECT model, eps, attack, COUNT(*) FROM units WHERE run_id = ? GROUP BY model, eps, attack", (run_id,)
-        )
-        return {(m, e, a): int(n) for m, e, a, n in rows}
+        return dict(Counter(unit[:3] for unit in self.done_units(run_id)))
 
     def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves = ()) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
