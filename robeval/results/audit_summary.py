@@ -1,7 +1,6 @@
 """An audited protocol's audit (``fast``) read back from a run's records: per model and eps what the audit
-sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy
-(:mod:`.audit_bound`), as summary columns and one line of words -- the one place every table's caption,
-the lines under every table (``robeval run``, ``robeval check``) and the report take them from.
+sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy (:mod:`.audit_bound`), as
+summary columns and one line of words that every caption, ``robeval run``, ``robeval check`` and the report print.
 
 The counts come from the audit units (``audit:<stage>``, robeval.results.records: one record per audited
 example); the survivors from the records of the audit's last stage, as every table reads them.
@@ -20,8 +19,6 @@ from ..evaluation.fast_audit import AuditCounts
 from ..evaluation.protocols import PROTOCOLS, Protocol
 from .audit_bound import AuditBound
 from .records import audit_unit
-
-AUDIT_COLUMNS = ("audited", "audit_broken", "escalated", "aa_bound", "audit")  # added to an audited run's rows
 
 
 @dataclass(frozen=True)
@@ -117,7 +114,7 @@ MEMBER_PARTS = re.compile(r"; (?=(?:member \d+|over its \d+ members): )")  # whe
 
 
 def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
-    """:data:`AUDIT_COLUMNS` on every row of an audited run's summary, from its (model, eps)'s audits
+    """The audit's columns on every row of an audited run's summary, from its (model, eps)'s audits
     (summed over a model's members; the bound in %, NaN where none is needed or the audit is not stored
     yet)."""
     protocol = audited_protocol(config)

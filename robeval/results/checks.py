@@ -389,11 +389,6 @@ def kinds_compared(model: str, ev: Evidence) -> list[str]:
     return [m for m in others if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]
 
 
-def members_of(rows: pd.DataFrame) -> int:
-    """How many members (checkpoints) a model's rows average (1 for a summary without the column)."""
-    return int(rows["members"].max()) if "members" in rows and rows["members"].notna().any() else 1
-
-
 @check("one-checkpoint", "Claims rest on several checkpoints",
        "the seed papers' std tables (Hosseini & Hosseini 2024, rebuttal: std over 5 training runs): a comparison of "
        "two training procedures varies from seed to seed",
@@ -402,7 +397,8 @@ def members_of(rows: pd.DataFrame) -> int:
        "difference with robeval compare")  # fmt: skip
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     others = kinds_compared(model, ev)
-    members = members_of(rows)
+    several = "members" in rows and rows["members"].notna().any()  # (a summary of one member each has no column)
+    members = int(rows["members"].max()) if several else 1
     if not others:
         return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
     if members > 1:

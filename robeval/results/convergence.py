@@ -5,13 +5,11 @@ counts), and the noise test behind the "attack converged" flag and checklist ind
 The noise test: a curve is still falling when over the last tenth of its budget (from point 18 of
 20 to the end) it falls by more than one standard error of the robust accuracy it falls from, and by
 at least two examples (one example's change never passes).  The standard error is Agresti and
-Coull's (1998), ``sqrt(a (1 - a) / (n + 4))`` with ``a = (robust + 2) / (n + 4)`` for ``robust`` of
-``n`` examples at nine tenths of the budget: never 0, even at 0% or 100% robust (where the plain
-``sqrt(a (1 - a) / n)`` is 0).  A curve still falling means a longer attack would very likely report
-a lower number, by more than the sampling error the table already carries.  A running-best curve
-never rises, so every drop is real (a sign test would flag five newly fooled examples whatever
-``n``); the question is whether the drop matters at the table's precision.  A curve that ends at 0
-has nothing left to fool and never counts.
+Coull's (1998, :func:`standard_error`) of the robust examples at nine tenths of the budget.  A curve
+still falling means a longer attack would very likely report a lower number, by more than the sampling
+error the table already carries.  A running-best curve never rises, so every drop is real (a sign test
+would flag five newly fooled examples whatever ``n``); the question is whether the drop matters at the
+table's precision.  A curve that ends at 0 has nothing left to fool and never counts.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
 from ..attacks.convergence import CURVE_POINTS
+from ..evaluation.config import model_order
 from ..evaluation.model_run import curves_omitted
 from ..precision import PRECISIONS
 from .findings import MIN_EXAMPLES
@@ -34,20 +33,18 @@ KEYS = ["model", "eps", "attack"]
 CURVE_FRAME = [*KEYS, "point", "position", "robust", "examples", "robust_top1", "axis", "setting"]
 
 
-def axis_of(attack: str) -> str:
-    """What the attack's curve counts along (``iterations`` or ``queries``; "" for none)."""
+def curve_attribute(attack: str, name: str) -> str:
+    """The attack class's ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
+    ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered)."""
     try:
-        return getattr(get_attack_spec(attack).cls, "curve_axis", None) or ""
-    except Exception:  # an attack no longer registered
+        return getattr(get_attack_spec(attack).cls, name, None) or ""
+    except Exception:
         return ""
 
 
 def setting_of(attack: str) -> str:
     """The setting whose value is the length of the attack's curve (``pgd.steps``, ...)."""
-    try:
-        name = getattr(get_attack_spec(attack).cls, "curve_setting", "")
-    except Exception:
-        return ""
+    name = curve_attribute(attack, "curve_setting")
     return f"{attack}.{name}" if name else ""
 
 
@@ -62,7 +59,7 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     out["robust_top1"] = 100.0 * out["robust"] / out["examples"]
-    out["axis"] = out["attack"].map(axis_of)
+    out["axis"] = out["attack"].map(lambda attack: curve_attribute(attack, "curve_axis"))
     out["setting"] = out["attack"].map(setting_of)
     return out[CURVE_FRAME]
 
@@ -70,8 +67,6 @@ def summed(points: pd.DataFrame) -> pd.DataFrame:
 def in_run_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """``frame``'s rows with the models in the run's order (the store returns them sorted by name), so
     the convergence figure gives each model the look it has in every other figure."""
-    from ..evaluation.config import model_order
-
     rank = {m: i for i, m in enumerate(model_order(models))}
     key = frame["model"].map(lambda m: rank.get(m, len(rank)))
     return frame.assign(_rank=key).sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
@@ -89,19 +84,14 @@ def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
 def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, int, int]]:
     """Per (model, eps, attack): examples robust at nine tenths of the budget, at its end, and in all."""
     frame = summed(points)
-    frame = frame[frame["point"].isin([LAST_TENTH, CURVE_POINTS])]
-    out = {}
-    for key, rows in frame.groupby(KEYS, sort=False):
-        by_point = rows.set_index("point")
-        if len(by_point) == 2:
-            start, end = by_point.loc[LAST_TENTH], by_point.loc[CURVE_POINTS]
-            out[key] = (int(start["robust"]), int(end["robust"]), int(end["examples"]))
-    return out
+    start, end = (frame[frame["point"] == point].set_index(KEYS) for point in (LAST_TENTH, CURVE_POINTS))
+    both = start.join(end, lsuffix="_90", how="inner")
+    return {r.Index: (int(r.robust_90), int(r.robust), int(r.examples)) for r in both.itertuples()}
 
 
 def standard_error(robust: int, n: int) -> float:
     """Agresti and Coull's standard error (as a share) of a robust accuracy of ``robust`` of ``n``
-    examples (two examples added each way: never 0, even at 0% or 100%)."""
+    examples (two examples added each way: never 0, even at 0% or 100%, where the plain one is)."""
     a = (robust + 2) / (n + 4)
     return math.sqrt(a * (1 - a) / (n + 4))
 

@@ -1,7 +1,6 @@
 """The soundness checks' types and registry: each check (robeval.results.checks) is one registration of
-:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding` — a status, the evidence
-from the run, and what to do when it is raised.  ``robeval check`` prints the raised findings (the
-run's flags), the checklist and the HTML report render every finding: one judgement, three renderings.
+:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  ``robeval check`` prints
+the raised findings (the run's flags), the checklist and the HTML report render every finding.
 
 The thresholds are tests that a change of one example never passes: a gap counts when it exceeds its
 points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 points, more than the
@@ -45,10 +44,9 @@ class Finding:
 
 @dataclass
 class Evidence:
-    """What the checks read: the run's summary (with its evidence runs' rows), its model checks and
-    stored model facts (run.json ``model_checks`` and ``models``), per example the minimal norms its
-    minimum-norm attacks found (model, attack, min_norm; may be empty), and the summary of a run of the
-    other restart protocol on the same examples (may be empty)."""
+    """What the checks read: the run's summary (with its evidence runs' rows), run.json's ``model_checks``
+    and ``models``, per example the minimal norms its minimum-norm attacks found (model, attack, min_norm),
+    and the summary of a run of the other restart protocol on the same examples (the last two may be empty)."""
 
     summary: pd.DataFrame
     model_checks: dict[str, dict[str, Any]]

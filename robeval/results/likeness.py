@@ -5,15 +5,8 @@ A side is a stored run, or one model of it.  Two sides compare alike only when t
 under the same protocol, threat model, crafting precision and cascade, on the same data (shift
 included) and the same examples, and every attack both ran had the same settings (Square of 5,000
 queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
-difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` combine runs
-(:func:`robeval.results.runs.combine`): they refuse the same differences, except one in attack settings
-between a run and the run made as evidence for it (the checklist's PGD at 16/255 and 64/255 runs the
-attack with its default settings beside the run's own eps), which the table's caption names on one
-line (:func:`settings_note`).
-
-Attack settings are compared as the summary gives them (``settings``, from the store): a store that
-normalises settings of an older release on reading makes old and new runs differ here as they would
-in the records.
+difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` refuse most of them
+(:func:`robeval.results.runs.combine`) and name the rest on a line of the caption (:func:`settings_note`).
 """
 
 from __future__ import annotations
@@ -36,8 +29,6 @@ from .summary import crafting_precision
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a stored run, or one of its models (``model``)."""
-
     run: StoredRun
     model: str | None = None
 
@@ -56,7 +47,8 @@ class Side:
         return frozenset((clean if len(clean) else rec)["example"])
 
     def settings(self) -> dict[str, dict[str, Any]]:
-        """Each attack's settings as the summary gives them back."""
+        """Each attack's settings as the summary gives them back (the store reads an older release's in today's
+        meaning: old and new runs differ here as they would in the records)."""
         rows = self.rows()
         if "settings" not in rows:
             return {}
@@ -114,9 +106,7 @@ def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str
     """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ (not those that
     only split the work into passes: :data:`robeval.attack_settings.WORK_SPLIT`)."""
     keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k) and k not in WORK_SPLIT]
-    if not keys:
-        return None
-    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys)
+    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys) if keys else None
 
 
 def differences(a: Side, b: Side, aspects: tuple[str, ...] | None = None) -> list[str]:
@@ -130,10 +120,6 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
     found = differences(a, b, aspects)
     if found:
         raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
-
-
-# What two sides may differ in and still be compared, named beside the numbers rather than refused.
-NOTED: Registry[Aspect] = Registry("noted comparison aspect")
 
 
 def recorded_code(side: Side, model: str) -> dict[str, str]:
@@ -164,13 +150,11 @@ def _code(a: Side, b: Side) -> str | None:
     return f"the models' code ({'; '.join(found)})" if found else None
 
 
-NOTED.add("code", _code)
-
-
 def noted_differences(a: Side, b: Side) -> list[str]:
-    """Every :data:`NOTED` difference between the two sides, as lines a comparison prints."""
-    found = [NOTED[name](a, b) for name in NOTED]
-    return [f"note: {a.label} and {b.label} differ in {text}" for text in found if text]
+    """What two sides may differ in and still be compared (the models' code), as lines a comparison prints
+    beside the numbers rather than refused."""
+    found = _code(a, b)
+    return [f"note: {a.label} and {b.label} differ in {found}"] if found else []
 
 
 def settings_note(runs: list[StoredRun]) -> str:

@@ -94,5 +94,4 @@ UnitCurves = Iterable[tuple[Unit, UnitCurve]]  # finished units' convergence cur
 def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:
     """``curve`` of ``unit`` as rows of :data:`CURVE_COLUMNS`."""
     *where, member = unit
-    points = zip(curve.positions, curve.robust)
-    return [(*where, j, p, r, curve.examples, member) for j, (p, r) in enumerate(points)]
+    return [(*where, j, p, r, curve.examples, member) for j, (p, r) in enumerate(zip(curve.positions, curve.robust))]

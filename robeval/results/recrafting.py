@@ -41,9 +41,7 @@ class RecraftPlan:
         """What :func:`~robeval.evaluation.regenerate.regenerate` crafts: the wanted examples by stored
         batch, on as many CPU threads as the run used unless told otherwise."""
         rows = self.records[self.records["example"].isin(self.selection.examples)]
-        batches: dict[int, list[int]] = {}
-        for b, example in sorted(set(zip(rows["batch"].astype(int), rows["example"].astype(int)))):
-            batches.setdefault(b, []).append(example)
+        batches = {int(b): sorted(set(map(int, examples))) for b, examples in rows.groupby("batch")["example"]}
         info, given = self.run.info, {k: v for k, v in self.options.items() if v is not None}
         identity = info.get("data", {}).get("identity")
         options = {"threads": info.get("threads"), **given}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from ..errors import UserError
+from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
 from .convergence import curves
 from .likeness import Side, refuse_unlike, settings_note
 from .store import Store
@@ -46,39 +49,32 @@ SAME_SHIFT_REFUSES = ("data", "examples")
 UNLESS_EVIDENCE_REFUSES = ("attack settings",)
 
 
-def is_evidence_pair(a: StoredRun, b: StoredRun) -> bool:
-    """Whether one of the two runs was made as evidence for the other (its ``evidence_for``)."""
-    return a.config.get("evidence_for") == b.run_id or b.config.get("evidence_for") == a.run_id
-
-
 def combine(runs: list[StoredRun]) -> pd.DataFrame:
-    """One summary over several runs; refuses to mix protocols, norms, precisions, data, example sets
-    or attack settings (one line naming each difference); a run made as evidence for another may have
-    run its attack with other settings, which the ``unlike`` column names and the captions print.
+    """One summary over several runs, refusing what :data:`TABLE_REFUSES` and its siblings name (one line
+    naming each difference); the ``unlike`` column names what a run made as evidence for another ran
+    with other settings, and the captions print it.
 
     Runs that differ in eps combine (16/255 added later to an 8/255 run): a model evaluated in both
     at different eps is one model of the table.  Runs of different shifts (ImageNet-C, -A, -R, clean)
-    are different data by design: they combine into one shift table, each run giving its own columns,
-    so only protocol, norm, precision and cascade must agree."""
+    are different data by design: they combine into one shift table, each run giving its own columns."""
     first = runs[0]
     for other in runs[1:]:
-        same_shift = _shift(first) == _shift(other)
-        aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if same_shift else ())
-        aspects += () if is_evidence_pair(first, other) else UNLESS_EVIDENCE_REFUSES
+        aspects = TABLE_REFUSES + (SAME_SHIFT_REFUSES if _shift(first) == _shift(other) else ())
+        evidence = other.run_id == first.config.get("evidence_for") or first.run_id == other.config.get("evidence_for")
+        aspects += () if evidence else UNLESS_EVIDENCE_REFUSES
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
-    frame = pd.concat(
-        [_labelled(run.summary, labels) for run, labels in zip(runs, _model_labels(runs))], ignore_index=True
-    )
+    frame = _named_models(runs, lambda run: run.summary)
     if len(runs) > 1:
         frame["unlike"] = settings_note(runs)
     return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
 
 
-def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
-    """Per run, each model's name in a combined table: the same model (name, weights, shift) at other
-    eps keeps its name; one evaluated twice at an eps, or with other weights, is told apart by its run id."""
+def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
+    """``frame_of`` each run in one frame, each model named as a combined table names it: the same model
+    (name, weights, shift) at other eps keeps its name; one evaluated twice at an eps, or with other
+    weights, is told apart by its run id."""
     seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, shift) -> (weights, eps seen)
-    out = []
+    named = []
     for run in runs:
         labels = {}
         for model, rows in run.summary.groupby("model", sort=False):
@@ -88,21 +84,16 @@ def _model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
             labels[model] = f"{model} ({run.run_id})" if clash else model
             if not clash:
                 seen[(model, _shift(run))] = (weights, (known[1] if known else set()) | eps)
-        out.append(labels)
-    return out
-
-
-def _labelled(frame: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    return frame.assign(model=frame["model"].map(lambda m: labels.get(m, m)))
+        named.append(frame_of(run).replace({"model": labels}))
+    return pd.concat(named, ignore_index=True)
 
 
 def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
     """Per model, minimum-norm attack and example: the smallest fooling perturbation found (from the
     run's first eps: the search does not depend on eps), with the models named as :func:`combine` names them."""
-    parts = []
-    for run, labels in zip(runs, _model_labels(runs)):
-        parts.append(_labelled(minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]], labels))
-    return pd.concat(parts, ignore_index=True)
+    return _named_models(
+        runs, lambda run: minimum_norm_records(run.records)[["model", "attack", "example", "min_norm"]]
+    )
 
 
 def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
@@ -114,8 +105,7 @@ def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
 def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:
     """The runs' convergence curves (robeval.results.convergence.curves), models named as :func:`combine`
     names them."""
-    parts = [_labelled(curves(store, run.run_id), labels) for run, labels in zip(runs, _model_labels(runs))]
-    return pd.concat(parts, ignore_index=True)
+    return _named_models(runs, lambda run: curves(store, run.run_id))
 
 
 def _shift(run: StoredRun) -> str:
@@ -129,15 +119,10 @@ def restart_companion(store: Store, run: StoredRun) -> pd.DataFrame:
     """The summary of the newest finished run of the other restart protocol (standard vs aa-plus) on
     the same data, examples and norm, sharing a restarted attack and a model (empty when there is
     none): what "restarts change the result" compares."""
-    from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
-
-    if run.protocol not in RESTART_PROTOCOLS:
-        return pd.DataFrame()
     for run_id, config in reversed(store.finished_runs()):
-        if config["protocol"] not in RESTART_PROTOCOLS or config["protocol"] == run.protocol:
-            continue
         if (
-            all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES)
+            {config["protocol"], run.protocol} == set(RESTART_PROTOCOLS)  # one of each
+            and all(config.get(k) == run.config.get(k) for k in SAME_EXAMPLES)
             and set(config["attacks"]) & set(run.config["attacks"]) & set(restarted_attacks())
             and set(config["models"]) & set(run.config["models"])
         ):

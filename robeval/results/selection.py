@@ -18,9 +18,7 @@ import pandas as pd
 
 from ..errors import UserError
 
-# Rows: one model's records under one (attack, eps), a pandas DataFrame indexed by example.
-
-# A condition's word -> which of a model's records satisfy it.
+# A condition's word -> which of a model's records (under one attack and eps, indexed by example) satisfy it.
 CONDITIONS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "fooled": lambda r: r["clean_top1"] & ~r["adv_top1"],  # right on the clean image, wrong under attack
     "robust": lambda r: r["adv_top1"],  # right under attack
@@ -104,9 +102,7 @@ def _explicit(text: str, rows: dict[str, pd.DataFrame]) -> list[int]:
 def _matching(conditions: list[tuple[str, str]], records: pd.DataFrame, text: str) -> list[int]:
     rows = model_rows(records, list(dict.fromkeys(m for m, _ in conditions)))
     index = next(iter(rows.values())).index
-    keep = pd.Series(True, index=index)
-    for model, word in conditions:
-        keep &= CONDITIONS[word](rows[model]).astype(bool)
+    keep = pd.concat([CONDITIONS[word](rows[model]).astype(bool) for model, word in conditions], axis=1).all(axis=1)
     chosen = [int(e) for e in index[keep.to_numpy()]]
     if not chosen:
         raise UserError(f"--select {text!r} matches none of the run's {len(index)} examples")

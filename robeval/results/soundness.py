@@ -1,5 +1,4 @@
-"""Every registered soundness check (robeval.results.checks) over a run, model by model: the findings
-``robeval check`` prints the raised ones of (the flags), the checklist and the HTML report render.
+"""Every registered soundness check (robeval.results.checks) over a run, model by model.
 
 A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
 --run-missing`` makes for it) and with the newest run of the other restart protocol on the same
@@ -48,22 +47,19 @@ def judge_summary(
     records: pd.DataFrame | None = None,
     companion: pd.DataFrame | None = None,
 ) -> list[ModelFindings]:
-    """Every check's finding for every model of a run (an adaptive copy is a model too), from its
-    summary, run.json facts (``model_checks``, ``models``), per-example records (the minimum-norm curves)
-    and restart companion, those at hand (a check that reads a missing one is not run)."""
+    """Every check's finding for every model of a run (an adaptive copy is a model too), from the
+    :class:`Evidence` at hand (a check that reads a missing part is not run)."""
     info = info or {}
     none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
     norms = minimum_norm_records(records) if records is not None else none
     companion = companion if companion is not None else pd.DataFrame()
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
-    models = dict.fromkeys(summary["model"])
     return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
-            for m in models]  # fmt: skip
+            for m in dict.fromkeys(summary["model"])]  # fmt: skip
 
 
 def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
-    """The raised findings of a run as run.json stores them (check, model, message, advice), from its
-    own summary, run.json facts and per-example records (what the API's summarising has at hand)."""
+    """The raised findings of a run as run.json stores them, from what the API's summarising has at hand."""
     return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
 
 

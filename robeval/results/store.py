@@ -16,6 +16,7 @@ import os
 import socket
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from datetime import datetime, timezone
@@ -98,8 +99,6 @@ ALTER TABLE records_v{version} RENAME TO records;
 CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
 
 
-_NULLABLE_NORMS = _records_copy(6, "", "")
-
 # A model may have several members (checkpoints of one training procedure): schema 7 adds the member to
 # the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
 # a store of an older schema holds is member 0, one checkpoint per model.
@@ -122,7 +121,7 @@ MIGRATIONS: dict[int, str] = {
     2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
     3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
     4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
-    5: _NULLABLE_NORMS,  # linf / l2 may be NULL (no clean image to measure against)
+    5: _records_copy(6, "", ""),  # linf / l2 may be NULL (no clean image to measure against)
     6: _MEMBERS,  # several checkpoints per model: the member in records, units and curves
 }
 OUR_TABLES = {"runs", "units", "records"}
@@ -134,25 +133,11 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
 
 
-def _refuse_path(path: Path, reading: bool) -> bool:
-    """Refuse what cannot be a store file (a folder, a link to nothing, nothing at all when reading);
-    True when ``path`` is an existing file to look into, False when a writer may create the store."""
-    if path.is_symlink() and not path.exists():
-        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
-    if path.exists() and not path.is_file():
-        raise UserError(f"results store {path} is not a file")
-    if reading and not path.exists():
-        raise UserError(f"results store not found: {path}")
-    if reading and path.stat().st_size == 0:
-        raise UserError(f"results store {path} is an empty file, not a robeval results store")
-    return path.exists() and path.stat().st_size > 0
-
-
 def _check_length(path: Path, header: bytes, size: int) -> None:
     """A file shorter than the pages its header counts was cut off (a copy that stopped, a full disk):
     refused before SQLite reads a missing page mid-table.  Skipped while a ``-wal`` file holds pages
     that a writer has not yet copied into it."""
-    if wal_path(path).exists():
+    if Path(f"{path}-wal").exists():
         return
     if len(header) < HEADER_BYTES:
         raise UserError(f"results store {path} is truncated ({size} bytes, shorter than SQLite's header)")
@@ -166,16 +151,12 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
         )
 
 
-def wal_path(path: Path) -> Path:
-    return Path(f"{path}-wal")
-
-
 def read_only_connection(path: Path) -> sqlite3.Connection:
     """A connection that cannot write ``path`` nor create anything beside it: with a ``-wal`` file there
     (a writer at work, or one that was killed) SQLite's ``mode=ro``, which reads the journal too; without
     one ``immutable=1``, which needs no ``-wal``/``-shm`` and no write access to the folder (read-only
     media).  A writer that starts during such a read is not seen by it."""
-    mode = "mode=ro" if wal_path(path).exists() else "immutable=1"
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
     conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=60.0, isolation_level=None)
     conn.execute("PRAGMA query_only = ON")
     return conn
@@ -185,8 +166,16 @@ def check_is_store(path: Path, reading: bool = False) -> None:
     """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
     database, a CSV, a truncated store): it is left byte for byte as it was.  A missing or empty file
     becomes a new store when writing; when ``reading``, both are refused."""
-    if not _refuse_path(path, reading):
-        return
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
+    if path.exists() and not path.is_file():
+        raise UserError(f"results store {path} is not a file")
+    if reading and not path.exists():
+        raise UserError(f"results store not found: {path}")
+    if reading and path.stat().st_size == 0:
+        raise UserError(f"results store {path} is an empty file, not a robeval results store")
+    if not path.exists() or path.stat().st_size == 0:
+        return  # a writer creates the store
     with open(path, "rb") as fh:
         header = fh.read(HEADER_BYTES)
     if not header.startswith(SQLITE_MAGIC):
@@ -206,17 +195,6 @@ def check_is_store(path: Path, reading: bool = False) -> None:
         )
     if reading and not tables:
         raise UserError(f"results store {path} holds no runs table: not a robeval results store")
-
-
-def config_text(config: dict[str, Any]) -> str:
-    """A run's semantic configuration as stored (keys sorted: what --resume compares)."""
-    return json.dumps(config, sort_keys=True, default=str)
-
-
-def _insert(table: str) -> str:
-    """The statement that adds a row to one of :data:`UNIT_TABLES`."""
-    columns = ["run_id", *UNIT_TABLES[table]]
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def read_stored_json(text: str) -> dict[str, Any]:
@@ -261,10 +239,9 @@ def holder_alive(holder: dict[str, Any]) -> bool:
 
 
 class Store:
-    """A results store at ``path`` (created on first use); ``read_only``: a reader's, which refuses a
-    path that is not a robeval store (missing, empty, foreign, truncated), opens it without writing
-    anything (:func:`read_only_connection`) and reads a store of an older schema through a migrated copy
-    in memory."""
+    """A results store at ``path`` (created on first use); ``read_only``: a reader's, which refuses what
+    :func:`check_is_store` refuses, writes nothing (:func:`read_only_connection`) and reads an older schema
+    through a migrated copy in memory."""
 
     def __init__(self, path: str | Path = DEFAULT_STORE, read_only: bool = False) -> None:
         self.path = Path(path)
@@ -294,15 +271,11 @@ class Store:
 
     def _open_reading(self) -> None:
         self.conn = read_only_connection(self.path)
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if version < SCHEMA_VERSION:  # migrated in a copy: the file stays as it was
-            memory = sqlite3.connect(":memory:", isolation_level=None)
-            self.conn.backup(memory)
-            self.conn.close()
-            self.conn = memory
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            with closing(self.conn) as stored:  # migrated in a copy: the file stays as it was (a newer one refused)
+                self.conn = sqlite3.connect(":memory:", isolation_level=None)
+                stored.backup(self.conn)
             self._migrate()
-        elif version > SCHEMA_VERSION:
-            raise UserError(self._newer(version))
 
     def close(self) -> None:
         self.conn.close()
@@ -317,14 +290,13 @@ class Store:
             raise
         self.conn.execute("COMMIT")
 
-    def _newer(self, version: int) -> str:
-        return f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
-
     def _migrate(self) -> None:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise UserError(self._newer(version))
+                raise UserError(
+                    f"results store {self.path} has schema {version}, newer than this robeval ({SCHEMA_VERSION})"
+                )
             while version < SCHEMA_VERSION:
                 for statement in filter(str.strip, MIGRATIONS[version].split(";")):
                     conn.execute(statement)
@@ -363,17 +335,17 @@ class Store:
         self._add_run("INSERT OR IGNORE", run_id, config, protocol, {}, None)
 
     def _add_run(self, insert: str, run_id: str, config: dict, protocol: str, info: dict, holder: str | None) -> None:
+        semantic = json.dumps(config, sort_keys=True, default=str)  # keys sorted: what --resume compares
         with self.transaction() as conn:
             conn.execute(
                 f"{insert} INTO runs (id, created, status, protocol, config, info, total_units, holder) "
                 "VALUES (?, ?, 'running', ?, ?, ?, 0, ?)",
-                (run_id, now(), protocol, config_text(config), json.dumps(info, default=str), holder),
+                (run_id, now(), protocol, semantic, json.dumps(info, default=str), holder),
             )
 
     def merge_from(self, other: str | Path, run_id: str) -> int:
         """Copy a worker store's units and records of ``run_id`` into this store; returns units merged."""
-        other = Path(other)
-        if not other.exists():
+        if not Path(other).exists():
             return 0
         self.conn.execute("ATTACH DATABASE ? AS worker", (str(other),))
         try:
@@ -387,9 +359,8 @@ class Store:
             self.conn.execute("DETACH DATABASE worker")
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        unknown = [key for key in fields if key not in UPDATABLE]
-        if unknown:
-            raise ValueError(unknown[0])
+        if not UPDATABLE.issuperset(fields):
+            raise ValueError(next(key for key in fields if key not in UPDATABLE))
         sets = ", ".join(f"{key} = ?" for key in fields)
         values = [json.dumps(value, default=str) if key == "info" else value for key, value in fields.items()]
         with self.transaction() as conn:
@@ -449,10 +420,7 @@ class Store:
 
     def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
         """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""
-        rows = self.conn.execute(
-            "SELECT model, eps, attack, COUNT(*) FROM units WHERE run_id = ? GROUP BY model, eps, attack", (run_id,)
-        )
-        return {(m, e, a): int(n) for m, e, a, n in rows}
+        return dict(Counter(unit[:3] for unit in self.done_units(run_id)))
 
     def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves = ()) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
@@ -463,7 +431,9 @@ class Store:
         try:
             with self.transaction() as conn:
                 for table, values in (("records", rows), ("curves", points), ("units", done)):
-                    conn.executemany(_insert(table), values)
+                    columns = ["run_id", *UNIT_TABLES[table]]
+                    insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                    conn.executemany(insert, values)
                 if self.holder is not None:  # a sign of life for a resume on another machine
                     self.holder["beat"] = now()
                     conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))

@@ -58,14 +58,10 @@ def with_member(records: pd.DataFrame) -> pd.DataFrame:
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
 # every attack missed (min), the largest perturbation (max), the passes of all attacks (sum).
 WORST_CASE = {
-    column: (column, how)
-    for how, columns in {
-        "first": ("batch", "label", "clean_top1", "clean_top5"),
-        "min": ("adv_top1", "adv_top5"),
-        "max": ("linf", "l2"),
-        "sum": ("forward_passes", "backward_passes"),
-    }.items()
-    for column in columns
+    **{column: (column, "first") for column in ("batch", "label", "clean_top1", "clean_top5")},
+    **{column: (column, "min") for column in ("adv_top1", "adv_top5")},
+    **{column: (column, "max") for column in ("linf", "l2")},
+    **{column: (column, "sum") for column in ("forward_passes", "backward_passes")},
 }
 
 
@@ -73,7 +69,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
     With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not (:func:`any_coverage`)."""
+    that stopped half-way would mix examples attacked and not (:func:`covered_attacks`)."""
     covered = covered_attacks(records, attacks, coverage)  # no worst case where no attack finished
     finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
     sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
@@ -96,11 +92,6 @@ def covered_attacks(
         if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
             out.setdefault((model, eps), set()).add(attack)
     return {key: [a for a in attacks if a in found] for key, found in out.items()}
-
-
-def any_coverage(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> dict[tuple[str, str], str]:
-    """:func:`covered_attacks` as the summary's ``any_over`` column writes them (comma-joined)."""
-    return {key: ",".join(names) for key, names in covered_attacks(records, attacks, coverage).items()}
 
 
 def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> dict:
@@ -136,12 +127,7 @@ FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
 
 # How a figure of a model's members combines into the model's row: their mean, the examples of the
 # member that has most (a partial run), the fp32 re-check's counts summed.
-OVER_MEMBERS = {
-    **dict.fromkeys(UNIT_FIGURES, "mean"),
-    "n": "max",
-    **dict.fromkeys(FP32_COUNTS, "sum"),
-}
-MEMBER_COLUMNS = ("members", "top1_std", "top5_std", "member_top1", "member_top5")
+OVER_MEMBERS = {**dict.fromkeys(UNIT_FIGURES, "mean"), "n": "max", **dict.fromkeys(FP32_COUNTS, "sum")}
 
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
@@ -173,8 +159,8 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """The columns of a model's members (:data:`MEMBER_COLUMNS`): how many, the sample std (n - 1) of
-    their top-1 and top-5 (%), and each one's value."""
+    """The columns a model of several members adds (the module docstring): how many, the sample std
+    (n - 1) of their top-1 and top-5 (%), and each one's value."""
     out: dict[str, Any] = {"members": len(members)}
     for metric in ("top1", "top5"):
         values = [100.0 * float(m[metric]) for m in members]
@@ -192,14 +178,12 @@ def summarize(
     Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
     the finished attacks they are the worst case over (``any_over``)."""
     attacks = config["attacks"]
-    full = (
-        pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True) if attacks else records
-    )
+    full = pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True)
     if full.empty:
         return pd.DataFrame()
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
-    over = any_coverage(records, attacks, coverage)
+    over = covered_attacks(records, attacks, coverage)
     models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
@@ -213,7 +197,7 @@ def summarize(
             {
                 **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
-                "any_over": over.get((model, eps), "") if attack == ANY else "",
+                "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
                 "batches": "" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
                 **(member_spread(members) if several else {}),
             }
@@ -229,12 +213,9 @@ def run_summary(
     curves: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
-    every table, for a run that just finished and for one read back from the store alike.
-
-    ``done_units`` (batches stored per model, eps and attack) against the run's plan marks rows that
-    do not cover every batch, and the run's ``status`` marks every row of a run that did not finish.
-    ``curves`` (the run's stored convergence-curve points) give each attack's row the examples its
-    curve leaves robust at nine tenths of the budget and at its end (NaN: no curve)."""
+    every table, for a run that just finished and for one read back from the store alike.  ``done_units``
+    (batches stored per model, eps and attack) marks the rows that do not cover the run's plan, the run's
+    ``status`` every row of a run that did not finish; ``curves`` (its stored points) give the curve columns."""
     config = config or run["config"]
     plan = run.get("plan", {})
     coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
@@ -275,12 +256,10 @@ Passes = dict[str, dict[str, dict[str, dict[str, float]]]]  # model -> eps -> at
 
 
 def passes_per_image(summary: pd.DataFrame) -> Passes:
-    """model -> eps -> attack (``clean`` and shift conditions too) -> ``{"forward": f, "backward": b}``:
-    the image passes through the model per example, the means of the records' counts (an attack's
-    include the records' own forward pass on its points).  A run's cost on any hardware is these
-    times the cost of one pass there (benchmarks/estimate_full_eval.py); run.json, the closing summary
-    of ``robeval run`` and the report show them.  The ``any`` rows are left out: their sums are the
-    totals of the rows shown."""
+    """model -> eps -> attack (``clean`` and shift conditions too; not ``any``, whose sums are the totals)
+    -> ``{"forward": f, "backward": b}``: the mean image passes through the model per example, an attack's
+    including the records' own forward pass on its points.  Times the cost of one pass on some hardware,
+    the run's cost there (benchmarks/estimate_full_eval.py); run.json, ``robeval run`` and the report show them."""
     out: Passes = {}
     for r in summary[summary["attack"] != ANY].itertuples(index=False):
         out.setdefault(str(r.model), {}).setdefault(str(r.eps), {})[str(r.attack)] = {
