@@ -56,20 +56,6 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     )
 
 
-def _reopen(store: RunStore, resume: str, plan: RunPlan, outline: dict[str, Any]) -> tuple[str, set, dict]:
-    for path in store.worker_paths():  # units a killed worker left in its own file count as done
-        store.merge_from(path, resume)
-    stored = store.run(resume)
-    diff = identity_difference(stored["config"], plan.identity())
-    if diff:
-        raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-    previous = stored["info"] or {}
-    refuse_changed_code(resume, plan, previous)
-    store.hold(resume)
-    store.update_run(resume, status="running", info={**previous, "plan": outline})
-    return resume, store.done_units(resume), previous
-
-
 def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) -> None:
     """One line when a model's code (a file of the user's, a plugin's version or layer) is not the code
     the run started with: its records so far were made by other code."""
@@ -83,11 +69,21 @@ def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) ->
 def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
     """The run created (with the code of its models, which a resume compares), or ``resume`` checked and
     reopened: its id, the units it has stored, its stored description."""
-    if resume is not None:
-        return _reopen(store, resume, plan, outline)
-    code = plan.models_code()
-    info = {"plan": outline, **({"code": code} if code else {})}
-    return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
+    if resume is None:
+        code = plan.models_code()
+        info = {"plan": outline, **({"code": code} if code else {})}
+        return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
+    for path in store.worker_paths():  # units a killed worker left in its own file count as done
+        store.merge_from(path, resume)
+    stored = store.run(resume)
+    diff = identity_difference(stored["config"], plan.identity())
+    if diff:
+        raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
+    previous = stored["info"] or {}
+    refuse_changed_code(resume, plan, previous)
+    store.hold(resume)
+    store.update_run(resume, status="running", info={**previous, "plan": outline})
+    return resume, store.done_units(resume), previous
 
 
 @dataclass
@@ -239,9 +235,8 @@ def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, An
         meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
     if len(model.job.members) == 1:
         return meta
-    mine = {"checkpoint": meta.get("checkpoint"), "checkpoint_sha256": meta.get("checkpoint_sha256")}
     members = list((before or {}).get("members") or [None] * len(model.job.members))
-    members[model.member.index] = mine
+    members[model.member.index] = {key: meta.get(key) for key in ("checkpoint", "checkpoint_sha256")}
     first = meta if model.member.index == 0 or not before else before
     return {**first, "members": members}
 
