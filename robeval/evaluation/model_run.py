@@ -116,7 +116,8 @@ class ModelRun:
             for b in range(self.data.num_batches(self.batch_size))
         }
         self.target = self._target()
-        self.counted = PassCounter(self._crafting())
+        dtype = plan.precision.autocast_dtype()  # what attacks see: the target, autocast when the precision says so
+        self.counted = PassCounter(self.target if dtype is None else Autocast(self.target, dtype, self.device.type))
         every = [(e, a) for e in self.config.eps for a in job.attacks]
         self.attacks = {(e.text, a): self._attack(a, e, self._crafted_on(a), source) for e, a in every}
         self.checkers = {(e.text, a): self._attack(a, e, self.target) for e, a in every if self._rechecked(a)}
@@ -151,11 +152,6 @@ class ModelRun:
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
         return target
-
-    def _crafting(self) -> nn.Module:
-        """What attacks see: the target, autocast when the run's precision says so."""
-        dtype = self.plan.precision.autocast_dtype()
-        return self.target if dtype is None else Autocast(self.target, dtype, self.device.type)
 
     def _crafted_on(self, attack: str) -> nn.Module:
         """The counted model, watched when ``attack`` draws a convergence curve."""
