@@ -139,12 +139,8 @@ def stage_unit(
     survivors = [i for i, hit in enumerate(before["adv_top1"]) if hit]
     chosen = survivors if stage in escalated[eps.text] else []
     attacked = [i for i in chosen if again or batch.examples[i] not in audited]
-    records = carried_over(before, stage)
-    if attacked:
-        ran = run_unit(model, batch.rows(attacked), eps, stage)
-        for j, i in enumerate(attacked):
-            for c in RECORD_COLUMNS:
-                records[c][i] = ran.records[c][j]
+    ran = run_unit(model, batch.rows(attacked), eps, stage) if attacked else None
+    records = carried_over(before, stage, ran, attacked)
     rerun = set(attacked)
     for i, example in enumerate(batch.examples):
         if example in audited:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,25 +250,24 @@ def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRe
         return run_unit(model, batch, eps, attack)
     before = batch.cascade.get(eps.text) or clean_records(batch, eps, "", forward_passes=0.0)
     rows = [i for i, hit in enumerate(before["adv_top1"]) if hit]
-    n = len(batch.y)
-    records = carried_over(before, attack)
     unit = run_unit(model, batch.rows(rows), eps, attack) if rows else None
-    if unit is not None:
-        for j, i in enumerate(rows):
-            for c in RECORD_COLUMNS:
-                records[c][i] = unit.records[c][j]
-    batch.cascade[eps.text] = records
+    records = batch.cascade[eps.text] = carried_over(before, attack, unit, rows)
     key = model.key(eps.text, attack, batch.b)
-    return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, n), attacked=len(rows))
+    return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, len(batch.y)), attacked=len(rows))
 
 
-def carried_over(before: Columns, attack: str) -> Columns:
-    """The records an attack of a chain starts from: each example as the attacks before it left it (the
-    same outcome and point), under ``attack``'s name, no passes spent, no search or re-check."""
+def carried_over(before: Columns, attack: str, ran: UnitRecords | None = None, rows: Sequence[int] = ()) -> Columns:
+    """The records of an attack of a chain: the examples at ``rows`` as its unit ``ran`` on them recorded
+    them, the others as the attacks before it left them (the same outcome and point) under ``attack``'s
+    name, no passes spent, no search or re-check."""
     n = len(before["example"])
     records = {c: list(v) for c, v in before.items()}
     records.update(attack=[attack] * n, forward_passes=[0.0] * n, backward_passes=[0.0] * n)
     records.update(min_norm=[math.nan] * n, fp32_top1=[math.nan] * n)
+    if ran is not None:
+        for j, i in enumerate(rows):
+            for c in RECORD_COLUMNS:
+                records[c][i] = ran.records[c][j]
     return records
 
 
