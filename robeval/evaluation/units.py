@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from ..attacks.convergence import CurveWatch, Fooling, grid, reading, robust_along
-from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, search_norms
+from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, search_norms, within_eps
 from ..defaults import CLEAN
 from ..eps import Eps
 from ..errors import UserError
@@ -203,9 +203,8 @@ def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Poi
         )
         batch.searches[attack] = Search(points, logits, norms, passes)
     search = batch.searches[attack]
-    kept = fooled_within(search.norms, eps.value)
-    x_adv = torch.where(kept.view(-1, *[1] * (batch.xa.dim() - 1)), search.points, batch.xa)
-    logits = torch.where(kept[:, None], search.logits, batch.clean_logits)
+    x_adv = within_eps(batch.xa, search.points, search.norms, eps.value)
+    logits = torch.where(fooled_within(search.norms, eps.value)[:, None], search.logits, batch.clean_logits)
     return Points(x_adv, search.passes, logits, search.norms.tolist())
 
 
