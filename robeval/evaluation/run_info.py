@@ -94,13 +94,12 @@ def randomness(config) -> dict[str, str]:
     """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks, and for those
     an audited protocol names)."""
     drawn = get_protocol(config.protocol).library_draws  # an audited protocol's FAB-T and Square: as --cascade's
-    specs = {a: get_attack_spec(a) for a in config.attacks}
-    return {
-        a: CASCADE_RANDOMNESS
-        if (config.cascade or a in drawn) and getattr(s.cls, "library_draws", False)
-        else s.randomness
-        for a, s in specs.items()
-    }
+    out: dict[str, str] = {}
+    for attack in config.attacks:
+        spec = get_attack_spec(attack)
+        library = (config.cascade or attack in drawn) and getattr(spec.cls, "library_draws", False)
+        out[attack] = CASCADE_RANDOMNESS if library else spec.randomness
+    return out
 
 
 def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:
