@@ -153,9 +153,11 @@ class Session:
         name, eps, attack, *_ = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
-            model.log.count_attacked(f"{name}|{eps}|{attack}", unit.attacked)
+            model.log.attacked[f"{name}|{eps}|{attack}"] += unit.attacked
         if attack != CLEAN:
-            self.reporter.advance(self.bar(unit.key), len(unit.records["example"]), unit.seconds)
+            self.reporter.advance(
+                unit_key(name, eps, attack, model.condition_names), len(unit.records["example"]), unit.seconds
+            )
 
     @contextmanager
     def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
