@@ -88,8 +88,8 @@ class Batch:
 class ModelRun:
     """Member ``member`` of model ``job`` of ``plan``, loaded for ``data``: its units still to do (those
     not in ``done``), its attacks (transfer attacks craft on ``source``), and ``log``: what the run
-    learns of it.  ``partial`` hears how far a long attack has got inside its unit (images' worth);
-    ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
+    learns of it.  ``partial`` hears how far a long attack has got inside its unit (its bar's key,
+    images' worth); ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
 
     def __init__(
         self,
@@ -100,7 +100,7 @@ class ModelRun:
         done: set[Unit],
         log: RunLog,
         source: SourceModel | None = None,
-        partial: Callable[[Unit, float], None] | None = None,
+        partial: Callable[[tuple[str, ...], float], None] | None = None,
         checks: bool = False,
     ) -> None:
         self.job, self.member, self.plan, self.config, self.log = job, member, plan, plan.config, log
@@ -198,11 +198,11 @@ class ModelRun:
 
     @contextmanager
     def progress(self, unit: Unit, attacker, n: int) -> Iterator[None]:
-        """Report progress inside the unit: forward passes spent against the attack's budget."""
+        """Report progress inside an attack's unit (its bar: model, eps, attack): passes spent against its budget."""
         budget = attacker.budget()
         if self.partial is not None and budget:
             report = self.partial
-            self.counted.listener = throttled(lambda passes: report(unit, n * min(1.0, passes / (budget * n))))
+            self.counted.listener = throttled(lambda passes: report(unit[:3], n * min(1.0, passes / (budget * n))))
         try:
             yield
         finally:

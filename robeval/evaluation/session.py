@@ -105,13 +105,9 @@ class Session:
     def model_run(self, job: ModelJob, member: Member, log: RunLog) -> ModelRun:
         """Member ``member`` of model ``job`` loaded for this run (the model checks on the model's first
         batch, unless a resumed run has them already)."""
-        partial = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
-        told = None if partial is None else lambda unit, images: partial(self.bar(unit), images)
+        told = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
         checks = self.ctx.is_main and job.name not in self.log.model_checks and job.name not in log.model_checks
         return ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
-
-    def bar(self, unit: Unit) -> tuple[str, ...]:
-        return unit_key(unit[0], unit[1], unit[2], {c.name for c in self.plan.conditions})
 
     def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
         """What the run learns of a model's member before its batches (the model's facts, with each
