@@ -242,9 +242,8 @@ def unit_curve(
 
 
 def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecords:
-    """``attack``'s records under ``--cascade`` (module docstring): it runs on the examples every earlier
-    attack of the batch at ``eps`` left robust; the others carry the record that fooled them over, with
-    no passes spent, and count as fooled from its curve's start."""
+    """``attack``'s records under ``--cascade`` (module docstring); the examples it does not attack count
+    as fooled from its curve's start."""
     if attack == CLEAN:
         return run_unit(model, batch, eps, attack)
     before = batch.cascade.get(eps.text) or clean_records(batch, eps, "", forward_passes=0.0)
