@@ -151,9 +151,8 @@ class Session:
         if unit.attacked is not None:
             model.log.attacked[f"{name}|{eps}|{attack}"] += unit.attacked
         if attack != CLEAN:
-            self.reporter.advance(
-                unit_key(name, eps, attack, model.condition_names), len(unit.records["example"]), unit.seconds
-            )
+            bar, images = unit_key(name, eps, attack, model.condition_names), len(unit.records["example"])
+            self.reporter.advance(bar, images, unit.seconds)
 
     @contextmanager
     def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
