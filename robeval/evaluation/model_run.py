@@ -181,9 +181,6 @@ class ModelRun:
     def meta(self) -> dict[str, Any]:
         return {**asdict(self.model.meta), "name": self.job.name}
 
-    def pending(self) -> list[int]:
-        return [b for b in self.todo if self.todo[b]]
-
     def labels(self, batch: Batch, attack: str) -> torch.Tensor:
         """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""
         return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y

@@ -122,7 +122,7 @@ class Session:
         if self.ctx.is_main:  # every model sees the same examples
             members = sum(len(job.members) for job in plan.jobs)
             self.store.update_run(self.run_id, total_units=units * members, data_identity=self.data.identity)
-        pending = model.pending()
+        pending = [b for b, units in model.todo.items() if units]
         mine = pending[self.ctx.rank :: self.ctx.world]
         share = sorted(set(model.todo) - set(pending)) + mine
         worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
