@@ -45,8 +45,7 @@ PASSES = ("forward_passes", "backward_passes")
 
 
 def pass_step(model: ModelRun, batch: Batch, eps: Eps, unit: str) -> UnitRecords:
-    """A unit of the first pass: an attack of the pass (the cascade's step), or an audit unit: its stage
-    on the batch's sampled survivors still robust after the audit's stages before it."""
+    """A unit of the first pass (module docstring): an attack of the pass, or an audit unit."""
     stage = audited_stage(unit)
     if stage is None:
         return cascade_unit(model, batch, eps, unit)
@@ -128,9 +127,8 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
 def stage_unit(
     model: ModelRun, batch: Batch, eps: Eps, stage: str, first: FirstPass, escalated: dict[str, tuple[str, ...]]
 ) -> UnitRecords:
-    """One audit stage's records on a batch (module docstring): on what the stages before it left robust,
-    the audit's records of its sampled examples, the stage run on the survivors when it escalated (per
-    eps, ``escalated`` names the stages that did)."""
+    """One audit stage's records on a batch (module docstring); ``escalated``: per eps, the stages that
+    escalated."""
     stages = model.plan.protocol.audit_stages
     previous = stages[stages.index(stage) - 1] if stages.index(stage) else pass_end(model.plan, model.job)
     before = batch.cascade.get(eps.text) or first.columns(eps.text, previous, batch)
@@ -139,12 +137,8 @@ def stage_unit(
     survivors = [i for i, hit in enumerate(before["adv_top1"]) if hit]
     chosen = survivors if stage in escalated[eps.text] else []
     attacked = [i for i in chosen if again or batch.examples[i] not in audited]
-    records = carried_over(before, stage)
-    if attacked:
-        ran = run_unit(model, batch.rows(attacked), eps, stage)
-        for j, i in enumerate(attacked):
-            for c in RECORD_COLUMNS:
-                records[c][i] = ran.records[c][j]
+    ran = run_unit(model, batch.rows(attacked), eps, stage) if attacked else None
+    records = carried_over(before, stage, ran, attacked)
     rerun = set(attacked)
     for i, example in enumerate(batch.examples):
         if example in audited:

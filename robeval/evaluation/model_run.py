@@ -88,8 +88,8 @@ class Batch:
 class ModelRun:
     """Member ``member`` of model ``job`` of ``plan``, loaded for ``data``: its units still to do (those
     not in ``done``), its attacks (transfer attacks craft on ``source``), and ``log``: what the run
-    learns of it.  ``partial`` hears how far a long attack has got inside its unit (images' worth);
-    ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
+    learns of it.  ``partial`` hears how far a long attack has got inside its unit (its bar's key,
+    images' worth); ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
 
     def __init__(
         self,
@@ -100,7 +100,7 @@ class ModelRun:
         done: set[Unit],
         log: RunLog,
         source: SourceModel | None = None,
-        partial: Callable[[Unit, float], None] | None = None,
+        partial: Callable[[tuple[str, ...], float], None] | None = None,
         checks: bool = False,
     ) -> None:
         self.job, self.member, self.plan, self.config, self.log = job, member, plan, plan.config, log
@@ -116,7 +116,8 @@ class ModelRun:
             for b in range(self.data.num_batches(self.batch_size))
         }
         self.target = self._target()
-        self.counted = PassCounter(self._crafting())
+        dtype = plan.precision.autocast_dtype()  # what attacks see: the target, autocast when the precision says so
+        self.counted = PassCounter(self.target if dtype is None else Autocast(self.target, dtype, self.device.type))
         every = [(e, a) for e in self.config.eps for a in job.attacks]
         self.attacks = {(e.text, a): self._attack(a, e, self._crafted_on(a), source) for e, a in every}
         self.checkers = {(e.text, a): self._attack(a, e, self.target) for e, a in every if self._rechecked(a)}
@@ -152,11 +153,6 @@ class ModelRun:
             target = self.plan.shift.wrap_target(target)
         return target
 
-    def _crafting(self) -> nn.Module:
-        """What attacks see: the target, autocast when the run's precision says so."""
-        dtype = self.plan.precision.autocast_dtype()
-        return self.target if dtype is None else Autocast(self.target, dtype, self.device.type)
-
     def _crafted_on(self, attack: str) -> nn.Module:
         """The counted model, watched when ``attack`` draws a convergence curve."""
         cls: type[Attack] = get_attack_spec(attack).cls
@@ -185,9 +181,6 @@ class ModelRun:
     def meta(self) -> dict[str, Any]:
         return {**asdict(self.model.meta), "name": self.job.name}
 
-    def pending(self) -> list[int]:
-        return [b for b in self.todo if self.todo[b]]
-
     def labels(self, batch: Batch, attack: str) -> torch.Tensor:
         """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""
         return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
@@ -202,11 +195,11 @@ class ModelRun:
 
     @contextmanager
     def progress(self, unit: Unit, attacker, n: int) -> Iterator[None]:
-        """Report progress inside the unit: forward passes spent against the attack's budget."""
+        """Report progress inside an attack's unit (its bar: model, eps, attack): passes spent against its budget."""
         budget = attacker.budget()
         if self.partial is not None and budget:
             report = self.partial
-            self.counted.listener = throttled(lambda passes: report(unit, n * min(1.0, passes / (budget * n))))
+            self.counted.listener = throttled(lambda passes: report(unit[:3], n * min(1.0, passes / (budget * n))))
         try:
             yield
         finally:

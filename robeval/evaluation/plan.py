@@ -190,13 +190,10 @@ def model_jobs(
 ) -> list[ModelJob]:
     """The models to evaluate (see :func:`model_job`); with ``adaptive``, every model whose spec is
     adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``),
-    with the same members."""
+    with the same members; an audited protocol runs whole (its audit ends with a black-box attack)."""
     jobs = [model_job(config, protocol, m, given or {}) for m in config.models]
-    white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box"]
-    if protocol.audit_stages:  # an audited protocol runs whole (its audit ends with a black-box attack)
-        white = list(config.attacks)
-    wanted = config.adaptive and white
-    for job in [j for j in jobs if wanted and j.given is None and get_spec(j.model).is_adaptive]:
+    white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box" or protocol.audit_stages]
+    for job in [j for j in jobs if config.adaptive and white and j.given is None and get_spec(j.model).is_adaptive]:
         options = {**job.options, **(get_spec(job.model).adaptive or {})}
         jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, options, white, job.members))
     return jobs

@@ -30,27 +30,17 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..machine import status_kb
-from ..models import build_network, config_of, count_parameters, get_spec
+from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
 
 MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
 
 
-def _reset_cpu_peak() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _fused_attention_flops(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
-    """Q K^T and A V of a fused attention call: 2 FLOPs per multiply-add, as for a matrix product."""
-    return sdpa_flop_count(query_shape, key_shape, value_shape)
-
-
-# Fused attention kernels that FlopCounterMode does not count (its CUDA kernels it does): without this
-# entry deit-tiny counted 2.150 GFLOPs on a CPU, 2.507 with timm's fused attention switched off.
-UNCOUNTED_ATTENTION = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _fused_attention_flops}
+# Fused attention kernels that FlopCounterMode does not count (its CUDA kernels it does), counted as Q K^T
+# and A V (2 FLOPs per multiply-add, as for a matrix product): without this entry deit-tiny counted 2.150
+# GFLOPs on a CPU, 2.507 with timm's fused attention switched off.
+UNCOUNTED_ATTENTION = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: lambda q, k, v, *rest, **kw: sdpa_flop_count(q, k, v)
+}
 
 
 def count_flops(fn: Callable[[], object]) -> int:
@@ -79,9 +69,8 @@ def static_efficiency(names: list[str]) -> pd.DataFrame:
     for name in names:
         net = build_network(name).eval()
         size = tuple(config_of(net).get("input_size", (3, 224, 224)))
-        params = sum(p.numel() for p in net.parameters())
         gflops = gflops_per_image(net, size, torch.device("cpu"))
-        rows.append({"model": name, "params_M": round(params / 1e6, 4), "gflops_per_image": gflops})
+        rows.append({"model": name, "params_M": round(parameter_count(net) / 1e6, 4), "gflops_per_image": gflops})
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS)
 
 
@@ -152,11 +141,13 @@ def cpu_pass_memory_here(name: str, batch_size: int) -> float | None:
     bench = _Bench(name, batch_size, torch.device("cpu"))
     bench.forward()  # first-call allocations of the runtime are not the model's
     before = status_kb("VmRSS")
-    if before is None or not _reset_cpu_peak():
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # the high-water mark (VmHWM) starts again from here
+    except OSError:
         return None
     bench.forward_backward()
     peak = status_kb("VmHWM")
-    return None if peak is None else float(max(peak - before, 0) * 1024)
+    return None if peak is None or before is None else float(max(peak - before, 0) * 1024)
 
 
 def cpu_pass_memory(name: str, batch_size: int) -> float | None:
@@ -211,12 +202,10 @@ def profile(
 
 
 def with_changes(df: pd.DataFrame) -> pd.DataFrame:
+    """Each metric's change against the first model, in percent (None where either is missing or the first is 0)."""
     for col in ("params_M", "gflops_per_image", "forward_img_s", "forward_backward_img_s", "pass_memory_MB"):
         base = df[col].iloc[0]
         df[f"{col}_change_%"] = [
-            None
-            if (v is None or base in (None, 0) or pd.isna(v) or pd.isna(base))
-            else round(100.0 * (v - base) / base, 2)
-            for v in df[col]
+            None if pd.isna(v) or pd.isna(base) or base == 0 else round(100.0 * (v - base) / base, 2) for v in df[col]
         ]
     return df

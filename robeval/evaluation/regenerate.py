@@ -119,24 +119,20 @@ def regenerate(request: Request) -> Regeneration:
     machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)
     stored = EvalConfig.from_identity(request.config, trust_checkpoint=request.trust_checkpoint, **machine)
     plan = make_plan(remake(stored, models))
-    before = torch.get_num_threads()  # the run's count while crafting, the caller's afterwards
+    before, source = torch.get_num_threads(), None  # the run's thread count while crafting, the caller's afterwards
     try:
         if request.threads is not None:
             set_threads(request.threads)
-        return _regenerate(plan, request)
-    finally:
-        torch.set_num_threads(before)
-
-
-def _regenerate(plan: RunPlan, request: Request) -> Regeneration:
-    data = preflight(plan)
-    if request.data_identity and data.identity != request.data_identity:
-        raise UserError(f"the run's examples cannot be read again: stored {request.data_identity}, now {data.identity}")
-    jobs = {job.name: job for job in plan.jobs}
-    source = load_source(plan)
-    try:
+        data = preflight(plan)
+        if request.data_identity and data.identity != request.data_identity:
+            raise UserError(
+                f"the run's examples cannot be read again: stored {request.data_identity}, now {data.identity}"
+            )
+        jobs = {job.name: job for job in plan.jobs}
+        source = load_source(plan)
         crafted = [c for name in request.models for c in _craft(jobs[name], plan, data, request, source)]
     finally:
+        torch.set_num_threads(before)
         if source is not None:
             source.close()
     return Regeneration(crafted, data.label_space, plan.batch_size, sorted(request.batches))

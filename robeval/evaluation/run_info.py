@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -49,7 +50,7 @@ class RunLog:
     models: dict[str, dict] = field(default_factory=dict)
     model_checks: dict[str, dict] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # model|eps|attack (|fp32-check) -> seconds
-    attacked: dict[str, int] = field(default_factory=dict)  # --cascade: model|eps|attack -> examples attacked
+    attacked: Counter[str] = field(default_factory=Counter)  # --cascade: model|eps|attack -> examples attacked
     skipped: set[str] = field(default_factory=set)
     oom_splits: int = 0
     failed_models: dict[str, str] = field(default_factory=dict)
@@ -66,7 +67,7 @@ class RunLog:
             dict(previous.get("models", {})),
             dict(previous.get("model_checks", {})),
             dict(previous.get("timings_seconds", {})),
-            dict(previous.get("examples_attacked", {})),
+            Counter(previous.get("examples_attacked", {})),
             set(previous.get("skipped_files", [])),
             int(previous.get("oom_batch_splits", 0)),
             started=time.time(),
@@ -75,17 +76,13 @@ class RunLog:
     def time(self, key: str, seconds: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + seconds
 
-    def count_attacked(self, key: str, examples: int) -> None:
-        self.attacked[key] = self.attacked.get(key, 0) + examples
-
     def absorb(self, other: RunLog) -> None:
         """A model's share (one worker's) into the run's."""
         self.models.update(other.models)
         self.model_checks.update(other.model_checks)
         for key, seconds in other.timings.items():
             self.time(key, seconds)
-        for key, n in other.attacked.items():
-            self.count_attacked(key, n)
+        self.attacked.update(other.attacked)  # adds the counts
         self.skipped |= other.skipped
         self.oom_splits += other.oom_splits
 
@@ -94,13 +91,12 @@ def randomness(config) -> dict[str, str]:
     """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks, and for those
     an audited protocol names)."""
     drawn = get_protocol(config.protocol).library_draws  # an audited protocol's FAB-T and Square: as --cascade's
-    specs = {a: get_attack_spec(a) for a in config.attacks}
-    return {
-        a: CASCADE_RANDOMNESS
-        if (config.cascade or a in drawn) and getattr(s.cls, "library_draws", False)
-        else s.randomness
-        for a, s in specs.items()
-    }
+    out: dict[str, str] = {}
+    for attack in config.attacks:
+        spec = get_attack_spec(attack)
+        library = (config.cascade or attack in drawn) and getattr(spec.cls, "library_draws", False)
+        out[attack] = CASCADE_RANDOMNESS if library else spec.randomness
+    return out
 
 
 def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:

@@ -56,20 +56,6 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
     )
 
 
-def _reopen(store: RunStore, resume: str, plan: RunPlan, outline: dict[str, Any]) -> tuple[str, set, dict]:
-    for path in store.worker_paths():  # units a killed worker left in its own file count as done
-        store.merge_from(path, resume)
-    stored = store.run(resume)
-    diff = identity_difference(stored["config"], plan.identity())
-    if diff:
-        raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
-    previous = stored["info"] or {}
-    refuse_changed_code(resume, plan, previous)
-    store.hold(resume)
-    store.update_run(resume, status="running", info={**previous, "plan": outline})
-    return resume, store.done_units(resume), previous
-
-
 def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) -> None:
     """One line when a model's code (a file of the user's, a plugin's version or layer) is not the code
     the run started with: its records so far were made by other code."""
@@ -83,11 +69,21 @@ def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) ->
 def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
     """The run created (with the code of its models, which a resume compares), or ``resume`` checked and
     reopened: its id, the units it has stored, its stored description."""
-    if resume is not None:
-        return _reopen(store, resume, plan, outline)
-    code = plan.models_code()
-    info = {"plan": outline, **({"code": code} if code else {})}
-    return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
+    if resume is None:
+        code = plan.models_code()
+        info = {"plan": outline, **({"code": code} if code else {})}
+        return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
+    for path in store.worker_paths():  # units a killed worker left in its own file count as done
+        store.merge_from(path, resume)
+    stored = store.run(resume)
+    diff = identity_difference(stored["config"], plan.identity())
+    if diff:
+        raise UserError(f"--resume {resume}: the configuration differs from the stored run ({diff})")
+    previous = stored["info"] or {}
+    refuse_changed_code(resume, plan, previous)
+    store.hold(resume)
+    store.update_run(resume, status="running", info={**previous, "plan": outline})
+    return resume, store.done_units(resume), previous
 
 
 @dataclass
@@ -109,13 +105,9 @@ class Session:
     def model_run(self, job: ModelJob, member: Member, log: RunLog) -> ModelRun:
         """Member ``member`` of model ``job`` loaded for this run (the model checks on the model's first
         batch, unless a resumed run has them already)."""
-        partial = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
-        told = None if partial is None else lambda unit, images: partial(self.bar(unit), images)
+        told = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
         checks = self.ctx.is_main and job.name not in self.log.model_checks and job.name not in log.model_checks
         return ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
-
-    def bar(self, unit: Unit) -> tuple[str, ...]:
-        return unit_key(unit[0], unit[1], unit[2], {c.name for c in self.plan.conditions})
 
     def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
         """What the run learns of a model's member before its batches (the model's facts, with each
@@ -130,7 +122,7 @@ class Session:
         if self.ctx.is_main:  # every model sees the same examples
             members = sum(len(job.members) for job in plan.jobs)
             self.store.update_run(self.run_id, total_units=units * members, data_identity=self.data.identity)
-        pending = model.pending()
+        pending = [b for b, units in model.todo.items() if units]
         mine = pending[self.ctx.rank :: self.ctx.world]
         share = sorted(set(model.todo) - set(pending)) + mine
         worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
@@ -157,9 +149,10 @@ class Session:
         name, eps, attack, *_ = unit.key
         model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
         if unit.attacked is not None:
-            model.log.count_attacked(f"{name}|{eps}|{attack}", unit.attacked)
+            model.log.attacked[f"{name}|{eps}|{attack}"] += unit.attacked
         if attack != CLEAN:
-            self.reporter.advance(self.bar(unit.key), len(unit.records["example"]), unit.seconds)
+            bar, images = unit_key(name, eps, attack, model.condition_names), len(unit.records["example"])
+            self.reporter.advance(bar, images, unit.seconds)
 
     @contextmanager
     def model_stops_alone(self, job: ModelJob) -> Iterator[RunLog]:
@@ -239,9 +232,8 @@ def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, An
         meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
     if len(model.job.members) == 1:
         return meta
-    mine = {"checkpoint": meta.get("checkpoint"), "checkpoint_sha256": meta.get("checkpoint_sha256")}
     members = list((before or {}).get("members") or [None] * len(model.job.members))
-    members[model.member.index] = mine
+    members[model.member.index] = {key: meta.get(key) for key in ("checkpoint", "checkpoint_sha256")}
     first = meta if model.member.index == 0 or not before else before
     return {**first, "members": members}
 

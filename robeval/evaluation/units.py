@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 
 from ..attacks.convergence import CurveWatch, Fooling, grid, reading, robust_along
-from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, search_norms
+from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, search_norms, within_eps
 from ..defaults import CLEAN
 from ..eps import Eps
 from ..errors import UserError
@@ -173,22 +174,12 @@ def craft(
     return torch.cat([x_lo, x_hi]), read_lo + read_hi
 
 
-@dataclass
-class Search:
-    """A minimum-norm attack's search on a batch: the smallest fooling point per example (the clean
-    image where none was found), the target's logits on them, their sizes (0: misclassified clean,
-    inf: none found) and the passes per example it spent."""
-
-    points: torch.Tensor
-    logits: torch.Tensor
-    norms: torch.Tensor
-    passes: tuple[float, float]
-
-
 def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Points:
     """A minimum-norm attack's points at ``eps``, read from the batch's one search (run on the batch's
-    first eps, seeded without eps): where an example's smallest fooling point lies within eps, that
-    point and its logits, else the clean image; the search's passes are reported under every eps."""
+    first eps, seeded without eps; it keeps the smallest fooling point per example, the clean image where
+    none was found, the target's logits on them, their sizes, 0: misclassified clean, inf: none found,
+    and the passes per example it spent): where an example's smallest fooling point lies within eps,
+    that point and its logits, else the clean image; the search's passes are reported under every eps."""
     if attack not in batch.searches:
         attacker = model.attacks[(eps.text, attack)]
         model.counted.reset()
@@ -200,12 +191,11 @@ def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Poi
         norms = search_norms(
             batch.xa, points, batch.clean_logits.argmax(1), logits.argmax(1), labels, model.config.norm
         )
-        batch.searches[attack] = Search(points, logits, norms, passes)
-    search = batch.searches[attack]
-    kept = fooled_within(search.norms, eps.value)
-    x_adv = torch.where(kept.view(-1, *[1] * (batch.xa.dim() - 1)), search.points, batch.xa)
-    logits = torch.where(kept[:, None], search.logits, batch.clean_logits)
-    return Points(x_adv, search.passes, logits, search.norms.tolist())
+        batch.searches[attack] = points, logits, norms, passes
+    points, logits, norms, passes = batch.searches[attack]
+    x_adv = within_eps(batch.xa, points, norms, eps.value)
+    logits = torch.where(fooled_within(norms, eps.value)[:, None], logits, batch.clean_logits)
+    return Points(x_adv, passes, logits, norms.tolist())
 
 
 def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[float]:
@@ -242,32 +232,30 @@ def unit_curve(
 
 
 def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecords:
-    """``attack``'s records under ``--cascade`` (module docstring): it runs on the examples every earlier
-    attack of the batch at ``eps`` left robust; the others carry the record that fooled them over, with
-    no passes spent, and count as fooled from its curve's start."""
+    """``attack``'s records under ``--cascade`` (module docstring); the examples it does not attack count
+    as fooled from its curve's start."""
     if attack == CLEAN:
         return run_unit(model, batch, eps, attack)
     before = batch.cascade.get(eps.text) or clean_records(batch, eps, "", forward_passes=0.0)
     rows = [i for i, hit in enumerate(before["adv_top1"]) if hit]
-    n = len(batch.y)
-    records = carried_over(before, attack)
     unit = run_unit(model, batch.rows(rows), eps, attack) if rows else None
-    if unit is not None:
-        for j, i in enumerate(rows):
-            for c in RECORD_COLUMNS:
-                records[c][i] = unit.records[c][j]
-    batch.cascade[eps.text] = records
+    records = batch.cascade[eps.text] = carried_over(before, attack, unit, rows)
     key = model.key(eps.text, attack, batch.b)
-    return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, n), attacked=len(rows))
+    return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, len(batch.y)), attacked=len(rows))
 
 
-def carried_over(before: Columns, attack: str) -> Columns:
-    """The records an attack of a chain starts from: each example as the attacks before it left it (the
-    same outcome and point), under ``attack``'s name, no passes spent, no search or re-check."""
+def carried_over(before: Columns, attack: str, ran: UnitRecords | None = None, rows: Sequence[int] = ()) -> Columns:
+    """The records of an attack of a chain: the examples at ``rows`` as its unit ``ran`` on them recorded
+    them, the others as the attacks before it left them (the same outcome and point) under ``attack``'s
+    name, no passes spent, no search or re-check."""
     n = len(before["example"])
     records = {c: list(v) for c, v in before.items()}
     records.update(attack=[attack] * n, forward_passes=[0.0] * n, backward_passes=[0.0] * n)
     records.update(min_norm=[math.nan] * n, fp32_top1=[math.nan] * n)
+    if ran is not None:
+        for j, i in enumerate(rows):
+            for c in RECORD_COLUMNS:
+                records[c][i] = ran.records[c][j]
     return records
 
 
