@@ -31,19 +31,14 @@ BOOTSTRAP_SAMPLES = 2000
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``."""
-    only_a = int(np.sum(a & ~b))
-    only_b = int(np.sum(~a & b))
-    if only_a + only_b == 0:
-        return 1.0
-    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue) if only_a + only_b else 1.0
 
 
 def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
     """95% percentile interval of mean(values), in percent (points), resampling the examples."""
-    rng = np.random.default_rng(seed)
-    values = values.astype(float)
-    draws = rng.integers(0, len(values), size=(samples, len(values)))
-    means = values[draws].mean(axis=1) * 100.0
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(samples, len(values)))
+    means = values.astype(float)[draws].mean(axis=1) * 100.0
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
@@ -97,14 +92,8 @@ def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: 
     row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
     for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
         a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
-        low, high = bootstrap_ci(a, b, seed)
-        values = {
-            "a": 100 * a.mean(),
-            "b": 100 * b.mean(),
-            "diff": 100 * (b.mean() - a.mean()),
-            "ci_low": low,
-            "ci_high": high,
-        }
+        ci = dict(zip(("ci_low", "ci_high"), bootstrap_ci(a, b, seed)))
+        values = {"a": 100 * a.mean(), "b": 100 * b.mean(), "diff": 100 * (b.mean() - a.mean()), **ci}
         row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
         row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
     return row
