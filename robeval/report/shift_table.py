@@ -108,12 +108,8 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
 def shift_grid(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows = models; the shift columns, then the attack columns (top-1)."""
     rows = {m: _shift_cells(summary[summary["model"] == m]) for m in dict.fromkeys(summary["model"])}
-    columns = [
-        c
-        for c in dict.fromkeys(c for cells in rows.values() for c in cells)
-        if any(cells.get(c, "n/a") != "n/a" for cells in rows.values())
-    ]  # no column of n/a only
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).fillna("")
+    grid = pd.DataFrame.from_dict(rows, orient="index")
+    return grid.loc[:, (grid.fillna("n/a") != "n/a").any()].fillna("")  # no column of n/a only
 
 
 def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
