@@ -37,6 +37,12 @@ NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a 
 THREE_D = CORRUPTION_SETS.require("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
 
 
+def is_3dcc(attacks: pd.Series) -> bool:
+    """Whether every condition among ``attacks`` is an ImageNet-3DCC corruption (its entry: the _3d fields)."""
+    conditions = (parse_condition(a) for a in attacks)
+    return all(c[0] in THREE_D for c in conditions if c is not None)
+
+
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
@@ -109,9 +115,7 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
     """A corruption entry from one model's rows: mean accuracy over the conditions run, and mCE."""
     metrics = model_metrics(rows)
     assert metrics is not None  # called for rows with conditions only
-    parsed = [parse_condition(a) for a in rows["attack"]]
-    suffix = "_3d" if all(p is None or p[0] in THREE_D for p in parsed) else ""
-    acc_field, mce_field = CORRUPTION_FIELDS[suffix]
+    acc_field, mce_field = CORRUPTION_FIELDS["_3d" if is_3dcc(rows["attack"]) else ""]
     common = _common(rows)
     entry = {k: common[k] for k in MODEL_INFO_FIELDS[: MODEL_INFO_FIELDS.index("reported") + 1]}
     entry.update(eps=None)  # RobustBench's corruption entries have no eps
