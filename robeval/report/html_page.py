@@ -1,7 +1,6 @@
 """``robeval report``: one self-contained HTML page of stored runs, a Jinja2 template
-(``templates/report.html.j2``) filled with the sections registered below, in their order (paper table,
-figures, convergence, checklist, efficiency, passes, every model against a baseline, gallery,
-configuration), each built from the same code the other commands use.
+(``templates/report.html.j2``) filled with the sections registered below, in their order, each built
+from the same code the other commands use.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
 the gallery an inline PNG, and a Content-Security-Policy forbids any other source.

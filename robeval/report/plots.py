@@ -1,12 +1,6 @@
-"""Figures from stored runs, in the paper style of :mod:`.style`: robust accuracy against eps (a panel
-per attack, the clean accuracy at eps = 0), a bar chart per eps, the minimum-norm curve and accuracy
-against corruption severity; 95% bootstrap intervals as error bars.
-
-:func:`figures` builds them (name -> matplotlib figure) for any page that embeds them (the HTML
-report inlines their SVG); :func:`make_plots` writes each as PNG, SVG and PDF.  A figure that would
-carry no information is not drawn: no eps curve for a single-eps run, no panel whose every value is
-the same (top-5 of a minimum-norm attack at 100%).
-"""
+"""Figures from stored runs, in the paper style of :mod:`.style`, 95% bootstrap intervals as error bars:
+:func:`figures` builds every one the runs support (the HTML report inlines their SVG), :func:`make_plots`
+writes them as files.  A figure that would carry no information is not drawn."""
 
 from __future__ import annotations
 

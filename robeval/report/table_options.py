@@ -1,11 +1,7 @@
 """What a results table shows, for a paper whose columns are few: top-1 alone, the attack columns chosen and
 ordered, and the names the models are shown by (``robeval table --top1-only --attacks pgd,apgd-ce,any
 --name digits-deit-diff=DiffAttn``; ``Run.table(top1_only=True, attacks=[...], names={...})``).
-
-The options are read once (:meth:`TableOptions.of`: their syntax, one line for a mistake) and checked
-against the run when applied (:meth:`TableOptions.applied`: an attack or model the run lacks is one line
-naming what it has); every format then renders the summary they give, so Markdown, LaTeX, HTML, CSV and
-JSON show the same columns and names.
+Every format renders the summary :meth:`TableOptions.applied` gives, so all show the same columns and names.
 """
 
 from __future__ import annotations
