@@ -26,8 +26,7 @@ def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> st
         return f"{what} clean accuracy ({percent})"
     value, norm = float(rows["eps_value"].iloc[0]), rows["norm"].iloc[0]
     if latex:
-        budget = eps_label(value)
-        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {budget}$ ($\approx {value:.4g}$)"
+        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {eps_label(value)}$ ($\approx {value:.4g}$)"
     return f"{what} accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})"
 
 

@@ -131,10 +131,8 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     rows = []
     for eps in [e for e in run_a.config["eps"] if e in set(ra["eps"])]:
         for attack in dict.fromkeys([CLEAN, *run_a.config["attacks"], ANY, *shifted]):
-            sides = _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))
-            if sides is not None:
-                a, b = sides
-                rows.append(claim_row(a, b, eps, attack) if several else paired_row(a, b, eps, attack, seed))
+            if (sides := _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))) is not None:
+                rows.append(claim_row(*sides, eps, attack) if several else paired_row(*sides, eps, attack, seed))
     if not rows:
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)
