@@ -16,13 +16,28 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
+import jinja2
 import pandas as pd
 from markupsafe import Markup
 
 from ..errors import UserError
+from ..evaluation.config import ADAPTIVE_SUFFIX
+from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
+from ..evaluation.regenerate import refusal
+from ..models.given import PREFIX
+from ..models.user_code import registered_spec
 from ..registry import Registry
+from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms
+from ..results.soundness import judge_stored
 from ..results.store import Store
+from ..results.summary import passes_per_image
+from . import plots, style
+from .checklist import CHECKLIST_INTRO, RENDERINGS
+from .comparison import comparison
+from .convergence import convergence_svg
+from .gallery import gallery
+from .paper import render
 
 
 @dataclass
@@ -74,8 +89,6 @@ def _cell(value: Any) -> str:
 
 @section
 def paper_table(page: Page) -> Section:
-    from .paper import render
-
     note = (
         "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
         "Minimum-norm and distribution-shift tables follow where the runs have them."
@@ -85,8 +98,6 @@ def paper_table(page: Page) -> Section:
 
 @section
 def figures(page: Page) -> Section | None:
-    from . import plots, style
-
     found = plots.figures(page.summary, minimal_norms(page.runs))
     if not found:
         return None
@@ -101,9 +112,6 @@ def figures(page: Page) -> Section | None:
 
 @section
 def convergence(page: Page) -> Section | None:
-    from ..results.convergence import curves
-    from .convergence import convergence_svg
-
     parts = []
     for run in page.runs:
         svg = convergence_svg(curves(page.store, run.run_id))
@@ -123,9 +131,6 @@ def convergence(page: Page) -> Section | None:
 def checklist(page: Page) -> Section:
     """Each run of the page judged with its evidence runs (those made for it are not judged apart), as
     ``robeval check --report`` judges it."""
-    from ..results.soundness import judge_stored
-    from .checklist import CHECKLIST_INTRO, RENDERINGS
-
     ids = {run.run_id for run in page.runs}
     judged = [judge_stored(page.store, r) for r in page.runs if r.config.get("evidence_for") not in ids]
     return Section(
@@ -138,10 +143,6 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
     (found without importing the user's code a row names), one of the user's code or a module given
     from Python as the first run that has it stored it (parameters, FLOPs per image); and the
     registered names."""
-    from ..evaluation.config import ADAPTIVE_SUFFIX
-    from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
-    from ..models.user_code import registered_spec
-
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
     for shown in dict.fromkeys(page.summary["model"]):
@@ -171,8 +172,6 @@ def efficiency(page: Page) -> Section:
 
 @section
 def passes(page: Page) -> Section | None:
-    from ..results.summary import passes_per_image
-
     rows = [
         {"model": model, "eps": eps, "attack": attack, "forward": p["forward"], "backward": p["backward"]}
         for model, by_eps in passes_per_image(page.summary).items()
@@ -199,8 +198,6 @@ def baseline_of(run: StoredRun, wanted: str | None) -> str:
 
 def _compared(page: Page, baseline: str, model: str) -> Markup:
     """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
-    from .comparison import comparison
-
     run, title = page.runs[0], Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
     try:
         found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
@@ -238,16 +235,12 @@ NOT_REBUILT = (
 
 def _given_from_python(run: StoredRun, model: str) -> bool:
     """Whether ``model`` of ``run`` was a module given from Python (nothing here can build it again)."""
-    from ..models.given import PREFIX
-
     return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
 
 
 def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
     """The attack the report's gallery regenerates: ``wanted``, or the first of the run's attacks that
     can be crafted again exactly (PGD first)."""
-    from ..evaluation.regenerate import refusal
-
     attacks = list(run.config.get("attacks", []))
     if wanted is not None:
         return wanted
@@ -257,8 +250,6 @@ def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
 
 @section
 def examples(page: Page) -> Section | None:
-    from .gallery import gallery
-
     run = page.runs[0]
     attack = gallery_attack(run, page.gallery_attack)
     if page.gallery_size <= 0 or attack is None:
@@ -298,8 +289,6 @@ def configuration(page: Page) -> Section:
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
     gallery_size (0: no gallery), baseline (the model every other is compared with)."""
-    import jinja2
-
     page = Page(store, runs, combine(runs), **options)
     baseline_of(runs[0], page.baseline)  # a model the run lacks: one line before any section is built
     sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]

@@ -13,9 +13,13 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..eps import eps_label
+from ..results.checks import attacks_of_kind
+from ..shifts.catalog import FAMILY_OF, parse_condition
 from . import style
 from .captions import is_incomplete
+from .minimum_norm import curve, minimum_norm_attacks
 from .naming import attack_title, ordered_attacks
+from .shift_table import is_condition, split
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
@@ -31,8 +35,6 @@ def _informative(summary: pd.DataFrame, attack: str, metric: str) -> bool:
     """Whether a panel tells something: some model's accuracy moves between its clean value and the
     attack's eps (a panel of flat lines does not), and top-5 is no minimum-norm attack's (those stop at
     the top-1 decision boundary, so their top-5 is no attack's)."""
-    from .minimum_norm import minimum_norm_attacks
-
     if metric == "top5" and attack in minimum_norm_attacks(summary):
         return False
     rows = summary[summary["attack"].isin([attack, CLEAN])]
@@ -109,8 +111,6 @@ def bars_for_eps(sel: pd.DataFrame):
 
 
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    from ..shifts.catalog import parse_condition
-
     parsed = summary["attack"].map(parse_condition)
     rows, parsed = summary[parsed.notna()], parsed[parsed.notna()]
     first = rows["eps"] == rows["eps"].iloc[0]  # conditions are eps-free: one eps of the shift run
@@ -121,8 +121,6 @@ def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
 def accuracy_vs_severity(summary: pd.DataFrame):
     """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
     family's corruptions run), from the model's clean accuracy at severity 0."""
-    from ..shifts.catalog import FAMILY_OF
-
     rows = _severity_rows(summary)
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
     families, models = list(dict.fromkeys(rows["family"])), _models(rows)
@@ -148,9 +146,6 @@ def accuracy_vs_severity(summary: pd.DataFrame):
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
     run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""
-    from ..results.checks import attacks_of_kind
-    from .minimum_norm import curve
-
     norm = summary["norm"].iloc[0]
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
@@ -176,8 +171,6 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
 def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[str, object]:
     """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
     results.runs.minimal_norms) adds the minimum-norm curve."""
-    from .shift_table import is_condition, split
-
     attacks, _ = split(summary)
     makers: dict[str, Callable[[], object]] = {}
     if len(attacks):

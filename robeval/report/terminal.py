@@ -12,6 +12,8 @@ from rich.text import Text
 
 from .captions import caption_parts
 from .grid import Measured
+from .paper import members_part
+from .shift_table import later_blocks, split
 
 
 def compact(value: float) -> str:
@@ -137,9 +139,6 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    from .paper import members_part
-    from .shift_table import later_blocks, split
-
     attacks, _ = split(summary)
     tables = []
     for eps in dict.fromkeys(attacks["eps"]):
