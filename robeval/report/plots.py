@@ -88,9 +88,8 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
 
 
 def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
-    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack")  # clean: once per run
-    return ([float(rows.loc[a, "top1"]) if a in rows.index else np.nan for a in attacks],
-            [int(rows.loc[a, "n"]) if a in rows.index else 0 for a in attacks])  # fmt: skip
+    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
+    return rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
 
 
 def bars_for_eps(sel: pd.DataFrame):

@@ -132,9 +132,8 @@ def model_info_entries(summary: pd.DataFrame) -> list[dict[str, Any]]:
     for _, rows in summary.groupby("model", sort=False):
         if is_condition(rows).any():
             entries.append(corruption_entry(rows))
-            continue
-        plain = attack_rows(rows)
-        entries += [attack_entry(plain[plain["eps"] == eps]) for eps in dict.fromkeys(plain["eps"])]
+        else:  # one entry per eps
+            entries += [attack_entry(plain) for _, plain in attack_rows(rows).groupby("eps", sort=False)]
     return entries
 
 

@@ -142,8 +142,7 @@ def shift_caption(summary: pd.DataFrame) -> str:
     mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
     parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
     parts += [_kind_part(summary, kind) for kind in dict.fromkeys(column(summary, "shift")) if kind]
-    models = summary["model"].unique()
-    metrics = [model_metrics(summary[summary["model"] == m], k) for m in models for k in benchmarks]
+    metrics = [model_metrics(summary[summary["model"] == m], k) for m in summary["model"].unique() for k in benchmarks]
     parts += sorted({m.note for m in metrics if m is not None and m.note})
     if mce:
         parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")

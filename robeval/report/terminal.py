@@ -65,13 +65,8 @@ class RichReporter:
 
     def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
         """``bars`` of ``model``, the ``position[0]``-th of the run's ``position[1]`` models."""
-        columns = (
-            TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            ImagesPerSecond(),
-            TimeLeft(),
-        )
+        label = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+        columns = (label, BarColumn(bar_width=24), MofNCompleteColumn(), ImagesPerSecond(), TimeLeft())
         self.progress = Progress(*columns, console=self.console, transient=False, expand=True)
         self.progress.start()
         self.started, self.position = time.monotonic(), position
