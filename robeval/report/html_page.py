@@ -155,8 +155,7 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
         elif (spec := registered_spec(model)) is not None and spec.name not in names:
             names.append(spec.name)
             rows.append(static_efficiency([spec.name]).iloc[0].to_dict())
-    frame = pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model")
-    return frame, names
+    return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model"), names
 
 
 @section

@@ -76,17 +76,14 @@ def members_part(rows: pd.DataFrame, latex: bool) -> str:
 def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bool = False) -> str:
     """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
     says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
-
-    def render_other(grid: pd.DataFrame, text: str) -> str:
-        return render_grid(grid, latex_escape(text) if latex else text)
-
     attacks, _ = split(summary)
     blocks = []
     for eps in dict.fromkeys(attacks["eps"]):
         grid, bold = attack_grid(attacks, eps, options)
         text = caption(attacks, eps, latex, top5=not options.top1_only)
         blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
-    return "\n\n".join(blocks + later_blocks(summary, render_other)) + "\n"
+    others = later_blocks(summary, lambda grid, text: render_grid(grid, latex_escape(text) if latex else text))
+    return "\n\n".join(blocks + others) + "\n"
 
 
 def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:

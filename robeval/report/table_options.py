@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..errors import UserError
 from .naming import ordered_attacks
+from .shift_table import is_condition
 
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))  # the summary's metric columns and their titles
 STD = "_std"  # a summary column <metric>_std: the sample std over a model's members (cells show mean ± std)
@@ -55,8 +56,6 @@ class TableOptions:
         model the run lacks."""
         if self.is_default:
             return summary
-        from .shift_table import is_condition
-
         out = summary
         if self.attacks:
             _check_known("--attacks", self.attacks, list(dict.fromkeys(summary["attack"])), "attack columns")
