@@ -210,11 +210,10 @@ def _compared(page: Page, baseline: str, model: str) -> Markup:
 @section
 def paired(page: Page) -> Section | None:
     run = page.runs[0]
-    models = list(dict.fromkeys(run.summary["model"]))
-    if len(models) < 2:
-        return None
     baseline = baseline_of(run, page.baseline)
-    others = [m for m in models if m != baseline]
+    others = [m for m in dict.fromkeys(run.summary["model"]) if m != baseline]
+    if not others:
+        return None
     body = Markup("").join(_compared(page, baseline, model) for model in others)
     return Section(
         "compare", f"Every model against {baseline}", body,

@@ -182,8 +182,7 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
         makers["robust_top1_vs_min_norm"] = lambda: minimum_norm_curves(attacks, norms)
     if is_condition(summary).any():
         makers["accuracy_vs_severity"] = lambda: accuracy_vs_severity(summary)
-    built = {stem: make() for stem, make in makers.items()}
-    return {stem: fig for stem, fig in built.items() if fig is not None}
+    return {stem: fig for stem, make in makers.items() if (fig := make()) is not None}
 
 
 def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:

@@ -103,8 +103,7 @@ def _common(rows: pd.DataFrame) -> dict[str, Any]:
 
 def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
     """A Linf / L2 entry from one model's rows at one eps."""
-    problem = standard_problem(rows)
-    if problem is not None:
+    if (problem := standard_problem(rows)) is not None:
         raise UserError(f"no RobustBench entry: {problem}")
     worst = float(rows[rows["attack"] == ANY]["top1"].iloc[0])
     return {**_common(rows), "eps": str(rows["eps"].iloc[0]), "autoattack_acc": percent(worst)}

@@ -67,7 +67,7 @@ class TableOptions:
             _check_unique([renamed.get(m, m) for m in models])
             out = out.assign(model=out["model"].map(lambda m: renamed.get(m, m)))
         dropped = [c for key, _ in TOPK[1:] if self.top1_only for c in (key, key + STD)]
-        return out.drop(columns=[c for c in dropped if c in out.columns])
+        return out.drop(columns=dropped, errors="ignore")
 
 
 def _display_names(names: Names) -> dict[str, str]:
