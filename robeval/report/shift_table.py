@@ -1,10 +1,7 @@
-"""The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns ImageNet-R
-and ImageNet-A (top-1, logits restricted to their 200 classes) and the other clean-image shifts
-(ImageNet-V2, -Sketch, CIFAR-10.1: top-1, and any attack run on them), ImageNet-C (mCE, or the
-unnormalised mean corruption error where mCE does not apply) and the other corruption benchmarks as
-they are reported (CIFAR-10-C, ImageNet-3DCC: mean top-1; ImageNet-C-bar: mean error), then the
-attack columns (top-1) when the runs have them; and a detail table of each corruption's top-1
-averaged over its severities.
+"""The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns the clean-image
+shifts (ImageNet-R, -A: logits restricted to their 200 classes; -V2, -Sketch, CIFAR-10.1: top-1, and any
+attack run on them), the corruption benchmarks as each is reported (:data:`REPORTED`), then the attack
+columns (top-1); and a detail table of each corruption's top-1 averaged over its severities.
 
 Runs of different shifts combine into one table (``robeval table RUN_C RUN_A RUN_R``): each
 contributes its own columns.  A condition's accuracy does not depend on eps; the first eps is used.
