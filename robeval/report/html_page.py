@@ -73,18 +73,15 @@ def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Marku
     """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
     head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
     rows = "".join(
-        "<tr>"
-        + "".join(f'<td class="{"text" if c in text_columns else ""}">{escape(_cell(v))}</td>' for c, v in row.items())
-        + "</tr>"
-        for _, row in frame.iterrows()
+        f"<tr>{''.join(_cell(v, c in text_columns) for c, v in row.items())}</tr>" for _, row in frame.iterrows()
     )
     return Markup(f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, text: bool) -> str:
     if isinstance(value, float):
-        return "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
-    return str(value)
+        value = "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
+    return f'<td class="{"text" if text else ""}">{escape(str(value))}</td>'
 
 
 @section
