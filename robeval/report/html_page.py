@@ -136,10 +136,9 @@ def checklist(page: Page) -> Section:
 
 
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
-    """Per model of the page (``+adaptive`` and run-id labels removed): a registered model counted now
-    (found without importing the user's code a row names), one of the user's code or a module given
-    from Python as the first run that has it stored it (parameters, FLOPs per image); and the
-    registered names."""
+    """Per model of the page (``+adaptive`` and run-id labels removed) its parameters and FLOPs per image:
+    a registered model's counted now (without importing the user's code a row names), one of the user's
+    code or a module given from Python's as the first run that has it stored them; and the registered names."""
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
     for shown in dict.fromkeys(page.summary["model"]):

@@ -74,13 +74,11 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     attacks = [a for a in ordered_attacks(summary) if a != CLEAN and _informative(summary, a, metric)]
     if not attacks:
         return None
-    models = _models(summary)
-    top = "top-1" if metric == "top1" else "top-5"
+    models, top = _models(summary), "top-1" if metric == "top1" else "top-5"
     fig, axes = style.figure(2.2, len(attacks), f"robust {top} (%)")
-    low = _lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric])
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
-    axes[0].set_ylim(low, 100)  # (shared)
+    axes[0].set_ylim(_lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric]), 100)  # (shared)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
     fig.suptitle(marked(f"Robust {top} accuracy vs eps ({protocol})", summary))
     style.legend_below(fig, axes)
