@@ -1,4 +1,4 @@
-"""Paper-style tables: rows = models, columns = attacks, cells ``top1 / top5``, one block per eps."""
+"""The captions of paper-style tables: what a block measures, on which data under which protocol, what it lacks."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> st
         return f"{what} clean accuracy ({percent})"
     value, norm = float(rows["eps_value"].iloc[0]), rows["norm"].iloc[0]
     if latex:
-        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {eps_label(value)}$ ($\approx {value:.4g}$)"
+        budget = eps_label(value)
+        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {budget}$ ($\approx {value:.4g}$)"
     return f"{what} accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})"
 
 

@@ -2,10 +2,10 @@
 
 One entry per model (and per eps when a run has several): a JSON object for one entry, a list of them
 for several, its values typed as RobustBench's own files type them (robustbench_ext.leaderboard).
-robeval fills dataset, eps, clean_acc, number_forward_passes (1: one pass per prediction), a footnote
-naming the run, unreliable, and autoattack_acc, but only from AutoAttack's standard attacks with their
-standard settings under the standard protocol: any other run is refused in one line that says what it
-lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d`` for ImageNet-3DCC) instead.
+robeval fills the fields a run knows (:func:`_common`) and autoattack_acc, but only from AutoAttack's
+standard attacks with their standard settings under the standard protocol: any other run is refused in
+one line that says what it lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d``
+for ImageNet-3DCC) instead.
 
 An entry that is no leaderboard number, though its attacks are AutoAttack's, is marked rather than
 refused (RobustBench's own fields for that): ``"unreliable": true`` and a footnote saying why, for a
