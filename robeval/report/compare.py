@@ -120,8 +120,7 @@ def _unit_rows(
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
     """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
     one line when they were not evaluated alike (robeval.results.likeness)."""
-    run_a, model_a = find_model(store, ref_a)
-    run_b, model_b = find_model(store, ref_b)
+    (run_a, model_a), (run_b, model_b) = find_model(store, ref_a), find_model(store, ref_b)
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
     refuse_unlike(side_a, side_b, "compare pairs like with like only")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]

@@ -290,9 +290,8 @@ def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    ids = ", ".join(r.run_id for r in runs)
     return environment.get_template("report.html.j2").render(
-        title=f"robeval report: run{'s' if len(runs) > 1 else ''} {ids}",
+        title=f"robeval report: run{'s' if len(runs) > 1 else ''} {', '.join(r.run_id for r in runs)}",
         subtitle=f"{len(runs)} run(s) in {store.path}; written {stamp}",
         sections=sections,
     )
