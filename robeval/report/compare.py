@@ -109,10 +109,9 @@ def _unit_rows(
         return None
     examples = [set(side["example"]) for side in sides]
     if examples[0] != examples[1] or any(len(s) != len(e) * s["member"].nunique() for s, e in zip(sides, examples)):
-        shared = len(examples[0] & examples[1])
         raise UserError(
-            f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} "
-            f"({len(examples[0])} vs {len(examples[1])}, {shared} shared); compare needs the same examples"
+            f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} ({len(examples[0])} vs "
+            f"{len(examples[1])}, {len(examples[0] & examples[1])} shared); compare needs the same examples"
         )
     return sides[0], sides[1]
 

@@ -92,12 +92,10 @@ def _display_names(names: Names) -> dict[str, str]:
 
 
 def _check_known(option: str, asked: Sequence[str], present: list[str], what: str) -> None:
-    missing = next((a for a in asked if a not in present), None)
-    if missing is not None:
+    if (missing := next((a for a in asked if a not in present), None)) is not None:
         raise UserError(f"{option} {missing}: not one of the run's {what} ({', '.join(present)})")
 
 
 def _check_unique(shown: list[str]) -> None:
-    twice = next((s for s in shown if shown.count(s) > 1), None)
-    if twice is not None:
+    if (twice := next((s for s in shown if shown.count(s) > 1), None)) is not None:
         raise UserError(f"--name: two models would be shown as {twice!r}; give each its own name")
