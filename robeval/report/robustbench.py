@@ -67,9 +67,8 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
         )
     for row in rows[rows["attack"].isin(attacks)].itertuples():
         ran, standard = json.loads(row.settings), resolve_settings(row.attack)
-        changed = sorted(k for k in standard if ran.get(k, standard[k]) != standard[k])
-        if changed:
-            k = changed[0]
+        k = min((s for s in standard if ran.get(s, standard[s]) != standard[s]), default=None)  # the first changed
+        if k is not None:
             return f"{model}: {row.attack} ran with {k}={ran[k]}, AutoAttack's standard is {k}={standard[k]}"
     return None
 
