@@ -1,4 +1,4 @@
-"""Paper-style tables: rows = models, columns = attacks, cells ``top1 / top5``, one block per eps."""
+"""The captions of paper-style tables: what a block measures, on which data under which protocol, what it lacks."""
 
 from __future__ import annotations
 

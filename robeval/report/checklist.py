@@ -33,10 +33,8 @@ CHECKLIST_INTRO = (
 
 def verdict(one: ModelFindings) -> str:
     """The verdict line of one model: its raised checks, or how many judged it."""
-    raised = [CHECKS[f.check].title for f in one.raised]
-    text = (
-        f"RAISED: {'; '.join(raised)}" if raised else f"no indicator of a failed attack among the {one.checked} checked"
-    )
+    raised = "; ".join(CHECKS[f.check].title for f in one.raised)
+    text = f"RAISED: {raised}" if raised else f"no indicator of a failed attack among the {one.checked} checked"
     return text + (f" ({one.not_run} not run)" if one.not_run else "")
 
 

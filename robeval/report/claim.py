@@ -45,9 +45,8 @@ def member_matrix(records: pd.DataFrame, column: str) -> tuple[np.ndarray, list[
 
 
 def seed_terms(a: np.ndarray, b: np.ndarray) -> list[tuple[float, int]]:
-    """Each side's seed term of the variance of D (points squared: the sample variance of its members'
-    accuracies over their number) with its degrees of freedom; a side of one member varies as the other
-    (the module docstring)."""
+    """Each side's seed term of the variance of D (points squared) with its degrees of freedom (the module
+    docstring)."""
     means = [100.0 * side.mean(axis=1) for side in (a, b)]
     variances = [float(np.var(m, ddof=1)) if len(m) > 1 else math.nan for m in means]
     known = [v for v in variances if not math.isnan(v)]
@@ -57,9 +56,8 @@ def seed_terms(a: np.ndarray, b: np.ndarray) -> list[tuple[float, int]]:
 
 
 def interaction(side: np.ndarray) -> float:
-    """The residual mean square of a side's members x examples outcomes (two-way, no replication): how
-    much a member's outcome on an example departs from its member's and the example's means; 0 for one
-    member."""
+    """The residual mean square of a side's members x examples outcomes (two-way, no replication); 0 for
+    one member."""
     k, n = side.shape
     if k < 2 or n < 2:
         return 0.0
@@ -68,9 +66,7 @@ def interaction(side: np.ndarray) -> float:
 
 
 def example_term(a: np.ndarray, b: np.ndarray) -> float:
-    """The examples' share of the variance of D (points squared): the variance of the paired per-example
-    differences of the member means over n, less the members' own departures on each example, which the
-    seed term holds already (never below 0)."""
+    """The example term of the variance of D (points squared; the module docstring), never below 0."""
     per_example = b.mean(axis=0) - a.mean(axis=0)
     n = len(per_example)
     if n < 2:

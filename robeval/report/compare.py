@@ -31,19 +31,14 @@ BOOTSTRAP_SAMPLES = 2000
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``."""
-    only_a = int(np.sum(a & ~b))
-    only_b = int(np.sum(~a & b))
-    if only_a + only_b == 0:
-        return 1.0
-    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue) if only_a + only_b else 1.0
 
 
 def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
     """95% percentile interval of mean(values), in percent (points), resampling the examples."""
-    rng = np.random.default_rng(seed)
-    values = values.astype(float)
-    draws = rng.integers(0, len(values), size=(samples, len(values)))
-    means = values[draws].mean(axis=1) * 100.0
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(samples, len(values)))
+    means = values.astype(float)[draws].mean(axis=1) * 100.0
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
@@ -97,14 +92,8 @@ def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: 
     row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
     for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
         a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
-        low, high = bootstrap_ci(a, b, seed)
-        values = {
-            "a": 100 * a.mean(),
-            "b": 100 * b.mean(),
-            "diff": 100 * (b.mean() - a.mean()),
-            "ci_low": low,
-            "ci_high": high,
-        }
+        ci = dict(zip(("ci_low", "ci_high"), bootstrap_ci(a, b, seed)))
+        values = {"a": 100 * a.mean(), "b": 100 * b.mean(), "diff": 100 * (b.mean() - a.mean()), **ci}
         row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
         row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
     return row
@@ -120,10 +109,9 @@ def _unit_rows(
         return None
     examples = [set(side["example"]) for side in sides]
     if examples[0] != examples[1] or any(len(s) != len(e) * s["member"].nunique() for s, e in zip(sides, examples)):
-        shared = len(examples[0] & examples[1])
         raise UserError(
-            f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} "
-            f"({len(examples[0])} vs {len(examples[1])}, {shared} shared); compare needs the same examples"
+            f"{refs[0]} and {refs[1]} evaluated different examples at eps {eps}, {attack} ({len(examples[0])} vs "
+            f"{len(examples[1])}, {len(examples[0] & examples[1])} shared); compare needs the same examples"
         )
     return sides[0], sides[1]
 
@@ -131,8 +119,7 @@ def _unit_rows(
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
     """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
     one line when they were not evaluated alike (robeval.results.likeness)."""
-    run_a, model_a = find_model(store, ref_a)
-    run_b, model_b = find_model(store, ref_b)
+    (run_a, model_a), (run_b, model_b) = find_model(store, ref_a), find_model(store, ref_b)
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
     refuse_unlike(side_a, side_b, "compare pairs like with like only")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
@@ -142,10 +129,8 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     rows = []
     for eps in [e for e in run_a.config["eps"] if e in set(ra["eps"])]:
         for attack in dict.fromkeys([CLEAN, *run_a.config["attacks"], ANY, *shifted]):
-            sides = _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))
-            if sides is not None:
-                a, b = sides
-                rows.append(claim_row(a, b, eps, attack) if several else paired_row(a, b, eps, attack, seed))
+            if (sides := _unit_rows(ra, rb, eps, attack, (ref_a, ref_b))) is not None:
+                rows.append(claim_row(*sides, eps, attack) if several else paired_row(*sides, eps, attack, seed))
     if not rows:
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)

@@ -25,13 +25,9 @@ ONE_CHECKPOINT = (
 @dataclass
 class Comparison:
     """Models ``a`` and ``b`` (as ``RUN_ID:MODEL``, or a model-info file) compared: ``table`` holds the
-    numbers per eps and attack.  ``test`` says which: ``paired`` (one checkpoint a side: top-1 / top-5 of
-    each, the difference B - A, its 95% bootstrap interval and the exact McNemar p), ``members`` (several
-    members a side: each side's mean and std over members, the difference of the means and its interval
-    for seeds and examples together, ``top1_beyond``: whether it exceeds the seed-to-seed variation) or
-    ``published`` (against a file: the run's interval and the published value).  ``lines`` say the
-    claim in words (the verdicts, or that it rests on one checkpoint each) and any difference in the
-    models' code; ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
+    numbers per eps and attack of the ``test`` (the module docstring; ``members``: ``top1_beyond`` says
+    whether the difference exceeds the seed-to-seed variation).  ``lines``: any difference in the models'
+    code; ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
 
     a: str
     b: str

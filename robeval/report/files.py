@@ -20,7 +20,7 @@ def check_out_file(path: Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path} is a folder; give a file name to write to (e.g. {path / 'table.md'})")
-    prepare_out_dir(path.parent if str(path.parent) else Path("."))
+    prepare_out_dir(path.parent)
     return path
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..atomic_files import atomic_write
 from ..results.recrafting import Recrafted, RecraftPlan, plan_recrafting, recraft
 from ..results.store import Store
+from .gallery_figure import class_names, draw
 
 FORMATS = (".png", ".svg")
 
@@ -37,8 +38,6 @@ class Gallery(Recrafted):
 
     @classmethod
     def of(cls, recrafted: Recrafted) -> Gallery:
-        from .gallery_figure import class_names
-
         crafted = {f.name: getattr(recrafted, f.name) for f in fields(Recrafted)}
         return cls(**crafted, class_name=class_names(recrafted.label_space))
 
@@ -57,8 +56,6 @@ class Gallery(Recrafted):
 
     def figure(self):
         """The matplotlib figure (the caller closes it: ``matplotlib.pyplot.close(fig)``)."""
-        from .gallery_figure import draw
-
         return draw(self, self.class_name)
 
     def png(self, dpi: int = 200) -> bytes:
@@ -72,7 +69,7 @@ class Gallery(Recrafted):
         return atomic_write(path, self.svg() if Path(path).suffix.lower() == ".svg" else self.png())
 
     def _saved(self, fmt: str, dpi: int = 200) -> io.BytesIO:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # after gallery_figure chose the Agg backend
 
         fig, buffer = self.figure(), io.BytesIO()
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 import pandas as pd
@@ -117,8 +118,6 @@ def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Coll
 def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """A ``<table>`` (class ``sortable``: the report's script sorts it by a header click) with the
     caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``."""
-    from html import escape
-
     if _two_levels(grid):
         spans = Counter(a for a, _ in grid.columns)  # each group's columns, the groups in order
         top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in spans.items())
@@ -128,15 +127,14 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
         cells = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in grid.columns)
         head = f'<tr><th scope="col" data-sort>{escape(corner)}</th>{cells}</tr>'
     body = "".join(
-        f'<tr><th scope="row">{escape(index)}</th>'
-        + "".join(
-            f'<td class="best"><strong>{escape(str(v))}</strong></td>' if b else f"<td>{escape(str(v))}</td>"
-            for v, b in cells
-        )
-        + "</tr>"
+        f'<tr><th scope="row">{escape(index)}</th>{"".join(_html_cell(v, b) for v, b in cells)}</tr>'
         for index, cells in _rows(grid, bold)
     )
     return (
         f'<table class="sortable"><caption>{escape(caption)}</caption>'
         f"<thead>{head}</thead><tbody>{body}</tbody></table>"
     )
+
+
+def _html_cell(value: object, bold: bool) -> str:
+    return f'<td class="best"><strong>{escape(str(value))}</strong></td>' if bold else f"<td>{escape(str(value))}</td>"

@@ -1,7 +1,6 @@
 """``robeval report``: one self-contained HTML page of stored runs, a Jinja2 template
-(``templates/report.html.j2``) filled with the sections registered below, in their order (paper table,
-figures, convergence, checklist, efficiency, passes, every model against a baseline, gallery,
-configuration), each built from the same code the other commands use.
+(``templates/report.html.j2``) filled with the sections registered below, in their order, each built
+from the same code the other commands use.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
 the gallery an inline PNG, and a Content-Security-Policy forbids any other source.
@@ -17,13 +16,28 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
+import jinja2
 import pandas as pd
 from markupsafe import Markup
 
 from ..errors import UserError
+from ..evaluation.config import ADAPTIVE_SUFFIX
+from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
+from ..evaluation.regenerate import refusal
+from ..models.given import PREFIX
+from ..models.user_code import registered_spec
 from ..registry import Registry
+from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms
+from ..results.soundness import judge_stored
 from ..results.store import Store
+from ..results.summary import passes_per_image
+from . import plots, style
+from .checklist import CHECKLIST_INTRO, RENDERINGS
+from .comparison import comparison
+from .convergence import convergence_svg
+from .gallery import gallery
+from .paper import render
 
 
 @dataclass
@@ -59,24 +73,19 @@ def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Marku
     """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
     head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
     rows = "".join(
-        "<tr>"
-        + "".join(f'<td class="{"text" if c in text_columns else ""}">{escape(_cell(v))}</td>' for c, v in row.items())
-        + "</tr>"
-        for _, row in frame.iterrows()
+        f"<tr>{''.join(_cell(v, c in text_columns) for c, v in row.items())}</tr>" for _, row in frame.iterrows()
     )
     return Markup(f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, text: bool) -> str:
     if isinstance(value, float):
-        return "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
-    return str(value)
+        value = "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
+    return f'<td class="{"text" if text else ""}">{escape(str(value))}</td>'
 
 
 @section
 def paper_table(page: Page) -> Section:
-    from .paper import render
-
     note = (
         "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
         "Minimum-norm and distribution-shift tables follow where the runs have them."
@@ -86,8 +95,6 @@ def paper_table(page: Page) -> Section:
 
 @section
 def figures(page: Page) -> Section | None:
-    from . import plots, style
-
     found = plots.figures(page.summary, minimal_norms(page.runs))
     if not found:
         return None
@@ -102,9 +109,6 @@ def figures(page: Page) -> Section | None:
 
 @section
 def convergence(page: Page) -> Section | None:
-    from ..results.convergence import curves
-    from .convergence import convergence_svg
-
     parts = []
     for run in page.runs:
         svg = convergence_svg(curves(page.store, run.run_id))
@@ -124,9 +128,6 @@ def convergence(page: Page) -> Section | None:
 def checklist(page: Page) -> Section:
     """Each run of the page judged with its evidence runs (those made for it are not judged apart), as
     ``robeval check --report`` judges it."""
-    from ..results.soundness import judge_stored
-    from .checklist import CHECKLIST_INTRO, RENDERINGS
-
     ids = {run.run_id for run in page.runs}
     judged = [judge_stored(page.store, r) for r in page.runs if r.config.get("evidence_for") not in ids]
     return Section(
@@ -135,14 +136,9 @@ def checklist(page: Page) -> Section:
 
 
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
-    """Per model of the page (``+adaptive`` and run-id labels removed): a registered model counted now
-    (found without importing the user's code a row names), one of the user's code or a module given
-    from Python as the first run that has it stored it (parameters, FLOPs per image); and the
-    registered names."""
-    from ..evaluation.config import ADAPTIVE_SUFFIX
-    from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
-    from ..models.user_code import registered_spec
-
+    """Per model of the page (``+adaptive`` and run-id labels removed) its parameters and FLOPs per image:
+    a registered model's counted now (without importing the user's code a row names), one of the user's
+    code or a module given from Python's as the first run that has it stored them; and the registered names."""
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
     for shown in dict.fromkeys(page.summary["model"]):
@@ -155,8 +151,7 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
         elif (spec := registered_spec(model)) is not None and spec.name not in names:
             names.append(spec.name)
             rows.append(static_efficiency([spec.name]).iloc[0].to_dict())
-    frame = pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model")
-    return frame, names
+    return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model"), names
 
 
 @section
@@ -172,8 +167,6 @@ def efficiency(page: Page) -> Section:
 
 @section
 def passes(page: Page) -> Section | None:
-    from ..results.summary import passes_per_image
-
     rows = [
         {"model": model, "eps": eps, "attack": attack, "forward": p["forward"], "backward": p["backward"]}
         for model, by_eps in passes_per_image(page.summary).items()
@@ -200,8 +193,6 @@ def baseline_of(run: StoredRun, wanted: str | None) -> str:
 
 def _compared(page: Page, baseline: str, model: str) -> Markup:
     """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
-    from .comparison import comparison
-
     run, title = page.runs[0], Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
     try:
         found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
@@ -215,11 +206,10 @@ def _compared(page: Page, baseline: str, model: str) -> Markup:
 @section
 def paired(page: Page) -> Section | None:
     run = page.runs[0]
-    models = list(dict.fromkeys(run.summary["model"]))
-    if len(models) < 2:
-        return None
     baseline = baseline_of(run, page.baseline)
-    others = [m for m in models if m != baseline]
+    others = [m for m in dict.fromkeys(run.summary["model"]) if m != baseline]
+    if not others:
+        return None
     body = Markup("").join(_compared(page, baseline, model) for model in others)
     return Section(
         "compare", f"Every model against {baseline}", body,
@@ -239,16 +229,12 @@ NOT_REBUILT = (
 
 def _given_from_python(run: StoredRun, model: str) -> bool:
     """Whether ``model`` of ``run`` was a module given from Python (nothing here can build it again)."""
-    from ..models.given import PREFIX
-
     return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
 
 
 def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
     """The attack the report's gallery regenerates: ``wanted``, or the first of the run's attacks that
     can be crafted again exactly (PGD first)."""
-    from ..evaluation.regenerate import refusal
-
     attacks = list(run.config.get("attacks", []))
     if wanted is not None:
         return wanted
@@ -258,8 +244,6 @@ def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
 
 @section
 def examples(page: Page) -> Section | None:
-    from .gallery import gallery
-
     run = page.runs[0]
     attack = gallery_attack(run, page.gallery_attack)
     if page.gallery_size <= 0 or attack is None:
@@ -299,8 +283,6 @@ def configuration(page: Page) -> Section:
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
     gallery_size (0: no gallery), baseline (the model every other is compared with)."""
-    import jinja2
-
     page = Page(store, runs, combine(runs), **options)
     baseline_of(runs[0], page.baseline)  # a model the run lacks: one line before any section is built
     sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]
@@ -308,9 +290,8 @@ def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    ids = ", ".join(r.run_id for r in runs)
     return environment.get_template("report.html.j2").render(
-        title=f"robeval report: run{'s' if len(runs) > 1 else ''} {ids}",
+        title=f"robeval report: run{'s' if len(runs) > 1 else ''} {', '.join(r.run_id for r in runs)}",
         subtitle=f"{len(runs)} run(s) in {store.path}; written {stamp}",
         sections=sections,
     )

@@ -49,10 +49,9 @@ def minimum_norm_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
 
 def minimum_norm_caption(summary: pd.DataFrame) -> str:
     sel = summary[summary["attack"].isin(minimum_norm_attacks(summary))]
-    norm = sel["norm"].iloc[0]
     return (
-        f"Minimum-norm attacks: median smallest {norm} perturbation that changes the top-1 decision (0 for an "
-        f"image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) at each "
-        f"eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks is "
-        "measured at the decision boundary and is not a top-5 attack"
+        f"Minimum-norm attacks: median smallest {sel['norm'].iloc[0]} perturbation that changes the top-1 decision "
+        "(0 for an image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) "
+        f"at each eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks "
+        "is measured at the decision boundary and is not a top-5 attack"
     )

@@ -34,17 +34,6 @@ class TableFormat:
     takes_options: bool = True  # whether --top1-only, --attacks and --name apply to it
 
 
-FORMATS: Registry[TableFormat] = Registry("table format")
-
-
-def table_format(name: str, note: str = "", takes_options: bool = True) -> Callable[[Renderer], Renderer]:
-    def decorate(fn: Renderer) -> Renderer:
-        FORMATS.add(name, TableFormat(fn, note, takes_options))
-        return fn
-
-    return decorate
-
-
 def worst_cases_comparable(rows: pd.DataFrame) -> bool:
     """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
     worst = rows[rows["attack"] == ANY]
@@ -87,36 +76,16 @@ def members_part(rows: pd.DataFrame, latex: bool) -> str:
 def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bool = False) -> str:
     """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
     says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
-
-    def render_other(grid: pd.DataFrame, text: str) -> str:
-        return render_grid(grid, latex_escape(text) if latex else text)
-
     attacks, _ = split(summary)
     blocks = []
     for eps in dict.fromkeys(attacks["eps"]):
         grid, bold = attack_grid(attacks, eps, options)
         text = caption(attacks, eps, latex, top5=not options.top1_only)
         blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
-    return "\n\n".join(blocks + later_blocks(summary, render_other)) + "\n"
+    others = later_blocks(summary, lambda grid, text: render_grid(grid, latex_escape(text) if latex else text))
+    return "\n\n".join(blocks + others) + "\n"
 
 
-@table_format("md")
-def to_markdown(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    return _blocks(summary, grids.to_markdown, options)
-
-
-@table_format("latex")
-def to_latex(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    return _blocks(summary, grids.to_latex, options, latex=True)
-
-
-@table_format("html")
-def to_html(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    """The Markdown table's blocks as HTML tables (what ``robeval report`` embeds)."""
-    return _blocks(summary, grids.to_html, options)
-
-
-@table_format("csv")
 def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """Every summary column (each model's per-member values too, where the summary has them), the
     leading ones first; the attack rows in the order ``options`` asks."""
@@ -134,7 +103,6 @@ def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
     return summary.iloc[keys.sort_values(["eps", "model", "attack"], kind="stable").index]
 
 
-@table_format("json")
 def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
     """Standard JSON: a missing number (NaN) is null, an unbounded one (a minimum-norm attack that
     found nothing) the string "inf"."""
@@ -148,9 +116,18 @@ def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> st
     return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
 
 
-table_format("robustbench", note=robustbench.NOTE, takes_options=False)(
-    lambda summary, options: robustbench.to_model_info(summary)
-)
+def _grid_format(render_grid, latex: bool = False) -> TableFormat:
+    """The blocks rendered by one of :mod:`.grid`'s renderers (HTML: what ``robeval report`` embeds)."""
+    return TableFormat(lambda summary, options: _blocks(summary, render_grid, options, latex))
+
+
+FORMATS: Registry[TableFormat] = Registry("table format")
+FORMATS.add("md", _grid_format(grids.to_markdown))
+FORMATS.add("latex", _grid_format(grids.to_latex, latex=True))
+FORMATS.add("html", _grid_format(grids.to_html))
+FORMATS.add("csv", TableFormat(to_csv))
+FORMATS.add("json", TableFormat(to_json))
+FORMATS.add("robustbench", TableFormat(lambda summary, _: robustbench.to_model_info(summary), robustbench.NOTE, False))
 
 
 def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions()) -> str:

@@ -1,12 +1,6 @@
-"""Figures from stored runs, in the paper style of :mod:`.style`: robust accuracy against eps (a panel
-per attack, the clean accuracy at eps = 0), a bar chart per eps, the minimum-norm curve and accuracy
-against corruption severity; 95% bootstrap intervals as error bars.
-
-:func:`figures` builds them (name -> matplotlib figure) for any page that embeds them (the HTML
-report inlines their SVG); :func:`make_plots` writes each as PNG, SVG and PDF.  A figure that would
-carry no information is not drawn: no eps curve for a single-eps run, no panel whose every value is
-the same (top-5 of a minimum-norm attack at 100%).
-"""
+"""Figures from stored runs, in the paper style of :mod:`.style`, 95% bootstrap intervals as error bars:
+:func:`figures` builds every one the runs support (the HTML report inlines their SVG), :func:`make_plots`
+writes them as files.  A figure that would carry no information is not drawn."""
 
 from __future__ import annotations
 
@@ -19,9 +13,13 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..eps import eps_label
+from ..results.checks import attacks_of_kind
+from ..shifts.catalog import FAMILY_OF, parse_condition
 from . import style
 from .captions import is_incomplete
+from .minimum_norm import curve, minimum_norm_attacks
 from .naming import attack_title, ordered_attacks
+from .shift_table import is_condition, split
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
@@ -37,8 +35,6 @@ def _informative(summary: pd.DataFrame, attack: str, metric: str) -> bool:
     """Whether a panel tells something: some model's accuracy moves between its clean value and the
     attack's eps (a panel of flat lines does not), and top-5 is no minimum-norm attack's (those stop at
     the top-1 decision boundary, so their top-5 is no attack's)."""
-    from .minimum_norm import minimum_norm_attacks
-
     if metric == "top5" and attack in minimum_norm_attacks(summary):
         return False
     rows = summary[summary["attack"].isin([attack, CLEAN])]
@@ -78,13 +74,11 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     attacks = [a for a in ordered_attacks(summary) if a != CLEAN and _informative(summary, a, metric)]
     if not attacks:
         return None
-    models = _models(summary)
-    top = "top-1" if metric == "top1" else "top-5"
+    models, top = _models(summary), "top-1" if metric == "top1" else "top-5"
     fig, axes = style.figure(2.2, len(attacks), f"robust {top} (%)")
-    low = _lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric])
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
-    axes[0].set_ylim(low, 100)  # (shared)
+    axes[0].set_ylim(_lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric]), 100)  # (shared)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
     fig.suptitle(marked(f"Robust {top} accuracy vs eps ({protocol})", summary))
     style.legend_below(fig, axes)
@@ -92,9 +86,8 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
 
 
 def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
-    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack")  # clean: once per run
-    return ([float(rows.loc[a, "top1"]) if a in rows.index else np.nan for a in attacks],
-            [int(rows.loc[a, "n"]) if a in rows.index else 0 for a in attacks])  # fmt: skip
+    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
+    return rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
 
 
 def bars_for_eps(sel: pd.DataFrame):
@@ -115,8 +108,6 @@ def bars_for_eps(sel: pd.DataFrame):
 
 
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    from ..shifts.catalog import parse_condition
-
     parsed = summary["attack"].map(parse_condition)
     rows, parsed = summary[parsed.notna()], parsed[parsed.notna()]
     first = rows["eps"] == rows["eps"].iloc[0]  # conditions are eps-free: one eps of the shift run
@@ -127,8 +118,6 @@ def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
 def accuracy_vs_severity(summary: pd.DataFrame):
     """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
     family's corruptions run), from the model's clean accuracy at severity 0."""
-    from ..shifts.catalog import FAMILY_OF
-
     rows = _severity_rows(summary)
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
     families, models = list(dict.fromkeys(rows["family"])), _models(rows)
@@ -154,9 +143,6 @@ def accuracy_vs_severity(summary: pd.DataFrame):
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
     run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""
-    from ..results.checks import attacks_of_kind
-    from .minimum_norm import curve
-
     norm = summary["norm"].iloc[0]
     finite = norms["min_norm"][np.isfinite(norms["min_norm"])]
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
@@ -182,8 +168,6 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
 def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[str, object]:
     """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
     results.runs.minimal_norms) adds the minimum-norm curve."""
-    from .shift_table import is_condition, split
-
     attacks, _ = split(summary)
     makers: dict[str, Callable[[], object]] = {}
     if len(attacks):
@@ -196,8 +180,7 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
         makers["robust_top1_vs_min_norm"] = lambda: minimum_norm_curves(attacks, norms)
     if is_condition(summary).any():
         makers["accuracy_vs_severity"] = lambda: accuracy_vs_severity(summary)
-    built = {stem: make() for stem, make in makers.items()}
-    return {stem: fig for stem, fig in built.items() if fig is not None}
+    return {stem: fig for stem, make in makers.items() if (fig := make()) is not None}
 
 
 def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:

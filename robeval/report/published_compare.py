@@ -23,10 +23,9 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
-from ..shifts.catalog import parse_condition
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
 from .grid import markdown_table
-from .robustbench import THREE_D, standard_problem
+from .robustbench import is_3dcc, standard_problem
 from .shift_table import is_condition
 
 EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
@@ -78,8 +77,7 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
     conditions = records[is_condition(records)]
     if len(conditions):
-        three_d = all((parse_condition(a) or ("", 0))[0] in THREE_D for a in conditions["attack"])
-        scores["corruptions_3d" if three_d else "corruptions"] = per_example(conditions)
+        scores["corruptions_3d" if is_3dcc(conditions["attack"]) else "corruptions"] = per_example(conditions)
     return {k: v for k, v in scores.items() if len(v)}, notes
 
 

@@ -2,10 +2,10 @@
 
 One entry per model (and per eps when a run has several): a JSON object for one entry, a list of them
 for several, its values typed as RobustBench's own files type them (robustbench_ext.leaderboard).
-robeval fills dataset, eps, clean_acc, number_forward_passes (1: one pass per prediction), a footnote
-naming the run, unreliable, and autoattack_acc, but only from AutoAttack's standard attacks with their
-standard settings under the standard protocol: any other run is refused in one line that says what it
-lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d`` for ImageNet-3DCC) instead.
+robeval fills the fields a run knows (:func:`_common`) and autoattack_acc, but only from AutoAttack's
+standard attacks with their standard settings under the standard protocol: any other run is refused in
+one line that says what it lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d``
+for ImageNet-3DCC) instead.
 
 An entry that is no leaderboard number, though its attacks are AutoAttack's, is marked rather than
 refused (RobustBench's own fields for that): ``"unreliable": true`` and a footnote saying why, for a
@@ -37,12 +37,17 @@ NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a 
 THREE_D = CORRUPTION_SETS.require("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
 
 
+def is_3dcc(attacks: pd.Series) -> bool:
+    """Whether every condition among ``attacks`` is an ImageNet-3DCC corruption (its entry: the _3d fields)."""
+    conditions = (parse_condition(a) for a in attacks)
+    return all(c[0] in THREE_D for c in conditions if c is not None)
+
+
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
-    model, eps = rows["model"].iloc[0], rows["eps"].iloc[0]
+    model, eps, protocol = rows[["model", "eps", "protocol"]].iloc[0]
     version = AUTOATTACK_VERSIONS.require("standard")
     attacks = version.version_attacks()
-    protocol = rows["protocol"].iloc[0]
     if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
         return (
             f"{model} ran under protocol {protocol}: a screening number (AutoAttack's attacks, audited on a sample), "
@@ -62,9 +67,8 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
         )
     for row in rows[rows["attack"].isin(attacks)].itertuples():
         ran, standard = json.loads(row.settings), resolve_settings(row.attack)
-        changed = sorted(k for k in standard if ran.get(k, standard[k]) != standard[k])
-        if changed:
-            k = changed[0]
+        k = min((s for s in standard if ran.get(s, standard[s]) != standard[s]), default=None)  # the first changed
+        if k is not None:
             return f"{model}: {row.attack} ran with {k}={ran[k]}, AutoAttack's standard is {k}={standard[k]}"
     return None
 
@@ -98,8 +102,7 @@ def _common(rows: pd.DataFrame) -> dict[str, Any]:
 
 def attack_entry(rows: pd.DataFrame) -> dict[str, Any]:
     """A Linf / L2 entry from one model's rows at one eps."""
-    problem = standard_problem(rows)
-    if problem is not None:
+    if (problem := standard_problem(rows)) is not None:
         raise UserError(f"no RobustBench entry: {problem}")
     worst = float(rows[rows["attack"] == ANY]["top1"].iloc[0])
     return {**_common(rows), "eps": str(rows["eps"].iloc[0]), "autoattack_acc": percent(worst)}
@@ -109,9 +112,7 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
     """A corruption entry from one model's rows: mean accuracy over the conditions run, and mCE."""
     metrics = model_metrics(rows)
     assert metrics is not None  # called for rows with conditions only
-    parsed = [parse_condition(a) for a in rows["attack"]]
-    suffix = "_3d" if all(p is None or p[0] in THREE_D for p in parsed) else ""
-    acc_field, mce_field = CORRUPTION_FIELDS[suffix]
+    acc_field, mce_field = CORRUPTION_FIELDS["_3d" if is_3dcc(rows["attack"]) else ""]
     common = _common(rows)
     entry = {k: common[k] for k in MODEL_INFO_FIELDS[: MODEL_INFO_FIELDS.index("reported") + 1]}
     entry.update(eps=None)  # RobustBench's corruption entries have no eps
@@ -129,9 +130,8 @@ def model_info_entries(summary: pd.DataFrame) -> list[dict[str, Any]]:
     for _, rows in summary.groupby("model", sort=False):
         if is_condition(rows).any():
             entries.append(corruption_entry(rows))
-            continue
-        plain = attack_rows(rows)
-        entries += [attack_entry(plain[plain["eps"] == eps]) for eps in dict.fromkeys(plain["eps"])]
+        else:  # one entry per eps
+            entries += [attack_entry(plain) for _, plain in attack_rows(rows).groupby("eps", sort=False)]
     return entries
 
 

@@ -1,10 +1,7 @@
-"""The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns ImageNet-R
-and ImageNet-A (top-1, logits restricted to their 200 classes) and the other clean-image shifts
-(ImageNet-V2, -Sketch, CIFAR-10.1: top-1, and any attack run on them), ImageNet-C (mCE, or the
-unnormalised mean corruption error where mCE does not apply) and the other corruption benchmarks as
-they are reported (CIFAR-10-C, ImageNet-3DCC: mean top-1; ImageNet-C-bar: mean error), then the
-attack columns (top-1) when the runs have them; and a detail table of each corruption's top-1
-averaged over its severities.
+"""The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns the clean-image
+shifts (ImageNet-R, -A: logits restricted to their 200 classes; -V2, -Sketch, CIFAR-10.1: top-1, and any
+attack run on them), the corruption benchmarks as each is reported (:data:`REPORTED`), then the attack
+columns (top-1); and a detail table of each corruption's top-1 averaged over its severities.
 
 Runs of different shifts combine into one table (``robeval table RUN_C RUN_A RUN_R``): each
 contributes its own columns.  A condition's accuracy does not depend on eps; the first eps is used.
@@ -108,12 +105,8 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
 def shift_grid(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows = models; the shift columns, then the attack columns (top-1)."""
     rows = {m: _shift_cells(summary[summary["model"] == m]) for m in dict.fromkeys(summary["model"])}
-    columns = [
-        c
-        for c in dict.fromkeys(c for cells in rows.values() for c in cells)
-        if any(cells.get(c, "n/a") != "n/a" for cells in rows.values())
-    ]  # no column of n/a only
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).fillna("")
+    grid = pd.DataFrame.from_dict(rows, orient="index")
+    return grid.loc[:, (grid.fillna("n/a") != "n/a").any()].fillna("")  # no column of n/a only
 
 
 def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
@@ -146,8 +139,7 @@ def shift_caption(summary: pd.DataFrame) -> str:
     mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
     parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
     parts += [_kind_part(summary, kind) for kind in dict.fromkeys(column(summary, "shift")) if kind]
-    models = summary["model"].unique()
-    metrics = [model_metrics(summary[summary["model"] == m], k) for m in models for k in benchmarks]
+    metrics = [model_metrics(summary[summary["model"] == m], k) for m in summary["model"].unique() for k in benchmarks]
     parts += sorted({m.note for m in metrics if m is not None and m.note})
     if mce:
         parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")

@@ -1,11 +1,7 @@
 """What a results table shows, for a paper whose columns are few: top-1 alone, the attack columns chosen and
 ordered, and the names the models are shown by (``robeval table --top1-only --attacks pgd,apgd-ce,any
 --name digits-deit-diff=DiffAttn``; ``Run.table(top1_only=True, attacks=[...], names={...})``).
-
-The options are read once (:meth:`TableOptions.of`: their syntax, one line for a mistake) and checked
-against the run when applied (:meth:`TableOptions.applied`: an attack or model the run lacks is one line
-naming what it has); every format then renders the summary they give, so Markdown, LaTeX, HTML, CSV and
-JSON show the same columns and names.
+Every format renders the summary :meth:`TableOptions.applied` gives, so all show the same columns and names.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import pandas as pd
 
 from ..errors import UserError
 from .naming import ordered_attacks
+from .shift_table import is_condition
 
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))  # the summary's metric columns and their titles
 STD = "_std"  # a summary column <metric>_std: the sample std over a model's members (cells show mean ± std)
@@ -59,8 +56,6 @@ class TableOptions:
         model the run lacks."""
         if self.is_default:
             return summary
-        from .shift_table import is_condition
-
         out = summary
         if self.attacks:
             _check_known("--attacks", self.attacks, list(dict.fromkeys(summary["attack"])), "attack columns")
@@ -72,7 +67,7 @@ class TableOptions:
             _check_unique([renamed.get(m, m) for m in models])
             out = out.assign(model=out["model"].map(lambda m: renamed.get(m, m)))
         dropped = [c for key, _ in TOPK[1:] if self.top1_only for c in (key, key + STD)]
-        return out.drop(columns=[c for c in dropped if c in out.columns])
+        return out.drop(columns=dropped, errors="ignore")
 
 
 def _display_names(names: Names) -> dict[str, str]:
@@ -97,12 +92,10 @@ def _display_names(names: Names) -> dict[str, str]:
 
 
 def _check_known(option: str, asked: Sequence[str], present: list[str], what: str) -> None:
-    missing = next((a for a in asked if a not in present), None)
-    if missing is not None:
+    if (missing := next((a for a in asked if a not in present), None)) is not None:
         raise UserError(f"{option} {missing}: not one of the run's {what} ({', '.join(present)})")
 
 
 def _check_unique(shown: list[str]) -> None:
-    twice = next((s for s in shown if shown.count(s) > 1), None)
-    if twice is not None:
+    if (twice := next((s for s in shown if shown.count(s) > 1), None)) is not None:
         raise UserError(f"--name: two models would be shown as {twice!r}; give each its own name")

@@ -12,6 +12,8 @@ from rich.text import Text
 
 from .captions import caption_parts
 from .grid import Measured
+from .paper import members_part
+from .shift_table import later_blocks, split
 
 
 def compact(value: float) -> str:
@@ -63,13 +65,8 @@ class RichReporter:
 
     def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
         """``bars`` of ``model``, the ``position[0]``-th of the run's ``position[1]`` models."""
-        columns = (
-            TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            ImagesPerSecond(),
-            TimeLeft(),
-        )
+        label = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+        columns = (label, BarColumn(bar_width=24), MofNCompleteColumn(), ImagesPerSecond(), TimeLeft())
         self.progress = Progress(*columns, console=self.console, transient=False, expand=True)
         self.progress.start()
         self.started, self.position = time.monotonic(), position
@@ -137,9 +134,6 @@ def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
 def results_tables(summary: pd.DataFrame) -> list[Group]:
     """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
     under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    from .paper import members_part
-    from .shift_table import later_blocks, split
-
     attacks, _ = split(summary)
     tables = []
     for eps in dict.fromkeys(attacks["eps"]):
