@@ -85,7 +85,7 @@ def last_tenth(points: pd.DataFrame) -> dict[tuple[str, str, str], tuple[int, in
     """Per (model, eps, attack): examples robust at nine tenths of the budget, at its end, and in all."""
     frame = summed(points)
     start, end = (frame[frame["point"] == point].set_index(KEYS) for point in (LAST_TENTH, CURVE_POINTS))
-    both = start.join(end, lsuffix="_90", how="inner")
+    both = start.merge(end, left_index=True, right_index=True, suffixes=("_90", ""))
     return {r.Index: (int(r.robust_90), int(r.robust), int(r.examples)) for r in both.itertuples()}
 
 
