@@ -174,12 +174,22 @@ def craft(
     return torch.cat([x_lo, x_hi]), read_lo + read_hi
 
 
+@dataclass
+class Search:
+    """A minimum-norm attack's search on a batch: the smallest fooling point per example (the clean
+    image where none was found), the target's logits on them, their sizes (0: misclassified clean,
+    inf: none found) and the passes per example it spent."""
+
+    points: torch.Tensor
+    logits: torch.Tensor
+    norms: torch.Tensor
+    passes: tuple[float, float]
+
+
 def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Points:
     """A minimum-norm attack's points at ``eps``, read from the batch's one search (run on the batch's
-    first eps, seeded without eps; it keeps the smallest fooling point per example, the clean image where
-    none was found, the target's logits on them, their sizes, 0: misclassified clean, inf: none found,
-    and the passes per example it spent): where an example's smallest fooling point lies within eps,
-    that point and its logits, else the clean image; the search's passes are reported under every eps."""
+    first eps, seeded without eps): where an example's smallest fooling point lies within eps, that
+    point and its logits, else the clean image; the search's passes are reported under every eps."""
     if attack not in batch.searches:
         attacker = model.attacks[(eps.text, attack)]
         model.counted.reset()
@@ -191,11 +201,11 @@ def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Poi
         norms = search_norms(
             batch.xa, points, batch.clean_logits.argmax(1), logits.argmax(1), labels, model.config.norm
         )
-        batch.searches[attack] = points, logits, norms, passes
-    points, logits, norms, passes = batch.searches[attack]
-    x_adv = within_eps(batch.xa, points, norms, eps.value)
-    logits = torch.where(fooled_within(norms, eps.value)[:, None], logits, batch.clean_logits)
-    return Points(x_adv, passes, logits, norms.tolist())
+        batch.searches[attack] = Search(points, logits, norms, passes)
+    search = batch.searches[attack]
+    x_adv = within_eps(batch.xa, search.points, search.norms, eps.value)
+    logits = torch.where(fooled_within(search.norms, eps.value)[:, None], search.logits, batch.clean_logits)
+    return Points(x_adv, search.passes, logits, search.norms.tolist())
 
 
 def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[float]:
