@@ -25,6 +25,7 @@ from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
 from .grid import comparison_table
+from .naming import column
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -75,9 +76,8 @@ def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
 def finished_attacks(run: StoredRun, model: str) -> list[str]:
     """The attacks of ``run`` that finished for ``model`` at every eps (the worst case is over those only)."""
     rows = run.summary[run.summary["model"] == model]
-    attacks = [a for a in run.config["attacks"] if a in set(rows["attack"])]
-    partial = set(rows[rows["status"] != "complete"]["attack"]) if "status" in rows else set()
-    return [a for a in attacks if a not in partial and (rows["attack"] == a).sum() == rows["eps"].nunique()]
+    complete = rows[column(rows, "status", "complete") == "complete"]
+    return [a for a in run.config["attacks"] if (complete["attack"] == a).sum() == rows["eps"].nunique()]
 
 
 def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:

@@ -67,7 +67,8 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         "sampling of examples, not the seed-to-seed variation"
     ] if members > 1 else []  # fmt: skip
     standard = list(AUTOATTACK_VERSIONS.require("standard").version_attacks())
-    missing = [a for a in standard if a not in finished_attacks(run, model)]
+    finished = finished_attacks(run, model)
+    missing = [a for a in standard if a not in finished]
     if missing:
         notes.append(f"no autoattack row: the run did not finish {', '.join(missing)} for {model}")
     else:
