@@ -43,15 +43,11 @@ class Comparison:
         return self.render()
 
     @property
-    def published(self) -> bool:
-        """One side is a RobustBench model-info file: no paired test."""
-        return self.test == "published"
-
-    @property
     def verdicts(self) -> list[str]:
         """The claim in words: per eps, whether B - A of the worst case (or each row, without one)
-        exceeds the seed-to-seed variation; for one checkpoint each, that the claim rests on them."""
-        if self.published:
+        exceeds the seed-to-seed variation; for one checkpoint each, that the claim rests on them; against
+        a model-info file (no paired test), nothing."""
+        if self.test == "published":
             return []
         if self.test == "paired":
             return [ONE_CHECKPOINT]

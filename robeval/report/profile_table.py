@@ -8,14 +8,13 @@ import pandas as pd
 
 from .grid import markdown_table
 
-HEAD = ["model", "params (M)", "GFLOPs / image", "forward img/s", "fwd+bwd img/s", "memory of a fwd+bwd pass (MB)"]
-# (column, digits, the column of its spread in %)
+# (head, column, digits, the column of its spread in %)
 CELLS = (
-    ("params_M", 2, None),
-    ("gflops_per_image", 3, None),
-    ("forward_img_s", 1, "forward_spread_%"),
-    ("forward_backward_img_s", 1, "forward_backward_spread_%"),
-    ("pass_memory_MB", 1, None),
+    ("params (M)", "params_M", 2, None),
+    ("GFLOPs / image", "gflops_per_image", 3, None),
+    ("forward img/s", "forward_img_s", 1, "forward_spread_%"),
+    ("fwd+bwd img/s", "forward_backward_img_s", 1, "forward_backward_spread_%"),
+    ("memory of a fwd+bwd pass (MB)", "pass_memory_MB", 1, None),
 )
 
 
@@ -36,7 +35,7 @@ def profile_markdown(df: pd.DataFrame) -> str:
         f"interleaved repeats ± half their range; change vs {first['model']})"
     )
     rows = [
-        [r["model"], *(_cell(r, col, digits, spread, i == 0) for col, digits, spread in CELLS)]
+        [r["model"], *(_cell(r, col, digits, spread, i == 0) for _, col, digits, spread in CELLS)]
         for i, (_, r) in enumerate(df.iterrows())
     ]
-    return f"{heading}\n\n{markdown_table(HEAD, rows)}\n"
+    return f"{heading}\n\n{markdown_table(['model', *(head for head, *_ in CELLS)], rows)}\n"
