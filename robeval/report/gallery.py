@@ -36,11 +36,6 @@ class Gallery(Recrafted):
 
     class_name: dict[int, str]  # class index -> name, for the classes the figure names
 
-    @classmethod
-    def of(cls, recrafted: Recrafted) -> Gallery:
-        crafted = {f.name: getattr(recrafted, f.name) for f in fields(Recrafted)}
-        return cls(**crafted, class_name=class_names(recrafted.label_space))
-
     def report(self) -> list[str]:
         """What was crafted, and a line per regenerated record that differs (or one saying none does)."""
         plan, chosen = self.plan, self.plan.selection
@@ -103,4 +98,6 @@ def gallery(
 
 def draw_gallery(plan: RecraftPlan) -> Gallery:
     """Craft the plan's examples again, check them against their records, and draw them."""
-    return Gallery.of(recraft(plan))
+    recrafted = recraft(plan)
+    crafted = {f.name: getattr(recrafted, f.name) for f in fields(Recrafted)}
+    return Gallery(**crafted, class_name=class_names(recrafted.label_space))
