@@ -8,7 +8,7 @@ import pytest
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.report.captions import caption
+from robeval.report.captions import caption_parts
 from robeval.report.naming import data_label
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run, resolve_runs
@@ -68,7 +68,7 @@ def test_latex_captions_write_math_and_no_machine_path(tmp_path):
     assert r"$\ell_\infty$, $\epsilon = 8/255$" in text and "Linf eps" not in text
     assert "/home/someone" not in text and "imagenet/val" in text
     assert data_label("digits") == "digits" and data_label("/a/b/c (ImageNet-C)") == "b/c (ImageNet-C)"
-    assert caption(summary, "8/255").startswith("Top-1 / top-5 accuracy (%) under attack, Linf eps = 8/255")
+    assert caption_parts(summary, "8/255")[0].startswith("Top-1 / top-5 accuracy (%) under attack, Linf eps = 8/255")
 
 
 def test_the_paper_protocol_says_why_fab_t_equals_clean_accuracy():

@@ -13,11 +13,6 @@ from ..shifts.catalog import parse_condition
 from .naming import NORM_MATH, column, data_label, latex_escape
 
 
-def caption(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> str:
-    """The caption of one eps block, on one line (files); ``latex``: escaped, with the budget in math."""
-    return "; ".join(caption_parts(summary, eps, latex, top5))
-
-
 def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:
     """What the block measures: accuracy under attack at the budget (in math for LaTeX), or clean accuracy."""
     what = "Top-1 / top-5" if top5 else "Top-1"

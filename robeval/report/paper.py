@@ -18,7 +18,7 @@ from ..errors import UserError
 from ..registry import Registry
 from . import grid as grids
 from . import robustbench
-from .captions import caption
+from .captions import caption_parts
 from .grid import Measured
 from .naming import attack_title, column, latex_escape
 from .shift_table import later_blocks, split
@@ -80,7 +80,7 @@ def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bo
     blocks = []
     for eps in dict.fromkeys(attacks["eps"]):
         grid, bold = attack_grid(attacks, eps, options)
-        text = caption(attacks, eps, latex, top5=not options.top1_only)
+        text = "; ".join(caption_parts(attacks, eps, latex, top5=not options.top1_only))
         blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
     others = later_blocks(summary, lambda grid, text: render_grid(grid, latex_escape(text) if latex else text))
     return "\n\n".join(blocks + others) + "\n"
