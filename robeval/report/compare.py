@@ -36,16 +36,16 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
     return float(binomtest(only_a, only_a + only_b, 0.5).pvalue) if only_a + only_b else 1.0
 
 
-def bootstrap_mean_ci(values: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+def bootstrap_mean_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile interval of mean(values), in percent (points), resampling the examples."""
-    draws = np.random.default_rng(seed).integers(0, len(values), size=(samples, len(values)))
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
     means = values.astype(float)[draws].mean(axis=1) * 100.0
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
-    return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed, samples)
+    return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed)
 
 
 def names_run(ref: str) -> bool:
