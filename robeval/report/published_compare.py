@@ -33,13 +33,13 @@ EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is s
 
 def _eps(info: dict, run: StoredRun, model: str, path: str) -> str:
     """The run's eps that the file's eps names (the run's first when the file has none)."""
-    have = run.records[run.records["model"] == model][["eps", "eps_value"]].drop_duplicates()
+    have = run.records.loc[run.records["model"] == model, "eps"].drop_duplicates()
     wanted = info.get("eps")
     if wanted in (None, ""):
-        return str(have["eps"].iloc[0])
-    found = find_budget(have["eps"], str(wanted), run.config["norm"], EPS_TOLERANCE)
+        return str(have.iloc[0])
+    found = find_budget(have, str(wanted), run.config["norm"], EPS_TOLERANCE)
     if found is None:
-        raise UserError(f"{path} is for eps {wanted}; run {run.run_id} evaluated {model} at {', '.join(have['eps'])}")
+        raise UserError(f"{path} is for eps {wanted}; run {run.run_id} evaluated {model} at {', '.join(have)}")
     return found
 
 
