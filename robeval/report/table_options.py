@@ -54,8 +54,6 @@ class TableOptions:
         """``summary`` with only the attacks asked for (a shift's conditions stay: their tables are of
         their own), the models renamed, and without the metrics left out; one line for an attack or a
         model the run lacks."""
-        if self.is_default:
-            return summary
         out = summary
         if self.attacks:
             _check_known("--attacks", self.attacks, list(dict.fromkeys(summary["attack"])), "attack columns")
