@@ -86,8 +86,7 @@ def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
 
 
 def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """Top-1 and top-5 of two models of one member each on the same examples at (eps, attack), their
-    difference, its bootstrap CI and McNemar p."""
+    """The row at (eps, attack) of the paired comparison the module docstring describes."""
     sel = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
     row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
     for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):

@@ -74,8 +74,7 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
 
 
 def caveats(rows: pd.DataFrame) -> list[str]:
-    """Why one model's entry is no leaderboard number (empty: none known): random weights, examples
-    other than RobustBench's, a clean accuracy near chance."""
+    """Why one model's entry is no leaderboard number, of those the module docstring lists (empty: none known)."""
     first = rows.iloc[0]
     found = [f"the model has {RANDOM_WEIGHTS}"] if (column(rows, "checkpoint") == RANDOM_WEIGHTS).any() else []
     if "selection" in rows:
