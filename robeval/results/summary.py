@@ -65,15 +65,18 @@ WORST_CASE = {
 }
 
 
-def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None = None) -> pd.DataFrame:
+Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over
+
+
+def any_attack_records(records: pd.DataFrame, attacks: list[str], covered: Covered | None = None) -> pd.DataFrame:
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
-    With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not (:func:`covered_attacks`)."""
-    covered = covered_attacks(records, attacks, coverage)  # no worst case where no attack finished
+    With ``covered`` each (model, eps) takes only the attacks it finished (:func:`covered_attacks`): a worst
+    case over an attack that stopped half-way would mix examples attacked and not."""
+    covered = covered_attacks(records, attacks, None) if covered is None else covered
     finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
     sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
-    if sub.empty or not attacks:
+    if sub.empty:  # no attack finished (or none was run)
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
     agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
@@ -83,10 +86,8 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     return agg[RECORD_COLUMNS]
 
 
-def covered_attacks(
-    records: pd.DataFrame, attacks: list[str], coverage: Coverage | None
-) -> dict[tuple[str, str], list[str]]:
-    """(model, eps) -> the attacks its ``any`` row is the worst case over (finished ones, in ``attacks`` order)."""
+def covered_attacks(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> Covered:
+    """The attacks each (model, eps)'s ``any`` row is the worst case over (finished ones, in ``attacks`` order)."""
     out: dict[tuple[str, str], set[str]] = {}
     for model, eps, attack in records[["model", "eps", "attack"]].drop_duplicates().itertuples(index=False):
         if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
@@ -178,12 +179,12 @@ def summarize(
     Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
     the finished attacks they are the worst case over (``any_over``)."""
     attacks = config["attacks"]
-    full = pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True)
+    over = covered_attacks(records, attacks, coverage)
+    full = pd.concat([records, any_attack_records(records, attacks, over)], ignore_index=True)
     if full.empty:
         return pd.DataFrame()
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
-    over = covered_attacks(records, attacks, coverage)
     models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
