@@ -454,10 +454,8 @@ class Store:
         return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
     def records(self, run_id: str) -> pd.DataFrame:
-        df = self._frame("records", RECORD_COLUMNS, run_id, "example").astype(dict.fromkeys(BOOL_COLUMNS, bool))
-        for col in ("min_norm", "fp32_top1"):
-            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
-        return df
+        types = {**dict.fromkeys(BOOL_COLUMNS, bool), "min_norm": float, "fp32_top1": float}  # all NULL: NaN, not None
+        return self._frame("records", RECORD_COLUMNS, run_id, "example").astype(types)
 
     def curves(self, run_id: str) -> pd.DataFrame:
         """The stored convergence-curve points of ``run_id``, one row per unit and point
