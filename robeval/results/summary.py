@@ -50,11 +50,6 @@ class Coverage:
         return f"{self.done.get((model, eps, attack), 0)}/{self.expected(model)}"
 
 
-def with_member(records: pd.DataFrame) -> pd.DataFrame:
-    """``records`` with their ``member`` column (member 0 for records made without one)."""
-    return records if "member" in records else records.assign(member=0)
-
-
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
 # every attack missed (min), the largest perturbation (max), the passes of all attacks (sum).
 WORST_CASE = {
@@ -75,7 +70,7 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], covered: Cover
     case over an attack that stopped half-way would mix examples attacked and not."""
     covered = covered_attacks(records, attacks, None) if covered is None else covered
     finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
-    sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
+    sub = records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)]
     if sub.empty:  # no attack finished (or none was run)
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
@@ -133,8 +128,7 @@ OVER_MEMBERS = {**dict.fromkeys(UNIT_FIGURES, "mean"), "n": "max", **dict.fromke
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
     """Per (model, eps, attack): the figures of its summary row, per member in member order."""
-    records = with_member(records)
-    fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
+    fp32 = records["fp32_top1"]
     robust = records["adv_top1"].astype(bool)
     records = records.assign(
         fp32_checked=fp32.notna(), fp32_fooled=robust & (fp32 == 0), fp32_rescued=~robust & (fp32 == 1)
