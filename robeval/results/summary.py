@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -27,6 +27,8 @@ from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
 from .records import RECORD_COLUMNS, audited_stage
 
+Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
+
 
 @dataclass
 class Coverage:
@@ -34,11 +36,11 @@ class Coverage:
     ``batches`` per member in the run's plan (None for a store written before robeval recorded it: then
     the most any unit reached); ``members``: a model's checkpoints where it has several."""
 
-    done: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    batches: int | None = None
-    members: dict[str, int] = field(default_factory=dict)
+    done: Done
+    batches: int | None
+    members: dict[str, int]
 
-    def expected(self, model: str = "") -> int:
+    def expected(self, model: str) -> int:
         if self.batches is None:
             return max(self.done.values(), default=0)
         return self.batches * self.members.get(model, 1)
@@ -166,7 +168,7 @@ def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarize(
-    records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage | None = None
+    records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage
 ) -> pd.DataFrame:
     """One row per model x eps x attack, in the run's order of each (clean first, then the attacks, then
     ``any``, then the shifted conditions, which ``any`` does not include: a corruption is no attack).
@@ -187,13 +189,13 @@ def summarize(
         members = groups.get((model, eps, attack))
         if members is None:
             continue
-        done = attack == ANY or coverage is None or coverage.complete(model, eps, attack)
+        done = attack == ANY or coverage.complete(model, eps, attack)
         rows.append(
             {
                 **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
                 "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
-                "batches": "" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
+                "batches": "" if attack == ANY else coverage.fraction(model, eps, attack),
                 **(member_spread(members) if several else {}),
             }
         )
@@ -201,19 +203,14 @@ def summarize(
 
 
 def run_summary(
-    records: pd.DataFrame,
-    run: dict[str, Any],
-    config: dict[str, Any] | None = None,
-    done_units: dict[tuple[str, str, str], int] | None = None,
-    curves: pd.DataFrame | None = None,
+    records: pd.DataFrame, run: dict[str, Any], config: dict[str, Any], done_units: Done, curves: pd.DataFrame
 ) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
     every table, for a run that just finished and for one read back from the store alike.  ``done_units``
     (batches stored per model, eps and attack) marks the rows that do not cover the run's plan, the run's
     ``status`` every row of a run that did not finish; ``curves`` (its stored points) give the curve columns."""
-    config = config or run["config"]
     plan = run.get("plan", {})
-    coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
+    coverage = Coverage(done_units, plan.get("batches"), plan.get("members", {}))
     summary = summarize(records, config, run.get("models", {}), coverage)
     if summary.empty:
         return summary
@@ -264,10 +261,10 @@ def passes_per_image(summary: pd.DataFrame) -> Passes:
     return out
 
 
-def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame | None) -> None:
+def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame) -> None:
     """``curve_robust_90``, ``curve_robust_end``, ``curve_examples``: the noise test's figures
     (robeval.results.convergence), NaN on rows without a curve."""
-    found = last_tenth(curves) if curves is not None else {}
+    found = last_tenth(curves)
     keys = list(zip(summary["model"], summary["eps"], summary["attack"]))
     for i, column in enumerate(("curve_robust_90", "curve_robust_end", "curve_examples")):
         summary[column] = [float(found[k][i]) if k in found else float("nan") for k in keys]
