@@ -169,15 +169,14 @@ def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 def fitting_source(model: str, ev: Evidence) -> str | None:
     """A registered model with weights that takes ``model``'s images and gives its classes (read from
     the run's stored model facts), other than itself: the transfer source a run of it can use."""
-    base = model.removesuffix(ADAPTIVE_SUFFIX)
-    facts = ev.models.get(base) or {}
+    facts = ev.models.get(model) or {}
     size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
     fitting = (
         s
         for s in MODELS.values()
         if s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)
     )
-    return next((s.name for s in fitting if size and s.name != base and s.has_default_weights), None)
+    return next((s.name for s in fitting if size and s.name != model and s.has_default_weights), None)
 
 
 @check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
@@ -231,7 +230,7 @@ def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 
 def _takes_adaptive(model: str) -> bool:
     """None found (a renamed model of a combined table, the user's code: never imported to read a run): True."""
-    spec = registered_spec(model.removesuffix(ADAPTIVE_SUFFIX))
+    spec = registered_spec(model)
     return spec.is_adaptive if spec is not None else True
 
 
