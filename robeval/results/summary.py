@@ -28,6 +28,7 @@ from .convergence import last_tenth
 from .records import RECORD_COLUMNS, audited_stage
 
 Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
+Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over
 
 
 @dataclass
@@ -60,9 +61,6 @@ WORST_CASE = {
     **{column: (column, "max") for column in ("linf", "l2")},
     **{column: (column, "sum") for column in ("forward_passes", "backward_passes")},
 }
-
-
-Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over
 
 
 def any_attack_records(records: pd.DataFrame, attacks: list[str], covered: Covered | None = None) -> pd.DataFrame:
