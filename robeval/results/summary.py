@@ -155,12 +155,11 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
     """The columns a model of several members adds (the module docstring): how many, the sample std
-    (n - 1) of their top-1 and top-5 (%), and each one's value."""
+    (n - 1: NaN for one member) of their top-1 and top-5 (%), and each one's value."""
     out: dict[str, Any] = {"members": len(members)}
     for metric in ("top1", "top5"):
         values = [100.0 * float(m[metric]) for m in members]
-        std = float(pd.Series(values).std(ddof=1)) if len(values) > 1 else float("nan")
-        out[f"{metric}_std"] = round(std, 2)
+        out[f"{metric}_std"] = round(float(pd.Series(values).std(ddof=1)), 2)
         out[f"member_{metric}"] = [round(v, 2) for v in values]
     return out
 
