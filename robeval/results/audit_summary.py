@@ -41,18 +41,16 @@ class FastAudit:
 
     def describe(self) -> str:
         """The audit in one line: the sample, what broke it, what escalated, the bound or that none is needed."""
-        counts, n = self.counts, self.examples
+        counts, n, bound = self.counts, self.examples, self.bound
         broke = ", ".join(f"{stage} {d}" for stage, d in counts.broke.items() if d) or "none of them"
         line = (
             f"robust {100 * self.survivors / n:.2f}% (not AutoAttack's run); the audit sampled {counts.audited} of the "
             f"{self.passed} examples its pass left robust, broke {broke}"
         )
-        if counts.full:
+        if bound is None:
             return line + "; so every stage ran on every survivor: the result is AutoAttack's (no bound needed)"
         if counts.escalated:
             line += f"; so {', '.join(counts.escalated)} ran on every survivor"
-        bound = self.bound
-        assert bound is not None
         return (
             f"{line}; AutoAttack's robust accuracy on these examples >= {100 * bound.bound:.2f}% (one-sided 95%: "
             f"{100 * bound.fast:.2f} x (1 - U), U = {bound.upper_break_rate:.4f}, the Clopper-Pearson "
@@ -76,7 +74,6 @@ def fast_audits(records: pd.DataFrame, protocol: Protocol) -> dict[tuple[str, st
     stages = protocol.audit_stages
     out: dict[tuple[str, str], list[FastAudit]] = {}
     pass_end = protocol.attacks[protocol.attacks.index(stages[0]) - 1]
-    records = records if "member" in records else records.assign(member=0)
     last = records[records["attack"] == stages[-1]]
     for (model, eps, member), rows in last.groupby(["model", "eps", "member"], sort=True):
         mine = records[(records["model"] == model) & (records["eps"] == eps) & (records["member"] == member)]

@@ -169,15 +169,14 @@ def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 def fitting_source(model: str, ev: Evidence) -> str | None:
     """A registered model with weights that takes ``model``'s images and gives its classes (read from
     the run's stored model facts), other than itself: the transfer source a run of it can use."""
-    base = model.removesuffix(ADAPTIVE_SUFFIX)
-    facts = ev.models.get(base) or {}
+    facts = ev.models.get(model) or {}
     size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
     fitting = (
         s
         for s in MODELS.values()
         if s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)
     )
-    return next((s.name for s in fitting if size and s.name != base and s.has_default_weights), None)
+    return next((s.name for s in fitting if size and s.name != model and s.has_default_weights), None)
 
 
 @check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
@@ -231,7 +230,7 @@ def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 
 def _takes_adaptive(model: str) -> bool:
     """None found (a renamed model of a combined table, the user's code: never imported to read a run): True."""
-    spec = registered_spec(model.removesuffix(ADAPTIVE_SUFFIX))
+    spec = registered_spec(model)
     return spec.is_adaptive if spec is not None else True
 
 
@@ -381,14 +380,6 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
                     "and report the lower number")  # fmt: skip
 
 
-def kinds_compared(model: str, ev: Evidence) -> list[str]:
-    """The run's other models of another kind (family) than ``model`` (its +adaptive copy is itself)."""
-    base = model.removesuffix(ADAPTIVE_SUFFIX)
-    family = ev.models.get(base, {}).get("family")
-    others = dict.fromkeys(m.removesuffix(ADAPTIVE_SUFFIX) for m in ev.summary["model"])
-    return [m for m in others if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]
-
-
 @check("one-checkpoint", "Claims rest on several checkpoints",
        "the seed papers' std tables (Hosseini & Hosseini 2024, rebuttal: std over 5 training runs): a comparison of "
        "two training procedures varies from seed to seed",
@@ -396,11 +387,14 @@ def kinds_compared(model: str, ev: Evidence) -> list[str]:
        "evaluate several members per model (robeval train-demo --seeds 0-2; --checkpoint NAME=A,B,C) and test the "
        "difference with robeval compare")  # fmt: skip
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    others = kinds_compared(model, ev)
-    several = "members" in rows and rows["members"].notna().any()  # (a summary of one member each has no column)
-    members = int(rows["members"].max()) if several else 1
+    base = model.removesuffix(ADAPTIVE_SUFFIX)  # (its +adaptive copy is itself)
+    family = ev.models.get(base, {}).get("family")
+    bases = dict.fromkeys(m.removesuffix(ADAPTIVE_SUFFIX) for m in ev.summary["model"])
+    others = [m for m in bases if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]
     if not others:
         return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
+    several = "members" in rows and rows["members"].notna().any()  # (a summary of one member each has no column)
+    members = int(rows["members"].max()) if several else 1
     if members > 1:
         return judged(False, f"{members} members: tables show mean ± std, robeval compare tests differences against "
                              "the seed-to-seed variation")  # fmt: skip

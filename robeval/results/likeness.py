@@ -122,14 +122,10 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
         raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
 
 
-def recorded_code(side: Side, model: str) -> dict[str, str]:
-    """The code a run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256, a plugin's
-    distribution and version), or nothing."""
-    return dict(side.run.info.get("models", {}).get(model, {}).get("code") or {})
-
-
-def code_difference(model: str, a: dict[str, str], b: dict[str, str]) -> str | None:
-    """How one model's recorded code differs between two runs (None: the same, or not recorded)."""
+def code_difference(model: str, side_a: Side, side_b: Side) -> str | None:
+    """How the code each run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256, a plugin's
+    distribution and version) differs between the two (None: the same, or not recorded by both)."""
+    a, b = (dict(side.run.info.get("models", {}).get(model, {}).get("code") or {}) for side in (side_a, side_b))
     if not a or not b or a.get("sha256") == b.get("sha256") and a.get("version") == b.get("version"):
         return None
     shown = [
@@ -145,8 +141,7 @@ def _code(a: Side, b: Side) -> str | None:
     models = [a.model] if a.model is not None and a.model == b.model else []
     if a.model is None and b.model is None:
         models = [m for m in a.run.info.get("models", {}) if m in b.run.info.get("models", {})]
-    differing = [code_difference(m, recorded_code(a, m), recorded_code(b, m)) for m in models]
-    found = [text for text in differing if text]
+    found = [text for text in (code_difference(m, a, b) for m in models) if text]
     return f"the models' code ({'; '.join(found)})" if found else None
 
 

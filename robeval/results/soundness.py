@@ -63,11 +63,6 @@ def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame
     return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
 
 
-def evidence_runs(store: Store, run: StoredRun) -> list[StoredRun]:
-    """The finished runs made as evidence for ``run`` (``check --report --run-missing``), oldest first."""
-    return [load_run(store, r) for r, config in store.finished_runs() if config.get("evidence_for") == run.run_id]
-
-
 @dataclass
 class JudgedRun:
     """A stored run's findings, judged with its evidence runs (named, with the eps they added)."""
@@ -82,8 +77,8 @@ class JudgedRun:
 
 
 def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
-    """``run`` of ``store`` judged with its evidence runs and its restart companion from the store."""
-    extra = evidence_runs(store, run)
+    """``run`` of ``store`` judged with its evidence runs (oldest first) and its restart companion from the store."""
+    extra = [load_run(store, r) for r, config in store.finished_runs() if config.get("evidence_for") == run.run_id]
     both = [run, *extra]
     summary = pd.concat([r.summary for r in both], ignore_index=True)
     records = pd.concat([r.records for r in both], ignore_index=True)

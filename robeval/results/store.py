@@ -71,9 +71,7 @@ CREATE TABLE records (
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
 """
 
-# A unit's convergence curve (robeval.attacks.convergence): at each point (0 = the attack's start,
-# then every 1/20 of its budget) the position along the attack's iterations or queries and how many of
-# the unit's examples no point the attack evaluated so far had fooled.  Written with the unit's records.
+# A unit's convergence curve, one row per point (robeval.results.records.UnitCurve), written with its records.
 _CURVE_POINT = "point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL"
 _CURVES = _unit_table("curves", _CURVE_POINT, "batch, point")
 
@@ -99,9 +97,8 @@ ALTER TABLE records_v{version} RENAME TO records;
 CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
 
 
-# A model may have several members (checkpoints of one training procedure): schema 7 adds the member to
-# the records, units and curves, and to their keys (a copy, as SQLite cannot change a primary key); what
-# a store of an older schema holds is member 0, one checkpoint per model.
+# Schema 7 adds a model's member (robeval.results.records) to the records, units and curves and to their keys
+# (a copy, as SQLite cannot change a primary key); a store of an older schema holds member 0 only.
 _V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
 _MEMBER = "member INTEGER NOT NULL DEFAULT 0"
 _MEMBERS = f"""{_records_copy(7, f", {_MEMBER}", "member, ")};
@@ -454,10 +451,8 @@ class Store:
         return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
     def records(self, run_id: str) -> pd.DataFrame:
-        df = self._frame("records", RECORD_COLUMNS, run_id, "example").astype(dict.fromkeys(BOOL_COLUMNS, bool))
-        for col in ("min_norm", "fp32_top1"):
-            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
-        return df
+        types = {**dict.fromkeys(BOOL_COLUMNS, bool), "min_norm": float, "fp32_top1": float}  # all NULL: NaN, not None
+        return self._frame("records", RECORD_COLUMNS, run_id, "example").astype(types)
 
     def curves(self, run_id: str) -> pd.DataFrame:
         """The stored convergence-curve points of ``run_id``, one row per unit and point

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -27,6 +27,9 @@ from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
 from .records import RECORD_COLUMNS, audited_stage
 
+Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
+Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over
+
 
 @dataclass
 class Coverage:
@@ -34,11 +37,11 @@ class Coverage:
     ``batches`` per member in the run's plan (None for a store written before robeval recorded it: then
     the most any unit reached); ``members``: a model's checkpoints where it has several."""
 
-    done: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    batches: int | None = None
-    members: dict[str, int] = field(default_factory=dict)
+    done: Done
+    batches: int | None
+    members: dict[str, int]
 
-    def expected(self, model: str = "") -> int:
+    def expected(self, model: str) -> int:
         if self.batches is None:
             return max(self.done.values(), default=0)
         return self.batches * self.members.get(model, 1)
@@ -48,11 +51,6 @@ class Coverage:
 
     def fraction(self, model: str, eps: str, attack: str) -> str:
         return f"{self.done.get((model, eps, attack), 0)}/{self.expected(model)}"
-
-
-def with_member(records: pd.DataFrame) -> pd.DataFrame:
-    """``records`` with their ``member`` column (member 0 for records made without one)."""
-    return records if "member" in records else records.assign(member=0)
 
 
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
@@ -65,15 +63,15 @@ WORST_CASE = {
 }
 
 
-def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None = None) -> pd.DataFrame:
+def any_attack_records(records: pd.DataFrame, attacks: list[str], covered: Covered | None = None) -> pd.DataFrame:
     """Per-example worst case over ``attacks`` (and the clean image): correct only if it survived all.
 
-    With ``coverage`` each (model, eps) takes only the attacks it finished: a worst case over an attack
-    that stopped half-way would mix examples attacked and not (:func:`covered_attacks`)."""
-    covered = covered_attacks(records, attacks, coverage)  # no worst case where no attack finished
+    With ``covered`` each (model, eps) takes only the attacks it finished (:func:`covered_attacks`): a worst
+    case over an attack that stopped half-way would mix examples attacked and not."""
+    covered = covered_attacks(records, attacks, None) if covered is None else covered
     finished = [(m, e, a) for (m, e), names in covered.items() for a in (CLEAN, *names)]
-    sub = with_member(records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)])
-    if sub.empty or not attacks:
+    sub = records[pd.MultiIndex.from_frame(records[["model", "eps", "attack"]]).isin(finished)]
+    if sub.empty:  # no attack finished (or none was run)
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
     agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
@@ -83,10 +81,8 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], coverage: Cove
     return agg[RECORD_COLUMNS]
 
 
-def covered_attacks(
-    records: pd.DataFrame, attacks: list[str], coverage: Coverage | None
-) -> dict[tuple[str, str], list[str]]:
-    """(model, eps) -> the attacks its ``any`` row is the worst case over (finished ones, in ``attacks`` order)."""
+def covered_attacks(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> Covered:
+    """The attacks each (model, eps)'s ``any`` row is the worst case over (finished ones, in ``attacks`` order)."""
     out: dict[tuple[str, str], set[str]] = {}
     for model, eps, attack in records[["model", "eps", "attack"]].drop_duplicates().itertuples(index=False):
         if attack in attacks and (coverage is None or coverage.complete(model, eps, attack)):
@@ -132,8 +128,7 @@ OVER_MEMBERS = {**dict.fromkeys(UNIT_FIGURES, "mean"), "n": "max", **dict.fromke
 
 def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
     """Per (model, eps, attack): the figures of its summary row, per member in member order."""
-    records = with_member(records)
-    fp32 = records["fp32_top1"] if "fp32_top1" in records else pd.Series(float("nan"), index=records.index)
+    fp32 = records["fp32_top1"]
     robust = records["adv_top1"].astype(bool)
     records = records.assign(
         fp32_checked=fp32.notna(), fp32_fooled=robust & (fp32 == 0), fp32_rescued=~robust & (fp32 == 1)
@@ -160,30 +155,29 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
     """The columns a model of several members adds (the module docstring): how many, the sample std
-    (n - 1) of their top-1 and top-5 (%), and each one's value."""
+    (n - 1: NaN for one member) of their top-1 and top-5 (%), and each one's value."""
     out: dict[str, Any] = {"members": len(members)}
     for metric in ("top1", "top5"):
         values = [100.0 * float(m[metric]) for m in members]
-        std = float(pd.Series(values).std(ddof=1)) if len(values) > 1 else float("nan")
-        out[f"{metric}_std"] = round(std, 2)
+        out[f"{metric}_std"] = round(float(pd.Series(values).std(ddof=1)), 2)
         out[f"member_{metric}"] = [round(v, 2) for v in values]
     return out
 
 
 def summarize(
-    records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage | None = None
+    records: pd.DataFrame, config: dict[str, Any], models_meta: dict[str, dict], coverage: Coverage
 ) -> pd.DataFrame:
     """One row per model x eps x attack, in the run's order of each (clean first, then the attacks, then
     ``any``, then the shifted conditions, which ``any`` does not include: a corruption is no attack).
     Each row says whether it covers every batch of the run (``status``, ``batches``); ``any`` rows name
     the finished attacks they are the worst case over (``any_over``)."""
     attacks = config["attacks"]
-    full = pd.concat([records, any_attack_records(records, attacks, coverage)], ignore_index=True)
+    over = covered_attacks(records, attacks, coverage)
+    full = pd.concat([records, any_attack_records(records, attacks, over)], ignore_index=True)
     if full.empty:
         return pd.DataFrame()
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
-    over = covered_attacks(records, attacks, coverage)
     models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
@@ -192,13 +186,13 @@ def summarize(
         members = groups.get((model, eps, attack))
         if members is None:
             continue
-        done = attack == ANY or coverage is None or coverage.complete(model, eps, attack)
+        done = attack == ANY or coverage.complete(model, eps, attack)
         rows.append(
             {
                 **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
                 "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
-                "batches": "" if attack == ANY or coverage is None else coverage.fraction(model, eps, attack),
+                "batches": "" if attack == ANY else coverage.fraction(model, eps, attack),
                 **(member_spread(members) if several else {}),
             }
         )
@@ -206,19 +200,14 @@ def summarize(
 
 
 def run_summary(
-    records: pd.DataFrame,
-    run: dict[str, Any],
-    config: dict[str, Any] | None = None,
-    done_units: dict[tuple[str, str, str], int] | None = None,
-    curves: pd.DataFrame | None = None,
+    records: pd.DataFrame, run: dict[str, Any], config: dict[str, Any], done_units: Done, curves: pd.DataFrame
 ) -> pd.DataFrame:
     """One row per model x attack x eps with the run's identity: the columns of results.csv and of
     every table, for a run that just finished and for one read back from the store alike.  ``done_units``
     (batches stored per model, eps and attack) marks the rows that do not cover the run's plan, the run's
     ``status`` every row of a run that did not finish; ``curves`` (its stored points) give the curve columns."""
-    config = config or run["config"]
     plan = run.get("plan", {})
-    coverage = None if done_units is None else Coverage(done_units, plan.get("batches"), plan.get("members", {}))
+    coverage = Coverage(done_units, plan.get("batches"), plan.get("members", {}))
     summary = summarize(records, config, run.get("models", {}), coverage)
     if summary.empty:
         return summary
@@ -269,10 +258,10 @@ def passes_per_image(summary: pd.DataFrame) -> Passes:
     return out
 
 
-def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame | None) -> None:
+def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame) -> None:
     """``curve_robust_90``, ``curve_robust_end``, ``curve_examples``: the noise test's figures
     (robeval.results.convergence), NaN on rows without a curve."""
-    found = last_tenth(curves) if curves is not None else {}
+    found = last_tenth(curves)
     keys = list(zip(summary["model"], summary["eps"], summary["attack"]))
     for i, column in enumerate(("curve_robust_90", "curve_robust_end", "curve_examples")):
         summary[column] = [float(found[k][i]) if k in found else float("nan") for k in keys]
