@@ -194,3 +194,29 @@ def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
     header = next(line for line in shift_block.splitlines() if line.startswith("| Model"))
     assert "Clean Top-1" in header and "ImageNet-A Top-1" in header and "Mean corruption error" in header
     assert shift_block.count("| deit-tiny |") == 1  # one row per model across the runs
+
+
+def test_a_corruption_run_combines_with_an_attack_run_at_the_same_or_other_eps(tmp_path):
+    from robeval.report.robustbench import model_info_entries
+    from robeval.results.runs import combine, resolve_runs
+    from robeval.results.store import Store
+
+    store = str(tmp_path / "s.sqlite")
+    common = dict(models="digits-deit", n_examples=8, store=store, progress=False, threads=1)
+    fog = dict(shift="corruptions", corruptions="fog", severities="1")
+    main = evaluate_full(eps="4/255,8/255", attacks="fgsm,pgd", settings={"pgd": {"steps": 3}}, **common).run_id
+    same = evaluate_full(eps="8/255", attacks="fgsm", **fog, **common).run_id
+    other = evaluate_full(eps="16/255", **fog, **common).run_id
+
+    def combined(*runs):
+        return combine(resolve_runs(Store(store), list(runs)))
+
+    at_8 = combined(main, same).query("eps == '8/255'").set_index(["model", "attack"])["top1"]
+    assert (f"digits-deit ({same})", "any") in at_8  # evaluated twice at 8/255: told apart, never mixed
+    assert at_8["digits-deit", "any"] == min(at_8["digits-deit", "fgsm"], at_8["digits-deit", "pgd"])
+    table = render(combined(main, other), "md")  # the conditions are at the second run's eps only
+    shift_block = table[table.index("Distribution shift") :].split("Table:")[0]
+    assert "Mean corruption error" in shift_block and "| digits-deit |" in shift_block
+    assert "fog" in table[table.index("per corruption") :]
+    (entry,) = model_info_entries(combined(other, main))
+    assert entry["corruptions_acc"] and entry["eps"] is None

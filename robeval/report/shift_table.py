@@ -16,12 +16,10 @@ import pandas as pd
 
 from ..defaults import CLEAN
 from ..shifts.catalog import parse_condition
-from ..shifts.kinds import SHIFT_KINDS, get_shift
+from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .minimum_norm import minimum_norm_caption, minimum_norm_grid
 from .naming import attack_title, column, data_label
-
-CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
 
 
 def is_condition(summary: pd.DataFrame) -> pd.Series:
@@ -40,13 +38,14 @@ def condition_kinds(summary: pd.DataFrame) -> list[str]:
 
 def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetrics | None:
     """Corruption metrics of one model's conditions of one shift kind (the first with conditions when
-    not given; first eps), by that kind's corruption set."""
-    rows = rows[rows["eps"] == rows["eps"].iloc[0]]
+    not given; the first eps it has them at: a run of other eps combined with it has none), by that
+    kind's corruption set."""
     kind = kind if kind is not None else next(iter(condition_kinds(rows)), "")
     conditions = rows[is_condition(rows) & (column(rows, "shift") == kind)]
     if conditions.empty:
         return None
-    shift = get_shift(kind)
+    rows = rows[rows["eps"] == conditions["eps"].iloc[0]]
+    conditions, shift = conditions[conditions["eps"] == rows["eps"].iloc[0]], get_shift(kind)
     clean = rows[(rows["attack"] == CLEAN) & column(rows, "shift").isin(CLEAN_DATA_SHIFTS)]
     imagenet = "data" in conditions and all(shift.on_imagenet(str(d)) for d in conditions["data"])
     clean_top1 = float(clean["top1"].iloc[0]) if len(clean) else None

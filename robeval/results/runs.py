@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
+from ..shifts.kinds import CLEAN_DATA_SHIFTS
 from .convergence import curves
 from .likeness import Side, refuse_unlike, settings_note
 from .store import Store
@@ -72,18 +73,20 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
 def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
     """``frame_of`` each run in one frame, each model named as a combined table names it: the same model
     (name, weights, shift) at other eps keeps its name; one evaluated twice at an eps, or with other
-    weights, is told apart by its run id."""
-    seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, shift) -> (weights, eps seen)
+    weights, is told apart by its run id (a corruption run's clean and attack rows are of the clean data,
+    as a run without a shift's are)."""
+    seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, data) -> (weights, eps seen)
     named = []
     for run in runs:
         labels = {}
         for model, rows in run.summary.groupby("model", sort=False):
             weights, eps = str(rows["checkpoint_sha256"].iloc[0]) + str(rows["checkpoint"].iloc[0]), set(rows["eps"])
-            known = seen.get((model, _shift(run)))
+            data = "" if _shift(run) in CLEAN_DATA_SHIFTS else _shift(run)
+            known = seen.get((model, data))
             clash = known is not None and (known[0] != weights or known[1] & eps)
             labels[model] = f"{model} ({run.run_id})" if clash else model
             if not clash:
-                seen[(model, _shift(run))] = (weights, (known[1] if known else set()) | eps)
+                seen[(model, data)] = (weights, (known[1] if known else set()) | eps)
         named.append(frame_of(run).replace({"model": labels}))
     return pd.concat(named, ignore_index=True)
 

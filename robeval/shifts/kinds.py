@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # the data and dataset modules load torch: imported where use
     from ..data.examples import EvalData, ImageSpec
 
 
+CLEAN_DATA_SHIFTS = ("", "corruptions")  # runs whose clean and attack rows are on the clean data
+
+
 class ShiftKind:
     """A shift whose conditions are (corruption, severity) pairs of its corruption set (the base of the others)."""
 
