@@ -20,6 +20,7 @@ from ..models import ModelSpec, build_network, meta_of, model_meta
 from ..models.admission import admit_model
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig
+from .config import transfer_source
 from .plan import ModelJob, RunPlan
 
 
@@ -72,8 +73,8 @@ def _facts(spec: ModelSpec, name: str, options: dict) -> ModelMeta:
 
 def _source_meta(config: EvalConfig, targets: list):
     """The transfer source, checked like a model, taking inputs of the targets' size."""
-    name, _, checkpoint = str(config.source_model).partition("=")
-    meta = _checked_meta(name, {}, checkpoint or None, config, f"--source-model {name}=PATH")
+    name, checkpoint = transfer_source(config)
+    meta = _checked_meta(name, {}, checkpoint, config, f"--source-model {name}=PATH")
     for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):
             raise UserError(

@@ -31,6 +31,7 @@ from ..precision import slower_here
 from ..results.records import Unit
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
+from .config import transfer_source
 from .distributed import DistContext, announce_run
 from .model_run import ModelRun
 from .plan import Member, ModelJob, RunPlan
@@ -273,6 +274,5 @@ def load_source(plan: RunPlan) -> SourceModel | None:
     with ``--weights random`` a network seeded by the run's seed."""
     if not plan.config.source_model:
         return None
-    name, _, checkpoint = plan.config.source_model.partition("=")
     with torch.random.fork_rng():
-        return SourceModel(plan.load(name, checkpoint or None), plan.config.source_model)
+        return SourceModel(plan.load(*transfer_source(plan.config)), plan.config.source_model)
