@@ -124,15 +124,12 @@ class ModelRun:
         self.recheck_share = min(1.0, max(MIN_RECHECK_SHARE, MIN_RECHECKED / max(len(self.data.indices), 1)))
         self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5
         self.need_checks = checks  # the model checks, on its first batch
+        # one untimed pass on CUDA, which loads kernels and creates handles on the first one (~1 s): else that
+        # would count as the first model's clean time (benchmarks/RESULTS.md, GPU)
         if self.device.type == "cuda":
-            self._warm_up()
-
-    def _warm_up(self) -> None:
-        """One untimed pass: CUDA loads kernels and creates handles on the first one (~1 s), which
-        would otherwise count as the first model's clean time (benchmarks/RESULTS.md, GPU)."""
-        with torch.inference_mode():
-            self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
-        torch.cuda.synchronize(self.device)
+            with torch.inference_mode():
+                self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
+            torch.cuda.synchronize(self.device)
 
     def key(self, eps: str, attack: str, b: int) -> Unit:
         """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
