@@ -3,9 +3,7 @@ configuration compared, its holder checked, units that a killed worker left in i
 each finished unit written at once (the resume point); each model's share of what the run learns
 gathered from every worker, a model that fails stopped alone; the run let go of when it stops.
 
-In a distributed run (robeval.evaluation.distributed) the pending batches of a model are dealt
-round-robin to the workers; each writes its units to a store file of its own, which rank 0 merges
-once every worker is done with the model.
+How a distributed run's workers share a model's batches and store files: robeval.evaluation.distributed.
 """
 
 from __future__ import annotations
