@@ -182,11 +182,10 @@ class ModelRun:
         """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""
         return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
 
-    def seeding(self, attacker, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
-        """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
-        (and for the attacks an audited protocol names) AutoAttack's own seeding for attacks from its code
-        (robeval.evaluation.units)."""
-        if attacker.library_draws and (self.config.cascade or attack in self.plan.protocol.library_draws):
+    def seeding(self, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
+        """The seed and example indices of an attack call: per unit and per example, or AutoAttack's own
+        seeding where the attack draws as AutoAttack's code does (:meth:`~.plan.RunPlan.library_draws`)."""
+        if self.plan.library_draws(attack):
             return self.config.seed, None
         return derive_seed(self.config.seed, attack, eps.text, batch.b), batch.examples
 

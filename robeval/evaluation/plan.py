@@ -91,6 +91,12 @@ class RunPlan:
             return [a for a in job.attacks if a not in stages] + [audit_unit(stage) for stage in stages]
         return list(job.attacks) if self.config.cascade else None
 
+    def library_draws(self, attack: str) -> bool:
+        """Whether ``attack`` draws as AutoAttack's own code does (robeval.evaluation.units): an attack from
+        that code, under ``--cascade`` or where the protocol names it (an audited protocol's FAB-T and Square)."""
+        from_library = getattr(get_attack_spec(attack).cls, "library_draws", False)
+        return from_library and (self.config.cascade or attack in self.protocol.library_draws)
+
     @property
     def batch_size(self) -> int:
         assert self.config.batch_size is not None, "a plan's configuration has its batch size"
