@@ -107,7 +107,7 @@ class ModelRun:
         self.partial = partial
         self.device, self.batch_size = plan.device, plan.batch_size
         self.memory_format = torch.channels_last if self.config.channels_last else torch.contiguous_format
-        self.model = self._load()
+        self.model = self._load().to(memory_format=self.memory_format)
         self.data = data.for_model(self.model.meta)
         self.condition_names = {c.name for c in plan.conditions}
         self.units = plan.units(job)  # evaluated on every batch at every eps: clean, attacks, conditions
@@ -137,10 +137,9 @@ class ModelRun:
 
     def _load(self) -> NormalizedModel:
         if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
-            return wrap_given(self.member.given, self.device).to(memory_format=self.memory_format)
+            return wrap_given(self.member.given, self.device)
         key, options = self.config.checkpoint_key, self.job.options
-        model = self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
-        return model.to(memory_format=self.memory_format)
+        return self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space
