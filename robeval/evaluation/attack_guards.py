@@ -56,8 +56,7 @@ class PassCounter(nn.Module):
     def __init__(self, net: nn.Module) -> None:
         super().__init__()
         self.net = net
-        self.forward_images = 0
-        self.backward_images = 0
+        self.reset()
         self.listener: Callable[[int], None] | None = None  # told the images sent forward so far (progress)
 
     def reset(self) -> None:

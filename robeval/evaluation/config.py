@@ -279,12 +279,19 @@ def check_transfer(config: EvalConfig) -> None:
     if config.source_model and not transfer:
         raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
     if transfer:
-        check_model_name(str(config.source_model).partition("=")[0])
+        check_model_name(transfer_source(config)[0])
         if get_protocol(config.protocol).space != "pixel":
             raise UserError(
                 f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
                 "two models normalise their inputs differently"
             )
+
+
+def transfer_source(config: EvalConfig) -> tuple[str, str | None]:
+    """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
+    weights)."""
+    name, _, checkpoint = str(config.source_model).partition("=")
+    return name, checkpoint or None
 
 
 def check_shift(config: EvalConfig) -> None:

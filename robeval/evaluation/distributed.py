@@ -23,7 +23,6 @@ import torch.distributed as dist
 class DistContext:
     rank: int = 0
     world: int = 1
-    local_rank: int = 0
 
     @property
     def active(self) -> bool:
@@ -72,13 +71,12 @@ def init_from_env(device: str = "auto") -> DistContext:
     if not launched_by_torchrun():
         return SINGLE
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     use_cuda = torch.cuda.is_available() and device != "cpu"
     if not dist.is_initialized():
         if use_cuda:
-            torch.cuda.set_device(local_rank)
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return DistContext(rank, world, local_rank)
+    return DistContext(rank, world)
 
 
 def shutdown(ctx: DistContext) -> None:

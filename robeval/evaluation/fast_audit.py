@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ..seeds import derive_seed
 
@@ -49,16 +48,12 @@ AUDIT_RATE = 0.05  # the share of survivors audited: measured, see below
 _SCALE = 2**31  # derive_seed's range: 31 bits
 
 
-def audit_draw(seed: int, example: int, *salt: Any) -> float:
-    """The example's uniform number in [0, 1), from the run seed and its data-set index."""
-    return derive_seed(seed, "audit", *salt, int(example)) / _SCALE
-
-
-def audit_sample(seed: int, survivors: Iterable[int], rate: float = AUDIT_RATE, *salt: Any) -> list[int]:
-    """The survivors (data-set indices) that the audit attacks, in the order given."""
+def audit_sample(seed: int, survivors: Iterable[int], rate: float) -> list[int]:
+    """The survivors (data-set indices) that the audit attacks, in the order given: each one whose uniform
+    number ``u`` (module docstring) falls below ``rate``."""
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"the audit rate must lie in [0, 1], got {rate}")
-    return [int(e) for e in survivors if audit_draw(seed, e, *salt) < rate]
+    return [int(e) for e in survivors if derive_seed(seed, "audit", int(e)) / _SCALE < rate]
 
 
 def escalated_stages(broke: Iterable[str]) -> tuple[str, ...]:

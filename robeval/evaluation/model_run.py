@@ -107,7 +107,7 @@ class ModelRun:
         self.partial = partial
         self.device, self.batch_size = plan.device, plan.batch_size
         self.memory_format = torch.channels_last if self.config.channels_last else torch.contiguous_format
-        self.model = self._load()
+        self.model = self._load().to(memory_format=self.memory_format)
         self.data = data.for_model(self.model.meta)
         self.condition_names = {c.name for c in plan.conditions}
         self.units = plan.units(job)  # evaluated on every batch at every eps: clean, attacks, conditions
@@ -124,15 +124,12 @@ class ModelRun:
         self.recheck_share = min(1.0, max(MIN_RECHECK_SHARE, MIN_RECHECKED / max(len(self.data.indices), 1)))
         self.clean_hits: dict[int, dict[int, tuple[bool, bool]]] = {}  # batch -> example -> clean top-1/top-5
         self.need_checks = checks  # the model checks, on its first batch
+        # one untimed pass on CUDA, which loads kernels and creates handles on the first one (~1 s): else that
+        # would count as the first model's clean time (benchmarks/RESULTS.md, GPU)
         if self.device.type == "cuda":
-            self._warm_up()
-
-    def _warm_up(self) -> None:
-        """One untimed pass: CUDA loads kernels and creates handles on the first one (~1 s), which
-        would otherwise count as the first model's clean time (benchmarks/RESULTS.md, GPU)."""
-        with torch.inference_mode():
-            self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
-        torch.cuda.synchronize(self.device)
+            with torch.inference_mode():
+                self.target(self.inputs(torch.zeros(2, *self.model.meta.input_size)))
+            torch.cuda.synchronize(self.device)
 
     def key(self, eps: str, attack: str, b: int) -> Unit:
         """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
@@ -140,10 +137,9 @@ class ModelRun:
 
     def _load(self) -> NormalizedModel:
         if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
-            return wrap_given(self.member.given, self.device).to(memory_format=self.memory_format)
+            return wrap_given(self.member.given, self.device)
         key, options = self.config.checkpoint_key, self.job.options
-        model = self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
-        return model.to(memory_format=self.memory_format)
+        return self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space
@@ -185,11 +181,10 @@ class ModelRun:
         """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""
         return batch.clean_logits.argmax(1) if self.plan.protocol.label_source(attack) == "predicted" else batch.y
 
-    def seeding(self, attacker, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
-        """The seed and example indices of an attack call: per unit and per example, or under ``--cascade``
-        (and for the attacks an audited protocol names) AutoAttack's own seeding for attacks from its code
-        (robeval.evaluation.units)."""
-        if attacker.library_draws and (self.config.cascade or attack in self.plan.protocol.library_draws):
+    def seeding(self, batch: Batch, eps: Eps, attack: str) -> tuple[int, list[int] | None]:
+        """The seed and example indices of an attack call: per unit and per example, or AutoAttack's own
+        seeding where the attack draws as AutoAttack's code does (:meth:`~.plan.RunPlan.library_draws`)."""
+        if self.plan.library_draws(attack):
             return self.config.seed, None
         return derive_seed(self.config.seed, attack, eps.text, batch.b), batch.examples
 

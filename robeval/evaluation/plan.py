@@ -26,7 +26,7 @@ from ..precision import Precision, get_precision
 from ..results.records import audit_unit
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
-from .config import ADAPTIVE_SUFFIX, make_config
+from .config import ADAPTIVE_SUFFIX, make_config, transfer_source
 from .protocols import Protocol, get_protocol
 
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
@@ -90,6 +90,12 @@ class RunPlan:
         if stages:
             return [a for a in job.attacks if a not in stages] + [audit_unit(stage) for stage in stages]
         return list(job.attacks) if self.config.cascade else None
+
+    def library_draws(self, attack: str) -> bool:
+        """Whether ``attack`` draws as AutoAttack's own code does (robeval.evaluation.units): an attack from
+        that code, under ``--cascade`` or where the protocol names it (an audited protocol's FAB-T and Square)."""
+        from_library = getattr(get_attack_spec(attack).cls, "library_draws", False)
+        return from_library and (self.config.cascade or attack in self.protocol.library_draws)
 
     @property
     def batch_size(self) -> int:
@@ -210,7 +216,7 @@ def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None =
     shift = get_shift(config.shift) if config.shift is not None else None
     conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
     if config.source_model:
-        get_spec(str(config.source_model).partition("=")[0])
+        get_spec(transfer_source(config)[0])
     jobs = model_jobs(config, protocol, given)
     return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions)
 

@@ -16,10 +16,11 @@ from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..errors import UserError
-from ..models import ModelSpec, build_network, meta_of, model_meta
+from ..models import build_network, meta_of, model_meta
 from ..models.admission import admit_model
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig
+from .config import transfer_source
 from .plan import ModelJob, RunPlan
 
 
@@ -51,16 +52,11 @@ def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
 
 def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):
     """A model admitted (robeval.models.admission: its checkpoint, a plugin's network), or its default
-    weights' existence, and what it is."""
+    weights' existence, and what it is: its registration's facts, or for a model whose facts come with its
+    network (hub models, the user's code as a transfer source) the network built to read them."""
     spec = admit_model(name, options, checkpoint, config.checkpoint_key, config.trust_checkpoint)
     if checkpoint is None and not spec.has_default_weights and config.weights != "random":
         raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
-    return _facts(spec, name, options)
-
-
-def _facts(spec: ModelSpec, name: str, options: dict) -> ModelMeta:
-    """A registration's facts; a model whose facts come with its network (hub models, the user's code as
-    a transfer source) built to read them."""
     if spec.config is not None:
         return meta_of(spec, spec.config, options)
     if spec.reference is not None:
@@ -72,8 +68,8 @@ def _facts(spec: ModelSpec, name: str, options: dict) -> ModelMeta:
 
 def _source_meta(config: EvalConfig, targets: list):
     """The transfer source, checked like a model, taking inputs of the targets' size."""
-    name, _, checkpoint = str(config.source_model).partition("=")
-    meta = _checked_meta(name, {}, checkpoint or None, config, f"--source-model {name}=PATH")
+    name, checkpoint = transfer_source(config)
+    meta = _checked_meta(name, {}, checkpoint, config, f"--source-model {name}=PATH")
     for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):
             raise UserError(

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -152,9 +154,6 @@ def cpu_pass_memory_here(name: str, batch_size: int) -> float | None:
 
 def cpu_pass_memory(name: str, batch_size: int) -> float | None:
     """Resident bytes one forward+backward of ``name`` adds, measured in a fresh process (None off Linux)."""
-    import subprocess
-    import sys
-
     code = (
         "import json, sys; from robeval.evaluation.profiling import cpu_pass_memory_here; "
         "print(json.dumps(cpu_pass_memory_here(sys.argv[1], int(sys.argv[2]))))"

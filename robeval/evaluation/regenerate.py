@@ -174,10 +174,9 @@ def _check_weights(model: ModelRun, request: Request) -> None:
 def _pixel_images(run: ModelRun):
     """Attacked tensors back in [0,1] pixels: as they are, or un-normalized under a protocol that
     attacks the normalized tensor."""
-    model = run.model
     if run.plan.protocol.space == "pixel":
         return lambda x: x.detach().float().cpu().numpy()
-    mean, std = model.mean[0].to(torch.float32), model.std[0].to(torch.float32)
+    mean, std = run.model.mean[0].to(torch.float32), run.model.std[0].to(torch.float32)
     return lambda x: (x.detach().float() * std.to(x.device) + mean.to(x.device)).cpu().numpy()
 
 

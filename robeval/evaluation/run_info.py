@@ -15,7 +15,7 @@ from .. import __version__
 from ..attacks import get_attack_spec
 from ..machine import cpu_peak_bytes
 from .plan import RunPlan
-from .protocols import Protocol, get_protocol
+from .protocols import Protocol
 
 CASCADE_RANDOMNESS = (
     "--cascade: AutoAttack's own draws, seeded by --seed and reset for every call as in AutoAttack(seed=...): "
@@ -87,16 +87,10 @@ class RunLog:
         self.oom_splits += other.oom_splits
 
 
-def randomness(config) -> dict[str, str]:
-    """Where each attack's draws come from (AutoAttack's own under --cascade for its attacks, and for those
-    an audited protocol names)."""
-    drawn = get_protocol(config.protocol).library_draws  # an audited protocol's FAB-T and Square: as --cascade's
-    out: dict[str, str] = {}
-    for attack in config.attacks:
-        spec = get_attack_spec(attack)
-        library = (config.cascade or attack in drawn) and getattr(spec.cls, "library_draws", False)
-        out[attack] = CASCADE_RANDOMNESS if library else spec.randomness
-    return out
+def randomness(plan: RunPlan) -> dict[str, str]:
+    """Where each attack's draws come from (AutoAttack's own where :meth:`RunPlan.library_draws`)."""
+    attacks = plan.config.attacks
+    return {a: CASCADE_RANDOMNESS if plan.library_draws(a) else get_attack_spec(a).randomness for a in attacks}
 
 
 def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:
@@ -130,7 +124,7 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "protocol": protocol_facts(protocol, config.attacks),
         "attack_settings": dict(plan.settings),
         "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
-        "randomness": randomness(config),
+        "randomness": randomness(plan),
         "shift": None if plan.shift is None else plan.shift.info(config),
         "models": log.models,
         "data": log.data,

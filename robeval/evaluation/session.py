@@ -3,9 +3,7 @@ configuration compared, its holder checked, units that a killed worker left in i
 each finished unit written at once (the resume point); each model's share of what the run learns
 gathered from every worker, a model that fails stopped alone; the run let go of when it stops.
 
-In a distributed run (robeval.evaluation.distributed) the pending batches of a model are dealt
-round-robin to the workers; each writes its units to a store file of its own, which rank 0 merges
-once every worker is done with the model.
+How a distributed run's workers share a model's batches and store files: robeval.evaluation.distributed.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from ..precision import slower_here
 from ..results.records import Unit
 from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
+from .config import transfer_source
 from .distributed import DistContext, announce_run
 from .model_run import ModelRun
 from .plan import Member, ModelJob, RunPlan
@@ -273,6 +272,5 @@ def load_source(plan: RunPlan) -> SourceModel | None:
     with ``--weights random`` a network seeded by the run's seed."""
     if not plan.config.source_model:
         return None
-    name, _, checkpoint = plan.config.source_model.partition("=")
     with torch.random.fork_rng():
-        return SourceModel(plan.load(name, checkpoint or None), plan.config.source_model)
+        return SourceModel(plan.load(*transfer_source(plan.config)), plan.config.source_model)

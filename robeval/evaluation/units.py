@@ -142,7 +142,7 @@ def run_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRecord
 def attack_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Points:
     """The unit's attack called on the batch: seeded, its passes counted, its progress told."""
     attacker = model.attacks[(eps.text, attack)]
-    seed, examples = model.seeding(attacker, batch, eps, attack)
+    seed, examples = model.seeding(batch, eps, attack)
     n = len(batch.y)
     model.counted.reset()
     with model.progress(model.key(eps.text, attack, batch.b), attacker, n), crafting(model.plan.precision):
@@ -220,7 +220,7 @@ def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[f
     tick = time.perf_counter()
     idx = torch.tensor(rows, device=batch.y.device)
     x, labels = batch.xa[idx], model.labels(batch, attack)[idx]
-    seed, examples = model.seeding(checker, batch, eps, attack)
+    seed, examples = model.seeding(batch, eps, attack)
     with strict_fp32():
         x_adv, _ = craft(checker, x, labels, seed, None if examples is None else [examples[r] for r in rows], model.log)
     verify_adversarial(attack, x_adv, x, eps.value, model.config.norm, model.plan.protocol.box(attack))
