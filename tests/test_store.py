@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,10 @@ RECORD_KEY = ["model", "eps", "attack", "example"]
 
 
 def units_done(path) -> int:
+    """The units another process has stored so far, read without creating the file (a plain connect would make an
+    empty one that the writer then finds) and closed at once (``with connect()`` commits, it does not close)."""
     try:
-        with sqlite3.connect(str(path), timeout=30) as conn:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as conn:
             return conn.execute("SELECT COUNT(*) FROM units").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
