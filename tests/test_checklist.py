@@ -81,6 +81,21 @@ def test_advice_fits_the_run_and_one_example_never_raises():
     assert "--source-model PATH.py:CALLABLE" in transfer.evidence
 
 
+def test_an_adaptive_runs_copy_is_not_judged_and_its_model_gets_the_adaptive_advice():
+    """An --adaptive run stores its models' facts under the registered name only: the +adaptive copy is the
+    adaptive evaluation itself (no transfer or black-box verdict), while the model is told of a digits source
+    and, its weight being data-dependent, of --adaptive."""
+    rows = [dict(model=m, attack=a, eps="8/255", eps_value=8 / 255, top1=v, n=100) for m in (ELLIPTICAL, f"{ELLIPTICAL}+adaptive")
+            for a, v in (("clean", 95.0), ("pgd", 60.0), ("square", 20.0))]  # fmt: skip
+    facts = {"models": {ELLIPTICAL: {"input_size": [1, 8, 8], "num_classes": 10}}}
+    model, copy = judge_summary(pd.DataFrame(rows), facts)
+    found, copied = ({f.check: f for f in one.findings} for one in (model, copy))
+    assert "--source-model digits-" in found["transfer-beats-white-box"].evidence
+    assert found["gradient-masking"].status == "RAISED" and "--adaptive" in found["gradient-masking"].advice
+    for check in ("transfer-beats-white-box", "gradient-masking", "adaptive-gap"):
+        assert copied[check].status == "n/a", (check, copied[check])
+
+
 def test_check_report_lists_every_indicator_with_a_verdict_and_check_prints_its_raised_ones(tmp_path):
     store = str(tmp_path / "s.sqlite")
     proc = run_cli("run", "-m", "digits-deit", "-m", ELLIPTICAL, "--adaptive", "--attacks",
