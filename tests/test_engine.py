@@ -41,9 +41,9 @@ def test_one_clean_pass_per_batch(monkeypatch):
     calls = []
     original = model_run.topk_hits
 
-    def spy(logits, y, k=5):
+    def spy(logits, y):
         calls.append(len(y))
-        return original(logits, y, k)
+        return original(logits, y)
 
     monkeypatch.setattr(model_run, "topk_hits", spy)
     monkeypatch.setattr(units, "topk_hits", spy)

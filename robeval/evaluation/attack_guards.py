@@ -88,10 +88,9 @@ class Autocast(nn.Module):
         return out.float()
 
 
-def topk_hits(logits: torch.Tensor, y: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-example top-1 and top-k hit (k capped at the number of classes)."""
-    k = min(k, logits.shape[1])
-    top = logits.topk(k, dim=1).indices
+def topk_hits(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-example top-1 and top-5 hit (5 capped at the number of classes)."""
+    top = logits.topk(min(5, logits.shape[1]), dim=1).indices
     return top[:, 0] == y, (top == y[:, None]).any(dim=1)
 
 
