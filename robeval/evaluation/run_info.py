@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -49,7 +49,8 @@ class RunLog:
 
     models: dict[str, dict] = field(default_factory=dict)
     model_checks: dict[str, dict] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)  # model|eps|attack (|fp32-check) -> seconds
+    # model|eps|attack (|fp32-check) -> seconds, summed over the units and workers that add to it
+    timings: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     attacked: Counter[str] = field(default_factory=Counter)  # --cascade: model|eps|attack -> examples attacked
     skipped: set[str] = field(default_factory=set)
     oom_splits: int = 0
@@ -66,22 +67,19 @@ class RunLog:
         return cls(
             dict(previous.get("models", {})),
             dict(previous.get("model_checks", {})),
-            dict(previous.get("timings_seconds", {})),
+            defaultdict(float, previous.get("timings_seconds", {})),
             Counter(previous.get("examples_attacked", {})),
             set(previous.get("skipped_files", [])),
             int(previous.get("oom_batch_splits", 0)),
             started=time.time(),
         )
 
-    def time(self, key: str, seconds: float) -> None:
-        self.timings[key] = self.timings.get(key, 0.0) + seconds
-
     def absorb(self, other: RunLog) -> None:
         """A model's share (one worker's) into the run's."""
         self.models.update(other.models)
         self.model_checks.update(other.model_checks)
         for key, seconds in other.timings.items():
-            self.time(key, seconds)
+            self.timings[key] += seconds
         self.attacked.update(other.attacked)  # adds the counts
         self.skipped |= other.skipped
         self.oom_splits += other.oom_splits

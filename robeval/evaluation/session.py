@@ -146,7 +146,7 @@ class Session:
         curves = [] if unit.curve is None else [(unit.key, unit.curve)]
         self.store.write_units(self.run_id, [(unit.key, unit.seconds)], unit.records, curves)
         name, eps, attack, *_ = unit.key
-        model.log.time(f"{name}|{eps}|{attack}", unit.seconds)
+        model.log.timings[f"{name}|{eps}|{attack}"] += unit.seconds
         if unit.attacked is not None:
             model.log.attacked[f"{name}|{eps}|{attack}"] += unit.attacked
         if attack != CLEAN:

@@ -227,7 +227,7 @@ def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[f
     hits = model.logits(x_adv, f"{attack} images crafted in fp32 (batch {batch.b})").argmax(1) == batch.y[idx]
     for r, hit in zip(rows, hits.tolist()):
         out[r] = float(hit)
-    model.log.time(f"{model.job.name}|{eps.text}|{attack}|fp32-check", time.perf_counter() - tick)
+    model.log.timings[f"{model.job.name}|{eps.text}|{attack}|fp32-check"] += time.perf_counter() - tick
     return out
 
 
