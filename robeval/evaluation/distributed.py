@@ -53,11 +53,11 @@ SINGLE = DistContext()
 LAUNCH_STATE = "ROBEVAL_LAUNCH_STATE"  # env: where rank 0 names its run for ``robeval run --nproc``'s launcher
 
 
-def announce_run(run_id: str | None, ctx: DistContext) -> None:
+def announce_run(run_id: str, ctx: DistContext) -> None:
     """Rank 0 of workers that ``robeval run --nproc`` started tells the launcher which run it evaluates,
     so that the launcher can mark it interrupted and name the resume command when it stops the workers."""
     path = os.environ.get(LAUNCH_STATE)
-    if path and ctx.is_main and run_id is not None:
+    if path and ctx.is_main:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(run_id)
 

@@ -44,13 +44,13 @@ def evaluate_plan(
     plan: RunPlan,
     data: EvalData,
     store: RunStore,
-    resume: str | None = None,
-    reporter: Reporter | None = None,
+    resume: str | None,
+    reporter: Reporter,
     ctx: DistContext = SINGLE,
 ) -> str:
     """Evaluate ``plan`` on ``data`` into ``store`` (``resume``: the id of a stored run to continue); returns
     the run's id.  A model that fails stops alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
-    reporter = reporter if reporter is not None and ctx.is_main else NullReporter()
+    reporter = reporter if ctx.is_main else NullReporter()
     session = start_session(plan, data, store, resume, reporter, ctx)
     audited = bool(plan.protocol.audit_stages)  # the fast protocol: a pass and an audit, then its stages
     step = pass_step if audited else cascade_unit if plan.config.cascade else run_unit

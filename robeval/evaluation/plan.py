@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -57,7 +57,7 @@ class ModelJob:
     model: str
     options: dict[str, Any]
     attacks: list[str]
-    members: list[Member] = field(default_factory=lambda: [Member()])
+    members: list[Member]
 
     @property
     def given(self) -> GivenModel | None:
@@ -191,9 +191,7 @@ def model_job(config: EvalConfig, protocol: Protocol, name: str, given: Mapping[
     return ModelJob(name, name, options, attacks, [Member(i, path) for i, path in enumerate(paths)])
 
 
-def model_jobs(
-    config: EvalConfig, protocol: Protocol, given: Mapping[str, list[GivenModel]] | None = None
-) -> list[ModelJob]:
+def model_jobs(config: EvalConfig, protocol: Protocol, given: Mapping[str, list[GivenModel]] | None) -> list[ModelJob]:
     """The models to evaluate (see :func:`model_job`); with ``adaptive``, every model whose spec is
     adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``),
     with the same members; an audited protocol runs whole (its audit ends with a black-box attack)."""

@@ -254,7 +254,7 @@ def cascade_unit(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> UnitRe
     return UnitRecords(key, records, cascade_curve(model, eps, attack, unit, len(batch.y)), attacked=len(rows))
 
 
-def carried_over(before: Columns, attack: str, ran: UnitRecords | None = None, rows: Sequence[int] = ()) -> Columns:
+def carried_over(before: Columns, attack: str, ran: UnitRecords | None, rows: Sequence[int]) -> Columns:
     """The records of an attack of a chain: the examples at ``rows`` as its unit ``ran`` on them recorded
     them, the others as the attacks before it left them (the same outcome and point) under ``attack``'s
     name, no passes spent, no search or re-check."""
