@@ -34,7 +34,7 @@ from ..eps import Eps
 from ..results.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
 from .fast_audit import AuditCounts, audit_sample
 from .model_run import Batch, ModelRun
-from .plan import ModelJob, RunPlan
+from .plan import RunPlan
 from .progress import model_bars
 from .run_store import RunStore
 from .session import Session
@@ -90,15 +90,10 @@ class FirstPass:
         return AuditCounts(stages, len(units[0]), tuple(sum(not r["adv_top1"] for r in rows) for rows in units))
 
 
-def pass_end(plan: RunPlan, job: ModelJob) -> str:
-    """The last attack of the protocol's pass (the records the audit's first stage starts from)."""
-    return [a for a in job.attacks if a not in plan.protocol.audit_stages][-1]
-
-
 def read_first_pass(store: RunStore, run_id: str, plan: RunPlan, model: ModelRun) -> FirstPass:
     """The stored units of ``model``'s member that the second pass reads."""
     stages, job = plan.protocol.audit_stages, model.job
-    units = [pass_end(plan, job), *(audit_unit(s) for s in stages), *stages]
+    units = [plan.protocol.pass_end, *(audit_unit(s) for s in stages), *stages]
     grouped: dict[tuple[str, str, int], dict[int, dict[str, Any]]] = {}
     for record in store.unit_records(run_id, job.name, model.member.index, units):
         grouped.setdefault((record["eps"], record["attack"], int(record["batch"])), {})[int(record["example"])] = record
@@ -130,7 +125,7 @@ def stage_unit(
     """One audit stage's records on a batch (module docstring); ``escalated``: per eps, the stages that
     escalated."""
     stages = model.plan.protocol.audit_stages
-    previous = stages[stages.index(stage) - 1] if stages.index(stage) else pass_end(model.plan, model.job)
+    previous = stages[stages.index(stage) - 1] if stages.index(stage) else model.plan.protocol.pass_end
     before = batch.cascade.get(eps.text) or first.columns(eps.text, previous, batch)
     audited = first.rows(eps.text, audit_unit(stage), batch.b)
     again = stage in model.plan.protocol.library_draws

@@ -59,6 +59,11 @@ class Protocol:
     def settings_for(self, attack: str) -> dict[str, Any]:
         return dict(self.attack_settings.get(attack, {}))
 
+    @property
+    def pass_end(self) -> str:
+        """An audited protocol's last attack before its audit's stages (the records its first stage starts from)."""
+        return self.attacks[self.attacks.index(self.audit_stages[0]) - 1]
+
     def version_attacks(self) -> tuple[str, ...]:
         """The attacks of the AutoAttack version this protocol is, in AutoAttack's order."""
         return self.autoattack_attacks or self.attacks

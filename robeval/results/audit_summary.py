@@ -73,13 +73,12 @@ def fast_audits(records: pd.DataFrame, protocol: Protocol) -> dict[tuple[str, st
     audit's last stage."""
     stages = protocol.audit_stages
     out: dict[tuple[str, str], list[FastAudit]] = {}
-    pass_end = protocol.attacks[protocol.attacks.index(stages[0]) - 1]
     last = records[records["attack"] == stages[-1]]
     for (model, eps, member), rows in last.groupby(["model", "eps", "member"], sort=True):
         mine = records[(records["model"] == model) & (records["eps"] == eps) & (records["member"] == member)]
         units = [mine[mine["attack"] == audit_unit(s)] for s in stages]
         counts = AuditCounts(stages, len(units[0]), tuple(len(u) - robust(u) for u in units))
-        audit = FastAudit(len(rows), robust(mine[mine["attack"] == pass_end]), robust(rows), counts)
+        audit = FastAudit(len(rows), robust(mine[mine["attack"] == protocol.pass_end]), robust(rows), counts)
         out.setdefault((str(model), str(eps)), []).append(audit)
     return out
 
