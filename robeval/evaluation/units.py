@@ -34,7 +34,7 @@ from ..eps import Eps
 from ..errors import UserError
 from ..norms import perturbation_norms
 from ..precision import crafting, strict_fp32
-from ..results.records import RECORD_COLUMNS, Columns, Unit, UnitCurve, add_records, new_columns
+from ..results.records import RECORD_COLUMNS, Columns, Unit, UnitCurve, unit_columns
 from ..seeds import derive_seed
 from .attack_guards import AttackBoundsError, ModelFailure, is_out_of_memory, topk_hits, verify_adversarial
 from .model_run import Batch, ModelRun
@@ -84,9 +84,7 @@ def batch_records(
     """A unit's records, one row per example of its batch: the fields the batch's units share (``base``:
     :meth:`~.model_run.ModelRun.shared_fields`), top-1 and top-5 ``hits``, the predicted class, the
     perturbation's size (Linf, L2), the model passes (forward, backward) and ``rest``."""
-    columns = new_columns()
-    add_records(
-        columns,
+    return unit_columns(
         **base,
         attack=attack,
         eps=eps.text,
@@ -100,7 +98,6 @@ def batch_records(
         backward_passes=passes[1],
         **rest,
     )
-    return columns
 
 
 def clean_records(batch: Batch, eps: Eps, attack: str, forward_passes: float) -> Columns:

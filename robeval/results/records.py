@@ -64,16 +64,11 @@ BOOL_COLUMNS = ("clean_top1", "clean_top5", "adv_top1", "adv_top5")
 RECORD_DEFAULTS: dict[str, Any] = {"min_norm": float("nan"), "fp32_top1": float("nan"), "member": 0}
 
 
-def new_columns() -> Columns:
-    return {c: [] for c in RECORD_COLUMNS}
-
-
-def add_records(columns: Columns, **values: Any) -> None:
-    """Append one batch of records; scalars are repeated for every example."""
+def unit_columns(**values: Any) -> Columns:
+    """One unit's records from ``values`` by column; scalars are repeated for every example."""
     n = len(values["example"])
-    for column in RECORD_COLUMNS:
-        value = values[column] if column in values else RECORD_DEFAULTS[column]
-        columns[column].extend(value if isinstance(value, list) else [value] * n)
+    given = {column: values[column] if column in values else RECORD_DEFAULTS[column] for column in RECORD_COLUMNS}
+    return {column: list(v) if isinstance(v, list) else [v] * n for column, v in given.items()}
 
 
 @dataclass(frozen=True)
