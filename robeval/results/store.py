@@ -159,7 +159,7 @@ def read_only_connection(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def check_is_store(path: Path, reading: bool = False) -> None:
+def check_is_store(path: Path, reading: bool) -> None:
     """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
     database, a CSV, a truncated store): it is left byte for byte as it was.  A missing or empty file
     becomes a new store when writing; when ``reading``, both are refused."""
@@ -256,7 +256,7 @@ class Store:
         except OSError as exc:
             raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
 
-    def _open_writing(self, memory: bool = False) -> None:
+    def _open_writing(self, memory: bool) -> None:
         if not memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -419,7 +419,7 @@ class Store:
         """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""
         return dict(Counter(unit[:3] for unit in self.done_units(run_id)))
 
-    def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves = ()) -> None:
+    def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
         # Python bools bind as SQLite integers (bool subclasses int): the columns go in as they are
         rows = list(zip(itertools.repeat(run_id), *(records[c] for c in RECORD_COLUMNS)))
