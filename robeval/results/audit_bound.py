@@ -59,4 +59,4 @@ class AuditBound:
     @property
     def bound(self) -> float:
         """At least this is AutoAttack's robust accuracy on these examples (95% confidence)."""
-        return self.fast - self.survivors / self.examples * self.upper_break_rate
+        return self.fast - self.fast * self.upper_break_rate
