@@ -23,7 +23,7 @@ read, unchanged, or from code the command line names (robeval.models.user_code.c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -86,7 +86,7 @@ class Regeneration:
     crafted: list[Crafted]
     label_space: LabelSpace
     batch_size: int
-    batches: list[int] = field(default_factory=list)  # the run's batches attacked again
+    batches: list[int]  # the run's batches attacked again
 
 
 def refusal(attack: str, config: dict[str, Any]) -> str | None:
