@@ -113,7 +113,7 @@ def lengthen(attack: str, settings: str | None) -> str:
 def why_no_curves(summary: pd.DataFrame) -> str:
     """Why rows of a run have no curve: its precision, or no attack that draws one."""
     precision = str(summary["precision"].iloc[0]) if "precision" in summary and len(summary) else "fp32"
-    if precision in PRECISIONS and curves_omitted(PRECISIONS[precision]):
-        return str(curves_omitted(PRECISIONS[precision]))
+    if precision in PRECISIONS and (omitted := curves_omitted(PRECISIONS[precision])):
+        return omitted
     drawn = ", ".join(s.name for s in list_attacks() if getattr(s.cls, "curve_axis", None))
     return f"no attack with a convergence curve ({drawn}) in this run, or a run stored before curves were recorded"
