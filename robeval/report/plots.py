@@ -85,18 +85,14 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     return fig
 
 
-def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
-    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
-    return rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
-
-
 def bars_for_eps(sel: pd.DataFrame):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
     attacks, models = ordered_attacks(sel), _models(sel)
     width = 0.8 / max(1, len(models))
     fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
-        values, counts = _bar_values(sel, model, attacks)
+        rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
+        values, counts = rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
         color = style.model_style(i)["color"]
         ax.bar([j + i * width for j in range(len(attacks))], values, width, label=model, color=color,
                yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
