@@ -135,6 +135,6 @@ def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions
 def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
     """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
     table_format = FORMATS.require(fmt)
-    if not options.is_default and not table_format.takes_options:
+    if options != TableOptions() and not table_format.takes_options:
         raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks and --name do not apply to it")
     return table_format
