@@ -104,10 +104,9 @@ def bars_for_eps(sel: pd.DataFrame):
 
 
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    parsed = summary["attack"].map(parse_condition)
-    rows, parsed = summary[parsed.notna()], parsed[parsed.notna()]
-    first = rows["eps"] == rows["eps"].iloc[0]  # conditions are eps-free: one eps of the shift run
-    rows, parsed = rows[first], parsed[first]
+    rows = summary[is_condition(summary)]
+    rows = rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
+    parsed = rows["attack"].map(parse_condition)
     return rows.assign(corruption=parsed.map(lambda p: p[0]), severity=parsed.map(lambda p: p[1]))
 
 
