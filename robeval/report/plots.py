@@ -4,8 +4,6 @@ writes them as files.  A figure that would carry no information is not drawn."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -164,18 +162,18 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
     """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
     results.runs.minimal_norms) adds the minimum-norm curve."""
     attacks, _ = split(summary)
-    makers: dict[str, Callable[[], object]] = {}
+    found = {}
     if len(attacks):
-        makers["robust_top1_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top1")
-        makers["robust_top5_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top5")
+        found["robust_top1_vs_eps"] = accuracy_vs_eps(attacks, "top1")
+        found["robust_top5_vs_eps"] = accuracy_vs_eps(attacks, "top5")
         for eps in dict.fromkeys(attacks["eps"]):
             safe = eps.replace("/", "_").replace(".", "p")
-            makers[f"bars_eps_{safe}"] = functools.partial(bars_for_eps, attacks[attacks["eps"] == eps])
+            found[f"bars_eps_{safe}"] = bars_for_eps(attacks[attacks["eps"] == eps])
     if norms is not None and len(norms) and len(attacks):
-        makers["robust_top1_vs_min_norm"] = lambda: minimum_norm_curves(attacks, norms)
+        found["robust_top1_vs_min_norm"] = minimum_norm_curves(attacks, norms)
     if is_condition(summary).any():
-        makers["accuracy_vs_severity"] = lambda: accuracy_vs_severity(summary)
-    return {stem: fig for stem, make in makers.items() if (fig := make()) is not None}
+        found["accuracy_vs_severity"] = accuracy_vs_severity(summary)
+    return {stem: fig for stem, fig in found.items() if fig is not None}
 
 
 def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:
