@@ -152,7 +152,7 @@ def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_pat
     assert set(companion["run_id"]) == {standard.run_id}
 
     def restarts_row(companion: pd.DataFrame | None) -> str:
-        document = checklist_markdown(run.run_id, "aa-plus", run.summary, judge_summary(run.summary, companion=companion))
+        document = checklist_markdown(JudgedRun(run, [], judge_summary(run.summary, companion=companion)))
         return document.split("| Restarts do not change the result |")[1]
 
     row = restarts_row(companion)

@@ -23,8 +23,9 @@ from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
 from robeval.results.checks import noise_points
-from robeval.results.soundness import judge_summary, run_flags
+from robeval.results.soundness import JudgedRun, judge_summary, run_flags
 from robeval.results.store import MIGRATIONS, SCHEMA_VERSION, Store
+from robeval.results.stored_run import StoredRun
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
 
@@ -91,7 +92,8 @@ def test_a_search_that_stops_early_and_fixed_eps_attacks_that_miss_are_both_flag
     (missed,) = run_flags(summary(20.0, 40.0), {})
     assert missed["check"] == "minimum-norm-mismatch" and "pgd missed fooling points that fmn found" in missed["advice"]
     assert not run_flags(summary(41.0, 40.0), {})
-    text = checklist_markdown("r", "standard", summary(60.0, 40.0), judge_summary(summary(60.0, 40.0)))
+    run = StoredRun("r", {}, {"protocol": "standard"}, pd.DataFrame(), summary(60.0, 40.0))
+    text = checklist_markdown(JudgedRun(run, [], judge_summary(run.summary)))
     assert "| Minimum-norm curve meets the fixed-eps attacks |" in text and "| RAISED | eps 8/255: fmn 60.00 vs pgd 40.00" in text
 
 

@@ -52,17 +52,16 @@ def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
     ]
 
 
-def checklist_markdown(
-    run_id: str, protocol: str, summary: pd.DataFrame, models: list[ModelFindings], evidence: Sequence[StoredRun] = ()
-) -> str:
-    """The checklist document (Markdown) of a run's findings; ``summary``: its own (what it left incomplete)."""
-    lines = [f"# Evaluation checklist: run {run_id} (protocol {protocol})", "", CHECKLIST_INTRO, ""]
-    lines += [f"**{part}.**\n" for part in incomplete_parts(summary)]
-    for one in models:
+def checklist_markdown(judged: JudgedRun) -> str:
+    """The checklist document (Markdown) of a run's findings, first what the run left incomplete."""
+    run = judged.run
+    lines = [f"# Evaluation checklist: run {run.run_id} (protocol {run.protocol})", "", CHECKLIST_INTRO, ""]
+    lines += [f"**{part}.**\n" for part in incomplete_parts(run.summary)]
+    for one in judged.models:
         rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
         table = markdown_table(["indicator", "covers", "status", "evidence"], rows, "llll")
         lines += [f"## {one.model}", "", table, "", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
-    notes = evidence_note(evidence)
+    notes = evidence_note(judged.evidence)
     return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
@@ -135,7 +134,5 @@ def checklist_html(judged: JudgedRun) -> str:
 
 RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")
 RENDERINGS.add("md", check_lines)
-RENDERINGS.add(
-    "checklist", lambda j: checklist_markdown(j.run.run_id, j.run.protocol, j.run.summary, j.models, j.evidence)
-)
+RENDERINGS.add("checklist", checklist_markdown)
 RENDERINGS.add("html", checklist_html)

@@ -27,8 +27,6 @@ from ..results.recrafting import Recrafted, RecraftPlan, plan_recrafting, recraf
 from ..results.store import Store
 from .gallery_figure import class_names, draw
 
-FORMATS = (".png", ".svg")
-
 
 @dataclass
 class Gallery(Recrafted):

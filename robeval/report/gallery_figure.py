@@ -28,14 +28,13 @@ NAME_CHARS = 18  # class names longer than this are cut (ImageNet's run long)
 def class_names(space: LabelSpace) -> dict[int, str]:
     """Class index -> a short name: ImageNet's descriptions (timm's) where the labels are ImageNet
     wnids, else the label space's own names (CIFAR's classes, the digits, folder names)."""
-    names = {index: str(name) for name, index in space.mapping.items()}
     wnids = imagenet_wnids()
     if wnids is not None and space.num_classes == len(wnids) and set(space.mapping) <= set(wnids):
         from timm.data import ImageNetInfo
 
         info = ImageNetInfo("imagenet-1k")
-        names = {i: info.index_to_description(i).split(",")[0] for i in range(len(wnids))}
-    return names
+        return {i: info.index_to_description(i).split(",")[0] for i in range(len(wnids))}
+    return {index: str(name) for name, index in space.mapping.items()}
 
 
 def _name(names: dict[int, str], index: int) -> str:

@@ -232,12 +232,10 @@ def _given_from_python(run: StoredRun, model: str) -> bool:
     return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
 
 
-def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
-    """The attack the report's gallery regenerates: ``wanted``, or the first of the run's attacks that
-    can be crafted again exactly (PGD first)."""
+def default_gallery_attack(run: StoredRun) -> str | None:
+    """The attack the report's gallery regenerates unless one is asked for: the first of the run's
+    attacks that can be crafted again exactly (PGD first)."""
     attacks = list(run.config.get("attacks", []))
-    if wanted is not None:
-        return wanted
     ordered = [a for a in GALLERY_PREFERENCE if a in attacks] + [a for a in attacks if a not in GALLERY_PREFERENCE]
     return next((a for a in ordered if refusal(a, run.config) is None), None)
 
@@ -245,7 +243,7 @@ def gallery_attack(run: StoredRun, wanted: str | None) -> str | None:
 @section
 def examples(page: Page) -> Section | None:
     run = page.runs[0]
-    attack = gallery_attack(run, page.gallery_attack)
+    attack = page.gallery_attack if page.gallery_attack is not None else default_gallery_attack(run)
     if page.gallery_size <= 0 or attack is None:
         return None
     evaluated = [m for m in run.config["models"] if m in set(run.records["model"])]

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 
@@ -73,7 +74,7 @@ def members_part(rows: pd.DataFrame, latex: bool) -> str:
     return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
 
 
-def _blocks(summary: pd.DataFrame, render_grid, options: TableOptions, latex: bool = False) -> str:
+def _blocks(summary: pd.DataFrame, options: TableOptions, render_grid, latex: bool = False) -> str:
     """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
     says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
     attacks, _ = split(summary)
@@ -116,15 +117,10 @@ def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> st
     return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
 
 
-def _grid_format(render_grid, latex: bool = False) -> TableFormat:
-    """The blocks rendered by one of :mod:`.grid`'s renderers (HTML: what ``robeval report`` embeds)."""
-    return TableFormat(lambda summary, options: _blocks(summary, render_grid, options, latex))
-
-
 FORMATS: Registry[TableFormat] = Registry("table format")
-FORMATS.add("md", _grid_format(grids.to_markdown))
-FORMATS.add("latex", _grid_format(grids.to_latex, latex=True))
-FORMATS.add("html", _grid_format(grids.to_html))
+FORMATS.add("md", TableFormat(partial(_blocks, render_grid=grids.to_markdown)))
+FORMATS.add("latex", TableFormat(partial(_blocks, render_grid=grids.to_latex, latex=True)))
+FORMATS.add("html", TableFormat(partial(_blocks, render_grid=grids.to_html)))  # what robeval report embeds
 FORMATS.add("csv", TableFormat(to_csv))
 FORMATS.add("json", TableFormat(to_json))
 FORMATS.add("robustbench", TableFormat(lambda summary, _: robustbench.to_model_info(summary), robustbench.NOTE, False))
@@ -139,6 +135,6 @@ def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions
 def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
     """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
     table_format = FORMATS.require(fmt)
-    if not options.is_default and not table_format.takes_options:
+    if options != TableOptions() and not table_format.takes_options:
         raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks and --name do not apply to it")
     return table_format

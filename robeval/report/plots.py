@@ -4,8 +4,6 @@ writes them as files.  A figure that would carry no information is not drawn."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -85,18 +83,14 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     return fig
 
 
-def _bar_values(sel: pd.DataFrame, model: str, attacks: list[str]) -> tuple[list[float], list[int]]:
-    rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
-    return rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
-
-
 def bars_for_eps(sel: pd.DataFrame):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
     attacks, models = ordered_attacks(sel), _models(sel)
     width = 0.8 / max(1, len(models))
     fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
-        values, counts = _bar_values(sel, model, attacks)
+        rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
+        values, counts = rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
         color = style.model_style(i)["color"]
         ax.bar([j + i * width for j in range(len(attacks))], values, width, label=model, color=color,
                yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
@@ -108,10 +102,9 @@ def bars_for_eps(sel: pd.DataFrame):
 
 
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    parsed = summary["attack"].map(parse_condition)
-    rows, parsed = summary[parsed.notna()], parsed[parsed.notna()]
-    first = rows["eps"] == rows["eps"].iloc[0]  # conditions are eps-free: one eps of the shift run
-    rows, parsed = rows[first], parsed[first]
+    rows = summary[is_condition(summary)]
+    rows = rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
+    parsed = rows["attack"].map(parse_condition)
     return rows.assign(corruption=parsed.map(lambda p: p[0]), severity=parsed.map(lambda p: p[1]))
 
 
@@ -169,18 +162,18 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
     """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
     results.runs.minimal_norms) adds the minimum-norm curve."""
     attacks, _ = split(summary)
-    makers: dict[str, Callable[[], object]] = {}
+    found = {}
     if len(attacks):
-        makers["robust_top1_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top1")
-        makers["robust_top5_vs_eps"] = lambda: accuracy_vs_eps(attacks, "top5")
+        found["robust_top1_vs_eps"] = accuracy_vs_eps(attacks, "top1")
+        found["robust_top5_vs_eps"] = accuracy_vs_eps(attacks, "top5")
         for eps in dict.fromkeys(attacks["eps"]):
             safe = eps.replace("/", "_").replace(".", "p")
-            makers[f"bars_eps_{safe}"] = functools.partial(bars_for_eps, attacks[attacks["eps"] == eps])
+            found[f"bars_eps_{safe}"] = bars_for_eps(attacks[attacks["eps"] == eps])
     if norms is not None and len(norms) and len(attacks):
-        makers["robust_top1_vs_min_norm"] = lambda: minimum_norm_curves(attacks, norms)
+        found["robust_top1_vs_min_norm"] = minimum_norm_curves(attacks, norms)
     if is_condition(summary).any():
-        makers["accuracy_vs_severity"] = lambda: accuracy_vs_severity(summary)
-    return {stem: fig for stem, make in makers.items() if (fig := make()) is not None}
+        found["accuracy_vs_severity"] = accuracy_vs_severity(summary)
+    return {stem: fig for stem, fig in found.items() if fig is not None}
 
 
 def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:

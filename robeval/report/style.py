@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from .compare import BOOTSTRAP_SAMPLES  # noqa: E402  (the one resample count, as robeval compare draws)
 
-FULL_WIDTH, COLUMN_WIDTH = 7.0, 3.4  # inches: a two-column paper's text width and column width
+FULL_WIDTH = 7.0  # inches: a two-column paper's text width
 FONT_SIZE = 8
 PNG_DPI = 200
 FORMATS = ("png", "svg", "pdf")

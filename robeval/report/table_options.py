@@ -41,10 +41,6 @@ class TableOptions:
     def metrics(self) -> tuple[tuple[str, str], ...]:
         return TOPK[:1] if self.top1_only else TOPK
 
-    @property
-    def is_default(self) -> bool:
-        return self == TableOptions()
-
     def ordered(self, rows: pd.DataFrame) -> list[str]:
         """The attack columns of ``rows``, in the order asked (else the suite's)."""
         present = set(rows["attack"])
