@@ -142,14 +142,18 @@ def robust_pair(layer: type, seed: int = 0):
     return plain, robust
 
 
+def logits_as_plain(robust, plain, x, atol=1e-5, **options) -> bool:
+    """Whether ``robust`` with its robust ``options`` set gives ``plain``'s logits on ``x`` (within ``atol``)."""
+    set_robust_options(robust, **options)
+    with torch.no_grad():
+        return torch.allclose(robust(x), plain(x), atol=atol)
+
+
 def test_mom_with_one_group_is_standard_attention_and_more_groups_differ():
     plain, mom = robust_pair(MoMAttention)
     x = torch.randn(3, 3, 32, 32)
-    with torch.no_grad():
-        set_robust_options(mom, groups=1)
-        assert torch.allclose(mom(x), plain(x), atol=1e-5)
-        set_robust_options(mom, groups=3)
-        assert not torch.allclose(mom(x), plain(x), atol=1e-4)
+    assert logits_as_plain(mom, plain, x, groups=1)
+    assert not logits_as_plain(mom, plain, x, atol=1e-4, groups=3)
 
 
 def test_mom_is_the_elementwise_median_of_group_outputs():
@@ -171,15 +175,10 @@ def test_mom_is_the_elementwise_median_of_group_outputs():
 def test_rkde_without_reweighting_is_standard_attention():
     plain, rkde = robust_pair(RKDEAttention)
     x = torch.randn(3, 3, 32, 32)
-    with torch.no_grad():
-        set_robust_options(rkde, iterations=0)
-        assert torch.allclose(rkde(x), plain(x), atol=1e-5)
-        set_robust_options(rkde, iterations=2, huber_threshold=float("inf"))
-        assert torch.allclose(rkde(x), plain(x), atol=1e-5)
-        set_robust_options(rkde, huber_threshold=1e9)  # finite but never reached: uniform weights
-        assert torch.allclose(rkde(x), plain(x), atol=1e-5)
-        set_robust_options(rkde, iterations=1, huber_threshold=0.2)
-        assert not torch.allclose(rkde(x), plain(x), atol=1e-4)
+    assert logits_as_plain(rkde, plain, x, iterations=0)
+    assert logits_as_plain(rkde, plain, x, iterations=2, huber_threshold=float("inf"))
+    assert logits_as_plain(rkde, plain, x, huber_threshold=1e9)  # finite but never reached: uniform weights
+    assert not logits_as_plain(rkde, plain, x, atol=1e-4, iterations=1, huber_threshold=0.2)
 
 
 def test_rkde_weights_downweight_an_outlier():
