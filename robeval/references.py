@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from .errors import UserError
+from .printable import refuse_controls
 
 PREFIX_NAMES = ("timm", "hf-hub", "robustbench", "module")  # names with a resolver's prefix, not code
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -22,6 +23,7 @@ def split_label(text: str) -> tuple[str, str | None]:
     if eq and is_reference(reference):
         if not label.strip():
             raise UserError(f"--model {text!r}: write REFERENCE=NAME with a NAME for the tables")
+        refuse_controls([label], "--model ...=NAME: the name", "the command line")
         return reference, label.strip()
     return text, None
 

@@ -212,15 +212,18 @@ class Run:
         with existing_store(self.store) as db:
             return Soundness(judge_stored(db, self.runs[0]))
 
-    def checklist(self, out: str | Path, run_missing: bool = False, progress: bool = False) -> Checklist:
+    def checklist(
+        self, out: str | Path, run_missing: bool = False, progress: bool = False, code: Sequence[str] = ()
+    ) -> Checklist:
         """The evaluation checklist (Markdown) written to ``out``; ``run_missing``: first PGD at 16/255 and
         64/255 on the same models and examples where the run lacks them, as a run of its own in the store
-        (``progress``: its progress bars): ``robeval check --report FILE [--run-missing]``."""
+        (``progress``: its progress bars; ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that builds a
+        model of the run: only code named here is imported): ``robeval check --report FILE [--run-missing]``."""
         from .atomic_files import atomic_write
         from .report.files import check_out_file
 
         path = check_out_file(Path(out))  # before the evidence run spends minutes
-        evidence = self._large_eps_run(progress) if run_missing else None
+        evidence = self._large_eps_run(progress, code) if run_missing else None
         checked = self.check()
         text = checked.render("checklist")
         atomic_write(path, text)
@@ -228,11 +231,12 @@ class Run:
             return Checklist(text, path, checked)
         return Checklist(text, path, checked, evidence.run_id, list(dict.fromkeys(evidence.summary["eps"])))
 
-    def _large_eps_run(self, progress: bool):
+    def _large_eps_run(self, progress: bool, code: Sequence[str]):
         from .models.user_code import check_stored_code
+        from .references import split_label
 
         run = self.runs[0]
-        check_stored_code(run.config, run.info)  # the run's own code, only unchanged
+        check_stored_code(run.config, [split_label(item)[0] for item in code])  # only code named here
         with existing_store(self.store, writable=True) as db:  # the evidence run is stored beside the run
             return large_eps_run(db, run.run_id, run.config, progress=progress)
 
@@ -242,17 +246,25 @@ class Run:
         gallery_attack: str | None = None,
         gallery_size: int = 6,
         baseline: str | None = None,
+        code: Sequence[str] = (),
     ) -> Path:
         """One self-contained HTML page of the runs (tables, figures, checklist, every model compared with
         ``baseline`` (default the first model), a gallery of every model with ``gallery_size``
-        regenerated examples under ``gallery_attack``, configuration): ``robeval report``."""
+        regenerated examples under ``gallery_attack``, configuration): ``robeval report``.  ``code``: the
+        user's code (``PATH.py:CALLABLE=NAME``) the gallery may import to build a model of the run again; a
+        model of the user's code not named here is not drawn (reading a store never imports code it names)."""
         from .atomic_files import atomic_write
         from .report.html_page import html_report
 
         path = check_report_out(Path(out), gallery_size)
         with existing_store(self.store) as db:
             page = html_report(
-                db, self.runs, gallery_attack=gallery_attack, gallery_size=gallery_size, baseline=baseline
+                db,
+                self.runs,
+                gallery_attack=gallery_attack,
+                gallery_size=gallery_size,
+                baseline=baseline,
+                code=tuple(code),
             )
         return atomic_write(path, page)
 

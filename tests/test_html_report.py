@@ -4,44 +4,14 @@ works), and its bad input."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from robeval.results.store import Store
 
 from .conftest import one_line_error, require_tool
-
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-
-# Put first in <head>: records every error, console.error and blocked fetch (CSP violation), then on
-# load measures each section and clicks a sortable header, and writes what it saw into <pre id=probe>.
-PROBE = """<script>
-window.__seen = [];
-window.addEventListener('error', e => window.__seen.push('error: ' + e.message));
-document.addEventListener('securitypolicyviolation', e => window.__seen.push('blocked: ' + e.blockedURI));
-const __error = console.error; console.error = (...a) => { window.__seen.push('console: ' + a.join(' ')); __error(...a); };
-window.addEventListener('load', () => {
-  const size = el => { if (!el) return null; const r = el.getBoundingClientRect(); return [r.width, r.height]; };
-  const out = {errors: window.__seen, sections: {}, figures: [], gallery: null, sorted: null};
-  document.querySelectorAll('section[data-section]').forEach(s => out.sections[s.id] = size(s));
-  out.tables = document.querySelectorAll('table.sortable').length;
-  out.first_table = size(document.querySelector('#tables table'));
-  document.querySelectorAll('figure svg').forEach(f => out.figures.push(size(f)));
-  const img = document.querySelector('.gallery img');
-  if (img) out.gallery = [img.naturalWidth, img.naturalHeight].concat(size(img));
-  const table = document.querySelector('#tables table.sortable');
-  const head = table.tHead.rows[table.tHead.rows.length - 1].cells[0];
-  const before = table.tBodies[0].rows[0].cells[1].textContent;
-  head.click();
-  out.sorted = [head.getAttribute('aria-sort'), before, table.tBodies[0].rows[0].cells[1].textContent];
-  const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>"""
+from .hostile import CHROMIUM, open_in_chromium, screenshot
 
 
 @pytest.fixture(scope="module")
@@ -116,13 +86,8 @@ def test_the_passes_table_gives_the_records_means(demo_run, report):
 
 def test_chromium_opens_it_offline_without_errors_and_every_section_renders(report, tmp_path):
     require_tool(CHROMIUM, "Chromium", "apt-get install chromium; .ci/run installs it")
-    probed = tmp_path / "probed.html"
-    probed.write_text(report.read_text().replace("<head>", "<head>" + PROBE, 1))
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
-             "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000"]  # fmt: skip
-    dom = subprocess.run([*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=180)
-    seen = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
-    assert seen["errors"] == []
+    seen = open_in_chromium(report, tmp_path)
+    assert seen["errors"] == [] and seen["foreign"] == [] and seen["scripts"] == 2  # the probe and the page's own
     assert all(w > 600 and h > 100 for w, h in seen["sections"].values()), seen["sections"]
     assert seen["tables"] >= 3 and seen["first_table"][0] > 600 and seen["first_table"][1] > 100
     assert len(seen["figures"]) >= 4 and all(w > 400 and h > 150 for w, h in seen["figures"]), seen["figures"]
@@ -130,7 +95,7 @@ def test_chromium_opens_it_offline_without_errors_and_every_section_renders(repo
     assert natural_w > 300 and natural_h > 100 and shown_w > 300 and shown_h > 100
     assert seen["sorted"][0] == "ascending" and seen["sorted"][1] != seen["sorted"][2]  # the model column sorted
     shot = tmp_path / "report.png"
-    subprocess.run([*flags, f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=180)
+    screenshot(report, shot)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 

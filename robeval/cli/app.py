@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from ..errors import PluginWarning, UserError
+from ..report.escaping import TerminalConsole
 from ..threads import configure_process, threads_from_argv
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
 
@@ -21,9 +21,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Evaluate the adversarial robustness of vision transformers (DeiT, DeiT-Elliptical).",
 )
-console = Console()
+console = TerminalConsole()
 if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
-    console = Console(width=200)
+    console = TerminalConsole(width=200)
 
 
 def emit(text: str, out: Optional[Path]) -> None:
@@ -56,7 +56,7 @@ def _click_exceptions():
     return exceptions
 
 
-def _one_line_warnings(err: Console, shown):
+def _one_line_warnings(err: TerminalConsole, shown):
     """``warnings.showwarning`` for the command: a plugin's warning is one ``warning:`` line on stderr
     (other warnings as ``shown``, Python's, prints them)."""
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
     args = _optional_resume_value(invoked_args())
     configure_process(threads_from_argv(args))  # before anything imports torch
-    err = Console(stderr=True)
+    err = TerminalConsole(stderr=True)
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warnings(err, shown)
     try:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         warnings.showwarning = shown
 
 
-def _run(args: list[str], err: Console) -> None:
+def _run(args: list[str], err: TerminalConsole) -> None:
     exceptions = _click_exceptions()
     try:
         code = app(args=args, standalone_mode=False)

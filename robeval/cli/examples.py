@@ -11,6 +11,7 @@ import typer
 from ..defaults import DEFAULT_STORE
 from ..errors import UserError
 from .app import app, console
+from .results import NAMED_CODE_HELP
 
 FIGURE_SUFFIXES = (".png", ".svg")
 
@@ -23,9 +24,7 @@ def examples_cmd(
         "--model",
         "-m",
         help="A model of the run to draw (repeatable; side by side in this order; default every model). "
-        "In --select, A and B are the first and second. A model of your code as PATH.py:CALLABLE=NAME (or "
-        "PATH.py:CALLABLE where that is its name) allows importing that code although its file changed since "
-        "the run; unnamed, a run's code is imported only from the file it was read from, unchanged.",
+        "In --select, A and B are the first and second. " + NAMED_CODE_HELP,
     ),
     attack: str = typer.Option(..., "--attack", "-a", help="The attack of the run whose images to craft again."),
     eps: Optional[str] = typer.Option(None, help="An eps of the run (default: its only one)."),

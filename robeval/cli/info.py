@@ -25,6 +25,7 @@ def profile_cmd(
     from ..evaluation.profiling import profile
     from ..models import expand_model_patterns
     from ..models.admission import admit_model
+    from ..report.escaping import csv_text
     from ..report.profile_table import profile_markdown
 
     names = expand_model_patterns(list(model))
@@ -46,7 +47,7 @@ def profile_cmd(
 
         check_out_file(out)  # before the minutes of profiling
     df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
-    emit(profile_markdown(df) if format == "md" else df.to_csv(index=False), out)
+    emit(profile_markdown(df) if format == "md" else csv_text(df), out)
 
 
 def _settings(values: dict) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from ..defaults import DEFAULT_STORE
 from .app import app, console
-from .results import opened
+from .results import NAMED_CODE_HELP, opened
 
 
 @app.command("report")
@@ -26,6 +26,7 @@ def report_cmd(
     baseline: Optional[str] = typer.Option(
         None, "--baseline", help="The model every other model is compared with (default: the run's first model)."
     ),
+    code: Optional[list[str]] = typer.Option(None, "--model", "-m", help=NAMED_CODE_HELP),
 ) -> None:
     """Write one HTML page (opens offline: styles, script and figures inline) with the paper table, the
     figures, the convergence curves, the checklist, the efficiency table, every model compared with a
@@ -33,6 +34,6 @@ def report_cmd(
     from ..results_api import check_report_out
 
     check_report_out(out, gallery_size)  # before the store is read
-    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size, baseline)
+    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size, baseline, code or [])
     size = written.stat().st_size / 1024
     console.print(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)", markup=False)

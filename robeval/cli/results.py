@@ -8,15 +8,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..defaults import DEFAULT_STORE
 from ..errors import UserError
+from ..report.escaping import TerminalConsole
 from .app import app, console, emit
 
 if TYPE_CHECKING:
     from ..results_api import Run
+
+NAMED_CODE_HELP = (
+    "The code of a model of the run that your code builds, as PATH.py:CALLABLE=NAME (repeatable): the only way "
+    "such a model is built again; a stored run's code is never imported because the store names it."
+)
 
 
 def opened(run_ids: list[str], store: Path, say: bool = True) -> Run:
@@ -25,7 +30,7 @@ def opened(run_ids: list[str], store: Path, say: bool = True) -> Run:
     from ..results_api import open_run
 
     run = open_run(run_ids or None, store)
-    err = Console(stderr=True)
+    err = TerminalConsole(stderr=True)
     for note in run.notes if say else []:
         err.print(note, markup=False, highlight=False, soft_wrap=True)
     return run
@@ -42,8 +47,10 @@ def check_cmd(
         False,
         "--run-missing",
         help="With --report: first run PGD at 16/255 and 64/255 on "
-        "the same models and examples where the run lacks them (a run of its own).",
+        "the same models and examples where the run lacks them (a run of its own; a model of your code: name "
+        "it with --model).",
     ),
+    code: Optional[list[str]] = typer.Option(None, "--model", "-m", help=NAMED_CODE_HELP),
 ) -> None:
     """Run the soundness checks on a stored run (with the runs made as its evidence) and print the flags
     (--report: every check's finding, the checklist document)."""
@@ -57,7 +64,9 @@ def check_cmd(
     if report is None:
         emit(str(run.check()), None)
         return
-    written = run.checklist(report, run_missing, progress=True)  # the findings with the evidence it made
+    written = run.checklist(
+        report, run_missing, progress=True, code=code or []
+    )  # the findings with the evidence it made
     emit(str(written.checked), None)
     if written.evidence_run is not None:
         console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
@@ -146,7 +155,7 @@ def table_cmd(
     table = opened(list(run_ids or []), store).table(format, top1_only=top1_only, attacks=attacks, names=name)
     emit(table, out)
     if FORMATS[format].note:
-        Console(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
+        TerminalConsole(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
 
 
 @app.command("compare")

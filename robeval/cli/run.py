@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 
 from ..defaults import DEFAULT_STORE, DIGITS
 from ..errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
+from ..report.escaping import TerminalConsole
 from .app import app, console
 from .diagnostics import print_diagnostics
 from .stopping import invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
@@ -107,7 +107,7 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
     if nproc > 1 and not launched_by_torchrun():
         raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
     if trust_checkpoint:
-        Console(stderr=True).print(
+        TerminalConsole(stderr=True).print(
             "warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run code on this machine",
             markup=False,
         )
@@ -151,7 +151,7 @@ def _report(result, store: Path, demo: bool) -> None:
     )
     if result.status != "finished":  # a model stopped: the files hold what the others gave
         stopped = ", ".join(result.info.get("failed_models", {}))
-        Console(stderr=True).print(
+        TerminalConsole(stderr=True).print(
             f"error: run {result.run_id} is incomplete: stopped {stopped} (see above); its tables say so",
             markup=False,
             soft_wrap=True,

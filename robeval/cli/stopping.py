@@ -7,7 +7,7 @@ import os
 import shlex
 from pathlib import Path
 
-from rich.console import Console
+from ..report.escaping import TerminalConsole
 
 RESUMABLE_COMMANDS = ("run", "reproduce")
 INVOKED: list[str] = []  # the arguments of this command (a resume command repeats them)
@@ -66,7 +66,7 @@ def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     """Say what was kept and how to resume; the exit code (130 Ctrl-C, 143 SIGTERM)."""
     run_id = getattr(exc, "run_id", None)
     what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-    err = Console(stderr=True)
+    err = TerminalConsole(stderr=True)
     err.print(f"{what}; finished batches are kept in {store}.", markup=False, soft_wrap=True)
     if run_id:
         err.print(f"resume with: {resume_command(invoked_args(), run_id)}", markup=False, soft_wrap=True)

@@ -17,8 +17,8 @@ that of the run on those batches.
 
 Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
 runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
-are refused (:func:`refusal`).  A model of the user's code is built again only from the file the run
-read, unchanged, or from code the command line names (robeval.models.user_code.check_stored_code).
+are refused (:func:`refusal`).  A model of the user's code is built again only when the command line names its code (never because
+a store names it: robeval.models.user_code.check_stored_code).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Request:
     data_dir: str = "./data"
     trust_checkpoint: bool = False
     threads: int | None = None  # CPU threads (the run's own count: a reduction may round otherwise)
-    allowed_code: tuple[str, ...] = ()  # the user's code this command line names: imported even if changed
+    allowed_code: tuple[str, ...] = ()  # the user's code this command line names: the only code imported
 
 
 @dataclass
@@ -114,7 +114,7 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
 def regenerate(request: Request) -> Regeneration:
     """Craft the request's examples again through the engine (see the module docstring)."""
     models = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models})
-    check_stored_code({**request.config, "models": models}, request.info, request.allowed_code)  # before any import
+    check_stored_code({**request.config, "models": models}, request.allowed_code)  # before any import
     # the stored configuration (one line when this robeval cannot run it) with this machine's options
     machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)
     stored = EvalConfig.from_identity(request.config, trust_checkpoint=request.trust_checkpoint, **machine)

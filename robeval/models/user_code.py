@@ -177,40 +177,36 @@ def code_record(reference: str) -> dict[str, str] | None:
     return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
-def _unlike_recorded(reference: str, recorded: Mapping[str, str] | None) -> str | None:
-    """Why the code a reference would import now is not what the run recorded, or None when it is."""
-    if not recorded:
-        return "the run recorded no SHA-256 of its file"
-    now = code_record(reference)
-    if now is None:
-        return "its file is not found from here"
-    if now["path"] != recorded.get("path"):
-        return f"it would be read from {now['path']}, not from {recorded.get('path')} as the run read it"
-    if now["sha256"] != recorded.get("sha256"):
-        return f"{now['path']} changed since the run (SHA-256 {now['sha256'][:12]}, recorded {recorded['sha256'][:12]})"
-    return None
+def _code_key(reference: str) -> tuple[str, str]:
+    """What a reference imports, spelled one way: a ``.py`` file by its resolved path (``./mine.py`` and
+    ``/abs/mine.py`` are one file), a module by its dotted name; then the callable."""
+    target, attribute = parts(reference)
+    return (str(Path(target).resolve()) if is_file_reference(reference) else target), attribute
 
 
-def check_stored_code(config: Mapping[str, Any], info: Mapping[str, Any], named: Iterable[str] = ()) -> None:
+def check_stored_code(config: Mapping[str, Any], named: Iterable[str] = ()) -> None:
     """Before models of a stored run are built again (``robeval examples``, the report's gallery, ``check
     --run-missing``): a model of the user's code is imported only when this command line names its
-    reference (``named``), or when the file it would be read from is the one the run read, unchanged
-    (path and SHA-256 as recorded in ``info``).  Otherwise one line naming the code and how to allow
-    it: a store written by someone else runs no code of theirs by being read."""
+    reference again (``named``: ``REFERENCE`` of ``--model REFERENCE[=NAME]``).  A store names code by
+    text that anyone can write (any installed module and function, with a path and hash that are easy
+    to predict), so what a store names is never a reason to import it; otherwise one line naming the
+    code and how to allow it."""
+    allowed = {_code_key(r) for r in named if is_reference(r)}
     references = dict(config.get("references") or {})
-    allowed = set(named)
     for model in config.get("models", []):
         reference = references.get(model, model)
-        if not is_reference(reference) or reference in allowed:
-            continue
-        why = _unlike_recorded(reference, info.get("models", {}).get(model, {}).get("code"))
-        if why is not None:
+        if is_reference(reference) and _code_key(reference) not in allowed:
             label = "" if reference == model else f"={model}"
             raise UserError(
-                f"model {model} of the run is built by the code {reference}, which reading a stored run does not "
-                f"import: {why}; to run it, name it on the command line (robeval examples ... --model "
-                f"{reference}{label})"
+                f"model {model} of the run is built by the code {reference}, which reading a stored run never "
+                f"imports (a store names code as text anyone can write); to build it, name that code on this "
+                f"command line: --model {reference}{label}"
             )
+    source = str(config.get("source_model") or "").partition("=")[0]
+    if is_reference(source):
+        raise UserError(
+            f"the run's transfer source model is built by the code {source}, which is not built again from a stored run"
+        )
 
 
 def module_spec(rest: str) -> ModelSpec:

@@ -10,7 +10,8 @@ from ..evaluation.protocols import get_protocol
 from ..precision import FP32
 from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
-from .naming import NORM_MATH, column, data_label, latex_escape
+from .escaping import latex as latex_escape
+from .naming import NORM_MATH, column, data_label
 
 
 def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:

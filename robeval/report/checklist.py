@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 import pandas as pd
@@ -20,6 +19,8 @@ from ..results.findings import CHECKS, RAISED, Finding
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
+from .escaping import html as escape
+from .escaping import markdown, markdown_line
 from .files import skipped_note
 from .grid import markdown_table
 from .naming import attack_title
@@ -53,15 +54,18 @@ def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
 
 
 def checklist_markdown(judged: JudgedRun) -> str:
-    """The checklist document (Markdown) of a run's findings, first what the run left incomplete."""
+    """The checklist document (Markdown) of a run's findings, first what the run left incomplete; every
+    text escaped as Markdown (robeval.report.escaping), robeval's own marks around it."""
     run = judged.run
-    lines = [f"# Evaluation checklist: run {run.run_id} (protocol {run.protocol})", "", CHECKLIST_INTRO, ""]
-    lines += [f"**{part}.**\n" for part in incomplete_parts(run.summary)]
+    title = markdown(f"Evaluation checklist: run {run.run_id} (protocol {run.protocol})")
+    lines = [f"# {title}", "", markdown_line(CHECKLIST_INTRO), ""]
+    lines += [f"**{markdown(part)}.**\n" for part in incomplete_parts(run.summary)]
     for one in judged.models:
         rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
         table = markdown_table(["indicator", "covers", "status", "evidence"], rows, "llll")
-        lines += [f"## {one.model}", "", table, "", f"**Verdict for {one.model}: {verdict(one)}.**", ""]
-    notes = evidence_note(judged.evidence)
+        said = markdown(f"Verdict for {one.model}: {verdict(one)}.")
+        lines += [f"## {markdown(one.model)}", "", table, "", f"**{said}**", ""]
+    notes = [markdown_line(note) for note in evidence_note(judged.evidence)]
     return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
@@ -108,10 +112,13 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
 
 
 def check_lines(judged: JudgedRun) -> str:
-    """What ``robeval check`` prints: the run, then the lines under every table with its flags."""
+    """What ``robeval check`` prints: the run, then the lines under every table with its flags (Markdown lines:
+    a name shows as it is wherever the text is pasted)."""
     run, flags = judged.run, [f.as_flag() for f in judged.flags]
     lines = diagnostic_lines({**run.info, "flags": flags}, run.summary)
-    return "\n".join([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
+    return (
+        "\n".join(markdown_line(line) for line in [f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
+    )
 
 
 def checklist_html(judged: JudgedRun) -> str:
@@ -121,7 +128,7 @@ def checklist_html(judged: JudgedRun) -> str:
     for one in judged.models:
         rows = "".join(
             f'<tr><td class="text">{escape(CHECKS[f.check].title)}</td><td class="text">{escape(CHECKS[f.check].covers)}'
-            f'</td><td class="text status-{f.status.replace(" ", "-").replace("/", "-")}">{escape(f.status)}</td>'
+            f'</td><td class="text status-{escape(f.status.replace(" ", "-").replace("/", "-"))}">{escape(f.status)}</td>'
             f'<td class="text">{escape(shown(f))}</td></tr>'
             for f in one.findings
         )

@@ -13,6 +13,7 @@ from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_markdown, headline, one_side_note, verdict
 from .compare import compare, to_markdown
+from .escaping import csv_text, markdown_line
 from .published_compare import compare_published, published_markdown
 
 ONE_CHECKPOINT = (
@@ -60,13 +61,13 @@ MARKDOWN = {"paired": to_markdown, "members": claim_markdown, "published": publi
 
 
 def _markdown(c: Comparison) -> str:
-    lines = c.verdicts + c.lines
+    lines = [markdown_line(line) for line in c.verdicts + c.lines]
     return MARKDOWN[c.test](c.table) + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
 FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")
 FORMATS.add("md", _markdown)
-FORMATS.add("csv", lambda c: c.table.to_csv(index=False))
+FORMATS.add("csv", lambda c: csv_text(c.table))
 FORMATS.add("json", lambda c: c.table.to_json(orient="records", indent=2) + "\n")
 
 

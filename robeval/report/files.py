@@ -11,6 +11,7 @@ from typing import Any
 
 from ..atomic_files import atomic_write
 from ..errors import UserError
+from .escaping import markdown_line
 from .paper import render
 
 
@@ -78,6 +79,6 @@ def write_run_files(result: Any, out: Path) -> dict[str, Path]:
     paths = {"csv": out / "results.csv", "md": out / "results.md", "json": out / "run.json"}
     atomic_write(paths["csv"], render(summary, "csv"))
     note = skipped_note(result.info)
-    atomic_write(paths["md"], render(summary, "md") + (f"\n{note}\n" if note else ""))
+    atomic_write(paths["md"], render(summary, "md") + (f"\n{markdown_line(note)}\n" if note else ""))
     atomic_write(paths["json"], json.dumps(result.info, indent=2, default=str) + "\n")
     return paths

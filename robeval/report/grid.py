@@ -1,19 +1,22 @@
 """The one renderer of a table's grid as Markdown, LaTeX or HTML: rows = the index, columns one level
 (``Top-1 (%)``) or two (``(attack, Top-1)``: grouped under a LaTeX multicolumn), cells as they are
-(text escaped for LaTeX; a :class:`Measured` number as each format writes it: ``97.80 ± 0.40``, in
-LaTeX ``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark."""
+(every text escaped by its format's function, robeval.report.escaping: a model's name shows as the
+characters it is; a :class:`Measured` number as each format writes it: ``97.80 ± 0.40``, in LaTeX
+``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark.  Every Markdown table robeval
+writes is :func:`markdown_table`'s."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 import pandas as pd
 
-from .naming import latex_escape
+from .escaping import html as escape
+from .escaping import latex as latex_escape
+from .escaping import markdown, markdown_line
 from .table_options import STD
 
 Cell = tuple[object, object]
@@ -66,30 +69,42 @@ def _latex_cell(value: object, bold: bool) -> str:
     return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
 
 
+class Strong(str):
+    """A cell's text to show in bold (the renderer escapes it, then marks it)."""
+
+
+def markdown_cell(value: object) -> str:
+    """One cell as Markdown: its text escaped (robeval.report.escaping), bold where it is :class:`Strong`."""
+    text = markdown(value)
+    return f"**{text}**" if isinstance(value, Strong) and text else text
+
+
 def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], align: str = "") -> str:
     """A Markdown table: the ``head`` cells (an empty one stays empty: ``| | Top-1 |``), its rule
-    (``align``: ``l`` or ``r`` per column; by default the first column left, the others right), the rows."""
+    (``align``: ``l`` or ``r`` per column; by default the first column left, the others right), the rows;
+    every cell is text, escaped here (:func:`markdown_cell`), so no cell adds a row or a column."""
     align = align or "l" + "r" * (len(head) - 1)
     assert len(align) == len(head), (head, align)
-    line = "|" + "".join(f" {cell} |" if str(cell) else " |" for cell in head)
+    line = "|" + "".join(f" {markdown_cell(cell)} |" if str(cell) else " |" for cell in head)
     rule = "|" + "".join("---|" if a == "l" else "---:|" for a in align)
-    return "\n".join([line, rule, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+    body = ("| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows)
+    return "\n".join([line, rule, *body])
 
 
 def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
-    rows = ([index, *(f"**{v}**" if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
-    return f"Table: {caption}\n\n{markdown_table([corner, *names], rows)}"
+    rows = ([index, *(Strong(v) if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
+    return f"Table: {markdown(caption)}\n\n{markdown_table([corner, *names], rows)}"
 
 
 def comparison_table(
     heading: str, head: str, align: str, result: pd.DataFrame, cells: Callable[[dict, str], list]
 ) -> str:
-    """A comparison's heading and its table (``head``: its cells joined by `` | ``): per row its eps,
-    attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
+    """A comparison's heading (text, escaped here) and its table (``head``: its cells joined by `` | ``): per
+    row its eps, attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
     rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return f"{heading}\n\n{markdown_table(head.split(' | '), rows, align)}\n"
+    return f"{markdown_line(heading)}\n\n{markdown_table(head.split(' | '), rows, align)}\n"
 
 
 def _latex_row(cells: Iterable[str]) -> str:

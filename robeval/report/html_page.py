@@ -3,17 +3,20 @@
 from the same code the other commands use.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
-the gallery an inline PNG, and a Content-Security-Policy forbids any other source.
+the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The policy allows
+one script, the page's own (``templates/sort.js``, by its SHA-256): a script that text from a store
+could smuggle in would not run even if it escaped its escaping (robeval.report.escaping.html, the one
+escaper of every text on the page).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from html import escape
 from typing import Any
 
 import jinja2
@@ -26,6 +29,7 @@ from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
 from ..evaluation.regenerate import refusal
 from ..models.given import PREFIX
 from ..models.user_code import registered_spec
+from ..references import split_label
 from ..registry import Registry
 from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms
@@ -36,6 +40,7 @@ from . import plots, style
 from .checklist import CHECKLIST_INTRO, RENDERINGS
 from .comparison import comparison
 from .convergence import convergence_svg
+from .escaping import html as escape
 from .gallery import gallery
 from .paper import render
 
@@ -58,6 +63,7 @@ class Page:
     gallery_attack: str | None = None  # None: the first per-example white-box attack of the first run
     gallery_size: int = 6
     baseline: str | None = None  # the model every other is compared with (None: the first run's first)
+    code: tuple[str, ...] = ()  # ``--model REFERENCE[=NAME]``: the user's code the gallery may import
 
 
 Builder = Callable[[Page], Section | None]
@@ -99,7 +105,7 @@ def figures(page: Page) -> Section | None:
     if not found:
         return None
     body = "".join(
-        f'<figure data-figure="{stem}">{style.svg_text(fig)}<figcaption>{escape(stem)}: the same figure as '
+        f'<figure data-figure="{escape(stem)}">{style.svg_text(fig)}<figcaption>{escape(stem)}: the same figure as '
         f"<code>robeval plot</code> writes ({', '.join(style.FORMATS)}); error bars: 95% bootstrap intervals"
         "</figcaption></figure>"
         for stem, fig in found.items()
@@ -113,8 +119,9 @@ def convergence(page: Page) -> Section | None:
     for run in page.runs:
         svg = convergence_svg(curves(page.store, run.run_id))
         if svg:
-            parts.append(f'<figure data-figure="convergence-{run.run_id}">{svg}<figcaption>run {run.run_id}: '
-                         "robust top-1 along each attack's iterations or queries</figcaption></figure>")  # fmt: skip
+            parts.append(f'<figure data-figure="convergence-{escape(run.run_id)}">{svg}<figcaption>run '
+                         f"{escape(run.run_id)}: robust top-1 along each attack's iterations or queries</figcaption>"
+                         "</figure>")  # fmt: skip
     if not parts:
         return None
     return Section(
@@ -240,6 +247,11 @@ def default_gallery_attack(run: StoredRun) -> str | None:
     return next((a for a in ordered if refusal(a, run.config) is None), None)
 
 
+def named_by(code: tuple[str, ...], model: str) -> str:
+    """``model`` as the gallery asks for it: ``REFERENCE=NAME`` where this command line names its code."""
+    return next((item for item in code if split_label(item)[1] == model or item == model), model)
+
+
 @section
 def examples(page: Page) -> Section | None:
     run = page.runs[0]
@@ -252,7 +264,8 @@ def examples(page: Page) -> Section | None:
         return Section("gallery", "Gallery", Markup(""), f"no gallery: {NOT_REBUILT}")
     eps = list(run.config["eps"])[0]
     try:
-        shown = gallery(page.store, run.run_id, models=models, attack=attack, eps=eps, max_examples=page.gallery_size)
+        drawn = [named_by(page.code, model) for model in models]
+        shown = gallery(page.store, run.run_id, models=drawn, attack=attack, eps=eps, max_examples=page.gallery_size)
     except UserError as exc:
         return Section("gallery", "Gallery", Markup(""), f"no gallery: {exc}")
     png = base64.b64encode(shown.png(dpi=110)).decode()
@@ -280,7 +293,8 @@ def configuration(page: Page) -> Section:
 
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
-    gallery_size (0: no gallery), baseline (the model every other is compared with)."""
+    gallery_size (0: no gallery), baseline (the model every other is compared with), code (the user's code
+    the command line names, which the gallery may import)."""
     page = Page(store, runs, combine(runs), **options)
     baseline_of(runs[0], page.baseline)  # a model the run lacks: one line before any section is built
     sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]
@@ -288,8 +302,16 @@ def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    script = environment.loader.get_source(environment, "sort.js")[0]  # type: ignore[union-attr]
     return environment.get_template("report.html.j2").render(
         title=f"robeval report: run{'s' if len(runs) > 1 else ''} {', '.join(r.run_id for r in runs)}",
         subtitle=f"{len(runs)} run(s) in {store.path}; written {stamp}",
         sections=sections,
+        script=Markup(script),
+        script_hash=script_hash(script),
     )
+
+
+def script_hash(script: str) -> str:
+    """A Content-Security-Policy source that allows exactly this inline script."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")

@@ -1,5 +1,6 @@
 """How tables and figures name things: attacks by their registered titles, columns in a fixed
-order, data by a short label, LaTeX escaped.  The leaf every renderer imports."""
+order, data by a short label.  The leaf every renderer imports (each format escapes what it shows:
+robeval.report.escaping)."""
 
 from __future__ import annotations
 
@@ -32,19 +33,9 @@ def ordered_attacks(summary: pd.DataFrame) -> list[str]:
     return [a for a in order if a in present] + [a for a in present if a not in order]
 
 
-LATEX_SPECIALS = "\\&%$#_{}~^"  # replaced in this order by
-LATEX_ESCAPED = (r"\textbackslash{}", r"\&", r"\%", r"\$", r"\#", r"\_", r"\{", r"\}", r"\textasciitilde{}", r"\^{}")
-
-
 def column(rows: pd.DataFrame, name: str, default: object = "") -> pd.Series:
     """``rows[name]`` with ``default`` for a missing value, or all ``default`` where the rows lack it."""
     return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
-
-
-def latex_escape(text: str) -> str:
-    for special, escaped in zip(LATEX_SPECIALS, LATEX_ESCAPED):
-        text = text.replace(special, escaped)
-    return text
 
 
 def data_label(data: str) -> str:

@@ -20,8 +20,10 @@ from ..registry import Registry
 from . import grid as grids
 from . import robustbench
 from .captions import caption_parts
+from .escaping import csv_text
+from .escaping import latex as latex_escape
 from .grid import Measured
-from .naming import attack_title, column, latex_escape
+from .naming import attack_title, column
 from .shift_table import later_blocks, split
 from .table_options import MEMBERS, STD, TableOptions
 
@@ -91,7 +93,7 @@ def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str
     """Every summary column (each model's per-member values too, where the summary has them), the
     leading ones first; the attack rows in the order ``options`` asks."""
     ordered = [c for c in SUMMARY_COLUMNS if c in summary] + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
-    return _attack_order(summary, options)[ordered].to_csv(index=False)
+    return csv_text(_attack_order(summary, options)[ordered])
 
 
 def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:

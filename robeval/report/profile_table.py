@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .escaping import markdown_line
 from .grid import markdown_table
 
 # (head, column, digits, the column of its spread in %)
@@ -38,4 +39,4 @@ def profile_markdown(df: pd.DataFrame) -> str:
         [r["model"], *(_cell(r, col, digits, spread, i == 0) for _, col, digits, spread in CELLS)]
         for i, (_, r) in enumerate(df.iterrows())
     ]
-    return f"{heading}\n\n{markdown_table(['model', *(head for head, *_ in CELLS)], rows)}\n"
+    return f"{markdown_line(heading)}\n\n{markdown_table(['model', *(head for head, *_ in CELLS)], rows)}\n"

@@ -11,6 +11,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from .captions import caption_parts
+from .escaping import TerminalConsole
 from .grid import Measured
 from .paper import members_part
 from .shift_table import later_blocks, split
@@ -56,7 +57,7 @@ class RichReporter:
     unit by unit and inside long units, under a line for the whole run with its estimated time left."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or TerminalConsole(stderr=True)
         self.progress: Progress | None = None
         self.tasks: dict[tuple, TaskID] = {}
         self.base: dict[tuple, float] = {}  # images finished per bar (partial progress is added on top)
@@ -65,7 +66,9 @@ class RichReporter:
 
     def start(self, bars, model: str = "", position: tuple[int, int] = (1, 1)) -> None:
         """``bars`` of ``model``, the ``position[0]``-th of the run's ``position[1]`` models."""
-        label = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+        label = TextColumn(
+            "{task.description}", markup=False, table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)
+        )
         columns = (label, BarColumn(bar_width=24), MofNCompleteColumn(), ImagesPerSecond(), TimeLeft())
         self.progress = Progress(*columns, console=self.console, transient=False, expand=True)
         self.progress.start()

@@ -8,7 +8,9 @@ from ..defaults import CLEAN
 from ..evaluation.protocols import get_protocol
 from ..report import grid as grids
 from ..report.captions import caption_parts
-from ..report.naming import attack_title, latex_escape
+from ..report.escaping import csv_text
+from ..report.escaping import latex as latex_escape
+from ..report.naming import attack_title
 from .tables import PaperTable
 
 
@@ -102,7 +104,7 @@ def to_csv(grid: pd.DataFrame) -> str:
     flat = grid.copy()
     if isinstance(flat.columns, pd.MultiIndex):
         flat.columns = [f"{a} {b}" for a, b in flat.columns]
-    return flat.to_csv(index_label="")
+    return csv_text(flat, index=True, index_label="")
 
 
 def to_latex(grid: pd.DataFrame, text: str) -> str:

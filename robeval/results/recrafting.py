@@ -83,7 +83,7 @@ def plan_recrafting(
     """The run, models, attack, eps and examples, checked (one-line UserError otherwise); nothing is
     crafted yet.  ``models``: of the run (default every one with records under the attack), a model of
     the user's code named by its code too (``PATH.py:CALLABLE=NAME``, or ``PATH.py:CALLABLE`` where that
-    is its name) to allow importing that code although it changed since the run; ``eps``: one of the
+    is its name): the only way its code is imported; ``eps``: one of the
     run's (default its only one); ``select`` / ``examples``: robeval.results.selection's."""
     models, named_code = _named_code(models)
     options = {**options, "allowed_code": tuple(named_code)}
@@ -99,7 +99,7 @@ def plan_recrafting(
     records = records[records["member"] == 0]  # a model of several checkpoints is drawn by its first
     drawn = _run_models(run, records, models, attack, eps_text)
     bases = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in drawn})
-    check_stored_code({**run.config, "models": bases}, run.info, named_code)  # before anything is made
+    check_stored_code({**run.config, "models": bases}, named_code)  # before anything is made
     selection = select_examples(records, drawn, select, examples, max_examples)
     return RecraftPlan(run, drawn, attack, eps_text, records, selection, options)
 

@@ -31,6 +31,7 @@ from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, UserError
 from ..json_input import load_json
 from ..machine import process_start
+from ..printable import refuse_controls
 from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, Unit, UnitCurves, UnitTimes, curve_rows
 
 SCHEMA_VERSION = 7
@@ -371,6 +372,7 @@ class Store:
             raise UserError(f"no run {run_id!r} in {self.path}{hint}")
         out = dict(zip(RUN_KEYS, row))
         out["config"], out["info"] = read_stored_json(out["config"]), read_stored_json(out["info"])
+        self.check_names(out["id"], out["config"])
         return out
 
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
@@ -382,8 +384,13 @@ class Store:
         return self._configs("status = 'finished' ORDER BY created, rowid")
 
     def _configs(self, where: str) -> list[tuple[str, dict[str, Any]]]:
-        rows = self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
-        return [(run_id, read_stored_json(config)) for run_id, config in rows]
+        rows = [
+            (run_id, read_stored_json(config))
+            for run_id, config in self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
+        ]
+        for run_id, config in rows:
+            self.check_names(run_id, config)
+        return rows
 
     def runs(self) -> pd.DataFrame:
         df = pd.read_sql_query(
@@ -392,8 +399,18 @@ class Store:
             "FROM runs r ORDER BY r.created, r.rowid",
             self.conn,
         )
-        df["config"] = [json.dumps(read_stored_json(c)) for c in df["config"]]
+        configs = [read_stored_json(c) for c in df["config"]]
+        for run_id, config in zip(df["id"], configs):
+            self.check_names(run_id, config)
+        df["config"] = [json.dumps(c) for c in configs]
         return df
+
+    def check_names(self, run_id: str, config: dict[str, Any], names: Iterable[object] = ()) -> None:
+        """One line when a run's id or a name it holds (model, attack, eps) is no one-line printable text: a
+        store robeval wrote holds none (robeval.printable), and a name that could forge a line is never shown."""
+        named = [run_id, *(config.get(key) or [] for key in ("models", "attacks", "eps"))]
+        flat = [n for item in named for n in (item if isinstance(item, list) else [item])]
+        refuse_controls([*flat, *names], "the name", f"{self.path}")
 
     @staticmethod
     def shown_status(status: str, holder: str | None) -> str:
@@ -464,7 +481,9 @@ class Store:
         query = (
             f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY model, member, eps, attack, {order}"
         )
-        return pd.read_sql_query(query, self.conn, params=(run_id,))
+        frame = pd.read_sql_query(query, self.conn, params=(run_id,))
+        refuse_controls(pd.unique(frame[["model", "eps", "attack"]].to_numpy().ravel()), "the name", str(self.path))
+        return frame
 
 
 @contextmanager

@@ -1,0 +1,125 @@
+"""How each output format shows a text: the one place each format escapes what it is given.
+
+Every text a document puts in a cell, a caption, a heading or a line is data: a name, a label, a run
+id, a path or a message from a store, a checkpoint or a file may hold a format's markup, and must show
+as the characters it is, never act as markup, a formula or script.  Each renderer passes text through
+its format's function here and nothing else escapes:
+
+* Markdown (:func:`markdown`, :func:`markdown_line`): backslash escapes for every character that
+  CommonMark and GitHub would read as markup where it stands (emphasis, code, links and images, raw
+  HTML, table cells, math, strikethrough, entities; at a line's start a list, heading or quote
+  marker); a control character shows as its escape, so a newline can forge no row or line.
+* LaTeX (:func:`latex`): each special character as its text command, in one pass (a replacement is
+  never escaped again).
+* HTML (:func:`html`): ``&``, ``<``, ``>`` and both quotes as entities (safe in text and in quoted
+  attributes).
+* CSV (:func:`csv_cell`): a text cell a spreadsheet would read as a formula (it starts with ``=``,
+  ``+``, ``-``, ``@``, a tab or a carriage return; OWASP's CSV injection advice) gets a leading
+  ``'``; numbers stay numbers, and so does a text that is a plain number (``-0.5``).
+* The terminal (:func:`terminal`): control characters as escapes, except the line breaks and tabs of
+  robeval's own multi-line text (a name holds none: robeval.printable); rich markup is never parsed.
+
+Control characters go first (robeval.printable.visible_controls); the escape their backslash needs
+is then the format's own.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from ..printable import CONTROLS, visible_controls
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# always: a backslash, code, emphasis, raw HTML and autolinks, a table cell's bar, math, strikethrough; ``&``
+# where it starts an entity (``&lt;``); ``_`` where it can delimit emphasis (not inside a word: ``deit_small``);
+# ``]`` where it could close a link or image (``](``, ``][``, ``]:``; a shortcut link needs a definition that
+# starts a line)
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*<|$~]|&(?=#?[0-9A-Za-z]+;)|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=[(\[:])")
+# at the start of a line: a quote; a list item, numbered item or heading (their marker and a space); a
+# setext underline or thematic break (a marker repeated).  A link definition needs ``]:``, escaped inline.
+_MARKDOWN_LEADING = re.compile(r"^(\s*\d{0,9})(>|[-+*#=.)](?=\s|$|[-=*#]))")
+
+
+def markdown(text: object) -> str:
+    """``text`` as inline Markdown (a cell, a heading, the middle of a line) that shows exactly it."""
+    return visible_controls(_MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), str(text)))
+
+
+def markdown_line(text: object) -> str:
+    """``text`` as Markdown that starts a line (a paragraph, a list item's text): also no block marker."""
+    return _MARKDOWN_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), markdown(text))
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "[": "{[}",
+    "]": "{]}",
+}  # fmt: skip  (a bracket in braces: ``\\`` never reads the next cell as its optional argument)
+_LATEX_SPECIAL = re.compile("|".join(map(re.escape, _LATEX)))
+
+
+def latex(text: object) -> str:
+    """``text`` as LaTeX text that typesets exactly it (``a\\b`` -> ``a\\textbackslash{}b``)."""
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group()], visible_controls(str(text)))
+
+
+def html(text: object) -> str:
+    """``text`` as HTML text or a quoted attribute's value."""
+    return _html.escape(str(text), quote=True)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet shows and never evaluates: numbers as they are, a text that would
+    start a formula behind a ``'`` (a text that is a plain number, ``-0.5``, stays as it is)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START) or _PLAIN_NUMBER.fullmatch(value):
+        return value
+    return "'" + value
+
+
+def csv_text(frame: pd.DataFrame, index: bool = False, index_label: str | None = None) -> str:
+    """``frame`` as CSV with every text cell, column name and index label through :func:`csv_cell`: the
+    one way robeval writes a CSV file."""
+    shown = frame.map(csv_cell)
+    shown.columns = [csv_cell(str(c)) for c in frame.columns]
+    if index:
+        shown.index = [csv_cell(i) for i in frame.index]
+    return shown.to_csv(index=index, index_label=index_label)
+
+
+_TERMINAL_KEPT = {"\n", "\t"}
+
+
+def terminal(text: object) -> str:
+    """``text`` for the terminal: each control character but a line break or tab as its escape."""
+    return CONTROLS.sub(lambda m: m.group() if m.group() in _TERMINAL_KEPT else visible_controls(m.group()), str(text))
+
+
+class TerminalConsole(Console):
+    """The console every command prints through: each text it is given (a line, a table's cell, a title)
+    shows as :func:`terminal` writes it, and rich's markup and emoji codes are never read from it (a
+    model named ``[bold]x`` shows those characters)."""
+
+    def render_str(self, text: str, **options: Any):  # rich.console.Console.render_str's keywords
+        return super().render_str(terminal(text), **{**options, "markup": False, "emoji": False})
