@@ -186,6 +186,8 @@ def test_the_report_of_a_hostile_store_runs_no_script_in_chromium(hostile, tmp_p
 def test_the_terminal_shows_rich_markup_as_text(hostile, tmp_path):
     listed = read(["runs"], hostile, tmp_path)
     assert "[bold]z[/]" in " ".join(listed.split())  # rich's markup shown, not read (rows wrap)
+    renamed = invoke(["table", "--name", f"{HOSTILE_OTHER}=a\x1b[2Jb", "--store", str(hostile)], tmp_path)
+    assert one_line_error(renamed, "--name", "control character"), renamed.stderr
 
 
 @pytest.mark.parametrize("control", ["\n", "\x1b[2J", "\u202e", "\r"])

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ..errors import PluginWarning, UserError
-from ..report.escaping import TerminalConsole
+from ..report.escaping import TerminalConsole, terminal
 from ..threads import configure_process, threads_from_argv
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
 
@@ -27,9 +27,10 @@ if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 co
 
 
 def emit(text: str, out: Optional[Path]) -> None:
-    """Print ``text``, or write it atomically to ``out``."""
+    """Print ``text`` (on a terminal, its control characters as escapes), or write it atomically to ``out``."""
     if out is None:
-        print(text, end="" if text.endswith("\n") else "\n")
+        shown = terminal(text) if sys.stdout.isatty() else text  # a file gets the document's bytes as they are
+        print(shown, end="" if text.endswith("\n") else "\n")
         return
     from ..atomic_files import atomic_write
     from ..report.files import check_out_file

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import UserError
+from ..printable import refuse_controls
 from .naming import ordered_attacks
 from .shift_table import is_condition
 
@@ -81,6 +82,7 @@ def _display_names(names: Names) -> dict[str, str]:
             raise UserError(f"--name {model}=: give the name to show {model} by")
         if model in out:
             raise UserError(f"--name {model} is given twice ({out[model]!r}, {name!r})")
+        refuse_controls([name], "--name: the name", "the command line")
         out[model] = name
     return out
 
