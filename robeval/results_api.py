@@ -271,10 +271,10 @@ class Run:
 
 def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
     """Run ``run_id`` that just ended in ``db`` (read through ``where``), its description as run.json
-    has it: the soundness flags and the passes per image added.  The tables of a run kept in memory
+    has it: the soundness flags and notes and the passes per image added.  The tables of a run kept in memory
     name no run id (no store holds it: robeval.report.naming.run_label)."""
     from .results.audit_summary import audit_lines
-    from .results.soundness import run_flags
+    from .results.soundness import run_findings
     from .results.summary import passes_per_image
 
     stored = load_run(db, run_id, empty_ok=True)
@@ -282,7 +282,7 @@ def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
         stored.summary["run_id"] = None
     run = Run(where, [stored])
     if not run.summary.empty:
-        run.info["flags"] = run_flags(run.summary, run.info, run.records)
+        run.info.update(run_findings(run.summary, run.info, run.records))
         run.info["passes_per_image"] = passes_per_image(run.summary)
         if audit_lines(run.summary):  # an audited protocol (fast): its audit and the bound, as under its tables
             run.info["audit"] = audit_lines(run.summary)

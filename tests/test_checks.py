@@ -8,7 +8,7 @@ import torch
 
 import robeval
 from robeval.evaluation.model_checks import model_checks
-from robeval.results.soundness import run_flags
+from robeval.results.soundness import run_findings
 from robeval.results.store import Store
 
 from .conftest import run_cli
@@ -52,7 +52,7 @@ def test_model_level_checks(wrap, check):
     x = torch.rand(16, 1, 8, 8)
     y = torch.randint(0, 10, (16,))
     clean = pd.DataFrame([{"model": "m", "attack": "clean", "eps": "8/255", "eps_value": 8 / 255, "top1": 90.0, "n": 16}])
-    flags = run_flags(clean, {"model_checks": {"m": model_checks(wrap(model), x, y)}})
+    flags = run_findings(clean, {"model_checks": {"m": model_checks(wrap(model), x, y)}})["flags"]
     assert [f["check"] for f in flags] == ([check] if check else [])
     for f in flags:
         assert f["message"] and f["advice"]
@@ -63,7 +63,7 @@ def test_summary_level_checks():
             ("square", "8/255", 8 / 255, 30.0), ("fgsm", "2/255", 2 / 255, 50.0), ("fgsm", "8/255", 8 / 255, 55.0)]
     summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": v, "top1": t, "n": 100}
                             for a, e, v, t in rows])
-    flags = run_flags(summary, {})
+    flags = run_findings(summary, {})["flags"]
     # PGD worse than FGSM at 2/255 is a flag too (it was an indicator of the checklist only)
     assert [f["check"] for f in flags] == ["gradient-masking", "one-step-beats-iterative", "eps-monotonicity"]
     assert "8/255" in flags[0]["message"] and "2/255" not in flags[0]["message"]  # the raised eps only
@@ -78,7 +78,7 @@ def test_a_gap_of_one_example_is_never_a_flag(n, flagged):
             ("pgd", "16/255", 42.0), ("fgsm", "16/255", 44.0), ("square", "16/255", 20.0)]
     summary = pd.DataFrame([{"model": "m", "attack": a, "eps": e, "eps_value": int(e.split("/")[0]) / 255, "top1": t,
                              "n": n} for a, e, t in rows])
-    flags = {f["check"]: f["message"] for f in run_flags(summary, {})}
+    flags = {f["check"]: f["message"] for f in run_findings(summary, {})["flags"]}
     # square at 16/255 is far below PGD either way; the 2-point gaps (PGD and FGSM rising with eps, square
     # below PGD at 8/255) count only when they are two examples
     assert "eps 16/255: square" in flags["gradient-masking"]

@@ -23,7 +23,7 @@ from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
 from robeval.results.checks import noise_points
-from robeval.results.soundness import JudgedRun, judge_summary, run_flags
+from robeval.results.soundness import JudgedRun, judge_summary, run_findings
 from robeval.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 from robeval.results.stored_run import StoredRun
 
@@ -62,7 +62,7 @@ def test_the_curve_is_non_increasing_and_never_above_fixed_eps_pgd_beyond_noise(
     top1 = result.summary.set_index(["attack", "eps"])["top1"]
     for eps in EPS:
         assert top1[("fmn", eps)] <= top1[("pgd", eps)] + noise_points(top1[("pgd", eps)], 100), eps
-    assert not [f for f in run_flags(result.summary, result.info, result.records) if f["check"] == "minimum-norm-mismatch"]
+    assert not [f for f in run_findings(result.summary, result.info, result.records)["flags"] if f["check"] == "minimum-norm-mismatch"]
 
 
 def test_tables_plot_and_json_report_the_minimum_norm_search(fmn_run, tmp_path):
@@ -87,11 +87,11 @@ def test_a_search_that_stops_early_and_fixed_eps_attacks_that_miss_are_both_flag
         return pd.DataFrame([dict(model="m", eps="8/255", eps_value=8 / 255, attack=a, top1=v, n=400)
                              for a, v in (("clean", 99.0), ("pgd", pgd), ("fmn", fmn))])
 
-    (weaker,) = run_flags(summary(60.0, 40.0), {})
+    (weaker,) = run_findings(summary(60.0, 40.0), {})["flags"]
     assert weaker["check"] == "minimum-norm-mismatch" and "fmn stopped early: raise its budget" in weaker["advice"]
-    (missed,) = run_flags(summary(20.0, 40.0), {})
+    (missed,) = run_findings(summary(20.0, 40.0), {})["flags"]
     assert missed["check"] == "minimum-norm-mismatch" and "pgd missed fooling points that fmn found" in missed["advice"]
-    assert not run_flags(summary(41.0, 40.0), {})
+    assert not run_findings(summary(41.0, 40.0), {})["flags"]
     run = StoredRun("r", {}, {"protocol": "standard"}, pd.DataFrame(), summary(60.0, 40.0))
     text = checklist_markdown(JudgedRun(run, [], judge_summary(run.summary)))
     assert "| Minimum-norm curve meets the fixed-eps attacks |" in text and "| RAISED | eps 8/255: fmn 60.00 vs pgd 40.00" in text

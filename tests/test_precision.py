@@ -14,7 +14,7 @@ from robeval.models.weights import embedded_weights
 from robeval.precision import float32_math, get_precision
 from robeval.report.paper import render
 from robeval.results.runs import combine, resolve_runs
-from robeval.results.soundness import run_flags
+from robeval.results.soundness import run_findings
 from robeval.results.store import Store
 
 from .conftest import one_line_error
@@ -128,7 +128,7 @@ def masked_in_bf16():
 
 
 def precision_flags(result):
-    return [f for f in run_flags(result.summary, result.info) if f["check"] == "reduced-precision"]
+    return [f for f in run_findings(result.summary, result.info)["flags"] if f["check"] == "reduced-precision"]
 
 
 def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):

@@ -15,7 +15,7 @@ import pandas as pd
 from ..registry import Registry
 from ..results.audit_summary import audit_lines
 from ..results.checks import adaptive_gaps
-from ..results.findings import CHECKS, RAISED, Finding
+from ..results.findings import CHECKS, Finding
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
@@ -28,7 +28,7 @@ from .naming import attack_title
 CHECKLIST_INTRO = (
     "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
     "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
-    "the evidence; the command that gives it is named)."
+    "the evidence; the command that gives it is named), note (what the numbers stand on, not a failure)."
 )
 
 
@@ -36,12 +36,14 @@ def verdict(one: ModelFindings) -> str:
     """The verdict line of one model: its raised checks, or how many judged it."""
     raised = "; ".join(CHECKS[f.check].title for f in one.raised)
     text = f"RAISED: {raised}" if raised else f"no indicator of a failed attack among the {one.checked} checked"
-    return text + (f" ({one.not_run} not run)" if one.not_run else "")
+    noted = sum(f.noted for f in one.findings)
+    extra = [f"{one.not_run} not run" if one.not_run else "", f"{noted} note{'s' * (noted > 1)}" if noted else ""]
+    return text + (f" ({', '.join(e for e in extra if e)})" if any(extra) else "")
 
 
 def shown(finding: Finding) -> str:
-    """A finding's evidence, with what to do when it is raised."""
-    return f"{finding.evidence} — {finding.advice}" if finding.status == RAISED and finding.advice else finding.evidence
+    """A finding's evidence, with what to do when it is raised or noted."""
+    return f"{finding.evidence} — {finding.advice}" if finding.advice else finding.evidence
 
 
 def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
@@ -81,6 +83,10 @@ class Soundness:
     def flags(self) -> list[Finding]:
         return self.judged.flags
 
+    @property
+    def notes(self) -> list[Finding]:
+        return self.judged.notes
+
     def render(self, format: str = "md") -> str:
         return RENDERINGS.require(format)(self.judged)
 
@@ -105,17 +111,26 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
         ]
     flags = run.get("flags", [])
     if not flags:
-        return lines + ["Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)"]
-    return [*lines, f"Soundness checks: {len(flags)} flag(s)"] + [
-        f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags
-    ]
+        lines.append("Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)")
+    else:
+        lines += [f"Soundness checks: {len(flags)} flag(s)"]
+        lines += [f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags]
+    return lines + note_lines(run.get("notes", []))
+
+
+def note_lines(notes: list[dict[str, str]]) -> list[str]:
+    """One line per note said alike of several models (what the numbers stand on; never a flag)."""
+    said: dict[tuple[str, str, str], list[str]] = {}
+    for note in notes:
+        said.setdefault((note["check"], note["message"], note["advice"]), []).append(note["model"])
+    return [f"Note: {', '.join(models)}: {message}; {advice}" for (_, message, advice), models in said.items()]
 
 
 def check_lines(judged: JudgedRun) -> str:
     """What ``robeval check`` prints: the run, then the lines under every table with its flags (Markdown lines:
     a name shows as it is wherever the text is pasted)."""
-    run, flags = judged.run, [f.as_flag() for f in judged.flags]
-    lines = diagnostic_lines({**run.info, "flags": flags}, run.summary)
+    run, flags, notes = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.notes]
+    lines = diagnostic_lines({**run.info, "flags": flags, "notes": notes}, run.summary)
     return (
         "\n".join(markdown_line(line) for line in [f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
     )

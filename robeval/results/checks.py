@@ -23,7 +23,19 @@ from ..models.registry import MODELS
 from ..models.user_code import registered_spec
 from ..shifts.kinds import get_shift
 from .convergence import lengthen, standard_error, still_falling, why_no_curves
-from .findings import MIN_EXAMPLES, NOT_APPLICABLE, NOT_RUN, Evidence, Finding, Judge, beyond, check, judged, observed
+from .findings import (
+    MIN_EXAMPLES,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    NOTE,
+    Evidence,
+    Finding,
+    Judge,
+    beyond,
+    check,
+    judged,
+    observed,
+)
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 RANDOM_CHANGE = 1e-5  # relative logit change between two identical passes
@@ -383,9 +395,8 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 @check("one-checkpoint", "Claims rest on several checkpoints",
        "the seed papers' std tables (Hosseini & Hosseini 2024, rebuttal: std over 5 training runs): a comparison of "
        "two training procedures varies from seed to seed",
-       "a comparison with one checkpoint of a kind measures that checkpoint, not its training procedure: "
-       "evaluate several members per model (robeval train-demo --seeds 0-2; --checkpoint NAME=A,B,C) and test the "
-       "difference with robeval compare")  # fmt: skip
+       "to compare training procedures, evaluate several members per model (robeval train-demo --seeds 0-2; "
+       "--checkpoint NAME=A,B,C) and test the difference with robeval compare")  # fmt: skip
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     base = model.removesuffix(ADAPTIVE_SUFFIX)  # (its +adaptive copy is itself)
     family = ev.models.get(base, {}).get("family")
@@ -398,4 +409,5 @@ def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding
     if members > 1:
         return judged(False, f"{members} members: tables show mean ± std, robeval compare tests differences against "
                              "the seed-to-seed variation")  # fmt: skip
-    return judged(True, f"one checkpoint, compared with {', '.join(others)}: a difference may be the seed's")
+    return Finding(NOTE, "one checkpoint: the numbers are this checkpoint's, not its training procedure's (another "
+                         "seed may move them by several points)")  # fmt: skip

@@ -18,14 +18,15 @@ import pandas as pd
 from ..registry import Registry
 
 OK, RAISED, NOT_RUN, NOT_APPLICABLE = "ok", "RAISED", "not run", "n/a"
+NOTE = "note"  # what a reader must know of the claim's scope, not a sign of a failed attack: never a flag
 MIN_EXAMPLES = 2  # a gap of fewer examples than this is one example's luck, never a finding
 MASKING_GAP = 1.0  # percentage points
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One check's judgement of one model: ``status`` (ok / RAISED / not run / n/a), the ``evidence``
-    from the run (for "not run": the command that gives it), and the ``advice`` a raised one carries."""
+    """One check's judgement of one model: ``status`` (ok / RAISED / not run / n/a / note), the ``evidence``
+    from the run (for "not run": the command that gives it), and the ``advice`` a raised one or a note carries."""
 
     status: str
     evidence: str
@@ -36,6 +37,10 @@ class Finding:
     @property
     def raised(self) -> bool:
         return self.status == RAISED
+
+    @property
+    def noted(self) -> bool:
+        return self.status == NOTE
 
     def as_flag(self) -> dict[str, str]:
         """The finding as run.json stores a flag (check, model, message, advice)."""
@@ -70,7 +75,7 @@ class Check:
 
     def finding(self, name: str, model: str, rows: pd.DataFrame, evidence: Evidence) -> Finding:
         found = self.judge(model, rows, evidence)
-        advice = (found.advice or self.advice) if found.raised else ""
+        advice = (found.advice or self.advice) if found.raised or found.noted else ""
         return replace(found, check=name, model=model, advice=advice)
 
 

@@ -2,7 +2,7 @@
 
 A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
 --run-missing`` makes for it) and with the newest run of the other restart protocol on the same
-examples, both found in its store; at the end of a run (:func:`run_flags`, what run.json stores)
+examples, both found in its store; at the end of a run (:func:`run_findings`, what run.json stores)
 only its own records are at hand.
 """
 
@@ -58,9 +58,16 @@ def judge_summary(
             for m in dict.fromkeys(summary["model"])]  # fmt: skip
 
 
-def run_flags(summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None) -> list[dict[str, str]]:
-    """The raised findings of a run as run.json stores them, from what the API's summarising has at hand."""
-    return [f.as_flag() for one in judge_summary(summary, info, records) for f in one.raised]
+def run_findings(
+    summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None
+) -> dict[str, list[dict[str, str]]]:
+    """The raised findings (``flags``) and the notes of a run as run.json stores them, from what the API's
+    summarising has at hand."""
+    judged = judge_summary(summary, info, records)
+    return {
+        "flags": [f.as_flag() for one in judged for f in one.raised],
+        "notes": [f.as_flag() for one in judged for f in one.findings if f.noted],
+    }
 
 
 @dataclass
@@ -74,6 +81,10 @@ class JudgedRun:
     @property
     def flags(self) -> list[Finding]:
         return [f for one in self.models for f in one.raised]
+
+    @property
+    def notes(self) -> list[Finding]:
+        return [f for one in self.models for f in one.findings if f.noted]
 
 
 def judge_stored(store: Store, run: StoredRun) -> JudgedRun:
