@@ -65,3 +65,18 @@ def test_a_fab_t_or_square_break_escalates_everything_an_apgd_t_break_only_apgd_
         assert escalated_stages(broke) == AUDIT_STAGES
     with pytest.raises(ValueError, match="not audit stages"):
         escalated_stages(["apgd-ce"])
+
+
+@pytest.mark.parametrize("robust", [0.3, 0.68, 0.95])
+def test_the_examples_a_wide_bound_warning_names_bring_it_within_the_width(robust):
+    from robeval.results.audit_summary import BOUND_WIDTH, examples_for_width
+
+    width, rate = BOUND_WIDTH / 100, 0.05
+
+    def gap(n: int) -> float:
+        survivors = round(robust * n)
+        bound = AuditBound(n, survivors, int(rate * survivors), 0)
+        return bound.fast - bound.bound
+
+    n = examples_for_width(robust, rate, width)
+    assert gap(int(n * 1.02)) <= width + 1e-3 < gap(n // 2)  # at the n it names the bound is that narrow, not before

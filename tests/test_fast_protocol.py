@@ -176,8 +176,13 @@ def test_a_model_of_several_members_prints_each_members_audit_and_the_models_bou
     members = [(robeval.load_model(name), config) for name in ("digits-deit", "digits-deit-elliptical")]
     run = evaluate_full(models=[robeval.Members("pair", members)], eps="16/255", n_examples=20, batch_size=10,
                         protocol="fast", settings=SHORT)  # fmt: skip
-    lines, bound = audit_lines(run.summary), run.summary["aa_bound"].iloc[0]
+    said, bound = audit_lines(run.summary), run.summary["aa_bound"].iloc[0]
+    lines, (warned,) = [s for s in said if not s.startswith("warning:")], [s for s in said if s.startswith("warning:")]
     assert [line.split(": ")[1] for line in lines] == ["member 1", "member 2", "over its 2 members"]
+    fast = float(run.summary.set_index("attack").loc["any", "top1"])
+    needed = int(re.search(r"about ([0-9,]+) examples", warned).group(1).replace(",", ""))
+    assert f"{fast - bound:.1f} points below" in warned and "on 20 examples" in warned and needed > 20
+    assert audit_lines(run.summary.assign(n=needed, aa_bound=fast - 1.9)) == lines  # within 2 points: no warning
     bounds = [float(re.search(r">= ([0-9.]+)%", line).group(1)) for line in lines]
     assert bounds[2] == pytest.approx(bound, abs=0.005) == pytest.approx((bounds[0] + bounds[1]) / 2, abs=0.01)
     table = run.table("md")

@@ -15,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..defaults import ANY
 from ..evaluation.fast_audit import AuditCounts
 from ..evaluation.protocols import PROTOCOLS, Protocol
-from .audit_bound import AuditBound
+from .audit_bound import CONFIDENCE, AuditBound
 from .records import audit_unit
 
 
@@ -127,10 +128,41 @@ def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict
 
 def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
     """The audit lines of each model (at ``eps``, else at every eps) of an audited run's rows: one, or one
-    per member and one with the model's bound."""
+    per member and one with the model's bound; then a warning where the bound is too wide to say much."""
     if "audit" not in summary:
         return []
     rows = summary if eps is None else summary[summary["eps"] == eps]
     found = dict.fromkeys((r.model, r.eps, r.protocol, r.audit) for r in rows.itertuples() if r.audit)
-    return [f"{protocol} protocol, {model} eps {e}: {part}" for model, e, protocol, text in found
-            for part in MEMBER_PARTS.split(text)]  # fmt: skip
+    lines = [f"{protocol} protocol, {model} eps {e}: {part}" for model, e, protocol, text in found
+             for part in MEMBER_PARTS.split(text)]  # fmt: skip
+    worst = rows[rows["attack"] == ANY] if (rows["attack"] == ANY).any() else rows.iloc[0:0]
+    return lines + [w for r in worst.to_dict("records") if (w := wide_bound_warning(r)) is not None]
+
+
+BOUND_WIDTH = 2.0  # points: a bound further below the fast result than this says little, and is warned of
+
+
+def wide_bound_warning(row: dict[str, Any]) -> str | None:
+    """A warning when a row's bound on AutoAttack's robust accuracy is more than :data:`BOUND_WIDTH` points
+    below its fast result, with the examples that would bring it within that width."""
+    fast, bound, n = float(row["top1"]), float(row.get("aa_bound", math.nan)), int(row["n"])
+    if math.isnan(bound) or fast - bound <= BOUND_WIDTH:
+        return None
+    protocol = PROTOCOLS[row["protocol"]]
+    needed = examples_for_width(fast / 100, protocol.audit_rate, BOUND_WIDTH / 100)
+    return (
+        f"warning: {row['protocol']} protocol, {row['model']} eps {row['eps']}: the bound is {fast - bound:.1f} points "
+        f"below the result ({bound:.2f}% against {fast:.2f}%), wider than {BOUND_WIDTH:g} points, so it says little on "
+        f"{n} examples; about {needed:,} examples would bring it within {BOUND_WIDTH:g} points (at this robust "
+        "accuracy, if the audit breaks none of its sample)"
+    )
+
+
+def examples_for_width(robust: float, rate: float, width: float) -> int:
+    """The examples n at which the bound is ``width`` below a robust accuracy ``robust`` (fractions) when the
+    audit samples ``rate`` of the survivors and breaks none: ``robust x U(0, m) <= width`` with U the
+    Clopper-Pearson limit of 0 of m, ``1 - 0.05^(1/m)``, and m = rate x robust x n."""
+    if robust <= width:
+        return 0
+    audited = math.log(1 - CONFIDENCE) / math.log(1 - width / robust)
+    return math.ceil(audited / (rate * robust))
