@@ -108,3 +108,20 @@ def test_the_readme_links_every_docs_page():
 def test_the_indented_blocks_count_as_code():
     text = "Prose robeval nothing.\n\n    robeval run --eps 8/255\n    robeval table\n\nMore `robeval compare A B`.\n"
     assert commands_in(text) == {"run", "table", "compare"}
+
+
+# where a page states the size of the digits test split: "-n 449 ... (the whole ... split)", "the 449 test images"
+SPLIT_SIZE = re.compile(
+    r"(?:-n|--n-examples) (\d+)`?,? \(?the whole|the (\d+)(?:-image)? test (?:images|split)|(\d+)-image test split"
+)
+
+
+def test_every_page_that_states_the_digits_test_split_says_what_robeval_reads(tmp_path):
+    """The number is the one ``robeval run`` prints for the whole split (and the one it refuses beyond)."""
+    printed = run_cli("run", "--attacks", "none", "-m", "digits-deit", "-n", "100000", "--store", str(tmp_path / "s"))
+    size = int(re.search(r"more than the (\d+) images available", printed.stderr).group(1))
+    whole = run_cli("run", "--attacks", "none", "-m", "digits-deit", "-n", str(size), "--store", str(tmp_path / "s"))
+    assert whole.returncode == 0 and f"n = {size}" in whole.stdout, whole.stderr
+    stated = {(page.name, int(next(g for g in m.groups() if g))) for page in PAGES
+              for m in SPLIT_SIZE.finditer(page.read_text())}  # fmt: skip
+    assert len(stated) >= 4 and {n for _, n in stated} == {size}, stated

@@ -101,6 +101,10 @@ def test_seeds_write_one_member_each_that_load_back_with_the_printed_accuracy_an
     said = re.search(r"the files: '([^']+)'", result.stdout).group(1)  # a quoted glob that names them all
     assert sorted(glob.glob(str(code / said))) == files
     assert "not the shipped models'" in result.stdout  # a shorter recipe is said to be one
+    epochs = int(QUICK[QUICK.index("--epochs") + 1])
+    for seed in (0, 2):  # not a terminal: the progress as lines, each seed's epochs up to the last, with the loss
+        shown = re.findall(rf"train \./code\.py:linear seed {seed}: epoch (\d+)/{epochs}, loss [\d.]+", result.stdout)
+        assert shown and int(shown[-1]) == epochs and shown == sorted(shown, key=int)
     from safetensors import safe_open
 
     with safe_open(files[1], "pt") as f:

@@ -11,6 +11,7 @@ import typer
 
 from ..defaults import DEMO_RECIPE, Recipe
 from ..errors import UserError
+from ..report.escaping import TerminalConsole
 from .app import app, console
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def _train(model: str, paths: dict[int, Path], recipe: Recipe, threads: int) -> 
     several = len(paths) > 1
     _say(recipe_note(model, recipe))
     members = []
-    with _bar(model) as bar:
-        for member in train_members(model, paths, recipe, bar.seed if several else bar.one):
+    with _bar(model, list(paths), recipe.epochs) as bar:
+        for member in train_members(model, paths, recipe, bar.progress_of):
             if member.accuracy is None and not several:
                 raise UserError(member.failure)
             members.append(member)
@@ -131,38 +132,50 @@ def _member_line(model: str, member: Member, recipe: Recipe, several: bool) -> s
 
 
 class _bar:
-    """A rich progress bar over the epochs (the last batch's loss beside it); a context manager whose
-    ``one`` (a seed) and ``seed(N)`` (one of several) give the training's progress callback."""
+    """Training's progress, as ``robeval run`` shows an attack's: on a terminal a rich bar per seed over its
+    epochs with the last batch's loss (and one over every seed's epochs when there are several), on stderr;
+    elsewhere (a log, a pipe) a line at every tenth of a seed's epochs, with the seeds' lines on stdout
+    (stderr holds nothing but an error's one line).  A context manager
+    whose ``progress(seed)`` is the training's progress callback for that seed."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, seeds: list[int], epochs: int) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+        self.err = TerminalConsole(stderr=True)
         self.progress = Progress(
-            TextColumn("train {task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
-            TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(), console=console, transient=True,
+            TextColumn("train {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+            TextColumn("epochs"), TextColumn("{task.fields[loss]}", markup=False), TimeRemainingColumn(),
+            console=self.err, transient=False,
         )  # fmt: skip
-        self.model = model
+        self.model, self.seeds, self.epochs = model, seeds, epochs
         self.task: TaskID | None = None
+        self.overall: TaskID | None = None
 
     def __enter__(self) -> _bar:
-        self.progress.start()
+        if self.err.is_terminal:
+            self.progress.start()
+            if len(self.seeds) > 1:
+                total = self.epochs * len(self.seeds)
+                self.overall = self.progress.add_task(f"{self.model}: {len(self.seeds)} seeds", total=total, loss="")
         return self
 
-    def one(self, seed: int):
-        return self.update
-
-    def seed(self, seed: int):
-        """The callback for seed ``seed``: the bar starts again, named by the seed."""
+    def progress_of(self, seed: int):
+        """The callback for ``seed``'s training: its bar (or lines) from its first epoch on."""
+        name = f"{self.model} seed {seed}" if len(self.seeds) > 1 else self.model
+        position = self.seeds.index(seed)
         if self.task is not None:
             self.progress.remove_task(self.task)
-            self.task = None
-        self.model = f"{self.model.partition(' seed ')[0]} seed {seed}"
-        return self.update
+        self.task = self.progress.add_task(name, total=self.epochs, loss="loss -") if self.err.is_terminal else None
 
-    def update(self, done: int, epochs: int, loss: float) -> None:
-        if self.task is None:
-            self.task = self.progress.add_task(self.model, total=epochs, loss="-")
-        self.progress.update(self.task, completed=done, loss=f"{loss:.3f}")
+        def update(done: int, epochs: int, loss: float) -> None:
+            if self.task is not None:
+                self.progress.update(self.task, completed=done, loss=f"loss {loss:.3f}")
+            if self.overall is not None:
+                self.progress.update(self.overall, completed=position * epochs + done)
+            if self.task is None and (done == epochs or done % max(1, epochs // 10) == 0):
+                _say(f"train {name}: epoch {done}/{epochs}, loss {loss:.3f}")
+
+        return update
 
     def __exit__(self, *exc) -> None:
         self.progress.stop()
