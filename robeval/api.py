@@ -296,4 +296,5 @@ def _benchmark_files(result: Run, name: str, info_path: Path | None, log_path: s
         from .report.paper import render
 
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"{run_label(result.summary['run_id'].iloc[0])} ({name})\n\n{render(result.summary, 'md')}\n")
+            table = render(result.summary, "md", records=result.records)
+            log.write(f"{run_label(result.summary['run_id'].iloc[0])} ({name})\n\n{table}\n")

@@ -156,16 +156,19 @@ class Run:
         top1_only: bool = False,
         attacks: str | Sequence[str] | None = None,
         names: Mapping[str, str] | Sequence[str] | None = None,
+        bold: bool = True,
     ) -> str:
         """The paper table in ``format`` (md, csv, latex, json, html, robustbench): ``robeval table``.
         ``top1_only``: no top-5 columns; ``attacks``: the attack columns, in this order (``"pgd,apgd-ce,any"``
         or a list; ``clean`` and ``any`` included); ``names``: the name a model is shown by
         (``{"digits-deit-diff": "DiffAttn"}``, or ``MODEL=NAME`` strings) — so that a table fits a
-        two-column paper.  Cells of a model with several members are mean ± std."""
+        two-column paper.  Cells of a model with several members are mean ± std.  ``bold``: a column's
+        best in bold where the claim test separates it from the runner-up (else a footnote mark)."""
         from .report.paper import render
         from .report.table_options import TableOptions
 
-        return render(self.summary, format, TableOptions.of(top1_only, attacks, names))
+        options = TableOptions.of(top1_only, attacks, names, bold)
+        return render(self.summary, format, options, self.records_with_evidence)
 
     def compare(self, a: str, b: str, seed: int = 0) -> Comparison:
         """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one

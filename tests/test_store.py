@@ -208,7 +208,7 @@ def test_markdown_table_bolds_the_best(two_model_store):
     for attack in ("pgd", "fgsm"):
         sel = summary[(summary.eps == "16/255") & (summary.attack == attack)]
         best = sel["top1"].max()
-        assert f"**{best:.2f}**" in block
+        assert f"**{best:.2f}**" in block or f"{best:.2f}†" in block  # bold where the claim test separates it
 
 
 def test_latex_table_compiles(two_model_store, tmp_path):
@@ -216,7 +216,8 @@ def test_latex_table_compiles(two_model_store, tmp_path):
     proc = run_cli("table", "--store", str(two_model_store), "--format", "latex", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     tex = out.read_text()
-    assert tex.count(r"\begin{tabular}") == 2 and r"\textbf{" in tex and r"digits-deit-elliptical" in tex
+    assert tex.count(r"\begin{tabular}") == 2 and r"digits-deit-elliptical" in tex
+    assert r"\textbf{" in tex or r"$^\dagger$" in tex  # each column's best: bold, or marked when not separated
     require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
     doc = tmp_path / "doc.tex"
     doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")

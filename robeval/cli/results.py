@@ -142,17 +142,26 @@ def table_cmd(
         metavar="MODEL=NAME",
         help="Show MODEL as NAME (repeatable), e.g. --name digits-deit-diff=DiffAttn.",
     ),
+    bold: bool = typer.Option(
+        True,
+        "--bold/--no-bold",
+        help="Bold a column's best where the claim test (robeval compare's) separates it from the runner-up; "
+        "an unseparated best gets a footnote mark (--no-bold: neither).",
+    ),
 ) -> None:
-    """Generate the paper table (models x attacks, Top-1/Top-5, best in bold; mean ± std for a model of
-    several members) from stored runs; --top1-only, --attacks and --name make it fit a paper's column."""
+    """Generate the paper table (models x attacks, Top-1/Top-5, a column's best in bold where the claim
+    test separates it from the runner-up; mean ± std for a model of several members) from stored runs;
+    --top1-only, --attacks and --name make it fit a paper's column."""
     from ..report.files import check_out_file
     from ..report.paper import FORMATS, checked_format
     from ..report.table_options import TableOptions
 
-    checked_format(format, TableOptions.of(top1_only, attacks, name))  # before the store is read
+    checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read
     if out is not None:
         check_out_file(out)  # before the store is read
-    table = opened(list(run_ids or []), store).table(format, top1_only=top1_only, attacks=attacks, names=name)
+    table = opened(list(run_ids or []), store).table(
+        format, top1_only=top1_only, attacks=attacks, names=name, bold=bold
+    )
     emit(table, out)
     if FORMATS[format].note:
         TerminalConsole(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)

@@ -79,6 +79,7 @@ def write_run_files(result: Any, out: Path) -> dict[str, Path]:
     paths = {"csv": out / "results.csv", "md": out / "results.md", "json": out / "run.json"}
     atomic_write(paths["csv"], render(summary, "csv"))
     note = skipped_note(result.info)
-    atomic_write(paths["md"], render(summary, "md") + (f"\n{markdown_line(note)}\n" if note else ""))
+    table = render(summary, "md", records=result.records)
+    atomic_write(paths["md"], table + (f"\n{markdown_line(note)}\n" if note else ""))
     atomic_write(paths["json"], json.dumps(result.info, indent=2, default=str) + "\n")
     return paths

@@ -55,28 +55,47 @@ def _two_levels(grid: pd.DataFrame) -> bool:
     return isinstance(grid.columns, pd.MultiIndex)
 
 
-def _rows(grid: pd.DataFrame, bold: Collection[Cell]) -> list[tuple[str, list[tuple[object, bool]]]]:
-    """Per row its label and its cells as (value, bold)."""
+BOLD, NOTED = "bold", "noted"  # how a cell is marked: a separated best, a best only footnoted
+MARK = "†"  # the footnote mark of a best the claim test does not separate (robeval.report.bests)
+
+
+def _rows(
+    grid: pd.DataFrame, bold: Collection[Cell], noted: Collection[Cell]
+) -> list[tuple[str, list[tuple[object, str]]]]:
+    """Per row its label and its cells as (value, mark: :data:`BOLD`, :data:`NOTED` or "")."""
     return [
-        (str(index), [(value, (index, column) in bold) for column, value in row.items()])
+        (
+            str(index),
+            [(value, BOLD if (index, c) in bold else NOTED if (index, c) in noted else "") for c, value in row.items()],
+        )
         for index, row in grid.iterrows()
     ]
 
 
-def _latex_cell(value: object, bold: bool) -> str:
+def _latex_cell(value: object, mark: str) -> str:
+    bold = mark == BOLD
     if isinstance(value, Measured):
-        return value.latex(bold)
-    return rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
+        shown = value.latex(bold)
+    else:
+        shown = rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
+    return shown + (r"$^\dagger$" if mark == NOTED else "")
 
 
 class Strong(str):
     """A cell's text to show in bold (the renderer escapes it, then marks it)."""
 
 
+class Noted(str):
+    """A cell's text to show with the footnote mark :data:`MARK` (the renderer escapes it, then marks it)."""
+
+
 def markdown_cell(value: object) -> str:
-    """One cell as Markdown: its text escaped (robeval.report.escaping), bold where it is :class:`Strong`."""
+    """One cell as Markdown: its text escaped (robeval.report.escaping), bold where it is :class:`Strong`,
+    marked where it is :class:`Noted`."""
     text = markdown(value)
-    return f"**{text}**" if isinstance(value, Strong) and text else text
+    if isinstance(value, Strong) and text:
+        return f"**{text}**"
+    return text + MARK if isinstance(value, Noted) and text else text
 
 
 def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], align: str = "") -> str:
@@ -91,10 +110,15 @@ def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], ali
     return "\n".join([line, rule, *body])
 
 
-def to_markdown(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+TYPED = {BOLD: Strong, NOTED: Noted}
+
+
+def to_markdown(
+    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
-    rows = ([index, *(Strong(v) if b else v for v, b in cells)] for index, cells in _rows(grid, bold))
+    rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in _rows(grid, bold, noted))
     return f"Table: {markdown(caption)}\n\n{markdown_table([corner, *names], rows)}"
 
 
@@ -111,7 +135,9 @@ def _latex_row(cells: Iterable[str]) -> str:
     return " & ".join(cells) + r" \\"
 
 
-def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+def to_latex(
+    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+) -> str:
     """A ``table`` with a plain ``tabular`` (no packages needed); ``caption`` is LaTeX already."""
     corner = latex_escape(corner)
     if _two_levels(grid):
@@ -124,15 +150,19 @@ def to_latex(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Coll
         head = [_latex_row([corner, *(latex_escape(str(c)) for c in grid.columns)])]
         cols = "l" + "r" * len(grid.columns)
     rows = [
-        _latex_row([latex_escape(index), *(_latex_cell(v, b) for v, b in cells)]) for index, cells in _rows(grid, bold)
+        _latex_row([latex_escape(index), *(_latex_cell(v, m) for v, m in cells)])
+        for index, cells in _rows(grid, bold, noted)
     ]
     top = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline"]
     return "\n".join([*top, *head, r"\hline", *rows, r"\hline", r"\end{tabular}", r"\end{table}"])
 
 
-def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = ()) -> str:
+def to_html(
+    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+) -> str:
     """A ``<table>`` (class ``sortable``: the report's script sorts it by a header click) with the
-    caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``."""
+    caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``, the ``noted`` ones
+    with the footnote mark."""
     if _two_levels(grid):
         spans = Counter(a for a, _ in grid.columns)  # each group's columns, the groups in order
         top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in spans.items())
@@ -142,8 +172,8 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
         cells = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in grid.columns)
         head = f'<tr><th scope="col" data-sort>{escape(corner)}</th>{cells}</tr>'
     body = "".join(
-        f'<tr><th scope="row">{escape(index)}</th>{"".join(_html_cell(v, b) for v, b in cells)}</tr>'
-        for index, cells in _rows(grid, bold)
+        f'<tr><th scope="row">{escape(index)}</th>{"".join(_html_cell(v, m) for v, m in cells)}</tr>'
+        for index, cells in _rows(grid, bold, noted)
     )
     return (
         f'<table class="sortable"><caption>{escape(caption)}</caption>'
@@ -151,5 +181,7 @@ def to_html(grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Colle
     )
 
 
-def _html_cell(value: object, bold: bool) -> str:
-    return f'<td class="best"><strong>{escape(str(value))}</strong></td>' if bold else f"<td>{escape(str(value))}</td>"
+def _html_cell(value: object, mark: str) -> str:
+    if mark == BOLD:
+        return f'<td class="best"><strong>{escape(str(value))}</strong></td>'
+    return f"<td>{escape(str(value))}{f'<sup>{MARK}</sup>' if mark == NOTED else ''}</td>"

@@ -93,10 +93,12 @@ def _cell(value: Any, text: bool) -> str:
 @section
 def paper_table(page: Page) -> Section:
     note = (
-        "Top-1 / top-5 accuracy (%) per model and attack, the best of each column marked; click a header to sort. "
+        "Top-1 / top-5 accuracy (%) per model and attack; a column's best in bold where the claim test separates it "
+        "from the runner-up, else marked †; click a header to sort. "
         "Minimum-norm and distribution-shift tables follow where the runs have them."
     )
-    return Section("tables", "Paper table", Markup(render(page.summary, "html")), note)
+    records = pd.concat([run.records for run in page.runs], ignore_index=True)
+    return Section("tables", "Paper table", Markup(render(page.summary, "html", records=records)), note)
 
 
 @section

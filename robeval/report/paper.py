@@ -14,16 +14,17 @@ from functools import partial
 
 import pandas as pd
 
-from ..defaults import ANY, SUMMARY_COLUMNS
+from ..defaults import SUMMARY_COLUMNS
 from ..errors import UserError
 from ..registry import Registry
 from . import grid as grids
 from . import robustbench
+from .bests import FOOTNOTE, NOT_SEPARATED, SEPARATED, best_column, mark_bests
 from .captions import caption_parts
 from .escaping import csv_text
 from .escaping import latex as latex_escape
 from .grid import Measured
-from .naming import attack_title, column
+from .naming import attack_title
 from .shift_table import later_blocks, split
 from .table_options import MEMBERS, STD, TableOptions
 
@@ -35,18 +36,16 @@ class TableFormat:
     render: Renderer
     note: str = ""  # what a format's reader must know, said on stderr (not in the file)
     takes_options: bool = True  # whether --top1-only, --attacks and --name apply to it
+    marks_bests: bool = False  # whether it bolds a column's best (robeval.report.bests)
 
 
-def worst_cases_comparable(rows: pd.DataFrame) -> bool:
-    """Whether every model's ``any`` is the worst case over the same attacks (else none is bolded)."""
-    worst = rows[rows["attack"] == ANY]
-    return column(worst, "any_over").nunique() <= 1
-
-
-def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()) -> tuple[pd.DataFrame, set]:
+def attack_grid(
+    summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()
+) -> tuple[pd.DataFrame, set, set]:
     """One eps block: rows = models, columns = (attack title, Top-1 / Top-5) (top-1 alone: the attack
-    titles), and the cells to bold (the best of each column, when more than one model is compared on
-    comparable columns)."""
+    titles), the cells to bold (a column's best that the claim test separates from the runner-up) and the
+    cells to footnote (a best it does not): robeval.report.bests, read from the summary's best columns
+    (none where the summary has none, or ``options.bold`` is off)."""
     sel = summary[summary["eps"] == eps]
     models, attacks, metrics = list(dict.fromkeys(sel["model"])), options.ordered(sel), options.metrics
     values = {(r["model"], r["attack"], m): Measured.of(r, m) for r in sel.to_dict("records") for m, _ in metrics}
@@ -56,13 +55,13 @@ def attack_grid(summary: pd.DataFrame, eps: str, options: TableOptions = TableOp
         for m, title in metrics
     ]
     cells = [[values.get((model, a, m), "") for a, m, _ in keys] for model in models]
-    comparable = {a for a in attacks if a != ANY or worst_cases_comparable(sel)} if len(models) > 1 else set()
-    bold = set()
-    for a, m, shown in (k for k in keys if k[0] in comparable):
-        scores = {model: float(values[(model, a, m)].shown) for model in models if (model, a, m) in values}
-        best = max(scores.values(), default=None)
-        bold |= {(model, shown) for model, v in scores.items() if v == best}
-    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold  # (title, metric): 2 levels
+    marks = {
+        (r["model"], r["attack"], m): r.get(best_column(m), "") for r in sel.to_dict("records") for m, _ in metrics
+    }
+    marks = marks if options.bold else {}
+    bold = {(model, shown) for model in models for a, m, shown in keys if marks.get((model, a, m)) == SEPARATED}
+    noted = {(model, shown) for model in models for a, m, shown in keys if marks.get((model, a, m)) == NOT_SEPARATED}
+    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold, noted
 
 
 def members_part(rows: pd.DataFrame, latex: bool) -> str:
@@ -82,9 +81,11 @@ def _blocks(summary: pd.DataFrame, options: TableOptions, render_grid, latex: bo
     attacks, _ = split(summary)
     blocks = []
     for eps in dict.fromkeys(attacks["eps"]):
-        grid, bold = attack_grid(attacks, eps, options)
-        text = "; ".join(caption_parts(attacks, eps, latex, top5=not options.top1_only))
-        blocks.append(render_grid(grid, text + members_part(attacks[attacks["eps"] == eps], latex), bold=bold))
+        grid, bold, noted = attack_grid(attacks, eps, options)
+        parts = caption_parts(attacks, eps, latex, top5=not options.top1_only)
+        parts += [r"$^\dagger$ " + latex_escape(FOOTNOTE) if latex else f"{grids.MARK} {FOOTNOTE}"] if noted else []
+        text = "; ".join(parts) + members_part(attacks[attacks["eps"] == eps], latex)
+        blocks.append(render_grid(grid, text, bold=bold, noted=noted))
     others = later_blocks(summary, lambda grid, text: render_grid(grid, latex_escape(text) if latex else text))
     return "\n\n".join(blocks + others) + "\n"
 
@@ -120,23 +121,29 @@ def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> st
 
 
 FORMATS: Registry[TableFormat] = Registry("table format")
-FORMATS.add("md", TableFormat(partial(_blocks, render_grid=grids.to_markdown)))
-FORMATS.add("latex", TableFormat(partial(_blocks, render_grid=grids.to_latex, latex=True)))
-FORMATS.add("html", TableFormat(partial(_blocks, render_grid=grids.to_html)))  # what robeval report embeds
+FORMATS.add("md", TableFormat(partial(_blocks, render_grid=grids.to_markdown), marks_bests=True))
+FORMATS.add("latex", TableFormat(partial(_blocks, render_grid=grids.to_latex, latex=True), marks_bests=True))
+FORMATS.add("html", TableFormat(partial(_blocks, render_grid=grids.to_html), marks_bests=True))  # robeval report
 FORMATS.add("csv", TableFormat(to_csv))
 FORMATS.add("json", TableFormat(to_json))
 FORMATS.add("robustbench", TableFormat(lambda summary, _: robustbench.to_model_info(summary), robustbench.NOTE, False))
 
 
-def render(summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions()) -> str:
+def render(
+    summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions(), records: pd.DataFrame | None = None
+) -> str:
     """``summary`` as format ``fmt``, showing what ``options`` ask (checked against it: one line for an
-    attack or model it lacks, or for options given to a format whose layout is fixed)."""
-    return checked_format(fmt, options).render(options.applied(summary), options)
+    attack or model it lacks, or for options given to a format whose layout is fixed); with the per-example
+    ``records`` behind it, each column's best is bold where the claim test separates it (robeval.report.bests;
+    without them nothing is bold)."""
+    table_format = checked_format(fmt, options)
+    marked = mark_bests(summary, records) if records is not None and table_format.marks_bests else summary
+    return table_format.render(options.applied(marked), options)
 
 
 def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
     """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
     table_format = FORMATS.require(fmt)
     if options != TableOptions() and not table_format.takes_options:
-        raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks and --name do not apply to it")
+        raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks, --name and --no-bold do not apply to it")
     return table_format

@@ -28,15 +28,22 @@ class TableOptions:
     top1_only: bool = False
     attacks: tuple[str, ...] = ()  # the attack columns in this order; (): the run's, in the suite's order
     names: tuple[tuple[str, str], ...] = ()  # (model, the name a table shows it by)
+    bold: bool = True  # a column's best in bold where the claim test separates it (robeval.report.bests)
 
     @classmethod
-    def of(cls, top1_only: bool = False, attacks: str | Sequence[str] | None = None, names: Names = None):
+    def of(
+        cls,
+        top1_only: bool = False,
+        attacks: str | Sequence[str] | None = None,
+        names: Names = None,
+        bold: bool = True,
+    ):
         """The options as given (``attacks`` a comma list or a sequence; ``names`` a mapping or
         ``MODEL=NAME`` strings), their syntax checked."""
         chosen = [a.strip() for a in (attacks.split(",") if isinstance(attacks, str) else attacks or [])]
         if any(not a for a in chosen) or len(set(chosen)) < len(chosen):
             raise UserError(f"--attacks {','.join(chosen)!r}: name each attack column once, comma-separated")
-        return cls(bool(top1_only), tuple(chosen), tuple(_display_names(names).items()))
+        return cls(bool(top1_only), tuple(chosen), tuple(_display_names(names).items()), bool(bold))
 
     @property
     def metrics(self) -> tuple[tuple[str, str], ...]:

@@ -1,0 +1,84 @@
+"""Which best of a table's column is a claim: bold only where the claim test separates it.
+
+A paper table bolds the best model of each column, and a reader takes bold for "more robust".  That is a
+claim about the models, so it is made only where :mod:`.compare`'s test would make it: the best against
+the runner-up on the same examples, the 95% interval of their difference (the two-level claim interval
+of :mod:`.claim` where either side has several members; the paired bootstrap over examples where each
+has one checkpoint) excluding 0.  A best the test does not separate from the runner-up (a tie included)
+is marked by a footnote instead.
+
+The marks are columns of the summary (``best_top1``, ``best_top5``: :data:`SEPARATED`, :data:`NOT_SEPARATED`
+or empty), set from the per-example records before the table's options rename the models; each
+renderer shows them its own way (robeval.report.grid).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..defaults import ANY
+from ..results.summary import any_attack_records
+from .claim import claim_interval, member_matrix
+from .compare import bootstrap_ci
+from .naming import column
+
+SEPARATED, NOT_SEPARATED = "separated", "not separated"
+METRICS = {"top1": "adv_top1", "top5": "adv_top5"}
+FOOTNOTE = (
+    "the column's best, not separated from the runner-up by the claim test (the 95% interval of their "
+    "difference, robeval compare's, includes 0); bold: a best it separates"
+)  # after the footnote mark (robeval.report.grid.MARK)
+
+
+def best_column(metric: str) -> str:
+    return f"best_{metric}"
+
+
+def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with a best column per metric: each column's (eps, attack) best model marked separated
+    or not from the runner-up (the module docstring); one model alone, or a worst case over other attacks
+    than its neighbours', is not marked."""
+    out = summary.copy()
+    for metric in METRICS:
+        out[best_column(metric)] = ""
+    for (_, attack), rows in out.groupby(["eps", "attack"], sort=False):
+        if rows["model"].nunique() < 2 or (attack == ANY and column(rows, "any_over").nunique() > 1):
+            continue
+        for metric in METRICS:
+            shown = rows[metric].round(2)
+            best = rows[shown == shown.max()]
+            runner_up = rows[shown < shown.max()]
+            mark = NOT_SEPARATED if len(best) > 1 else _mark(best.iloc[0], runner_up, records, metric)
+            out.loc[best.index, best_column(metric)] = mark
+    return out
+
+
+def _mark(best: pd.Series, runner_up: pd.DataFrame, records: pd.DataFrame, metric: str) -> str:
+    """Whether the claim test separates ``best`` from the highest of ``runner_up`` (rows of one eps and attack)."""
+    if runner_up.empty:
+        return NOT_SEPARATED
+    second = runner_up.loc[runner_up[metric].idxmax()]
+    sides = [_outcomes(records, row, metric) for row in (second, best)]
+    shared = sorted(set(sides[0].columns) & set(sides[1].columns))
+    if len(shared) < 2:
+        return NOT_SEPARATED
+    a, b = (side[shared].to_numpy(dtype=float) for side in sides)
+    if len(a) > 1 or len(b) > 1:
+        found = claim_interval(a, b)
+        low, high = found["low"], found["high"]
+    else:
+        low, high = bootstrap_ci(a[0].astype(bool), b[0].astype(bool))
+    return SEPARATED if low > 0 or high < 0 else NOT_SEPARATED
+
+
+def _outcomes(records: pd.DataFrame, row: pd.Series, metric: str) -> pd.DataFrame:
+    """A summary row's per-example outcomes as members x examples (its worst case made from its attacks)."""
+    mine = records[(records["model"] == row["model"]) & (records["eps"] == row["eps"])]
+    if row["attack"] == ANY:
+        mine = any_attack_records(mine, [a for a in str(row.get("any_over") or "").split(",") if a])
+    else:
+        mine = mine[mine["attack"] == row["attack"]]
+    if mine.empty:
+        return pd.DataFrame()
+    matrix, examples = member_matrix(mine, METRICS[metric])
+    return pd.DataFrame(matrix, columns=examples)
