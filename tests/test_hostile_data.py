@@ -1,5 +1,7 @@
 """Data that is not what it seems (issue 52, items 5-7), through the command line as a user meets it:
 
+* a resume whose checkpoint changed at its path, or whose model imports a helper that changed, is one
+  line naming what changed, before anything is written;
 * members that hold another model's weights (by the name a checkpoint records) or one file twice (two
   spellings, a link, a copy of its bytes) are one line before anything is stored.
 """
@@ -10,14 +12,17 @@ import argparse
 import hashlib
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 import torch
 
 import robeval
+from robeval.api import evaluate_full
 
 from .conftest import one_line_error
+from .reference_runs import StopAfter
 
 ZOO = Path(robeval.__file__).parent / "zoo"
 QUICK = ["-n", "10", "--batch-size", "5", "--attacks", "fgsm", "--threads", "1", "--quiet"]
@@ -46,6 +51,74 @@ def variant(path: Path, seed: int, model: str = "digits-deit", recorded: str | N
     else:
         torch.save(moved, path)
     return path
+
+
+# -- 5: a resume loads what the run started with, or says what changed --------------------------------
+
+
+def test_a_resume_refuses_a_member_checkpoint_whose_bytes_changed_at_its_path(tmp_path, cli):
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    first, second = (variant(seeds / f"digits-deit-seed{k}.safetensors", k + 1) for k in range(2))
+    store = tmp_path / "s.sqlite"
+    with pytest.raises(KeyboardInterrupt):  # stopped after its first unit, as Ctrl-C stops it
+        evaluate_full(models=["digits-deit"], checkpoints={"digits-deit": [str(first), str(second)]}, n_examples=10,
+                      batch_size=5, attacks="fgsm", threads=1, store=str(store), reporter=StopAfter(1))  # fmt: skip
+    kept = second.read_bytes()
+    variant(second, 9)  # other weights at the same path
+    before = digest(tmp_path)
+    resume = [
+        "run",
+        "-m",
+        "digits-deit",
+        "-c",
+        f"digits-deit={first},{second}",
+        *QUICK,
+        "--store",
+        str(store),
+        "--resume",
+    ]
+    refused = cli(*resume)
+    assert one_line_error(refused, "--resume", "checkpoint of digits-deit member 2", str(second), "changed since"), (
+        refused.stderr
+    )
+    assert digest(tmp_path) == before  # no unit, no holder, no -wal/-shm: the store as it was
+    second.write_bytes(kept)  # the weights it started with: it resumes
+    resumed = cli(*resume)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_resume_refuses_a_model_whose_imported_helper_changed(tmp_path, cli, monkeypatch):
+    helper = f"helper_{uuid.uuid4().hex[:8]}"  # a module name no other test of this process imported
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / f"{helper}.py").write_text("SCALE = 1.0\n")
+    (code / "mine.py").write_text(
+        f"import torch\nimport robeval\nfrom {helper} import SCALE\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))\n\n"
+        "    def forward(self, x):\n"
+        "        return SCALE * self.body(x)\n\n\n"
+        "def build():\n"
+        "    return Net(), robeval.ModelConfig(input_size=(1, 8, 8))\n"
+    )
+    store = tmp_path / "s.sqlite"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_full(models=["code/mine.py:build"], n_examples=10, batch_size=5, attacks="fgsm", threads=1,
+                      store=str(store), reporter=StopAfter(1))  # fmt: skip
+    (code / f"{helper}.py").write_text("SCALE = 2.0\n")  # mine.py as it was; what it imports changed
+    before = digest(tmp_path)
+    resume = ["run", "-m", "code/mine.py:build", *QUICK, "--store", str(store), "--resume"]
+    refused = cli(*resume)
+    helper_file = str((code / f"{helper}.py").resolve())
+    assert one_line_error(refused, "--resume", "code of model code/mine.py:build changed", helper_file), refused.stderr
+    assert digest(tmp_path) == before
+    (code / f"{helper}.py").write_text("SCALE = 1.0\n")
+    resumed = cli(*resume)
+    assert resumed.returncode == 0, resumed.stderr
 
 
 # -- 7: the members of a model are that model's checkpoints, each its own ------------------------------

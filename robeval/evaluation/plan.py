@@ -146,6 +146,20 @@ class RunPlan:
             self.digests[path] = sha256_of(path)
         return self.digests[path]
 
+    def loaded_checkpoints(self) -> dict[str, dict[str, str]]:
+        """Every checkpoint file the run loads, with its SHA-256, by what loads it: ``MODEL`` (``MODEL member
+        K`` of a model of several) and ``--source-model NAME``; a resume compares them
+        (robeval.models.provenance.checkpoint_change)."""
+        loaders = {
+            name if len(paths) == 1 else f"{name} member {k + 1}": path
+            for name, paths in self.config.checkpoints.items()
+            for k, path in enumerate(paths)
+        }
+        source, checkpoint = transfer_source(self.config) if self.config.source_model else (None, None)
+        if checkpoint is not None:
+            loaders[f"--source-model {source}"] = checkpoint
+        return {who: {"path": path, "sha256": self.checkpoint_sha256(path)} for who, path in loaders.items()}
+
     def outline(self, batches: int) -> dict[str, Any]:
         """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each
         (and of every member: ``members`` counts a model's checkpoints where it has several)."""
