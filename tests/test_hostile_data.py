@@ -2,6 +2,8 @@
 
 * a resume whose checkpoint changed at its path, or whose model imports a helper that changed, is one
   line naming what changed, before anything is written;
+* a run that ends while a reader holds the store open leaves every record in the store file itself, so
+  that a copy of the file alone loses nothing (and where a reader pins them, says so in one line);
 * members that hold another model's weights (by the name a checkpoint records) or one file twice (two
   spellings, a link, a copy of its bytes) are one line before anything is stored.
 """
@@ -12,6 +14,9 @@ import argparse
 import hashlib
 import os
 import shutil
+import sqlite3
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -119,6 +124,80 @@ def test_a_resume_refuses_a_model_whose_imported_helper_changed(tmp_path, cli, m
     (code / f"{helper}.py").write_text("SCALE = 1.0\n")
     resumed = cli(*resume)
     assert resumed.returncode == 0, resumed.stderr
+
+
+# -- 6: the store file alone holds every record once a run ends ---------------------------------------
+
+
+def stored_counts(path: Path, **how: str) -> dict[str, int]:
+    """Records per run in the store file at ``path`` (``uri`` options: how to open it)."""
+    query = "&".join(f"{k}={v}" for k, v in how.items())
+    with sqlite3.connect(f"file:{path}?{query}", uri=True) as conn:
+        return dict(conn.execute("SELECT run_id, COUNT(*) FROM records GROUP BY run_id").fetchall())
+
+
+def reader_until(store: Path, status: str, runs: int) -> tuple[sqlite3.Connection, threading.Thread]:
+    """A reader (as a browser of the store opens it) inside a read transaction begun now, which it ends
+    once ``runs`` runs of the store are ``status``; the connection stays open."""
+    reader = sqlite3.connect(f"file:{store}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM records").fetchone()
+
+    def end_when_done() -> None:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as watch:
+            query = "SELECT COUNT(*) FROM runs WHERE status = ?"
+            while watch.execute(query, (status,)).fetchone()[0] < runs:
+                time.sleep(0.02)
+        reader.execute("COMMIT")
+
+    thread = threading.Thread(target=end_when_done, daemon=True)
+    thread.start()
+    return reader, thread
+
+
+def copy_alone(store: Path, folder: Path) -> Path:
+    folder.mkdir()
+    return Path(shutil.copyfile(store, folder / store.name))  # the file, not its -wal
+
+
+@pytest.mark.parametrize("ending", ["finished", "interrupted"])
+def test_a_run_that_ends_while_a_reader_holds_the_store_is_whole_in_the_store_file(tmp_path, cli, ending):
+    store = tmp_path / "s.sqlite"
+    assert cli("run", "-m", "digits-deit", *QUICK, "--store", str(store)).returncode == 0
+    reader, thread = reader_until(store, ending, 2 if ending == "finished" else 1)
+    if ending == "finished":
+        result = cli("run", "-m", "digits-deit-elliptical", *QUICK, "--store", str(store))
+        assert result.returncode == 0 and not result.stderr.strip(), result.stderr
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            evaluate_full(models=["digits-deit-elliptical"], n_examples=10, batch_size=5, attacks="fgsm", threads=1,
+                          store=str(store), reporter=StopAfter(1))  # fmt: skip
+    thread.join()
+    everything = stored_counts(store, mode="ro")  # the file and its journal
+    assert len(everything) == 2
+    assert stored_counts(copy_alone(store, tmp_path / "copy"), immutable="1") == everything
+    reader.close()
+
+
+def test_a_reader_that_never_lets_go_is_said_and_the_next_run_folds_the_records_in(tmp_path, cli, monkeypatch):
+    """SQLite copies no record past a snapshot a reader still reads: the run waits for it (here 0.3 s),
+    then says where the records are; the next run, once that reader ends, folds them in."""
+    monkeypatch.setattr("robeval.results.store.JOURNAL_WAIT_SECONDS", 0.3)
+    store = tmp_path / "s.sqlite"
+    assert cli("run", "-m", "digits-deit", *QUICK, "--store", str(store)).returncode == 0
+    reader = sqlite3.connect(f"file:{store}?mode=ro", uri=True, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM records").fetchone()
+    pinned = cli("run", "-m", "digits-deit-elliptical", *QUICK, "--store", str(store))
+    lines = [line for line in pinned.stderr.splitlines() if line.strip()]
+    assert pinned.returncode == 0 and len(lines) == 1, pinned.stderr
+    assert lines[0].startswith("warning:") and f"{store}-wal" in lines[0]
+    assert len(stored_counts(store, mode="ro")) == 2  # safe: SQLite reads the journal with the file
+    assert len(stored_counts(copy_alone(store, tmp_path / "pinned"), immutable="1")) == 1
+    reader.execute("COMMIT")
+    assert cli("run", "-m", "digits-deit-kde", *QUICK, "--store", str(store)).returncode == 0
+    assert len(stored_counts(copy_alone(store, tmp_path / "after"), immutable="1")) == 3
+    reader.close()
 
 
 # -- 7: the members of a model are that model's checkpoints, each its own ------------------------------
