@@ -89,10 +89,11 @@ def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str,
     """The run created (with the code of its models and the SHA-256 of its checkpoints, which a resume
     compares), or ``resume`` checked and reopened: its id, the units it has stored, its stored
     description.  A resume is checked before anything is written (a worker's file merged, the run held)."""
+    loaded = {
+        key: value for key, value in (("code", plan.models_code()), ("checkpoints", plan.loaded_checkpoints())) if value
+    }
     if resume is None:
-        loaded = {"code": plan.models_code(), "checkpoints": plan.loaded_checkpoints()}
-        info = {"plan": outline, **{key: value for key, value in loaded.items() if value}}
-        return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
+        return store.create_run(plan.identity(), {"plan": outline, **loaded}, plan.config.protocol), set(), {}
     stored = store.run(resume)
     diff = identity_difference(stored["config"], plan.identity())
     if diff:
@@ -102,7 +103,7 @@ def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str,
     store.hold(resume)
     for path in store.worker_paths():  # units a killed worker left in its own file count as done
         store.merge_from(path, resume)
-    store.update_run(resume, status="running", info={**previous, "plan": outline})
+    store.update_run(resume, status="running", info={**previous, "plan": outline, **loaded})  # as compared
     return resume, store.done_units(resume), previous
 
 
