@@ -40,9 +40,18 @@ class StoreFull(UserError):
     """The results store could not take a unit (disk or database full): the run stops, resumable."""
 
 
-class PluginWarning(UserWarning):
+class OneLineWarning(UserWarning):
+    """What a user should know that stops nothing: the command line prints it as one ``warning:`` line."""
+
+
+class PluginWarning(OneLineWarning):
     """A plugin that could not be loaded (or clashes with another): the command line prints it as one
     ``warning:`` line and goes on with every other model."""
+
+
+class StoreWarning(OneLineWarning):
+    """A results store that could not be left as robeval leaves it (its records not all folded into the
+    file itself: robeval.results.store.Store.fold_journal)."""
 
 
 # What the user's code (a model file or module, its callable, its forward, a plugin) may raise, caught

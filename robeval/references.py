@@ -66,6 +66,22 @@ def is_file_reference(reference: str) -> bool:
     return parts(reference)[0].endswith(".py")
 
 
+def code_identity(reference: str) -> str:
+    """What a reference names wherever it is given from: a file's name and callable (``mine.py:build`` for
+    ``./mine.py:build`` and ``../work/mine.py:build``), a module's reference as it is."""
+    target, attribute = parts(reference)
+    return f"{Path(target).name}:{attribute}" if is_file_reference(reference) else reference
+
+
+def names_one_model(recorded: str, names: tuple[str, ...]) -> bool:
+    """Whether the model name a checkpoint records is one of ``names`` (a model's registered name, its
+    reference, its label), a reference to code counting by :func:`code_identity`."""
+    if recorded in names:
+        return True
+    own = [code_identity(name) for name in names if is_reference(name)]
+    return is_reference(recorded) and code_identity(recorded) in own
+
+
 def check_reference_file(reference: str) -> None:
     """A ``PATH.py:CALLABLE`` whose file does not exist: one line naming it (before anything loads)."""
     if is_file_reference(reference):

@@ -1,4 +1,4 @@
-"""Text and files from outside do nothing but show (docs/hardening.md, rule 6): a store someone hands
+"""Text and files from outside do nothing but show (docs/hardening.md, rule 9): a store someone hands
 over, with names that hold every format's markup, read by every command that reads one.
 
 One test per class: a store never chooses code; its names inject no script into the report (opened in

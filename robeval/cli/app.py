@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import PluginWarning, UserError
+from ..errors import OneLineWarning, UserError
 from ..report.escaping import TerminalConsole, terminal
 from ..threads import configure_process, threads_from_argv
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
@@ -58,11 +58,11 @@ def _click_exceptions():
 
 
 def _one_line_warnings(err: TerminalConsole, shown):
-    """``warnings.showwarning`` for the command: a plugin's warning is one ``warning:`` line on stderr
-    (other warnings as ``shown``, Python's, prints them)."""
+    """``warnings.showwarning`` for the command: robeval's own warnings (a plugin's, the store's) are one
+    ``warning:`` line on stderr (other warnings as ``shown``, Python's, prints them)."""
 
     def show(message, category, filename, lineno, file=None, line=None):  # warnings.showwarning's signature
-        if issubclass(category, PluginWarning):
+        if issubclass(category, OneLineWarning):
             err.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
         else:
             shown(message, category, filename, lineno, file, line)

@@ -128,8 +128,11 @@ def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> 
         from ..results.store import Store
 
         db = Store(store)
-        if db.run(run_id)["status"] == "running":  # rank 0 was killed before it could say so
-            db.release(run_id, status="interrupted")
+        try:
+            if db.run(run_id)["status"] == "running":  # rank 0 was killed before it could say so
+                db.release(run_id, status="interrupted")
+        finally:
+            db.close()  # the store file left whole (Store.fold_journal)
     stop = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
     stop.run_id = run_id  # type: ignore[attr-defined]
     return report_interrupt(stop, store)

@@ -12,6 +12,7 @@ Given a configuration's own fields again it gives the same configuration (:func:
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -59,10 +60,29 @@ def member_paths(name: str, given: str | Path | list[str]) -> list[str]:
         if not matched:
             raise UserError(f"--checkpoint {name}={part}: no file matches {part}")
         paths += matched
-    twice = next((p for p in paths if paths.count(p) > 1), None)
-    if twice is not None:
-        raise UserError(f"--checkpoint {name}: {twice} is given twice; each member is a checkpoint of its own")
+    _refuse_one_file_twice(name, paths)
     return paths
+
+
+def file_identity(path: str) -> tuple[Any, ...]:
+    """What tells one file from another: its device and inode where it exists (one file under two
+    spellings, through a symbolic link or a hard link is one), else its normalised absolute path."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return ("path", os.path.normpath(os.path.abspath(path)))
+    return ("file", found.st_dev, found.st_ino)
+
+
+def _refuse_one_file_twice(name: str, paths: list[str]) -> None:
+    """One file among a model's members twice (``a.pt`` and ``./a.pt``, a link to it): one member counted
+    twice, whose spread would read 0."""
+    seen: dict[tuple[Any, ...], str] = {}
+    for path in paths:
+        first = seen.setdefault(file_identity(path), path)
+        if first != path or paths.count(path) > 1:
+            what = f"{path} is" if first == path else f"{first} and {path} are one file,"
+            raise UserError(f"--checkpoint {name}: {what} given twice; each member is a checkpoint of its own")
 
 
 def split_checkpoints(items: list[str], models: list[str]) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ from ..data.published import is_in_memory
 from ..defaults import CLEAN
 from ..errors import UserError
 from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
+from ..models.checkpoint import sha256_of
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
 from ..options import EvalConfig
@@ -74,6 +75,7 @@ class RunPlan:
     jobs: list[ModelJob]
     shift: ShiftKind | None
     conditions: list[Condition]
+    digests: dict[str, str] = field(default_factory=dict, repr=False)  # checkpoint path -> SHA-256, read once
 
     def units(self, job: ModelJob) -> list[str]:
         """What one model's run evaluates on every batch at every eps: the clean images (unless the
@@ -137,6 +139,26 @@ class RunPlan:
             job.name: job.given.code if job.given is not None else model_code(get_spec(job.model)) for job in self.jobs
         }
         return {name: code for name, code in found.items() if code}
+
+    def checkpoint_sha256(self, path: str) -> str:
+        """The SHA-256 of checkpoint ``path``, read once per plan (the members' check and the run's record)."""
+        if path not in self.digests:
+            self.digests[path] = sha256_of(path)
+        return self.digests[path]
+
+    def loaded_checkpoints(self) -> dict[str, dict[str, str]]:
+        """Every checkpoint file the run loads, with its SHA-256, by what loads it: ``MODEL`` (``MODEL member
+        K`` of a model of several) and ``--source-model NAME``; a resume compares them
+        (robeval.models.provenance.checkpoint_change)."""
+        loaders = {
+            name if len(paths) == 1 else f"{name} member {k + 1}": path
+            for name, paths in self.config.checkpoints.items()
+            for k, path in enumerate(paths)
+        }
+        source, checkpoint = transfer_source(self.config) if self.config.source_model else (None, None)
+        if checkpoint is not None:
+            loaders[f"--source-model {source}"] = checkpoint
+        return {who: {"path": path, "sha256": self.checkpoint_sha256(path)} for who, path in loaders.items()}
 
     def outline(self, batches: int) -> dict[str, Any]:
         """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each

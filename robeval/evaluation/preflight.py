@@ -17,7 +17,7 @@ from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..errors import UserError
 from ..models import build_network, meta_of, model_meta
-from ..models.admission import admit_model
+from ..models.admission import admit_members, admit_model
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig
 from .config import transfer_source
@@ -27,6 +27,7 @@ from .plan import ModelJob, RunPlan
 def preflight(plan: RunPlan) -> EvalData:
     """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
     config = plan.config
+    admit_checkpoints_as_members(plan)
     metas = [_job_meta(job, config) for job in plan.jobs]
     data = plan.shift.load(config, metas[0]) if plan.shift is not None else load_data(config, metas[0])
     check_settings_fit(plan, metas)
@@ -40,6 +41,17 @@ def preflight(plan: RunPlan) -> EvalData:
             )
         check_classes(data.label_space, config.data, meta.name, meta.num_classes)
     return data
+
+
+def admit_checkpoints_as_members(plan: RunPlan) -> None:
+    """Every model's checkpoints (and the transfer source's) hold that model, each its own weights
+    (robeval.models.admission.admit_members), before any is admitted against its network."""
+    config, digest = plan.config, plan.checkpoint_sha256
+    for name, paths in config.checkpoints.items():
+        admit_members(config.references.get(name, name), name, paths, digest, config.trust_checkpoint)
+    source, checkpoint = transfer_source(config) if config.source_model else (None, None)
+    if source is not None and checkpoint is not None:
+        admit_members(source, source, [checkpoint], digest, config.trust_checkpoint)
 
 
 def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:

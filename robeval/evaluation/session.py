@@ -23,7 +23,7 @@ from ..attacks.transfer import SourceModel
 from ..data.examples import EvalData
 from ..defaults import CLEAN
 from ..errors import StoreFull, UserError
-from ..models.provenance import code_change
+from ..models.provenance import checkpoint_change, code_change
 from ..options import identity_difference, newest_matching
 from ..precision import slower_here
 from ..results.records import Unit
@@ -56,24 +56,44 @@ def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
 
 
 def refuse_changed_code(resume: str, plan: RunPlan, previous: dict[str, Any]) -> None:
-    """One line when a model's code (a file of the user's, a plugin's version or layer) is not the code
-    the run started with: its records so far were made by other code."""
+    """One line when what the run loads is not what it started with: a model's code (a file of the user's
+    or a file it imported, a plugin's version or layer) or a checkpoint's bytes (every member's, the
+    transfer source's); its records so far were made by other code or other weights."""
     recorded = dict(previous.get("code") or {})
     for name, code in plan.models_code().items():
         changed = code_change(name, recorded.get(name) or previous.get("models", {}).get(name, {}).get("code"), code)
         if changed:
             raise UserError(f"--resume {resume}: {changed}; start a new run (its records so far are of the old code)")
+    changed = checkpoint_change(recorded_checkpoints(previous), plan.loaded_checkpoints())
+    if changed:
+        raise UserError(f"--resume {resume}: {changed}; start a new run (its records so far are of the old weights)")
+
+
+def recorded_checkpoints(previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The checkpoints a stored run loads, with their SHA-256: as it recorded them when it was created, else
+    (a run that ended ``failed``, whose description replaced that record; a run stored before it was kept)
+    as its models' facts name them: every member each model that began loaded."""
+    if previous.get("checkpoints"):
+        return dict(previous["checkpoints"])
+    found = {}
+    for name, facts in dict(previous.get("models") or {}).items():
+        members = facts.get("members") or [facts]
+        for k, member in enumerate(members):
+            if member and member.get("checkpoint") and member.get("checkpoint_sha256"):
+                who = name if len(members) == 1 else f"{name} member {k + 1}"
+                found[who] = {"path": member["checkpoint"], "sha256": member["checkpoint_sha256"]}
+    return found
 
 
 def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
-    """The run created (with the code of its models, which a resume compares), or ``resume`` checked and
-    reopened: its id, the units it has stored, its stored description."""
+    """The run created (with the code of its models and the SHA-256 of its checkpoints, which a resume
+    compares), or ``resume`` checked and reopened: its id, the units it has stored, its stored
+    description.  A resume is checked before anything is written (a worker's file merged, the run held)."""
+    loaded = {
+        key: value for key, value in (("code", plan.models_code()), ("checkpoints", plan.loaded_checkpoints())) if value
+    }
     if resume is None:
-        code = plan.models_code()
-        info = {"plan": outline, **({"code": code} if code else {})}
-        return store.create_run(plan.identity(), info, plan.config.protocol), set(), {}
-    for path in store.worker_paths():  # units a killed worker left in its own file count as done
-        store.merge_from(path, resume)
+        return store.create_run(plan.identity(), {"plan": outline, **loaded}, plan.config.protocol), set(), {}
     stored = store.run(resume)
     diff = identity_difference(stored["config"], plan.identity())
     if diff:
@@ -81,7 +101,9 @@ def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str,
     previous = stored["info"] or {}
     refuse_changed_code(resume, plan, previous)
     store.hold(resume)
-    store.update_run(resume, status="running", info={**previous, "plan": outline})
+    for path in store.worker_paths():  # units a killed worker left in its own file count as done
+        store.merge_from(path, resume)
+    store.update_run(resume, status="running", info={**previous, "plan": outline, **loaded})  # as compared
     return resume, store.done_units(resume), previous
 
 

@@ -13,6 +13,9 @@ before the results store is opened, so a mistake is one line and leaves no run b
   attention layer whose constructor or forward does not take timm's calls, a forward that fails or
   gives no ``[N, classes]`` logits; whatever the code raises (``SystemExit`` included) is one line.
 
+* a model's members (:func:`admit_members`): checkpoints of that model (where a file records which),
+  of one model among themselves, each its own weights.
+
 JSON inputs are read within limits by :mod:`robeval.json_input`; the models of one run have one name
 each (:func:`robeval.references.refuse_repeated_names`).
 """
@@ -20,6 +23,7 @@ each (:func:`robeval.references.refuse_repeated_names`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -27,7 +31,8 @@ from torch import nn
 
 from ..errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
-from .checkpoint import check_fit, inspect_checkpoint
+from ..references import names_one_model
+from .checkpoint import RecordedModel, check_fit, inspect_checkpoint, recorded_model
 from .registry import ModelSpec, get_spec
 
 CHECKED_BATCH = 2  # images in the output check's zero batch
@@ -37,6 +42,54 @@ def admit_checkpoint(net: nn.Module, name: str, checkpoint: str, key: str | None
     """``checkpoint`` is one ``net`` (model ``name``) can load: read as little as its format allows
     (:func:`~.checkpoint.inspect_checkpoint`), its weights' names and shapes those of ``net``."""
     check_fit(net.state_dict(), inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
+
+
+def admit_members(model: str, label: str, paths: Sequence[str], digest: Callable[[str], str], trust: bool) -> None:
+    """``paths``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
+    own weights: a file that records another robeval model's name is refused, naming it and both names (a
+    file that records none says nothing: unknown is no mismatch); so are members that record two models
+    in one kind of record (:class:`~.checkpoint.RecordedModel`), and two members of the same bytes
+    (``digest``: a file's SHA-256), one set of weights counted twice, whose spread would read 0.  One
+    file given twice (two spellings, a link) is refused before: robeval.evaluation.config.member_paths."""
+    recorded = {path: recorded_model(path, trust) for path in paths}
+    for path, found in recorded.items():
+        if found is not None and found.names_robeval_model and not names_one_model(found.name, (model, label)):
+            shown = label if label == model else f"{label} ({model})"
+            raise UserError(
+                f"--checkpoint {label}: {path} records model {found.name} in its {found.where}, not {shown}: "
+                f"it holds another model's weights"
+            )
+    _refuse_two_models(label, recorded)
+    _refuse_same_bytes(label, paths, digest)
+
+
+def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None]) -> None:
+    """Members of one model that name two models in the same kind of record: a glob that took in another's."""
+    first: dict[str, tuple[str, str]] = {}
+    for path, found in recorded.items():
+        if found is None:
+            continue
+        other, name = first.setdefault(found.where, (path, found.name))
+        if name != found.name:
+            raise UserError(
+                f"--checkpoint {label}: its members record two models in their {found.where}: {other} records "
+                f"{name}, {path} records {found.name}; the members of a model are checkpoints of that one model"
+            )
+
+
+def _refuse_same_bytes(label: str, paths: Sequence[str], digest: Callable[[str], str]) -> None:
+    """Two members whose files hold the same bytes: one set of weights counted as two members."""
+    if len(paths) < 2:
+        return
+    seen: dict[str, str] = {}
+    for path in paths:
+        sha = digest(path)
+        if sha in seen:
+            raise UserError(
+                f"--checkpoint {label}: {seen[sha]} and {path} hold the same bytes (SHA-256 {sha[:12]}): one set "
+                "of weights counted as two members; each member is a checkpoint of its own"
+            )
+        seen[sha] = path
 
 
 def admit_config(config: ModelConfig, name: str) -> ModelConfig:

@@ -14,6 +14,7 @@ import pickle
 import re
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ def checkpoint_format(path: Path) -> str | None:
 # as they are (inflated size = stored size); a record that inflates further is what a zip bomb is.
 MAX_INFLATION = 4  # the declared inflated size of all records, at most this many times the file's size
 SAFETENSORS_HEADER_LIMIT = 100 << 20  # the safetensors library's own limit on its JSON header
+METADATA = "__metadata__"  # a safetensors header's strings (train-demo's: the model's name and its recipe)
 SAFETENSORS_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
                      "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}  # fmt: skip
 
@@ -90,10 +92,9 @@ def _check_archive(path: Path) -> None:
         )
 
 
-def safetensors_entries(path: Path) -> dict[str, tuple[int, ...]]:
-    """The tensors a safetensors file declares (name -> shape), from its header alone: each one's bytes
-    (dtype x shape) must lie inside the file's data section, so a header that claims terabytes is one
-    line before anything is read."""
+def safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
+    """A safetensors file's JSON header, read within the file's size and the library's limit, and the
+    bytes of the data section after it."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         length = int.from_bytes(fh.read(8), "little")
@@ -102,8 +103,15 @@ def safetensors_entries(path: Path) -> dict[str, tuple[int, ...]]:
         header = load_json(fh.read(length), f"the safetensors header of {path}")
     if not isinstance(header, dict):
         raise not_a_checkpoint(path, "damaged safetensors header: not a JSON object")
-    data = size - 8 - length
-    return {name: _entry_shape(path, name, entry, data) for name, entry in header.items() if name != "__metadata__"}
+    return header, size - 8 - length
+
+
+def safetensors_entries(path: Path) -> dict[str, tuple[int, ...]]:
+    """The tensors a safetensors file declares (name -> shape), from its header alone: each one's bytes
+    (dtype x shape) must lie inside the file's data section, so a header that claims terabytes is one
+    line before anything is read."""
+    header, data = safetensors_header(path)
+    return {name: _entry_shape(path, name, entry, data) for name, entry in header.items() if name != METADATA}
 
 
 def _entry_shape(path: Path, name: str, entry: Any, data: int) -> tuple[int, ...]:
@@ -259,22 +267,61 @@ def read_checkpoint(
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
 
 
+def _object_of(p: Path, trust: bool) -> Any:
+    """What a torch checkpoint file holds, read as little as its format allows: a torch zip memory-mapped
+    (its pickle unpickled under the same rules, the tensors not read), an older torch file loaded."""
+    if checkpoint_format(p) == "torch-zip" and not trust:
+        try:
+            return _load_torch(p, trust, mmap=True)
+        except UserError:  # what memory-mapping refuses (a file of an older torch) is said by a plain read
+            pass
+    return _load_file(p, trust)
+
+
 def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
     """The weights ``read_checkpoint`` would give, as far as their names and shapes go, read as little as
-    the format allows: a safetensors file's header alone (meta tensors), a torch zip memory-mapped (its
-    pickle unpickled under the same rules, the tensors not read), an older torch file loaded."""
+    the format allows: a safetensors file's header alone (meta tensors), else :func:`_object_of`."""
     p = check_checkpoint_file(path)
-    kind = checkpoint_format(p)
-    if kind == "safetensors":
+    if checkpoint_format(p) == "safetensors":
         obj: Any = {name: torch.empty(shape, device="meta") for name, shape in safetensors_entries(p).items()}
-    elif kind == "torch-zip" and not trust:
-        try:
-            obj = _load_torch(p, trust, mmap=True)
-        except UserError:  # what memory-mapping refuses (a file of an older torch) is said by a plain read
-            obj = _load_file(p, trust)
     else:
-        obj = _load_file(p, trust)
+        obj = _object_of(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}")
+
+
+@dataclass(frozen=True)
+class RecordedModel:
+    """The model a checkpoint says it holds: ``name`` as ``where`` in the file records it.  robeval's
+    metadata (safetensors ``model``, written by train-demo and the zoo's scripts) names robeval models;
+    a training checkpoint's ``args.model`` (DeiT's and timm's training scripts) names a model of that
+    code's own registry (the Elliptical authors' DeiT-Elliptical is ``deit_mahala_overlayers_tiny_patch16_
+    224_wrapper``), which robeval can compare with another file's, not with its own names."""
+
+    name: str
+    where: str  # ROBEVAL_METADATA or TRAINING_ARGS
+
+    @property
+    def names_robeval_model(self) -> bool:
+        return self.where == ROBEVAL_METADATA
+
+
+ROBEVAL_METADATA, TRAINING_ARGS = "metadata", "args.model"
+
+
+def recorded_model(path: str | Path, trust: bool = False) -> RecordedModel | None:
+    """The model ``path`` records that it holds (:class:`RecordedModel`), or None where it records none
+    (a bare state dict, a safetensors file without robeval's metadata)."""
+    p = check_checkpoint_file(path)
+    if checkpoint_format(p) == "safetensors":
+        metadata = safetensors_header(p)[0].get(METADATA)
+        name = metadata.get("model") if isinstance(metadata, dict) else None
+        return RecordedModel(name, ROBEVAL_METADATA) if isinstance(name, str) else None
+    obj = _object_of(p, trust)
+    args = obj.get("args") if isinstance(obj, Mapping) else None
+    name = vars(args).get("model") if isinstance(args, argparse.Namespace) else None
+    if isinstance(args, Mapping):
+        name = args.get("model")
+    return RecordedModel(name, TRAINING_ARGS) if isinstance(name, str) else None
 
 
 def _added_prefix(longer: set[str], shorter: set[str]) -> str | None:

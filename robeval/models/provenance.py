@@ -1,17 +1,20 @@
 """Which code made a model, as a run records it (run.json's ``models.<name>.code``): for a model of the
-user's code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``) the file it was read from and its SHA-256;
+user's code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``) the file it was read from and its SHA-256,
+and every file of the user's own modules that loading it imported (``imports``: a helper beside it);
 for a plugin's model or attention kind also the distribution that registers it and its version, and
 for a kind the file of its attention layer.  robeval's own models have none (robeval's version is the
-run's).  ``--resume`` refuses a run whose models' code changed since it started; tables and ``robeval
-compare`` name a change between two runs (robeval.results.likeness).
+run's).  ``--resume`` refuses a run whose models' code or checkpoints changed since it started; tables
+and ``robeval compare`` name a change between two runs (robeval.results.likeness).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from .registry import ModelSpec
 from .user_code import code_record
@@ -47,7 +50,7 @@ def layer_record(spec: ModelSpec) -> dict[str, str] | None:
     return {"path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
-def model_code(spec: ModelSpec) -> dict[str, str] | None:
+def model_code(spec: ModelSpec) -> dict[str, Any] | None:
     """The code of ``spec`` as a run records it (the module docstring), or None for robeval's own."""
     if spec.reference is not None:
         record = code_record(spec.reference)
@@ -57,17 +60,48 @@ def model_code(spec: ModelSpec) -> dict[str, str] | None:
     return {**distribution(spec.package), **(layer_record(spec) or {})}
 
 
-def code_change(name: str, recorded: dict[str, str] | None, now: dict[str, str] | None) -> str | None:
+def changed_file(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The first file of a model's code that differs (its path, SHA-256 recorded and now): the named file,
+    else a file of the user's that it imported (a run recorded before imports were kept compares its file)."""
+    if recorded.get("sha256") != now.get("sha256"):
+        where = now.get("path") or recorded.get("path") or now.get("distribution", "its code")
+        return str(where), str(recorded.get("sha256")), str(now.get("sha256"))
+    before, after = recorded.get("imports"), dict(now.get("imports") or {})
+    if before is None:
+        return None
+    for path in sorted(set(before) | set(after)):
+        if before.get(path) != after.get(path):
+            return path, str(before.get(path) or "(not imported)"), str(after.get(path) or "(not imported)")
+    return None
+
+
+def same_code(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
+    """Whether two records of a model's code (:func:`model_code`) are of the same code."""
+    return changed_file(recorded, now) is None and recorded.get("version") == now.get("version")
+
+
+def code_change(name: str, recorded: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> str | None:
     """How model ``name``'s code changed since ``recorded`` (one phrase naming the file), or None."""
-    if not recorded or now is None:
+    if not recorded or now is None or same_code(recorded, now):
         return None
-    if recorded.get("sha256") == now.get("sha256") and recorded.get("version") == now.get("version"):
-        return None
-    where = now.get("path") or recorded.get("path") or now.get("distribution", "its code")
+    where, before, after = changed_file(recorded, now) or (now.get("distribution", "its code"), "", "")
     version = (
         f", {now.get('distribution')} {recorded.get('version')} -> {now.get('version')}"
         if recorded.get("version") != now.get("version")
         else ""
     )
-    sha = f"SHA-256 {str(recorded.get('sha256'))[:12]} -> {str(now.get('sha256'))[:12]}"
-    return f"the code of model {name} changed since the run started ({where}: {sha}{version})"
+    sha = f": SHA-256 {before[:12]} -> {after[:12]}" if before != after else ""
+    return f"the code of model {name} changed since the run started ({where}{sha}{version})"
+
+
+def checkpoint_change(recorded: Mapping[str, Any] | None, now: Mapping[str, Mapping[str, str]]) -> str | None:
+    """How the checkpoints a run loads (:meth:`~robeval.evaluation.plan.RunPlan.loaded_checkpoints`) differ
+    from those it started with (one phrase naming the file), or None (a run that recorded none: None)."""
+    for who, file in now.items():
+        before = dict((recorded or {}).get(who) or {})
+        if before and before.get("sha256") != file["sha256"]:
+            return (
+                f"the checkpoint of {who} changed since the run started ({file['path']}: SHA-256 "
+                f"{str(before.get('sha256'))[:12]} -> {file['sha256'][:12]})"
+            )
+    return None

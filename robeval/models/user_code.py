@@ -12,13 +12,17 @@ is not a module.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
 import os
+import site
 import sys
-from collections.abc import Iterable, Mapping
+import sysconfig
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -34,6 +38,47 @@ from .wrapper import config_of, set_config
 
 FAMILY = "user code"
 _FILES: dict[Path, ModuleType] = {}  # a .py file imported once per process
+_IMPORTED: dict[str, set[Path]] = {}  # a reference's code (:func:`_code_key`) -> the user's files its loading imported
+
+
+@functools.cache
+def _installed_roots() -> tuple[Path, ...]:
+    """Where installed code lives: the standard library, the environment's and the user's site-packages,
+    robeval itself."""
+    paths = sysconfig.get_paths()
+    found = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    found += [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
+    return tuple(Path(p).resolve() for p in [*found, str(Path(__file__).parents[1])])
+
+
+def own_file(module: ModuleType | None) -> Path | None:
+    """The file of ``module`` when it is the user's own code (outside :func:`_installed_roots`), else None."""
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str):
+        return None
+    path = Path(file).resolve()
+    if not path.is_file() or any(path.is_relative_to(root) for root in _installed_roots()):
+        return None
+    return path
+
+
+def _code_key(reference: str) -> str:
+    """A reference's code as :data:`_IMPORTED` keys it: its file (however it is spelt), or its module."""
+    target, _ = parts(reference)
+    return str(Path(target).resolve()) if is_file_reference(reference) else target
+
+
+@contextmanager
+def _watching_imports(reference: str) -> Iterator[None]:
+    """Notes, for ``reference``, the user's own files among the modules first imported while the block
+    runs (its import, its callable's call): what actually got loaded with its code, such as a helper
+    module beside the file, found as Python imported it, not by reading the code."""
+    before = set(sys.modules)
+    try:
+        yield
+    finally:
+        found = {own_file(sys.modules.get(name)) for name in set(sys.modules) - before}
+        _IMPORTED.setdefault(_code_key(reference), set()).update(path for path in found if path is not None)
 
 
 def import_file(path: Path) -> ModuleType:
@@ -62,11 +107,13 @@ def import_target(target: str, reference: str) -> ModuleType:
     """The file or module a reference names (the current folder importable, as uvicorn makes it)."""
     if is_file_reference(reference):
         check_reference_file(reference)
-        return import_file(Path(target))
+        with _watching_imports(reference):
+            return import_file(Path(target))
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        return importlib.import_module(target)
+        with _watching_imports(reference):
+            return importlib.import_module(target)
     except ModuleNotFoundError as exc:
         raise UserError(f"cannot import {target} (from --model {reference}): {raised(exc)}") from None
     except USER_CODE_RAISES as exc:  # the user's code raised while importing
@@ -91,7 +138,8 @@ def build_from(reference: str, target: Any) -> nn.Module:
         module, stated = copy.deepcopy(target), None
     elif callable(target):
         try:
-            result = target()
+            with _watching_imports(reference):
+                result = target()
         except USER_CODE_RAISES as exc:  # the user's code
             raise UserError(f"{reference}() raised {raised(exc)}") from None
         module, stated = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
@@ -168,20 +216,25 @@ def source_file(reference: str) -> Path | None:
     return Path(origin).resolve() if origin and Path(origin).is_file() else None
 
 
-def code_record(reference: str) -> dict[str, str] | None:
-    """The file a model's code was read from and its SHA-256 (the run keeps them in its models' facts),
-    or None when it has no file."""
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def code_record(reference: str) -> dict[str, Any] | None:
+    """The file a model's code was read from and its SHA-256, and (``imports``) every file of the user's
+    own modules that loading it in this process imported, each with its SHA-256 (the run keeps them in its
+    models' facts); None when it has no file."""
     path = source_file(reference)
     if path is None:
         return None
-    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    imported = sorted(f for f in _IMPORTED.get(_code_key(reference), ()) if f != path and f.is_file())
+    return {"path": str(path), "sha256": _sha256(path), "imports": {str(f): _sha256(f) for f in imported}}
 
 
-def _code_key(reference: str) -> tuple[str, str]:
-    """What a reference imports, spelled one way: a ``.py`` file by its resolved path (``./mine.py`` and
-    ``/abs/mine.py`` are one file), a module by its dotted name; then the callable."""
-    target, attribute = parts(reference)
-    return (str(Path(target).resolve()) if is_file_reference(reference) else target), attribute
+def _same_code(reference: str) -> tuple[str, str]:
+    """What a reference imports, spelled one way: its file (``./mine.py`` and ``/abs/mine.py`` are one) or
+    module (:func:`_code_key`), then the callable."""
+    return _code_key(reference), parts(reference)[1]
 
 
 def check_stored_code(config: Mapping[str, Any], named: Iterable[str] = ()) -> None:
@@ -191,11 +244,11 @@ def check_stored_code(config: Mapping[str, Any], named: Iterable[str] = ()) -> N
     text that anyone can write (any installed module and function, with a path and hash that are easy
     to predict), so what a store names is never a reason to import it; otherwise one line naming the
     code and how to allow it."""
-    allowed = {_code_key(r) for r in named if is_reference(r)}
+    allowed = {_same_code(r) for r in named if is_reference(r)}
     references = dict(config.get("references") or {})
     for model in config.get("models", []):
         reference = references.get(model, model)
-        if is_reference(reference) and _code_key(reference) not in allowed:
+        if is_reference(reference) and _same_code(reference) not in allowed:
             label = "" if reference == model else f"={model}"
             raise UserError(
                 f"model {model} of the run is built by the code {reference}, which reading a stored run never "

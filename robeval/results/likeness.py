@@ -22,6 +22,7 @@ import pandas as pd
 from ..attack_settings import WORK_SPLIT
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..errors import UserError
+from ..models.provenance import changed_file, same_code
 from ..registry import Registry
 from .stored_run import StoredRun
 from .summary import crafting_precision
@@ -123,17 +124,25 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
 
 
 def code_difference(model: str, side_a: Side, side_b: Side) -> str | None:
-    """How the code each run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256, a plugin's
-    distribution and version) differs between the two (None: the same, or not recorded by both)."""
+    """How the code each run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256 and the
+    files it imported, a plugin's distribution and version) differs between the two, naming the first file
+    that differs (None: the same, or not recorded by both)."""
     a, b = (dict(side.run.info.get("models", {}).get(model, {}).get("code") or {}) for side in (side_a, side_b))
-    if not a or not b or a.get("sha256") == b.get("sha256") and a.get("version") == b.get("version"):
+    if not a or not b or same_code(a, b):
         return None
-    shown = [
-        f"{(x.get('distribution') or 'file')} {x.get('version') or ''} {Path(x.get('path', '')).name} "
-        f"SHA-256 {str(x.get('sha256'))[:12]}".replace("  ", " ")
-        for x in (a, b)
-    ]
-    return f"{model} ({shown[0]} vs {shown[1]})"
+    imported = changed_file(a, b) if a.get("sha256") == b.get("sha256") else None  # a file it imported differs
+    files = [(imported[0], imported[1]), (imported[0], imported[2])] if imported else [None, None]
+    return f"{model} ({_shown_code(a, files[0])} vs {_shown_code(b, files[1])})"
+
+
+def _shown_code(code: dict[str, Any], file: tuple[str, str] | None) -> str:
+    """One side's code as a comparison names it: its distribution and version, then the file that differs
+    (``file``: an imported one; else its own) and that file's SHA-256."""
+    path, sha = file or (code.get("path", ""), code.get("sha256"))
+    shown = (
+        f"{code.get('distribution') or 'file'} {code.get('version') or ''} {Path(path).name} SHA-256 {str(sha)[:12]}"
+    )
+    return shown.replace("  ", " ")
 
 
 def _code(a: Side, b: Side) -> str | None:

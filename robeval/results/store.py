@@ -15,7 +15,9 @@ import json
 import os
 import socket
 import sqlite3
+import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -28,7 +30,7 @@ import pandas as pd
 
 from ..attack_settings import read_stored_settings
 from ..defaults import DEFAULT_STORE
-from ..errors import StoreFull, UserError
+from ..errors import StoreFull, StoreWarning, UserError
 from ..json_input import load_json
 from ..machine import process_start
 from ..printable import refuse_controls
@@ -38,6 +40,8 @@ SCHEMA_VERSION = 7
 
 V1_COLUMNS = RECORD_COLUMNS[: RECORD_COLUMNS.index("min_norm")]  # the records of schema 1; later columns by migration
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
+BUSY_SECONDS = 60.0  # how long a connection waits for another's lock
+JOURNAL_WAIT_SECONDS = BUSY_SECONDS  # how long a writer that closes waits for readers that pin its last records
 
 
 def _unit_table(name: str, columns: str, key: str) -> str:
@@ -155,7 +159,9 @@ def read_only_connection(path: Path) -> sqlite3.Connection:
     one ``immutable=1``, which needs no ``-wal``/``-shm`` and no write access to the folder (read-only
     media).  A writer that starts during such a read is not seen by it."""
     mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=60.0, isolation_level=None)
+    conn = sqlite3.connect(
+        f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=BUSY_SECONDS, isolation_level=None
+    )
     conn.execute("PRAGMA query_only = ON")
     return conn
 
@@ -243,6 +249,7 @@ class Store:
 
     def __init__(self, path: str | Path = DEFAULT_STORE, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.holder: dict[str, Any] | None = None  # this process, while it evaluates a run of the store
         memory = str(path) == IN_MEMORY
         if not memory:
@@ -260,10 +267,11 @@ class Store:
     def _open_writing(self, memory: bool) -> None:
         if not memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_SECONDS, isolation_level=None)
         # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
         # OS crash or power loss can drop the last units, which a resume then simply recomputes.
-        for pragma in ("busy_timeout = 60000", "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+        busy = f"busy_timeout = {BUSY_SECONDS * 1000:.0f}"
+        for pragma in (busy, "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
             self.conn.execute(f"PRAGMA {pragma}")
         self._migrate()
 
@@ -276,7 +284,50 @@ class Store:
             self._migrate()
 
     def close(self) -> None:
-        self.conn.close()
+        """Let go of the store; a writer of a file first folds its journal into it (:meth:`fold_journal`)."""
+        try:
+            if self.writes_file:
+                self.fold_journal()
+        finally:
+            self.conn.close()
+
+    @property
+    def writes_file(self) -> bool:
+        return not self.read_only and str(self.path) != IN_MEMORY
+
+    def fold_journal(self, wait: float | None = None) -> bool:
+        """Copy every record the ``-wal`` journal holds into the store file itself, so that the file alone
+        holds them all (a copy of it loses nothing), however many readers have it open: SQLite copies a
+        journal only on the last connection's close.  A reader inside a read transaction older than the
+        last records pins them (SQLite copies no record past a snapshot still being read): this waits up to
+        ``wait`` seconds (:data:`JOURNAL_WAIT_SECONDS`) for such readers to end, then warns in one line that
+        the records are in the journal still.  Returns whether the file holds every record."""
+        wait = JOURNAL_WAIT_SECONDS if wait is None else wait
+        try:
+            if not self._copy_journal(time.monotonic() + wait):
+                return True
+            why = f"a reader has kept a read transaction open since before them for {wait:.0f} s, and SQLite "
+            why += "copies nothing past what a reader still reads"
+        except sqlite3.Error as exc:  # a full disk, an I/O error: the journal keeps them
+            why = f"SQLite could not copy them ({exc})"
+        warnings.warn(
+            f"the last records of {self.path} are only in {self.path}-wal still: {why}; they are safe there (SQLite "
+            "reads them with the store: copy both files) and move into the file when robeval next writes to it",
+            StoreWarning,
+            stacklevel=2,
+        )
+        return False
+
+    def _copy_journal(self, deadline: float) -> int:
+        """Copies the journal into the file until every page is copied or ``deadline`` passes (a reader
+        pinning the last pages); returns the pages left in the journal alone."""
+        pause = 0.01
+        while True:
+            _, journal, copied = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if copied == journal or time.monotonic() >= deadline:
+                return journal - copied
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
