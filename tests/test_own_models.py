@@ -239,7 +239,7 @@ def test_stored_runs_of_the_users_code_resume_compare_check_and_report(net_file,
     assert cli("compare", f"{run_id}:mine", f"{run_id}:digits-deit", "--store", str(store)).returncode == 0
     assert cli("compare", "mine", "digits-deit", "--store", str(store)).returncode == 0
     assert cli("check", run_id, "--store", str(store)).returncode == 0
-    page = html_report(Store(store), [load_run(Store(store), run_id)], gallery_size=2)
+    page = html_report(Store(store), [load_run(Store(store), run_id)], gallery_size=2, code=("./mynet.py:build=mine",))
     efficiency = page[page.index('id="efficiency"') : page.index('id="compare"')]
     module_name = first.info["config"]["models"][1]
     assert "mine" in efficiency and module_name in efficiency and "digits-deit" in efficiency
