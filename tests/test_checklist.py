@@ -36,7 +36,8 @@ def raising_everything() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     checks = {"relative_logit_change_between_passes": 0.1, "outputs_are_probabilities": True,
               "outputs_are_log_probabilities": False, "share_zero_or_nan_gradients": 0.5, "examples_checked": 16}  # fmt: skip
     companion = pd.DataFrame([dict(model=ELLIPTICAL, eps="8/255", attack="apgd-ce", top1=20.0, n=100, run_id="plus")])
-    return summary, {"model_checks": {ELLIPTICAL: checks}}, companion
+    recipes = {ELLIPTICAL: {"recipe": {"epochs": "30", "lr": "0.001"}}, "digits-deit": {"recipe": {"epochs": "300", "lr": "0.001"}}}
+    return summary, {"model_checks": {ELLIPTICAL: checks}, "models": recipes}, companion
 
 
 def raised_rows(checklist: str) -> set[tuple[str, str]]:

@@ -254,7 +254,7 @@ def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, An
     if len(model.job.members) == 1:
         return meta
     members = list((before or {}).get("members") or [None] * len(model.job.members))
-    members[model.member.index] = {key: meta.get(key) for key in ("checkpoint", "checkpoint_sha256")}
+    members[model.member.index] = {key: meta.get(key) for key in ("checkpoint", "checkpoint_sha256", "recipe")}
     first = meta if model.member.index == 0 or not before else before
     return {**first, "members": members}
 

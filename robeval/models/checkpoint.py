@@ -267,7 +267,7 @@ def read_checkpoint(
     return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
 
 
-def _object_of(p: Path, trust: bool) -> Any:
+def checkpoint_object(p: Path, trust: bool) -> Any:
     """What a torch checkpoint file holds, read as little as its format allows: a torch zip memory-mapped
     (its pickle unpickled under the same rules, the tensors not read), an older torch file loaded."""
     if checkpoint_format(p) == "torch-zip" and not trust:
@@ -280,12 +280,12 @@ def _object_of(p: Path, trust: bool) -> Any:
 
 def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
     """The weights ``read_checkpoint`` would give, as far as their names and shapes go, read as little as
-    the format allows: a safetensors file's header alone (meta tensors), else :func:`_object_of`."""
+    the format allows: a safetensors file's header alone (meta tensors), else :func:`checkpoint_object`."""
     p = check_checkpoint_file(path)
     if checkpoint_format(p) == "safetensors":
         obj: Any = {name: torch.empty(shape, device="meta") for name, shape in safetensors_entries(p).items()}
     else:
-        obj = _object_of(p, trust)
+        obj = checkpoint_object(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}")
 
 
@@ -316,7 +316,7 @@ def recorded_model(path: str | Path, trust: bool = False) -> RecordedModel | Non
         metadata = safetensors_header(p)[0].get(METADATA)
         name = metadata.get("model") if isinstance(metadata, dict) else None
         return RecordedModel(name, ROBEVAL_METADATA) if isinstance(name, str) else None
-    obj = _object_of(p, trust)
+    obj = checkpoint_object(p, trust)
     args = obj.get("args") if isinstance(obj, Mapping) else None
     name = vars(args).get("model") if isinstance(args, argparse.Namespace) else None
     if isinstance(args, Mapping):

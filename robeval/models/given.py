@@ -27,6 +27,7 @@ from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .provenance import model_code
+from .recipes import recorded_recipe
 from .registry import ModelSpec
 from .wrapper import ModelMeta, config_of, meta_from_config
 
@@ -78,6 +79,7 @@ class GivenModel:
             source=self.source,
             params=self.params,
             code=self.code,
+            recipe=recorded_recipe(self.checkpoint),
         )
 
 

@@ -13,6 +13,7 @@ from ..model_config import ModelConfig
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .given import GivenModel, complete_config
 from .provenance import model_code
+from .recipes import recorded_recipe
 from .registry import ModelSpec, get_spec
 from .weights import load_default_weights
 from .wrapper import ModelMeta, NormalizedModel, meta_from_config
@@ -105,6 +106,7 @@ def load_model(
         weights = spec.weights.describe()
     meta = model_meta(net, spec, opts)
     meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
+    meta.recipe = recorded_recipe(ckpt_path, trust_checkpoint)
     if meta.params is None:  # a plugin's kind: no count as data
         meta.params = sum(p.numel() for p in net.parameters())
     model = NormalizedModel(net, meta).eval().to(device)

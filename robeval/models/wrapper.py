@@ -29,6 +29,7 @@ class ModelMeta:
     options: dict[str, Any] = field(default_factory=dict)
     source: str | None = None  # the user's code or module it came from (none for a registered model)
     params: int | None = None
+    recipe: dict[str, str] | None = None  # the training recipe its weights file records (None: unknown)
     code: dict[str, str] | None = None  # the user's code file it was built by: path and SHA-256 (a reader of
     # the run builds it again only from that file unchanged, or from code its command line names)
 

@@ -19,6 +19,7 @@ from ..attacks import get_attack_spec, list_attacks
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
+from ..models.recipes import member_recipes, recipe_differences, recipe_text
 from ..models.registry import MODELS
 from ..models.user_code import registered_spec
 from ..shifts.kinds import get_shift
@@ -411,3 +412,34 @@ def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding
                              "the seed-to-seed variation")  # fmt: skip
     return Finding(NOTE, "one checkpoint: the numbers are this checkpoint's, not its training procedure's (another "
                          "seed may move them by several points)")  # fmt: skip
+
+
+@check("recipe", "Compared models share a training recipe",
+       "the claim test's premise (robeval compare): a difference between two attention kinds is one of training "
+       "procedures only when everything but the attention was trained alike; members differ only in their seed",
+       "compare models trained with one recipe (robeval train-demo --epochs/--lr as the other's), or report the "
+       "difference as one of recipes, not of attention kinds")  # fmt: skip
+def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """The recipe each member's weights record, against each other and against every other model of the run."""
+    base = model.removesuffix(ADAPTIVE_SUFFIX)
+    own = member_recipes(ev.models.get(base, {}))
+    others = [m for m in dict.fromkeys(x.removesuffix(ADAPTIVE_SUFFIX) for x in ev.summary["model"]) if m != base]
+    if len(own) < 2 and not others:
+        return Finding(NOT_APPLICABLE, "one model of one member: nothing to compare its recipe with")
+    lines = [f"its member {i + 1}: {d}" for i, d in enumerate(_unlike(own[0], own[1:]), start=1) if d]
+    for other in others:
+        theirs = member_recipes(ev.models.get(other, {}))
+        lines += [f"{other}: {d}" for d in _unlike(own[0], theirs[:1]) if d]
+    if lines:
+        return judged(True, f"recipes differ (this model's vs the other's): {'; '.join(lines)}")
+    unknown = [m for m in [base, *others] if None in member_recipes(ev.models.get(m, {}))]
+    if unknown:
+        return Finding(NOTE, f"recipe unknown for {', '.join(unknown)} (the weights record none): that the compared "
+                             "models were trained alike is not shown", "record it: robeval train-demo writes it; a "
+                             "training checkpoint's args do")  # fmt: skip
+    return judged(False, f"one recipe: {recipe_text(own[0])}" + (f", as {', '.join(others)}" if others else ""))
+
+
+def _unlike(first: dict | None, rest: list[dict | None]) -> list[str]:
+    """For each recipe of ``rest``, how it differs from ``first`` (empty: alike, or one of them unknown)."""
+    return [", ".join(recipe_differences(first, r)) if first and r else "" for r in rest]

@@ -23,6 +23,7 @@ from ..attack_settings import WORK_SPLIT
 from ..defaults import CLEAN, NOT_ATTACKS
 from ..errors import UserError
 from ..models.provenance import changed_file, same_code
+from ..models.recipes import member_recipes, recipe_differences
 from ..registry import Registry
 from .stored_run import StoredRun
 from .summary import crafting_precision
@@ -155,10 +156,32 @@ def _code(a: Side, b: Side) -> str | None:
 
 
 def noted_differences(a: Side, b: Side) -> list[str]:
-    """What two sides may differ in and still be compared (the models' code), as lines a comparison prints
-    beside the numbers rather than refused."""
+    """What two sides may differ in and still be compared (the models' code, their training recipes), as
+    lines a comparison prints beside the numbers rather than refused."""
     found = _code(a, b)
-    return [f"note: {a.label} and {b.label} differ in {found}"] if found else []
+    return ([f"note: {a.label} and {b.label} differ in {found}"] if found else []) + recipe_lines(a, b)
+
+
+def recipe_lines(a: Side, b: Side) -> list[str]:
+    """What the recipes of two models say of their comparison (robeval.models.recipes): a side's members
+    trained otherwise than each other, the two sides trained otherwise, or a recipe nobody recorded."""
+    if a.model is None or b.model is None:
+        return []
+    recipes = [member_recipes(side.run.info.get("models", {}).get(side.model, {})) for side in (a, b)]
+    lines = []
+    for side, own in zip((a, b), recipes):
+        inner = [", ".join(recipe_differences(own[0], r)) for r in own[1:] if own[0] and r]
+        if any(inner):
+            lines.append(f"note: the members of {side.label} were trained with different recipes ({'; '.join(inner)})")
+    unknown = [side.label for side, own in zip((a, b), recipes) if None in own]
+    if unknown:
+        return lines + [f"note: the training recipe of {' and '.join(unknown)} is unknown (the weights record none): "
+                        "that both were trained alike is not shown"]  # fmt: skip
+    differ = recipe_differences(recipes[0][0] or {}, recipes[1][0] or {})
+    if differ:
+        lines.append(f"note: A and B were trained with different recipes (A vs B: {', '.join(differ)}): the difference "
+                     "is one of training procedures that differ in more than the attention")  # fmt: skip
+    return lines
 
 
 def settings_note(runs: list[StoredRun]) -> str:
