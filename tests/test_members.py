@@ -21,7 +21,7 @@ from scipy.stats import norm
 import robeval
 from robeval.api import evaluate_full
 from robeval.errors import UserError
-from robeval.report.claim import claim_interval
+from robeval.results.intervals import claim_interval
 from robeval.results.store import Store
 
 from .conftest import one_line_error, run_cli
@@ -262,3 +262,31 @@ def test_a_cascade_of_members_gives_each_member_the_records_of_its_own_cascade(m
     for member, path in enumerate(members[1:]):
         alone = evaluate_full(models=["digits-deit"], checkpoints={"digits-deit": str(path)}, **options).records
         assert bitwise_equal(own(alone), own(both.records[both.records["member"] == member])) is None
+
+
+def test_the_report_shows_every_members_figures_and_the_figures_say_what_their_bars_cover(three, tmp_path):
+    from robeval.report import plots
+    from robeval.report.html_page import html_report
+    from robeval.results.intervals import member_interval, member_matrix
+    from robeval.results.runs import load_run
+
+    run, store = three
+    row = run.summary.set_index(["model", "attack"]).loc[("digits-deit", "pgd")]
+    ours = run.records[(run.records["model"] == "digits-deit") & (run.records["attack"] == "pgd")]
+    low, high = member_interval(member_matrix(ours, "adv_top1")[0])
+    assert (row["top1_low"], row["top1_high"]) == pytest.approx((round(low, 2), round(high, 2)))
+    assert row["top1_low"] < row["top1"] < row["top1_high"]
+    assert row["top1_high"] - row["top1_low"] > 2 * 1.96 * row["top1_std"] / math.sqrt(3)  # seeds and examples
+    db = Store(store)
+    page = html_report(db, [load_run(db, run.run_id)], gallery_size=0)
+    section = page[page.index('id="members"') : page.index('id="figures"')]
+    for member, (top1, top5) in enumerate(zip(row["member_top1"], row["member_top5"])):
+        assert f"{member + 1}: digits-deit-seed{member}.safetensors" in section and f"{top1:.2f} / {top5:.2f}" in section
+    assert "digits-deit-elliptical" not in section  # one checkpoint: nothing to show per member
+    figure = page[page.index('id="figures"') : page.index('id="convergence"')]
+    assert "95% interval of its mean for seeds and examples together" in figure
+    bars = plots.bars_for_eps(run.summary[run.summary["eps"] == run.summary["eps"].iloc[0]])
+    (ax,) = bars.axes
+    dots = [line for line in ax.get_lines() if line.get_marker() == "."]
+    assert sum(len(line.get_ydata()) for line in dots) == 3 * run.summary["attack"].nunique()  # each member a dot
+    assert any("seeds + examples (dots: members)" in text.get_text() for text in bars.legends[0].get_texts())

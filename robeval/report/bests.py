@@ -17,8 +17,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..defaults import ANY
+from ..results.intervals import claim_interval, member_matrix
 from ..results.summary import any_attack_records
-from .claim import claim_interval, member_matrix
 from .compare import bootstrap_ci
 from .naming import column
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -102,13 +103,52 @@ def paper_table(page: Page) -> Section:
 
 
 @section
+def members(page: Page) -> Section | None:
+    """Each model of several members: every member's own top-1 / top-5 per eps and attack beside its
+    checkpoint and seed (the table's mean ± std and the figures' intervals are made of these)."""
+    rows = page.summary[page.summary["members"].fillna(1) > 1] if "members" in page.summary else page.summary.iloc[0:0]
+    if rows.empty:
+        return None
+    facts = {m: f for run in page.runs for m, f in run.info.get("models", {}).items()}
+    body = "".join(
+        f"<h3>{escape(model)}</h3>" + frame_html(member_table(group, facts.get(model, {})), text_columns=("member",))
+        for model, group in rows.groupby("model", sort=False)
+    )
+    return Section(
+        "members", "Every member", Markup(body),
+        "Per model of several members (checkpoints of one training procedure, one per seed), each member's top-1 / "
+        "top-5 (%) under each attack: the tables show their mean ± sample std, the figures their 95% interval for "
+        "seeds and examples with each member as a dot.",
+    )  # fmt: skip
+
+
+def member_table(rows: pd.DataFrame, facts: dict[str, Any]) -> pd.DataFrame:
+    """One model's members as rows (their checkpoint and seed), its (eps, attack) as columns."""
+    known = facts.get("members") or []
+    count = int(rows["members"].max())
+    out = pd.DataFrame({"member": [_member_name(i, known) for i in range(count)]})
+    for r in rows.to_dict("records"):
+        pairs = zip(r["member_top1"], r["member_top5"])
+        out[f"{r['attack']} {r['eps']}"] = [f"{a:.2f} / {b:.2f}" for a, b in pairs]
+    return out
+
+
+def _member_name(index: int, known: list) -> str:
+    """A member as the table names it: its number, its checkpoint file and, where it records one, its seed."""
+    facts = known[index] if index < len(known) and isinstance(known[index], dict) else {}
+    seed = (facts.get("recipe") or {}).get("seed")
+    file = Path(str(facts.get("checkpoint") or "")).name
+    return f"{index + 1}: {file}" + (f" (seed {seed})" if seed is not None else "")
+
+
+@section
 def figures(page: Page) -> Section | None:
     found = plots.figures(page.summary, minimal_norms(page.runs))
     if not found:
         return None
     body = "".join(
         f'<figure data-figure="{escape(stem)}">{style.svg_text(fig)}<figcaption>{escape(stem)}: the same figure as '
-        f"<code>robeval plot</code> writes ({', '.join(style.FORMATS)}); error bars: 95% bootstrap intervals"
+        f"<code>robeval plot</code> writes ({', '.join(style.FORMATS)}); {escape(style.interval_note(page.summary))}"
         "</figcaption></figure>"
         for stem, fig in found.items()
     )

@@ -1,6 +1,8 @@
-"""Figures from stored runs, in the paper style of :mod:`.style`, 95% bootstrap intervals as error bars:
-:func:`figures` builds every one the runs support (the HTML report inlines their SVG), :func:`make_plots`
-writes them as files.  A figure that would carry no information is not drawn."""
+"""Figures from stored runs, in the paper style of :mod:`.style`, with 95% intervals as error bars (a model
+of several members: for seeds and examples together, its members as dots; one checkpoint: the bootstrap
+over examples; each figure says which: :func:`.style.interval_note`): :func:`figures` builds every one the
+runs support (the HTML report inlines their SVG), :func:`make_plots` writes them as files.  A figure that
+would carry no information is not drawn."""
 
 from __future__ import annotations
 
@@ -45,10 +47,22 @@ def _lower_limit(values: pd.Series) -> float:
     return max(0.0, 10.0 * ((low - 2.0) // 10.0))
 
 
-def _line(ax, x: pd.Series, values: pd.Series, counts: pd.Series, model: str, index: int) -> None:
-    """A model's line with its 95% intervals, in the model's colour, marker and line style."""
-    yerr = style.error_bars(values, counts)
-    ax.errorbar(x, values, yerr=yerr, capsize=2, markersize=4, linewidth=1.2, label=model, **style.model_style(index))
+def _line(ax, x: pd.Series, rows: pd.DataFrame, metric: str, model: str, index: int) -> None:
+    """A model's line with its 95% intervals (:func:`.style.interval_bars`) and, for a model of several
+    members, each member's value as a dot, in the model's colour, marker and line style."""
+    look = style.model_style(index)
+    ax.errorbar(x, rows[metric], yerr=style.interval_bars(rows, metric), capsize=2, markersize=4, linewidth=1.2,
+                label=model, **look)  # fmt: skip
+    _member_dots(ax, list(x), rows, metric, look["color"])
+
+
+def _member_dots(ax, x: list[float], rows: pd.DataFrame, metric: str, color) -> None:
+    """Each member's own value (the summary's ``member_<metric>`` lists) as a small dot at its row's x."""
+    if f"member_{metric}" not in rows:
+        return
+    for position, values in zip(x, rows[f"member_{metric}"]):
+        if isinstance(values, list | tuple) and len(values) > 1:
+            ax.plot([position] * len(values), values, ls="", marker=".", markersize=3, alpha=0.7, color=color)
 
 
 def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list[str]) -> None:
@@ -57,7 +71,7 @@ def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list
         sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
         clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
         sel = pd.concat([clean.assign(eps_value=0.0), sel]) if len(sel) else sel
-        _line(ax, sel["eps_value"] * scale, sel[metric], sel["n"], model, i)
+        _line(ax, sel["eps_value"] * scale, sel, metric, model, i)
     ax.set_title(attack_title(attack))
     ticks = [0.0, *sorted(set(summary["eps_value"]))]
     ax.set_xticks([t * scale for t in ticks], [f"{t * scale:g}" for t in ticks])
@@ -77,6 +91,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     for ax, attack in zip(axes, attacks):
         _eps_panel(ax, summary, attack, metric, models)
     axes[0].set_ylim(_lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric]), 100)  # (shared)
+    style.label_intervals(axes[0], summary)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
     fig.suptitle(marked(f"Robust {top} accuracy vs eps ({protocol})", summary))
     style.legend_below(fig, axes)
@@ -90,10 +105,11 @@ def bars_for_eps(sel: pd.DataFrame):
     fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
         rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
-        values, counts = rows["top1"].astype(float).tolist(), rows["n"].fillna(0).astype(int).tolist()
-        color = style.model_style(i)["color"]
-        ax.bar([j + i * width for j in range(len(attacks))], values, width, label=model, color=color,
-               yerr=style.error_bars(np.nan_to_num(values), counts), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
+        color, x = style.model_style(i)["color"], [j + i * width for j in range(len(attacks))]
+        ax.bar(x, rows["top1"].astype(float).tolist(), width, label=model, color=color,
+               yerr=style.interval_bars(rows, "top1"), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
+        _member_dots(ax, x, rows, "top1", "black")
+    style.label_intervals(ax, sel)
     ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(attacks))])
     ax.set_xticklabels([attack_title(a) for a in attacks], rotation=30, ha="right")
     ax.set_title(marked(f"Top-1 under attack, eps = {eps_label(float(sel['eps_value'].iloc[0]))}", sel))
@@ -122,12 +138,13 @@ def accuracy_vs_severity(summary: pd.DataFrame):
             clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
             if len(clean):
                 mean = pd.concat([clean[["top1", "n"]].assign(severity=0), mean], ignore_index=True)
-            _line(ax, mean["severity"], mean["top1"], mean["n"], model, i)
+            _line(ax, mean["severity"], mean, "top1", model, i)
         members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
         ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
         ax.set_xticks(range(0, 6))
         ax.set_xlabel("severity (0 = clean)")
     axes[0].set_ylabel("top-1 (%)")
+    style.label_intervals(axes[0], summary)
     fig.suptitle(marked("Top-1 accuracy against corruption severity (mean over each family's corruptions)", summary))
     style.legend_below(fig, axes)
     return fig

@@ -83,6 +83,45 @@ def error_bars(values: Any, counts: Any) -> np.ndarray:
                      [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
 
 
+def interval_bars(rows: Any, metric: str) -> np.ndarray:
+    """``yerr`` for a figure's rows: a model of several members the 95% interval of its mean for seeds and
+    examples together (the summary's ``<metric>_low`` / ``_high``: the claim test's two levels), a model of
+    one checkpoint the bootstrap over examples (:func:`binomial_interval`)."""
+    values = rows[metric].astype(float).to_numpy()
+    yerr = error_bars(np.nan_to_num(values), rows["n"].fillna(0).astype(int).tolist())
+    if f"{metric}_low" in rows:
+        low, high = (rows[f"{metric}_{end}"].astype(float).to_numpy() for end in ("low", "high"))
+        two_level = ~np.isnan(low)
+        yerr[0][two_level] = np.maximum(0.0, values - low)[two_level]
+        yerr[1][two_level] = np.maximum(0.0, high - values)[two_level]
+    return yerr
+
+
+def has_members(summary: Any) -> bool:
+    return "members" in summary and bool((summary["members"].fillna(1) > 1).any())
+
+
+def label_intervals(ax, summary: Any) -> None:
+    """A legend entry that says what the figure's error bars cover (an empty grey bar)."""
+    text = (
+        "95%: seeds + examples (dots: members); examples (one checkpoint)"
+        if has_members(summary)
+        else "95% bootstrap over the examples"
+    )
+    ax.errorbar([], [], yerr=[], color="0.4", capsize=2, label=text)
+
+
+def interval_note(summary: Any) -> str:
+    """What a figure's error bars (and dots) cover, as its caption says it."""
+    if not has_members(summary):
+        return "error bars: 95% bootstrap intervals over the examples (each model one checkpoint)"
+    return (
+        "error bars: a model of several members (checkpoints, one per seed): 95% interval of its mean for seeds "
+        "and examples together, as robeval compare's claim test counts them, its members' own values as dots; a "
+        "model of one checkpoint: 95% bootstrap over the examples"
+    )
+
+
 def figure(height: float, panels: int = 1, ylabel: str = ""):
     """A full-width figure of ``panels`` axes side by side (wrapped at 4 per row), in the paper style,
     sharing their y axis (accuracy in percent, 0 to 100; ``ylabel`` at the start of each row)."""

@@ -4,15 +4,17 @@ A model of several members (checkpoints of one training procedure) has one row p
 any other: each figure is first computed per member, from that member's records alone (its ``any`` the
 worst case over its own attacks), then combined over the members (:data:`OVER_MEMBERS`: top-1 and top-5
 their mean).  A run with such a model adds ``members``, the sample standard deviations ``top1_std`` and
-``top5_std`` (n - 1; NaN for one member) and each member's own values, ``member_top1`` and
-``member_top5`` (lists in member order); a run whose models have one member each has the columns it
-always had.
+``top5_std`` (n - 1; NaN for one member), each member's own values, ``member_top1`` and
+``member_top5`` (lists in member order), and the 95% interval of the mean for seeds and examples
+together, ``top1_low`` ... ``top5_high`` (robeval.results.intervals: the claim test's two levels); a run
+whose models have one member each has the columns it always had.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
+from .intervals import member_interval, member_matrix
 from .records import RECORD_COLUMNS, audited_stage
 
 Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
@@ -153,14 +156,18 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
     return {name: frame[name].agg(how) for name, how in OVER_MEMBERS.items()}
 
 
-def member_spread(members: list[dict[str, Any]]) -> dict[str, Any]:
+def member_spread(members: list[dict[str, Any]], records: pd.DataFrame) -> dict[str, Any]:
     """The columns a model of several members adds (the module docstring): how many, the sample std
-    (n - 1: NaN for one member) of their top-1 and top-5 (%), and each one's value."""
+    (n - 1: NaN for one member) of their top-1 and top-5 (%), each one's value, and the 95% interval of
+    the mean for seeds and examples together (``<metric>_low``, ``<metric>_high``: robeval.results.intervals,
+    from ``records``, the unit's records of every member)."""
     out: dict[str, Any] = {"members": len(members)}
-    for metric in ("top1", "top5"):
+    for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):
         values = [100.0 * float(m[metric]) for m in members]
         out[f"{metric}_std"] = round(float(pd.Series(values).std(ddof=1)), 2)
         out[f"member_{metric}"] = [round(v, 2) for v in values]
+        low, high = member_interval(member_matrix(records, column)[0]) if len(members) > 1 else (math.nan,) * 2
+        out[f"{metric}_low"], out[f"{metric}_high"] = round(low, 2), round(high, 2)
     return out
 
 
@@ -178,6 +185,7 @@ def summarize(
         return pd.DataFrame()
     groups = unit_aggregates(full)
     several = any(len(g) > 1 for g in groups.values())
+    units = full.groupby(["model", "eps", "attack"], sort=False) if several else None
     models = dict.fromkeys([*model_order(config["models"]), *records["model"]])
     eps_order = [e if isinstance(e, str) else e["text"] for e in config["eps"]]
     kinds = [CLEAN, *attacks] + ([ANY] if attacks else []) + [c.name for c in run_conditions(config)]
@@ -193,7 +201,7 @@ def summarize(
                 "status": "complete" if done else "partial",
                 "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
                 "batches": "" if attack == ANY else coverage.fraction(model, eps, attack),
-                **(member_spread(members) if several else {}),
+                **(member_spread(members, units.get_group((model, eps, attack))) if units is not None else {}),
             }
         )
     return pd.DataFrame(rows)
