@@ -413,7 +413,8 @@ class Store:
 
     def worker_paths(self) -> list[Path]:
         """The worker files next to the store (``STORE.rank1``, ...), whatever the worker count was."""
-        return sorted(q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isdigit())
+        ranks = (q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isascii())
+        return sorted(q for q in ranks if q.suffix[5:].isdigit())  # as worker_store_path writes them
 
     def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
         """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""

@@ -1,0 +1,86 @@
+"""Errors by class (issue 52, item 8; docs/hardening.md): each class of input a user (or a store from
+someone else) can get wrong answers in one ``error:`` line with exit code 2, no traceback, and leaves
+every file it did not create as it was.  The classes: text that is no number given where one is read; a
+store that can be read but not written given to a writer; text from outside shown in a figure; a read
+command on a store with no run to read; a comparison of a thing with itself."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import robeval
+from tests.conftest import invoke, one_line_error
+
+CODE = """
+from torch import nn
+
+import robeval
+
+
+def build():
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), robeval.ModelConfig(input_size=(1, 8, 8))
+"""
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with the SHA-256 of its bytes (folders as "-")."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "-"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory) -> tuple[Path, str]:
+    """A folder with a model file and a store holding one finished run (its id)."""
+    folder = tmp_path_factory.mktemp("hostile")
+    (folder / "code.py").write_text(CODE)
+    run = robeval.evaluate_full(models=["digits-deit"], n_examples=8, attacks="fgsm", store=folder / "s.sqlite")
+    return folder, str(run.run_id)
+
+
+# -- text that is no number, where a number is read --------------------------------------------------
+
+# Each is refused by every option below: digits of other scripts (which str.isdigit or int accept), empty
+# text and an empty part, a number too long for int(), a negative one and a descending range, hexadecimal,
+# one beyond any float, not a number, a range without its end.
+NOT_NUMBERS = ["²", "٣", "", " ", "1,,2", "9" * 5000, "-3", "5-2", "0x10", "1e400", "nan", "3-"]
+OTHER_DIGITS = [str.maketrans("0123456789", digits) for digits in ("٠١٢٣٤٥٦٧٨٩", "⁰¹²³⁴⁵⁶⁷⁸⁹", "０１２３４５６７８９")]
+
+
+def near_misses(valid: str) -> list[str]:
+    """A valid value written wrongly: in another script's digits, with an empty part."""
+    return [valid.translate(digits) for digits in OTHER_DIGITS] + [f"{valid},", f"{valid},,{valid}"]
+
+
+RUN = ["run", "-n", "8", "--store", "new.sqlite", "-q"]
+EXAMPLES_OUT = ["--store", "s.sqlite", "--out", "new.png"]
+NUMBER_OPTIONS = {  # option -> (its command line with the value, a valid value)
+    "train-demo --seeds": (lambda v: ["train-demo", "-m", "digits-deit", "--out", "new.pth", "--seeds", v], "0-2"),
+    "run --eps": (lambda v: [*RUN, "--attacks", "fgsm", "--eps", v], "1/255"),
+    "run --severities": (lambda v: [*RUN, "--shift", "corruptions", "--severities", v], "1,2"),
+    "run --set (a whole number)": (lambda v: [*RUN, "--attacks", "pgd", "--set", f"pgd.steps={v}"], "3"),
+    "run --set (a decimal)": (lambda v: [*RUN, "--attacks", "pgd", "--set", f"pgd.rel_stepsize={v}"], "0.5"),
+    "run --model-config": (lambda v: [*RUN, "-m", "./code.py:build", "--model-config", f"input_size={v}"], "1,8,8"),
+    "run --n-examples": (lambda v: [*RUN, "--attacks", "fgsm", "--n-examples", v], "8"),
+    "run --seed": (lambda v: [*RUN, "--attacks", "fgsm", "--seed", v], "1"),
+    "run --threads": (lambda v: [*RUN, "--attacks", "fgsm", "--threads", v], "1"),
+    "examples --examples": (lambda v: ["examples", "{run}", "-a", "fgsm", "--examples", v, *EXAMPLES_OUT], "{e}"),
+}
+
+
+@pytest.mark.parametrize("option", NUMBER_OPTIONS)
+def test_text_that_is_no_number_is_refused_in_one_line_by_every_option_that_reads_numbers(place, option):
+    folder, run_id = place
+    command, valid = NUMBER_OPTIONS[option]
+    example = str(robeval.open_run(run_id, folder / "s.sqlite").records["example"].iloc[-1])
+    before, wrong = digest(folder), {}
+    for text in NOT_NUMBERS + near_misses(valid.replace("{e}", example)):
+        result = invoke([a.replace("{run}", run_id) for a in command(text)], folder)
+        if not one_line_error(result):
+            wrong[text[:12]] = (result.returncode, result.stderr[-300:])
+        assert digest(folder) == before, text[:12]  # nothing written, nothing created
+    assert not wrong, wrong
