@@ -7,6 +7,10 @@ command on a store with no run to read; a comparison of a thing with itself."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,3 +88,56 @@ def test_text_that_is_no_number_is_refused_in_one_line_by_every_option_that_read
             wrong[text[:12]] = (result.returncode, result.stderr[-300:])
         assert digest(folder) == before, text[:12]  # nothing written, nothing created
     assert not wrong, wrong
+
+
+# -- a store that can be read but not written, given to a writer -------------------------------------
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    """``chattr +i`` (``on``) or ``-i``: a folder no one may add a file to, root included; whether it took."""
+    return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.fixture(params=["read-only file", "read-only folder"])
+def unwritable_store(request, place, tmp_path) -> Iterator[Path]:
+    """A copy of the place's store that can be read but not written: its file marked read-only (robeval
+    refuses that for root too), or its folder closed to new files (where SQLite makes -wal and -shm):
+    immutable when root (who ignores permission bits), else without write permission."""
+    folder = tmp_path / "media"
+    folder.mkdir()
+    store = folder / "s.sqlite"
+    store.write_bytes((place[0] / "s.sqlite").read_bytes())
+    if request.param == "read-only file":
+        store.chmod(0o444)
+        yield store
+        return
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+    elif shutil.which("chattr") is None or not _immutable(folder, True):
+        pytest.skip("root writes to any folder, and this file system takes no immutable flag (chattr +i)")
+    try:
+        yield store
+    finally:
+        if os.geteuid() == 0:
+            _immutable(folder, False)
+        folder.chmod(0o755)
+
+
+WRITERS = {
+    "run": ["run", "-m", "digits-deit", "-n", "8", "--attacks", "fgsm", "-q"],
+    "reproduce": ["reproduce", "elliptical-tiny-attacks", "-n", "8", "-q"],
+    "check --run-missing": ["check", "--report", "checklist.md", "--run-missing"],
+}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_store_that_can_be_read_but_not_written_is_refused_by_writers_before_any_work(
+    unwritable_store, writer, tmp_path
+):
+    folder = unwritable_store.parent
+    before = digest(folder)
+    assert invoke(["table", "--store", str(unwritable_store)], tmp_path).returncode == 0  # it can be read
+    result = invoke([*WRITERS[writer], "--store", str(unwritable_store)], tmp_path)
+    assert one_line_error(result, f"results store {unwritable_store} cannot be written"), result.stderr
+    assert digest(folder) == before  # no -wal, no -shm, the store's bytes as they were
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["media"]  # no results folder, no checklist
