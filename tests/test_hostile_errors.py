@@ -6,17 +6,25 @@ command on a store with no run to read; a comparison of a thing with itself."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
+import matplotlib
 import pytest
 
 import robeval
-from tests.conftest import invoke, one_line_error
+from robeval.report import plots, style
+from robeval.report.convergence import convergence_figure
+from robeval.report.gallery import gallery
+from robeval.results.runs import convergence_curves, minimal_norms
+from robeval.results.store import Store
+from tests.conftest import FAST_SETTINGS, invoke, one_line_error
 
 CODE = """
 from torch import nn
@@ -141,3 +149,81 @@ def test_a_store_that_can_be_read_but_not_written_is_refused_by_writers_before_a
     assert one_line_error(result, f"results store {unwritable_store} cannot be written"), result.stderr
     assert digest(folder) == before  # no -wal, no -shm, the store's bytes as they were
     assert sorted(p.name for p in tmp_path.iterdir()) == ["media"]  # no results folder, no checklist
+
+
+# -- text from outside shown in a figure -------------------------------------------------------------
+
+# Names as a user may give them or a store from someone else may hold them: mathtext would parse each
+# (and fail on "\x"), TeX all of them.
+MODEL = r"a$\x$_{b}^c"
+ATTACK = r"f$\y$^{2}_"
+PROTOCOL = r"p$\z$%#"
+CLASS = r"$\q$^{}_"
+
+
+@pytest.fixture(scope="module")
+def figure_runs(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A store with a run of every figure's kind (eps curves, bars, minimum norms, convergence) and a shift
+    run (severities), of a model named :data:`MODEL` and digits-deit; ``(folder, run ids)``."""
+    folder = tmp_path_factory.mktemp("figures")
+    (folder / "code.py").write_text(CODE)
+    models, store = [f"{folder / 'code.py'}:build={MODEL}", "digits-deit"], folder / "s.sqlite"
+    settings = {"pgd": {"steps": 3}, "fmn": FAST_SETTINGS["fmn"]}
+    attacked = robeval.evaluate_full(
+        models=models, n_examples=8, eps="4/255,8/255", attacks="fgsm,pgd,fmn", settings=settings, store=store
+    )
+    shifted = robeval.evaluate_full(
+        models=models, n_examples=8, shift="corruptions", corruptions="gaussian_noise", severities="1,2", store=store
+    )
+    return folder, [str(attacked.run_id), str(shifted.run_id)]
+
+
+EVERY_KIND = {"robust_top1_vs_eps", "bars_eps_4_255", "bars_eps_8_255", "robust_top1_vs_min_norm",
+              "accuracy_vs_severity", "robust_top1_vs_iterations"}  # fmt: skip
+
+
+def test_plot_and_report_show_a_model_name_of_math_characters_as_it_is_written(figure_runs):
+    folder, run_ids = figure_runs
+    plotted = invoke(["plot", *run_ids, "--store", "s.sqlite", "--out", "plots"], folder)
+    assert plotted.returncode == 0, plotted.stderr
+    svgs = {p.stem: p.read_text() for p in (folder / "plots").glob("*.svg")}
+    assert set(svgs) >= EVERY_KIND
+    assert [stem for stem, svg in svgs.items() if MODEL not in svg] == []  # in every legend, literally
+    reported = invoke(["report", *run_ids, "--store", "s.sqlite", "--out", "report.html"], folder)
+    assert reported.returncode == 0, reported.stderr
+    assert MODEL in (folder / "report.html").read_text()
+
+
+SHOWN = {  # a figure (its stem up to the eps) -> the outside text it shows: in titles, ticks, legends
+    "robust_top1_vs_eps": [MODEL, ATTACK, PROTOCOL],
+    "robust_top5_vs_eps": [MODEL, ATTACK, PROTOCOL],
+    "bars_eps": [MODEL, ATTACK],
+    "robust_top1_vs_iterations": [MODEL, ATTACK],
+    "*": [MODEL],
+}
+
+
+def test_every_figure_shows_text_from_a_store_literally_in_titles_ticks_and_legends(figure_runs):
+    folder, run_ids = figure_runs
+    run = robeval.open_run(run_ids, folder / "s.sqlite")
+    summary = run.summary.replace({"attack": {"pgd": ATTACK}, "protocol": {run.protocol: PROTOCOL}})
+    with closing(Store(folder / "s.sqlite", read_only=True)) as store:
+        curves = convergence_curves(store, run.runs)
+    drawn = {**plots.figures(summary, minimal_norms(run.runs)),
+             "robust_top1_vs_iterations": convergence_figure(curves.replace({"attack": {"pgd": ATTACK}}))}  # fmt: skip
+    assert set(drawn) >= EVERY_KIND
+    svgs = {stem: style.svg_text(figure) for stem, figure in drawn.items()}
+    missing = {
+        stem: [t for t in SHOWN.get(stem.rstrip("0123456789_"), SHOWN["*"]) if t not in svg]
+        for stem, svg in svgs.items()
+    }
+    assert {stem: texts for stem, texts in missing.items() if texts} == {}
+
+
+def test_the_gallery_shows_model_and_class_names_literally(figure_runs):
+    folder, run_ids = figure_runs
+    shown = gallery(folder / "s.sqlite", run_ids[0], attack="pgd", eps="8/255", max_examples=2)
+    shown = dataclasses.replace(shown, class_name={i: f"{CLASS}{i}" for i in range(10)})
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, to be read back
+        svg = shown.svg()
+    assert MODEL in svg and CLASS in svg
