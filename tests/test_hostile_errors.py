@@ -19,6 +19,7 @@ import matplotlib
 import pytest
 
 import robeval
+from robeval.errors import UserError
 from robeval.report import plots, style
 from robeval.report.convergence import convergence_figure
 from robeval.report.gallery import gallery
@@ -227,3 +228,31 @@ def test_the_gallery_shows_model_and_class_names_literally(figure_runs):
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, to be read back
         svg = shown.svg()
     assert MODEL in svg and CLASS in svg
+
+
+# -- a comparison of a thing with itself -------------------------------------------------------------
+
+ITSELF = [  # one model of one run on both sides, in each spelling; one run named twice
+    (["compare", "digits-deit", "digits-deit"], "the same model of the same run"),
+    (["compare", "{run}:digits-deit", "digits-deit"], "the same model of the same run"),
+    (["compare", "digits-deit", "{run}:digits-deit"], "the same model of the same run"),
+    (["compare", "{run}:digits-deit", "{run}:digits-deit", "-f", "csv"], "the same model of the same run"),
+    (["table", "{run}", "{run}"], "is named twice"),
+    (["plot", "{run}", "{run}", "--out", "plots"], "is named twice"),
+    (["report", "{run}", "{run}", "--out", "report.html"], "is named twice"),
+]
+
+
+@pytest.mark.parametrize("args, words", ITSELF, ids=[" ".join(a) for a, _ in ITSELF])
+def test_a_comparison_of_a_model_or_run_with_itself_is_refused(place, args, words):
+    folder, run_id = place
+    before = digest(folder)
+    result = invoke([*(a.replace("{run}", run_id) for a in args), "--store", "s.sqlite"], folder)
+    assert one_line_error(result, words), result.stderr
+    assert digest(folder) == before
+
+
+def test_open_run_refuses_to_compare_a_model_with_itself(place):
+    folder, run_id = place
+    with pytest.raises(UserError, match="the same model of the same run"):
+        robeval.open_run(run_id, folder / "s.sqlite").compare("digits-deit", f"{run_id}:digits-deit")
