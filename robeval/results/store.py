@@ -202,9 +202,9 @@ def check_writable_store(path: Path) -> None:
     check_is_store(path, reading=False)
     refused = _write_refusal(path)
     if refused is not None:
+        what = f"results store {path} cannot be written" if path.exists() else f"cannot create results store {path}"
         raise UserError(
-            f"results store {path} cannot be written: {refused}; a command that stores runs needs a store it can "
-            "write (give another --store)"
+            f"{what}: {refused}; a command that stores runs needs a store it can write (give another --store)"
         )
 
 
