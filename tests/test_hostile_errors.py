@@ -230,6 +230,68 @@ def test_the_gallery_shows_model_and_class_names_literally(figure_runs):
     assert MODEL in svg and CLASS in svg
 
 
+# -- a read command on a store with no run to read --------------------------------------------------
+
+CONFIG = {"models": ["digits-deit", "digits-deit-elliptical"], "eps": ["8/255"], "attacks": ["fgsm"]}
+ABSENT = "20260101-000000-abcdef"  # a run id no store here has
+
+
+@pytest.fixture(scope="module")
+def runless(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """Stores without a run to read: a fresh one, one whose only run failed storing nothing, one whose only
+    run is running (its process gone) with nothing stored; ``(folder, {store: the id of its run})``."""
+    folder = tmp_path_factory.mktemp("runless")
+    ids = {}
+    for name, status in (("fresh", None), ("failed", "failed"), ("running", "running")):
+        with closing(Store(folder / f"{name}.sqlite")) as store:
+            ids[name] = ABSENT if status is None else store.create_run(CONFIG, {}, "standard")
+            if status is not None:
+                store.update_run(ids[name], status=status, holder=None)
+    return folder, ids
+
+
+READERS = [
+    ["table"], ["table", "{run}"], ["check"], ["check", "{run}"], ["check", "--report", "checklist.md"],
+    ["compare", "digits-deit", "digits-deit-elliptical"], ["compare", "{run}:digits-deit", "{run}:digits-deit-elliptical"],
+    ["plot", "--out", "plots"], ["plot", "{run}", "--out", "plots"], ["report", "--out", "report.html"],
+    ["report", "{run}", "--out", "report.html"], ["examples", "{run}", "-a", "fgsm", "--out", "examples.png"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("store", ["fresh", "failed", "running"])
+def test_every_read_command_on_a_store_without_a_run_to_read_answers_in_one_line(runless, store):
+    folder, ids = runless
+    before, wrong = digest(folder), {}
+    for args in READERS:
+        result = invoke([*(a.replace("{run}", ids[store]) for a in args), "--store", f"{store}.sqlite"], folder)
+        if not one_line_error(result):
+            wrong[" ".join(args)] = (result.returncode, result.stderr[-300:])
+    assert not wrong, wrong
+    listed = invoke(["runs", "--store", f"{store}.sqlite"], folder)  # an empty listing is an answer
+    assert listed.returncode == 0 and not listed.stderr.strip(), listed.stderr
+    assert ("no runs in" in listed.stdout) != (ids[store] in listed.stdout), listed.stdout  # none, or the run
+    assert digest(folder) == before
+
+
+FAILING_AFTER_THE_RUN_IS_FOUND = [  # the run taken is found, then the command fails: its note is no second line
+    ["table", "--attacks", "pgd", "--store", "s.sqlite"],
+    ["table", "--name", "absent=X", "--store", "s.sqlite"],
+    ["report", "--baseline", "absent", "--out", "report.html", "--store", "s.sqlite"],
+    ["check", "--report", "checklist.md", "--run-missing", "--store", "read-only.sqlite"],
+]
+
+
+@pytest.mark.parametrize("args", FAILING_AFTER_THE_RUN_IS_FOUND, ids=" ".join)
+def test_a_read_command_that_fails_says_its_error_alone(place, args, tmp_path):
+    for name in ("s.sqlite", "read-only.sqlite"):
+        (tmp_path / name).write_bytes((place[0] / "s.sqlite").read_bytes())
+    (tmp_path / "read-only.sqlite").chmod(0o444)
+    before = digest(tmp_path)
+    result = invoke(args, tmp_path)
+    assert one_line_error(result), result.stderr
+    assert digest(tmp_path) == before
+
+
 # -- a comparison of a thing with itself -------------------------------------------------------------
 
 ITSELF = [  # one model of one run on both sides, in each spelling; one run named twice
