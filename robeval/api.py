@@ -18,6 +18,7 @@ from typing import Any, ParamSpec
 import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
+from .atomic_files import nearest_folder
 from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
 from .errors import UserError
 from .evaluation.config import make_config
@@ -29,7 +30,7 @@ from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
 from .options import EvalConfig, newest_matching
-from .results.store import IN_MEMORY, Store, existing_store, worker_store_path
+from .results.store import IN_MEMORY, Store, check_writable_store, existing_store, worker_store_path
 from .results.stored_run import StoredRun
 from .results_api import Run, made_run, progress_reporter
 
@@ -103,6 +104,8 @@ def evaluate_full(
         from .threads import set_threads
 
         set_threads(config.threads)
+    if isinstance(store, (str, Path)) and str(store) != IN_MEMORY:
+        check_writable_store(Path(store))  # before any work: a store it cannot write is refused now
     joined, ctx = ctx is None, ctx or init_from_env(config.device)
     try:
         plan, examples = prepare(config, given)
@@ -188,10 +191,7 @@ def _check_out(out: str | Path, resume: str | None) -> None:
         check_out_dir(Path(out), resume)
         return
     parts = Path(out).parts
-    folder = Path(*parts[: next(i for i, part in enumerate(parts) if RUN_ID_FIELD in part)] or ("."))
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    prepare_out_dir(folder)
+    prepare_out_dir(nearest_folder(Path(*parts[: next(i for i, part in enumerate(parts) if RUN_ID_FIELD in part)])))
 
 
 def reproduce(name: str, **options: Any):

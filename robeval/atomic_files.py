@@ -7,6 +7,7 @@ An OS error (a full disk, a read-only folder) is a one-line :class:`~robeval.err
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,3 +41,24 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
         else:
             tmp.write_text(data, encoding="utf-8")
     return Path(path)
+
+
+def folder_refusal(folder: Path) -> str | None:
+    """Why no file can be created in ``folder`` (the system's words), or None: shown by creating and
+    removing a probe file, since a read-only or pseudo file system passes ``os.access`` and an immutable
+    folder refuses even root."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".robeval-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def nearest_folder(folder: Path) -> Path:
+    """``folder``, or the nearest one above it that exists: where a missing one would be made, checked
+    instead of making it before any work (a command that fails then leaves no empty folder behind)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import UserError, closest
+from .numbers import INT64_MAX, decimal_number, whole_number
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ SETTING_LIMITS: dict[str, Limit] = {
     "restart_radius": POSITIVE,
 }
 
-KIND_WORDS = {bool: "true or false", int: "a whole number", float: "a number"}
+KIND_WORDS = {bool: "true or false", int: f"a whole number (at most {INT64_MAX})", float: "a number"}
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -86,17 +87,15 @@ def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
         if text in TRUE_WORDS + FALSE_WORDS:
             return text in TRUE_WORDS
     elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if text.lstrip("+-").isdigit():
-            return int(text)
+        number = value if isinstance(value, int) and not isinstance(value, bool) else whole_number(text)
+        if number is not None and abs(number) <= INT64_MAX:  # what torch and the store hold
+            return number
     elif kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        try:
-            return float(text)
-        except ValueError:
-            pass
+        decimal = decimal_number(text)
+        if decimal is not None:
+            return decimal
     else:
         return str(value)
     raise UserError(f"{attack}.{key} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}")

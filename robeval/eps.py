@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import UserError
+from .numbers import decimal_number
 
 NORMS = ("Linf", "L2")
 SAME_BUDGET = 1e-9  # two budgets closer than this are one (8/255 and 0.0313725490196)
@@ -24,10 +25,10 @@ class Eps:
 
 
 def _parse_number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"invalid eps {text!r}: expected N/255, a decimal, or a comma list") from None
+    number = decimal_number(text)
+    if number is None:
+        raise UserError(f"invalid eps {text!r}: expected N/255, a decimal, or a comma list")
+    return number
 
 
 def parse_one(text: str, norm: str = "Linf") -> Eps:

@@ -9,11 +9,14 @@ field).  Torch-free: the command line parses ``--model-config`` before torch loa
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .errors import UserError
+from .numbers import decimal_number
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 PIXELS_AS_GIVEN = "takes [0,1] pixels"  # a user's module without mean/std: it normalises inside, if at all
@@ -84,16 +87,23 @@ FIELD_NAMES = tuple(f.name for f in fields(ModelConfig))
 
 
 def _numbers(value: Any, cast: Callable[[Any], Any]) -> tuple:
-    if isinstance(value, str):
-        parts = [p for p in value.replace("x", ",").replace(" ", ",").split(",") if p]
-    else:
-        parts = list(value)
+    """Numbers from ``"1,8,8"``, ``"1x8x8"``, ``"1, 8, 8"`` or ``"1 8 8"`` (an empty part, ``"1,,8"``, is
+    none), or from a sequence."""
+    parts = re.split(r"\s*[,x]\s*|\s+", value.strip()) if isinstance(value, str) else list(value)
     return tuple(cast(p) for p in parts)
 
 
+def _number(value: Any) -> float:
+    """A finite number: text in robeval.numbers' grammar (``"0.5"``, not ``"٠.٥"``), or a number from Python."""
+    number = decimal_number(value) if isinstance(value, str) else float(value)
+    if number is None or not math.isfinite(number):
+        raise ValueError(value)
+    return number
+
+
 def _whole(value: Any) -> int:
-    number = float(value)
-    if number != int(number):
+    number = _number(value)
+    if not number.is_integer():
         raise ValueError(value)
     return int(number)
 
@@ -106,10 +116,10 @@ FIELD_RULES: dict[str, tuple[Any, Any, str]] = {
         "three positive whole numbers C,H,W",
     ),
     "num_classes": (_whole, lambda v: v >= 1, "a positive whole number"),
-    "mean": (lambda v: _numbers(v, float), lambda v: len(v) > 0, "one number per channel"),
-    "std": (lambda v: _numbers(v, float), lambda v: len(v) > 0 and min(v) > 0, "one positive number per channel"),
+    "mean": (lambda v: _numbers(v, _number), lambda v: len(v) > 0, "one number per channel"),
+    "std": (lambda v: _numbers(v, _number), lambda v: len(v) > 0 and min(v) > 0, "one positive number per channel"),
     "interpolation": (str, lambda v: bool(v), "a resize mode (bicubic, bilinear, nearest)"),
-    "crop_pct": (float, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
+    "crop_pct": (_number, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
 }
 
 
@@ -118,7 +128,7 @@ def parse_field(name: str, value: Any) -> Any:
     read, valid, words = FIELD_RULES[name]
     try:
         parsed = read(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a Python int beyond any float
         parsed = None
     if parsed is None or not valid(parsed):
         raise UserError(f"model config {name}={value!r}: {name} is {words}")

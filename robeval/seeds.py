@@ -9,8 +9,9 @@ import hashlib
 from typing import Any
 
 from .errors import UserError
+from .numbers import INT64_MAX, whole_number
 
-MAX_SEED = 2**63 - 1  # torch.manual_seed and SQLite's INTEGER both hold a signed 64-bit value
+MAX_SEED = INT64_MAX  # torch.manual_seed and SQLite's INTEGER both hold a signed 64-bit value
 
 
 def check_seed(seed: int) -> int:
@@ -36,9 +37,9 @@ def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
     seeds: list[int] = []
     for part in (p.strip() for p in str(text).split(",")):
         first, dash, last = part.partition("-")
-        if not (first.isdigit() and (last.isdigit() if dash else True)):
+        low, high = whole_number(first), whole_number(last) if dash else whole_number(first)
+        if low is None or high is None:
             raise UserError(f"{option} {text!r}: {part!r} is not a seed or a range; write {SEEDS_SYNTAX}")
-        low, high = int(first), int(last) if dash else int(first)
         if high < low or high - low >= MAX_SEEDS or len(seeds) + high - low >= MAX_SEEDS:
             raise UserError(f"{option} {text!r}: {part!r} is an empty or too long range (at most {MAX_SEEDS} seeds)")
         seeds += [check_seed(s) for s in range(low, high + 1)]

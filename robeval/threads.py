@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .machine import child_pids
+from .numbers import whole_number
 
 LOOK_EVERY_SECONDS = 0.25  # how often the governor reads the load between units of work
 
@@ -133,5 +134,6 @@ def threads_from_argv(argv: list[str]) -> int | None:
         if arg.startswith("--threads="):
             value = arg.split("=", 1)[1]
         if value is not None:
-            return int(value) if value.isdigit() and int(value) > 0 else None
+            number = whole_number(value)  # (the command judges the text itself later, in one line)
+            return number if number is not None and number > 0 else None
     return None

@@ -34,6 +34,7 @@ def report_cmd(
     from ..results_api import check_report_out
 
     check_report_out(out, gallery_size)  # before the store is read
-    written = opened(list(run_ids or []), store).report(out, gallery_attack, gallery_size, baseline, code or [])
+    with opened(list(run_ids or []), store) as run:
+        written = run.report(out, gallery_attack, gallery_size, baseline, code or [])
     size = written.stat().st_size / 1024
     console.print(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)", markup=False)

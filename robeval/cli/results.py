@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -16,6 +18,8 @@ from ..report.escaping import TerminalConsole
 from .app import app, console, emit
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..results_api import Run
 
 NAMED_CODE_HELP = (
@@ -24,16 +28,19 @@ NAMED_CODE_HELP = (
 )
 
 
-def opened(run_ids: list[str], store: Path, say: bool = True) -> Run:
-    """``robeval.open_run`` of the named runs (none: the newest finished one), its notes on stderr
-    (``say``: whether they are news to the command's reader)."""
+@contextmanager
+def opened(run_ids: list[str], store: Path, say: bool = True) -> Iterator[Run]:
+    """``robeval.open_run`` of the named runs (none: the newest finished one) for the block that computes
+    the command's answer; its notes (which run was taken, runs not finished) on stderr once the block has
+    it, so that a command that fails says one line, its error (``say``: whether they are news to the
+    command's reader)."""
     from ..results_api import open_run
 
     run = open_run(run_ids or None, store)
+    yield run
     err = TerminalConsole(stderr=True)
     for note in run.notes if say else []:
         err.print(note, markup=False, highlight=False, soft_wrap=True)
-    return run
 
 
 @app.command("check")
@@ -56,17 +63,20 @@ def check_cmd(
     (--report: every check's finding, the checklist document)."""
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
+    if run_missing:
+        from ..results.store import check_writable_store
+
+        check_writable_store(store)  # it stores the evidence run there: refused before anything is made
     if report is not None:
         from ..report.files import check_out_file
 
         check_out_file(report)  # before --run-missing spends minutes
-    run = opened([run_id] if run_id else [], store)
-    if report is None:
-        emit(str(run.check()), None)
+    with opened([run_id] if run_id else [], store) as run:
+        found = run.check() if report is None else None
+        written = None if report is None else run.checklist(report, run_missing, progress=True, code=code or [])
+    if written is None:
+        emit(str(found), None)
         return
-    written = run.checklist(
-        report, run_missing, progress=True, code=code or []
-    )  # the findings with the evidence it made
     emit(str(written.checked), None)
     if written.evidence_run is not None:
         console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
@@ -79,7 +89,7 @@ def runs_cmd(
     all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing."),
 ) -> None:
     """List stored runs with status, progress (finished/total units) and age."""
-    from ..results.store import Store, existing_store
+    from ..results.store import existing_store
 
     with existing_store(store) as db:  # read-only: a path that is no store is refused, nothing is written
         df = db.runs()
@@ -88,22 +98,27 @@ def runs_cmd(
     if hidden:
         df = df[~empty_failed]
     note = f" ({hidden} failed runs that stored nothing hidden; --all lists them)" if hidden else ""
-    table = Table(title=f"runs in {store}{note}")
+    if df.empty:  # an empty listing is an answer, said plainly (exit code 0: the store was read)
+        console.print(f"no runs in {store}{note}", markup=False, soft_wrap=True)
+        return
+    console.print(runs_table(df, f"runs in {store}{note}"))
+
+
+def runs_table(df: pd.DataFrame, title: str) -> Table:
+    """The runs of ``df`` (:meth:`robeval.results.store.Store.runs`), a row each."""
+    from ..results.store import Store
+
+    table = Table(title=title)
     for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
         table.add_column(col)
     for r in df.itertuples():
         cfg = json.loads(r.config)
+        models, eps, attacks = ([str(v) for v in cfg.get(key) or []] for key in ("models", "eps", "attacks"))
         table.add_row(
-            r.id,
-            Store.shown_status(r.status, r.holder),
-            f"{r.done_units}/{r.total_units}",
-            age(r.created),
-            r.protocol,
-            ", ".join(cfg["models"]),
-            ",".join(cfg["eps"]),
-            ",".join(cfg["attacks"]),
-        )
-    console.print(table)
+            r.id, Store.shown_status(r.status, r.holder), f"{r.done_units}/{r.total_units}", age(r.created), r.protocol,
+            ", ".join(models), ",".join(eps), ",".join(attacks),
+        )  # fmt: skip
+    return table
 
 
 def age(created: str) -> str:
@@ -159,9 +174,8 @@ def table_cmd(
     checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read
     if out is not None:
         check_out_file(out)  # before the store is read
-    table = opened(list(run_ids or []), store).table(
-        format, top1_only=top1_only, attacks=attacks, names=name, bold=bold
-    )
+    with opened(list(run_ids or []), store) as run:
+        table = run.table(format, top1_only=top1_only, attacks=attacks, names=name, bold=bold)
     emit(table, out)
     if FORMATS[format].note:
         TerminalConsole(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
@@ -188,7 +202,9 @@ def compare_cmd(
     from ..results_api import runs_named
 
     FORMATS.require(format)  # a bad format is refused before the store is read
-    emit(opened(runs_named(a, b), store, say=False).compare(a, b, seed).render(format), out)
+    with opened(runs_named(a, b), store, say=False) as run:
+        compared = run.compare(a, b, seed).render(format)
+    emit(compared, out)
 
 
 @app.command("plot")
@@ -200,7 +216,8 @@ def plot_cmd(
     """Plot robust accuracy against eps (panel per attack), a bar chart per eps, the minimum-norm curve
     (with --attacks fmn or fab-mn), accuracy against corruption severity (with --shift) and robust
     accuracy against each attack's iterations or queries (its convergence)."""
-    paths = opened(list(run_ids or []), store).plot(out)
+    with opened(list(run_ids or []), store) as run:
+        paths = run.plot(out)
     console.print(
         f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths), markup=False, soft_wrap=True
     )

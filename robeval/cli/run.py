@@ -101,9 +101,12 @@ app.command("run")(run)
 
 
 def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None:
-    """What comes before the run: local workers (--nproc), the --trust-checkpoint warning, SIGTERM handling."""
+    """What comes before the run: the store shown writable, local workers (--nproc), the --trust-checkpoint
+    warning, SIGTERM handling."""
     from ..evaluation.distributed import launched_by_torchrun
+    from ..results.store import check_writable_store
 
+    check_writable_store(store)  # before any worker starts
     if nproc > 1 and not launched_by_torchrun():
         raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
     if trust_checkpoint:

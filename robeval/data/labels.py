@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..json_input import MAX_BYTES, load_json
+from ..numbers import whole_number
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,9 @@ def read_class_map(path: str | Path) -> dict[str, int]:
 
 
 def _index(value: object, path: Path, folder: object) -> int:
-    try:
-        index = int(str(value))
-    except ValueError:
-        raise UserError(f"class map {path}: the index of {folder!r} is not a whole number ({value!r})") from None
+    index = value if isinstance(value, int) and not isinstance(value, bool) else whole_number(str(value).strip())
+    if index is None:
+        raise UserError(f"class map {path}: the index of {folder!r} is not a whole number ({value!r})")
     if index < 0:
         raise UserError(f"class map {path}: the index of {folder!r} is negative ({index})")
     return index

@@ -187,7 +187,7 @@ def _user_forms(values: dict[str, Any]) -> dict[str, Any]:
     return dict(
         models=models,
         references={**(values.get("references") or {}), **references},
-        eps=parse_eps_list(values.get("eps") or DEFAULT_EPS, values.get("norm", "Linf")),
+        eps=parse_eps_list(DEFAULT_EPS if values.get("eps") is None else values["eps"], values.get("norm", "Linf")),
         attacks=attacks,
         settings=_settings(values, attacks),
         subset=list(subset) if isinstance(subset, list) else resolve_subset(subset, values.get("subset_file")),

@@ -38,6 +38,7 @@ def _panel(ax, curves: pd.DataFrame, attack: str, eps: str, models: list[str], t
     ax.set_xlabel(f"{rows['axis'].iloc[0]} ({rows['setting'].iloc[0]})")
 
 
+@style.drawn
 def convergence_figure(curves: pd.DataFrame):
     """Robust top-1 (%) against iterations or queries; None when ``curves`` is empty."""
     if curves.empty:

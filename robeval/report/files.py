@@ -4,12 +4,10 @@ robeval.atomic_files), and the checks that an output file or folder can be writt
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..atomic_files import atomic_write
+from ..atomic_files import atomic_write, folder_refusal
 from ..errors import UserError
 from .escaping import markdown_line
 from .paper import render
@@ -32,12 +30,9 @@ def prepare_out_dir(out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create output folder {out}: {exc.strerror}") from None
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".robeval-probe-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"output folder {out} is not writable: {exc.strerror}") from None
+    refused = folder_refusal(out)
+    if refused is not None:
+        raise UserError(f"output folder {out} is not writable: {refused}")
     return out
 
 

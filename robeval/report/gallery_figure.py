@@ -17,12 +17,14 @@ from ..data.labels import LabelSpace, imagenet_wnids  # noqa: E402
 from ..evaluation.regenerate import Crafted  # noqa: E402
 from ..results.recrafting import Recrafted  # noqa: E402
 from .naming import attack_title  # noqa: E402
+from .style import LITERAL_TEXT  # noqa: E402
 
 PANEL = 1.3  # inches per image panel
 TITLE_ROOM = 0.45  # inches above each panel for its two title lines
 MIN_WIDTH = 5.0  # inches: room for the figure's title when one model is drawn
 RIGHT, WRONG = "#1b7f3b", "#c0262d"
 NAME_CHARS = 18  # class names longer than this are cut (ImageNet's run long)
+RC = {**LITERAL_TEXT, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 10}
 
 
 def class_names(space: LabelSpace) -> dict[int, str]:
@@ -47,7 +49,7 @@ def draw(gallery: Recrafted, names: dict[int, str]):
     plan, examples = gallery.plan, gallery.examples
     rows, columns = len(examples), 3 * len(plan.models)
     sep = "\n" if len(plan.models) == 1 else "; "  # one model's figure is narrow: the title takes three lines
-    with plt.rc_context({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 10}):
+    with plt.rc_context(RC):  # type: ignore[arg-type]  # its texts literal: model, class and attack names, the run id
         size = (max(PANEL * columns + 0.4, MIN_WIDTH), (PANEL + TITLE_ROOM) * rows + 0.8)
         fig = plt.figure(figsize=size, layout="constrained", dpi=100)
         fig.suptitle(

@@ -78,6 +78,7 @@ def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list
     ax.set_xlabel("eps (x/255, 0 = clean)" if scale == 255.0 else "eps (L2, 0 = clean)")
 
 
+@style.drawn
 def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     """One panel per attack whose values vary, a line per model from its clean accuracy at eps = 0;
     None for a single-eps run (a curve of one point is no curve)."""
@@ -98,6 +99,7 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     return fig
 
 
+@style.drawn
 def bars_for_eps(sel: pd.DataFrame):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
     attacks, models = ordered_attacks(sel), _models(sel)
@@ -124,6 +126,7 @@ def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(corruption=parsed.map(lambda p: p[0]), severity=parsed.map(lambda p: p[1]))
 
 
+@style.drawn
 def accuracy_vs_severity(summary: pd.DataFrame):
     """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
     family's corruptions run), from the model's clean accuracy at severity 0."""
@@ -150,6 +153,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
     return fig
 
 
+@style.drawn
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
     run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""

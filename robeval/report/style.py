@@ -1,15 +1,17 @@
 """How robeval's figures look, in one place: sized and lettered for a two-column paper (full text
 width, 8 pt text: it reads at print size), a distinct colour, marker and line style per model
 (distinct for 20 models), legends outside the axes, binomial-bootstrap confidence intervals, and the
-files written (PNG at 200 dpi, SVG, PDF for LaTeX).
+files written (PNG at 200 dpi, SVG, PDF for LaTeX).  Text is shown as written (:data:`LITERAL_TEXT`).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import matplotlib
 
@@ -25,7 +27,16 @@ PNG_DPI = 200
 FORMATS = ("png", "svg", "pdf")
 INTERVAL_LEVEL = 0.95
 
+# Figure text is shown as it is written, never parsed: model names, labels, attack names, eps, run ids,
+# data and class names come from users and from stores, and matplotlib would read "$...$" in them as
+# mathtext (failing on "$\x$") or all of it as TeX.  Escaping each "$" instead would hold only while
+# mathtext is on and TeX off (a matplotlibrc may change either) and only where every caller escapes;
+# robeval's own figure text needs no math (it writes "L∞" as a character).  matplotlib reads these when a
+# text is made, so a figure is built in the style (:func:`drawn`), not only saved in it.
+LITERAL_TEXT: dict[str, Any] = {"text.parse_math": False, "text.usetex": False}
+
 RC: dict[str, Any] = {
+    **LITERAL_TEXT,
     "font.size": FONT_SIZE,
     "axes.titlesize": FONT_SIZE + 1,
     "axes.labelsize": FONT_SIZE,
@@ -50,6 +61,22 @@ LINESTYLES = ("-", "--", "-.", ":")
 def paper_style():
     """A context in which matplotlib draws with :data:`RC`."""
     return plt.rc_context(RC)  # type: ignore[arg-type]  # matplotlib types the keys as a Literal union
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def drawn(build: Callable[P, T]) -> Callable[P, T]:
+    """A figure builder that makes its figure in the paper style, so that every text in it is literal
+    (:data:`LITERAL_TEXT`); every builder of robeval's figures is one."""
+
+    @functools.wraps(build)
+    def in_style(*args: P.args, **kwargs: P.kwargs) -> T:
+        with paper_style():
+            return build(*args, **kwargs)
+
+    return in_style
 
 
 def model_style(index: int) -> dict[str, Any]:

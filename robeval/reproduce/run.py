@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..atomic_files import nearest_folder
 from ..errors import UserError
 from ..evaluation.config import member_paths
 from ..report.files import prepare_out_dir
@@ -51,8 +52,9 @@ def reproduce(
     digits = _digits_version(table, data, data_for or {})
     resolved = resolve_checkpoints(table, digits, checkpoints or {})
     check_members(table, digits, resolved)
-    if out is not None:
-        prepare_out_dir(Path(str(out).partition(RUN_ID_FIELD)[0] or "."))  # writable, before any work
+    if out is not None:  # writable before any work; a folder named after the run is made once it is known
+        head, field, _ = str(out).partition(RUN_ID_FIELD)
+        prepare_out_dir(nearest_folder(Path(head)) if field else Path(out))
     request = Request(
         table, digits, evaluate, None if out is None else str(out), resolved, protocol, eps, data, data_for or {},
         run_options,

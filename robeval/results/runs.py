@@ -39,6 +39,9 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
         newest = list(parent)[-1]
         newest = parent[newest] or newest  # a run made for another's checklist stands for that run
         run_ids = [newest, *[r for r, p in parent.items() if p == newest]]
+    twice = next((r for r in run_ids if run_ids.count(r) > 1), None)
+    if twice is not None:  # its models would be shown beside themselves as if they were others
+        raise UserError(f"run {twice} is named twice; name each run once")
     return [load_run(store, r) for r in run_ids]
 
 

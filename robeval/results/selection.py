@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import UserError
+from ..numbers import whole_number
 
 # A condition's word -> which of a model's records (under one attack and eps, indexed by example) satisfy it.
 CONDITIONS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
@@ -87,15 +88,15 @@ def select_examples(
 
 
 def _explicit(text: str, rows: dict[str, pd.DataFrame]) -> list[int]:
-    try:
-        wanted = [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise UserError(f"--examples {text!r}: give example indices separated by commas (3,17,42)") from None
+    parsed = [whole_number(p.strip()) for p in text.split(",")]
+    wanted = [e for e in parsed if e is not None]
+    if len(wanted) < len(parsed):  # a part that is no whole number, an empty one included
+        raise UserError(f"--examples {text!r}: give example indices separated by commas (3,17,42)")
     have = set(next(iter(rows.values())).index)
     missing = [e for e in wanted if e not in have]
-    if missing or not wanted:
+    if missing:
         shown = ", ".join(map(str, sorted(have)[:10])) + (", ..." if len(have) > 10 else "")
-        raise UserError(f"--examples: example {missing[0] if missing else text!r} is not among the run's ({shown})")
+        raise UserError(f"--examples: example {missing[0]} is not among the run's ({shown})")
     return list(dict.fromkeys(wanted))
 
 

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from ..atomic_files import folder_refusal, nearest_folder
 from ..attack_settings import read_stored_settings
 from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, StoreWarning, UserError
@@ -201,6 +202,43 @@ def check_is_store(path: Path, reading: bool) -> None:
         raise UserError(f"results store {path} holds no runs table: not a robeval results store")
 
 
+def check_writable_store(path: Path) -> None:
+    """A store a writer may use (:func:`check_is_store`) and can write, refused before any work when it
+    cannot: a writer opening it would fail at its first write, after minutes, with the ``-wal``/``-shm``
+    journal files SQLite made beside it left behind."""
+    check_is_store(path, reading=False)
+    refused = _write_refusal(path)
+    if refused is not None:
+        what = f"results store {path} cannot be written" if path.exists() else f"cannot create results store {path}"
+        raise UserError(
+            f"{what}: {refused}; a command that stores runs needs a store it can write (give another --store)"
+        )
+
+
+def _write_refusal(path: Path) -> str | None:
+    """Why the store at ``path``, its journal files or its folder cannot be written (None: they can)."""
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        refused = _file_refusal(file) if file.exists() else None
+        if refused is not None:
+            return refused
+    folder = nearest_folder(path.parent)
+    refused = folder_refusal(folder)
+    return None if refused is None else f"its folder {folder} takes no new file ({refused}); SQLite writes beside it"
+
+
+def _file_refusal(file: Path) -> str | None:
+    """Why ``file`` cannot be written: marked read-only (no write permission: refused for root too, who
+    could write it anyway, as its owner meant it to stay as it is), or not to be opened for writing (a
+    read-only file system, an immutable file, another user's); None when it can."""
+    if not file.stat().st_mode & 0o222:
+        return f"{file.name} is read-only (no write permission)"
+    try:
+        os.close(os.open(file, os.O_RDWR))
+    except OSError as exc:
+        return f"{file.name} cannot be opened for writing ({exc.strerror})"
+    return None
+
+
 def read_stored_json(text: str) -> dict[str, Any]:
     """A run's stored configuration or description, its attack settings in today's meaning
     (:func:`robeval.attack_settings.read_stored_settings`): every reader of a run's settings reads them here."""
@@ -252,8 +290,10 @@ class Store:
         self.read_only = read_only
         self.holder: dict[str, Any] | None = None  # this process, while it evaluates a run of the store
         memory = str(path) == IN_MEMORY
-        if not memory:
-            check_is_store(self.path, reading=read_only)
+        if read_only and not memory:
+            check_is_store(self.path, reading=True)
+        elif not memory:
+            check_writable_store(self.path)  # a writer's: also that it can write
         try:
             if read_only and not memory:
                 self._open_reading()
@@ -481,7 +521,8 @@ class Store:
 
     def worker_paths(self) -> list[Path]:
         """The worker files next to the store (``STORE.rank1``, ...), whatever the worker count was."""
-        return sorted(q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isdigit())
+        ranks = (q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isascii())
+        return sorted(q for q in ranks if q.suffix[5:].isdigit())  # as worker_store_path writes them
 
     def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
         """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""

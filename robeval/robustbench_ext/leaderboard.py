@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..json_input import load_json
+from ..numbers import decimal_number
 from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
 # The fields of a Linf / L2 entry, in RobustBench's order.
@@ -76,10 +77,11 @@ def published_accuracy(info: dict[str, Any], metric: str) -> float | None:
     for key in PUBLISHED_ACCURACIES[metric]:
         value = info.get(key)
         if value not in (None, ""):
-            try:
-                return float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"model-info field {key!r} holds {value!r}, not a percentage") from None
+            number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            number = decimal_number(value) if isinstance(value, str) else number
+            if number is None:
+                raise UserError(f"model-info field {key!r} holds {value!r}, not a percentage")
+            return float(number)
     return None
 
 

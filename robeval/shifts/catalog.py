@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from ..errors import UserError, closest
+from ..numbers import whole_number
 from ..registry import Registry
 
 SEVERITIES = (1, 2, 3, 4, 5)  # every benchmark here has five
@@ -179,10 +180,9 @@ def parse_severities(text: str | list[int] | None) -> list[int]:
     items = [t.strip() for t in str(text).split(",")] if isinstance(text, str) else list(text or SEVERITIES)
     out: list[int] = []
     for item in items:
-        try:
-            value = int(item)
-        except ValueError:
-            raise UserError(f"severity {item!r} is not a whole number from 1 to 5") from None
+        value = whole_number(str(item))
+        if value is None:
+            raise UserError(f"severity {item!r} is not a whole number from 1 to 5")
         if value not in SEVERITIES:
             raise UserError(f"severity {value} is outside 1-5 (the benchmarks' severities)")
         if value not in out:
@@ -207,6 +207,7 @@ def condition_name(corruption: str, severity: int) -> str:
 def parse_condition(name: str) -> tuple[str, int] | None:
     """``(corruption, severity)`` of a condition name of any set, or None for anything else (an attack)."""
     corruption, sep, severity = name.partition("@")
-    if sep and corruption in FAMILY_OF and severity.isdigit():
-        return corruption, int(severity)
-    return None
+    number = whole_number(severity) if sep and corruption in FAMILY_OF else None
+    if number is None or str(number) != severity:  # written otherwise than condition_name writes it
+        return None
+    return corruption, number

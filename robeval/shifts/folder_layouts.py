@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..numbers import whole_number
 from .catalog import Condition, class_set
 
 
@@ -20,7 +21,7 @@ def check_tree(root: Path, wanted: list[Condition], title: str) -> None:
 
 def check_class_indices(classes: list[str], data: str) -> None:
     """ImageNet-V2's folders are ImageNet-1k class indices written as plain integers ``0``..``999``."""
-    stray = [c for c in classes if not (c.isdigit() and str(int(c)) == c and int(c) < 1000)]
+    stray = [c for c in classes if not ((n := whole_number(c)) is not None and str(n) == c and 0 <= n < 1000)]
     if stray:
         raise UserError(
             f"data {data}: folder {stray[0]!r} is not a class index 0..999 written as a plain integer "
