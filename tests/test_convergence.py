@@ -23,7 +23,7 @@ from robeval.report.convergence import convergence_figure, convergence_svg, writ
 from robeval.results.checks import converged
 from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.runs import load_run
-from robeval.results.soundness import run_flags
+from robeval.results.soundness import run_findings
 from robeval.results.store import SCHEMA_VERSION, Store
 
 from .conftest import FAST_SETTINGS
@@ -201,7 +201,7 @@ def test_pgd_with_5_steps_has_not_converged_on_a_linear_model(centroids):
 
 
 def convergence_flags(summary: pd.DataFrame) -> list[dict]:
-    return [f for f in run_flags(summary, {}) if f["check"] == "not-converged"]
+    return [f for f in run_findings(summary, {})["flags"] if f["check"] == "not-converged"]
 
 
 @pytest.mark.parametrize("start, end, n, falling", [

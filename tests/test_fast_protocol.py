@@ -146,7 +146,7 @@ def test_an_apgd_t_break_escalates_apgd_t_to_every_survivor_and_the_sample_stand
 def test_every_table_robeval_check_and_run_json_name_the_protocol_the_audit_and_the_bound(rest_run):
     path, run = rest_run
     bound = f">= {run.summary['aa_bound'].iloc[0]:.2f}%"
-    for fmt, shown in (("md", bound), ("latex", bound.replace("%", r"\%")), ("html", bound.replace(">", "&gt;"))):
+    for fmt, shown in (("md", bound), ("latex", bound.replace("%", r"\%").replace(">", r"\textgreater{}")), ("html", bound.replace(">", "&gt;"))):
         table = run.table(fmt)
         assert "protocol: fast" in table and "not AutoAttack" in table and shown in table, fmt
     checked = run_cli("check", run.run_id, "--store", str(path))

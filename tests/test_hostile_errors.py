@@ -223,7 +223,8 @@ def test_every_figure_shows_text_from_a_store_literally_in_titles_ticks_and_lege
 
 def test_the_gallery_shows_model_and_class_names_literally(figure_runs):
     folder, run_ids = figure_runs
-    shown = gallery(folder / "s.sqlite", run_ids[0], attack="pgd", eps="8/255", max_examples=2)
+    named = [f"{folder / 'code.py'}:build={MODEL}", "digits-deit"]  # the model's code named: a store never chooses it
+    shown = gallery(folder / "s.sqlite", run_ids[0], models=named, attack="pgd", eps="8/255", max_examples=2)
     shown = dataclasses.replace(shown, class_name={i: f"{CLASS}{i}" for i in range(10)})
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, to be read back
         svg = shown.svg()

@@ -31,7 +31,8 @@ LAYERS = [
     ("robeval.data",),
     ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
      "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.lazy", "robeval.options", "robeval.precision", "robeval.zoo",
-     "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input",
+     "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input", "robeval.numbers",
+     "robeval.printable",
      "robeval.results.records"),  # the record schema: the engine writes in it, robeval.results reads it
 ]
 MAX_BODY_LINES = 40

@@ -11,7 +11,7 @@ from robeval.attacks import create, list_attacks, parse_attack_list
 from robeval.data.digits import digits_split
 from robeval.evaluation.plan import make_plan
 from robeval.report.paper import render
-from robeval.results.soundness import run_flags
+from robeval.results.soundness import run_findings
 
 SEVEN = ["fgsm", "pgd", "spsa", "apgd-ce", "apgd-t", "fab-t", "square"]
 
@@ -69,5 +69,5 @@ def test_the_randomness_flag_points_to_eot():
     checks = {"relative_logit_change_between_passes": 0.1, "outputs_are_probabilities": False,
               "outputs_are_log_probabilities": False, "share_zero_or_nan_gradients": 0.0}
     clean = pd.DataFrame([{"model": "m", "attack": "clean", "eps": "8/255", "eps_value": 8 / 255, "top1": 90.0, "n": 16}])
-    flags = run_flags(clean, {"model_checks": {"m": checks}})
+    flags = run_findings(clean, {"model_checks": {"m": checks}})["flags"]
     assert any("--set apgd-ce.eot_iter=20" in f["advice"] for f in flags)

@@ -30,11 +30,11 @@ def test_transfer_attacks_craft_once_are_eps_checked_and_equal_white_box_on_thei
 def test_transfer_below_white_box_is_flagged():
     import pandas as pd
 
-    from robeval.results.soundness import run_flags
+    from robeval.results.soundness import run_findings
 
     summary = pd.DataFrame([{"model": "m", "eps": "8/255", "eps_value": 8 / 255, "attack": a, "top1": v, "n": 100}
                             for a, v in (("clean", 90.0), ("pgd", 60.0), ("apgd-ce", 58.0), ("transfer-pgd", 30.0))])
-    flags = run_flags(summary, {})
+    flags = run_findings(summary, {})["flags"]
     assert [f["check"] for f in flags] == ["transfer-beats-white-box"] and "transfer-pgd" in flags[0]["message"]
 
 

@@ -135,7 +135,7 @@ def test_run_and_table_show_both_models_of_three_members_as_mean_and_std(tutoria
     rows = _rows(table)
     assert set(rows) == {"digits-deit", MODEL}
     for cells in rows.values():
-        means, stds = zip(*(map(float, c.strip("*").split(" ± ")) for c in cells))
+        means, stds = zip(*(map(float, c.strip("*†").split(" ± ")) for c in cells))
         assert len(means) == 8 and all(0 <= v <= 100 for v in means) and all(0 <= s <= 60 for s in stds)
         clean, fgsm, pgd = means[0], means[2], means[4]
         assert pgd <= clean and fgsm <= clean

@@ -38,12 +38,12 @@ if TYPE_CHECKING:
 
 # always: a backslash, code, emphasis, raw HTML and autolinks, a table cell's bar, math, strikethrough; ``&``
 # where it starts an entity (``&lt;``); ``_`` where it can delimit emphasis (not inside a word: ``deit_small``);
-# ``]`` where it could close a link or image (``](``, ``][``, ``]:``; a shortcut link needs a definition that
-# starts a line)
-_MARKDOWN_SPECIAL = re.compile(r"[\\`*<|$~]|&(?=#?[0-9A-Za-z]+;)|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=[(\[:])")
+# ``]`` where it could close a link or image (``](``, ``][``; a shortcut link needs a definition, which only a
+# line's start can hold: :data:`_MARKDOWN_LEADING`)
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*<|$~]|&(?=#?[0-9A-Za-z]+;)|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=[(\[])")
 # at the start of a line: a quote; a list item, numbered item or heading (their marker and a space); a
-# setext underline or thematic break (a marker repeated).  A link definition needs ``]:``, escaped inline.
-_MARKDOWN_LEADING = re.compile(r"^(\s*\d{0,9})(>|[-+*#=.)](?=\s|$|[-=*#]))")
+# setext underline or thematic break (a marker repeated); a link definition (``[label]:``)
+_MARKDOWN_LEADING = re.compile(r"^(\s*\d{0,9})(>|[-+*#=.)](?=\s|$|[-=*#])|\[(?=[^\]]*\]:))")
 
 
 def markdown(text: object) -> str:
