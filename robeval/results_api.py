@@ -66,6 +66,24 @@ def runs_named(*refs: str) -> list[str]:
     return list(dict.fromkeys(r.partition(":")[0] for r in refs if names_run(r) and not is_model_info_path(r)))
 
 
+def pair_runs(store: str | Path, a: str, b: str) -> tuple[list[str], str | None]:
+    """The runs ``robeval compare A B`` opens, and what it says of its choice on its first line: the runs
+    ``RUN_ID:MODEL`` sides name (nothing to say); else, for two models, the newest finished run that
+    evaluated both (robeval.results.runs.run_of_pair: refused in one line when such runs differ in
+    protocol, eps, ...)."""
+    from .report.compare import names_run
+    from .results.runs import run_of_pair
+    from .results.store import existing_store
+    from .robustbench_ext.leaderboard import is_model_info_path
+
+    named = runs_named(a, b)
+    if named or any(is_model_info_path(r) or names_run(r) for r in (a, b)):
+        return named, None
+    with existing_store(store) as db:
+        run_id, why = run_of_pair(db, a, b)
+    return [run_id], why
+
+
 def _notes(runs: list[StoredRun], path: Path, named: bool) -> list[str]:
     """What a reader must know of the runs taken: which, when none was named; those not finished."""
     notes = []

@@ -185,8 +185,8 @@ def table_cmd(
 def compare_cmd(
     a: str = typer.Argument(
         ...,
-        help="Model A: NAME (a model of the newest finished run, else of the newest run that evaluated it), "
-        "RUN_ID:NAME, or a RobustBench model-info FILE.json.",
+        help="Model A: NAME (both sides names: the newest finished run that evaluated both, said on the first "
+        "line; refused when such runs differ in protocol or eps), RUN_ID:NAME, or a RobustBench model-info FILE.json.",
     ),
     b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
@@ -199,11 +199,17 @@ def compare_cmd(
     and whether it exceeds the seed-to-seed variation (against a RobustBench model-info file: the run's
     accuracies with their CI against the published ones)."""
     from ..report.comparison import FORMATS
-    from ..results_api import runs_named
+    from ..report.escaping import markdown_line
+    from ..results_api import pair_runs
 
     FORMATS.require(format)  # a bad format is refused before the store is read
-    with opened(runs_named(a, b), store, say=False) as run:
+    runs, picked = pair_runs(store, a, b)
+    with opened(runs, store, say=False) as run:
         compared = run.compare(a, b, seed).render(format)
+    if picked is not None and format == "md":  # which run, and why, on the first line
+        compared = f"{markdown_line(picked)}\n\n{compared}"
+    elif picked is not None:  # a data format holds data only: the choice is said on stderr
+        TerminalConsole(stderr=True).print(picked, markup=False, highlight=False, soft_wrap=True)
     emit(compared, out)
 
 

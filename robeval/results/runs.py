@@ -45,6 +45,49 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     return [load_run(store, r) for r in run_ids]
 
 
+PAIR_ASPECTS = ("protocol", "eps", "precision", "cascade", "data")  # runs of a pair that differ here are no one run
+
+
+def run_of_pair(store: Store, a: str, b: str) -> tuple[str, str]:
+    """The run ``robeval compare A B`` takes when neither side names one, and why, in words: the newest
+    finished run that evaluated both models; one line listing the runs when several that evaluated both
+    differ in protocol, eps, precision, cascade or data (which was meant is the user's to say)."""
+    both = [
+        (r, c) for r, c in store.finished_runs() if {a, b} <= set(c.get("models", [])) and not c.get("evidence_for")
+    ]
+    if not both:
+        raise UserError(f"no finished run in {store.path} evaluated both {a} and {b}; name each side's run (RUN:MODEL)")
+    described = {run_id: _pair_aspects(config) for run_id, config in both}
+    if len(set(described.values())) > 1:
+        listed = "; ".join(f"{run_id} ({_said(aspects)})" for run_id, aspects in reversed(described.items()))
+        newest = both[-1][0]
+        raise UserError(
+            f"{a} and {b} are in {len(both)} finished runs that differ in {', '.join(_differing(described))}: "
+            f"{listed}; name the one meant: robeval compare {newest}:{a} {newest}:{b}"
+        )
+    run_id = both[-1][0]
+    also = f"; {len(both) - 1} older run(s) of the same kind evaluated them too" if len(both) > 1 else ""
+    return (
+        run_id,
+        f"Compared in run {run_id} ({_said(described[run_id])}), the newest finished run that evaluated both{also}",
+    )
+
+
+def _pair_aspects(config: dict) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (key, ",".join(map(str, v)) if isinstance(v := config.get(key, ""), list) else str(v)) for key in PAIR_ASPECTS
+    )
+
+
+def _said(aspects: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in aspects if value not in ("", "None", "False"))
+
+
+def _differing(described: dict) -> list[str]:
+    values = list(described.values())
+    return [key for i, (key, _) in enumerate(values[0]) if len({v[i][1] for v in values}) > 1]
+
+
 # What a table never mixes (robeval.results.likeness): every aspect but eps (runs at other eps combine);
 # data and examples only between runs of one shift; attack settings except with a run made as evidence
 # for the other (``check --run-missing``'s PGD at large eps runs PGD's defaults): the caption names those.
