@@ -271,7 +271,7 @@ def test_compare_command(two_model_store):
     proc = run_cli("compare", "digits-deit", "digits-deit-elliptical", "--store", str(two_model_store))
     assert proc.returncode == 0 and "McNemar" in proc.stdout and "| 16/255 | pgd | 30 |" in proc.stdout
     bad = run_cli("compare", "digits-deit", "deit-small", "--store", str(two_model_store))
-    assert bad.returncode == 2 and "evaluated model 'deit-small'" in bad.stderr
+    assert bad.returncode == 2 and "evaluated both digits-deit and deit-small" in bad.stderr
 
 
 def test_plot_files_are_valid_images(two_model_store, tmp_path):
