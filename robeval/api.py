@@ -68,6 +68,7 @@ def evaluate_full(
     precision: str = "fp32",
     cascade: bool = False,
     channels_last: bool = False,
+    compile: str = "auto",
     strict_data: bool = False,
     class_map: str | None = None,
     weights: str = "default",

@@ -25,6 +25,8 @@ from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
 from .eps import Eps, parse_eps_list
 from .errors import UserError
 
+COMPILE_MODES = ("auto", "on", "off")  # --compile (robeval.evaluation.compiled)
+
 
 def option(
     default: Any = MISSING,
@@ -193,6 +195,12 @@ class EvalConfig:
         "attack's row is the robust accuracy after it and those before (the last is the worst case).",
     )
     channels_last: bool = option(False, help="Channels-last memory format for model and images.")
+    compile: str = option(
+        "auto",
+        identity=False,
+        help="torch.compile the model's passes, batches padded to a few bucket sizes: on, off, or auto (on for "
+        "CUDA, off on the CPU, where it was measured not to pay at these sizes; docs/speed.md).",
+    )
     strict_data: bool = option(False, help="Unreadable image files are an error (default: skipped and listed).")
     class_map: Optional[str] = option(
         None,

@@ -304,7 +304,7 @@ class Square(_AutoAttackRunner):
         """One restart on the examples at ``robust``; returns those it left robust.  A watched restart's
         curve: Square queries only the examples it has not fooled, so the rows of its queries tell how
         many fell at each (:func:`~.convergence.fell`)."""
-        with queries(self.model) as sizes:
+        with queries(self.model) as sizes, torch.inference_mode():  # queries only: no autograd at all
             _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
         _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
         still = best_margin[robust] > 0

@@ -26,7 +26,7 @@ from ..eps import parse_eps_list
 from ..errors import UserError
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
-from ..options import EvalConfig, option_default
+from ..options import COMPILE_MODES, EvalConfig, option_default
 from ..precision import PRECISIONS
 from ..references import refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
@@ -36,7 +36,13 @@ from ..shifts.kinds import SHIFT_KINDS, get_shift
 from .protocols import get_protocol
 
 ADAPTIVE_SUFFIX = "+adaptive"  # the name of a model's second evaluation with --adaptive
-CHOICES = {"weights": ("default", "random"), "split": SPLITS, "selection": SELECTIONS, "precision": tuple(PRECISIONS)}
+CHOICES = {
+    "weights": ("default", "random"),
+    "split": SPLITS,
+    "selection": SELECTIONS,
+    "precision": tuple(PRECISIONS),
+    "compile": COMPILE_MODES,
+}
 AT_LEAST = {"batch_size": 1, "n_examples": 1, "threads": 1, "workers": 0}  # whole-number options: their least
 MODEL_KEYED = ("checkpoints", "references", "model_config")  # options keyed by model name
 

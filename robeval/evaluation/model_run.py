@@ -33,6 +33,7 @@ from ..precision import Precision, strict_fp32
 from ..results.records import Columns, Unit
 from ..seeds import derive_seed
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
+from .compiled import CompiledPasses
 from .model_checks import model_checks
 from .plan import Member, ModelJob, RunPlan
 from .progress import throttled
@@ -143,11 +144,12 @@ class ModelRun:
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space
-        (a shift may restrict its classes)."""
+        (a shift may restrict its classes); its passes compiled where ``--compile`` says (the attacks'
+        and the fp32 re-check's alike: robeval.evaluation.compiled)."""
         target: nn.Module = self.model if self.plan.protocol.space == "pixel" else self.model.net
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
-        return target
+        return CompiledPasses(target, self.batch_size) if self.plan.compiled else target
 
     def _crafted_on(self, attack: str) -> nn.Module:
         """The counted model, watched when ``attack`` draws a convergence curve."""

@@ -27,6 +27,7 @@ from ..precision import Precision, get_precision
 from ..results.records import audit_unit
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
+from .compiled import compiles
 from .config import ADAPTIVE_SUFFIX, make_config, transfer_source
 from .protocols import Protocol, get_protocol
 
@@ -108,6 +109,11 @@ class RunPlan:
     def settings(self) -> dict[str, dict[str, Any]]:
         """Attack -> the settings it runs with (its defaults, its protocol's, the user's)."""
         return self.config.settings
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the model passes go through torch.compile (robeval.evaluation.compiled)."""
+        return compiles(self.config.compile, self.device)
 
     @property
     def precision(self) -> Precision:

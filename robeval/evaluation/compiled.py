@@ -1,0 +1,100 @@
+"""Compiled model passes (``--compile``): the network the attacks craft on and the fp32 re-check count
+on, through ``torch.compile``, its batches padded to a few bucket sizes so that a graph is made once per
+bucket and reused as an attack's survivors shrink (AutoAttack's subsets make every batch a new shape).
+
+* Where it pays (:func:`compiles`): ``--compile on`` always; ``auto`` (the default) on CUDA, where the
+  eager passes of DeiT in reduced precision are overhead-bound; never on the CPU, where it was measured
+  not to pay at robeval's sizes (benchmarks/compile_cpu.py, benchmarks/RESULTS.md: 0.76-0.93x per pass
+  at batch 50-500 on the digits demo and 0.84-0.98x on deit-tiny at 224 px, against 15-60 s of compile,
+  which a run of thousands of passes per batch shape would pay back).
+* Buckets (:func:`buckets`): the run's batch size and its halvings down to :data:`SMALLEST_BUCKET`;
+  a batch is padded with copies of its last image, detached (no gradient flows back through a pad),
+  and the outputs of the pads are dropped.  A pass larger than the run's batch (SPSA's many directions
+  at once) goes through in bucket-sized chunks.  Every pass without an input gradient runs in inference
+  mode on a copy, so two graphs per bucket serve every pass: the graphs made are at most the buckets x 2
+  per model and precision (autocast is a state the graphs are made for; counted by :func:`graphs_made`).
+* A model whose compiled pass fails to build (an operation the compiler does not take) is run eagerly
+  from then on, said once as a ``warning:`` line: compiling is a speed-up, never a reason to stop.
+* torch's own caches (inductor's FX graph cache and AOTAutograd's cache, on by default) keep the
+  compiled kernels on disk between runs of the same shapes.
+
+Records: compiled passes compute the same functions as eager ones, in another order of floating-point
+operations; tests/test_compiled.py checks them equal to eager records on the demo, and a difference
+would be one example's rounding at a decision boundary.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from ..errors import OneLineWarning
+
+SMALLEST_BUCKET = 8
+BACKEND = "inductor"  # what torch.compile builds with (tests may choose a lighter one)
+
+
+def compiles(mode: str, device: torch.device) -> bool:
+    """Whether ``--compile MODE`` compiles on ``device`` (the module docstring)."""
+    return mode == "on" or (mode == "auto" and device.type == "cuda")
+
+
+def buckets(batch_size: int) -> list[int]:
+    """The batch sizes graphs are made for: ``batch_size`` and its halvings down to :data:`SMALLEST_BUCKET`."""
+    sizes, size = [], max(1, batch_size)
+    while size > SMALLEST_BUCKET:
+        sizes.append(size)
+        size = (size + 1) // 2
+    return sorted({*sizes, min(max(1, batch_size), SMALLEST_BUCKET)})
+
+
+class CompiledPasses(nn.Module):
+    """``net``'s passes compiled, each batch padded to its bucket (the module docstring)."""
+
+    def __init__(self, net: nn.Module, batch_size: int) -> None:
+        super().__init__()
+        self.net = net
+        self.sizes = buckets(batch_size)
+        self.compiled = torch.compile(net, backend=BACKEND, dynamic=False)
+        self.eager = False  # set when a compiled pass failed to build: eager from then on
+        limit = 4 * len(self.sizes) + 8  # bucket x grad mode x precision, with room for the re-check's
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, limit)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.eager:
+            return self.net(x)
+        largest = self.sizes[-1]
+        if x.shape[0] > largest:  # more than a batch at once: bucket-sized chunks
+            return torch.cat([self(chunk) for chunk in x.split(largest)])
+        try:
+            return self._padded(x) if torch.is_grad_enabled() and x.requires_grad else self._without_grad(x)
+        except Exception as exc:  # noqa: BLE001 - the compiler's failures are many; the eager pass is the answer
+            self.eager = True
+            said = f"--compile: {type(exc).__name__} while compiling; running eagerly"
+            warnings.warn(OneLineWarning(said), stacklevel=2)
+            return self.net(x)
+
+    def _padded(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` through the graph of its bucket, padded with detached copies of its last image."""
+        n = x.shape[0]
+        size = next(s for s in self.sizes if s >= n)
+        padded = torch.cat([x, x[-1:].detach().expand(size - n, *x.shape[1:])]) if size > n else x
+        return self.compiled(padded)[:n]
+
+    def _without_grad(self, x: torch.Tensor) -> torch.Tensor:
+        """A pass no gradient flows through (clean logits, queries, checks, every pass under no_grad or
+        inference mode): always under inference mode on a copy, so that one graph per bucket serves them
+        all (a tensor made in inference mode and one made outside it are two graphs to torch.compile), and
+        its logits a plain tensor the caller may change in place."""
+        with torch.inference_mode():
+            out = self._padded(x.clone())
+        return out.clone()
+
+
+def graphs_made() -> int:
+    """Graphs torch.compile has made in this process so far (each a compile; a recompile is one more)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
