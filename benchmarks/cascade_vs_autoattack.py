@@ -10,6 +10,7 @@ their ratio (repeats interleaved, median of the paired ratios), both robust accu
 examples' outcomes differ.
 
     .venv/bin/python benchmarks/cascade_vs_autoattack.py [--n 100] [--eps 8/255] [--repeats 3] [--device cpu]
+        [--compile auto|on|off]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ AA = ["apgd-ce", "apgd-t", "fab-t", "square"]
 def robeval_cascade(args) -> tuple[float, set[int]]:
     tick = time.perf_counter()
     result = evaluate_full(models=args.model, eps=args.eps, n_examples=args.n, batch_size=args.n, attacks=",".join(AA),
-                           cascade=True, threads=args.threads, device=args.device, seed=0)
+                           cascade=True, threads=args.threads, device=args.device, seed=0, compile=args.compile)
     seconds = time.perf_counter() - tick
     rec = result.records[result.records["attack"] == AA[-1]]
     return seconds, set(rec.loc[rec["adv_top1"].astype(bool), "example"].tolist())
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--compile", default="auto", help="robeval's --compile (compile time counts in its time)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     probe = evaluate_full(models=args.model, eps=args.eps, n_examples=args.n, attacks="none", device=args.device)
@@ -81,7 +83,7 @@ def main() -> None:
             results[name] = robust
     ratio, q1, q3 = paired_ratio(times, "robeval", "autoattack")
     print(f"AutoAttack standard (apgd-ce, apgd-t, fab-t, square) on {args.n} digits images, eps {args.eps}, "
-          f"{args.threads} thread(s), {args.device}, {args.repeats} interleaved repeats")
+          f"{args.threads} thread(s), {args.device}, robeval --compile {args.compile}, {args.repeats} interleaved repeats")
     for name in times:
         print(f"  {name:11s} median {sorted(times[name])[len(times[name]) // 2]:7.2f} s   "
               f"robust top-1 {100 * len(results[name]) / args.n:6.2f}%")

@@ -9,7 +9,9 @@ FLOP/s robeval's runs achieve as a fraction of this machine's dense matmul peak 
    that Q K^T and A V are seen in both directions); the passes each attack spent come from the
    engine's own counters (the records' forward_passes / backward_passes).
 3. The time: the engine's unit time of each attack (``run.json`` timings) on generated 224 px
-   images, without the fp32 re-check that reduced precisions add (shown on its own).
+   images, without the fp32 re-check that reduced precisions add (its share of the attack's time shown
+   on its own); compile time counts in it (``--compile``, default auto: on for CUDA).  The attacks of
+   one budget run as one run per precision, whose graphs torch.compile made are shown.
 
 Achieved FLOP/s = (forward passes x forward FLOPs + backward passes x (fwd+bwd - fwd FLOPs)) / time.
 Ratios (bf16 over fp32 img/s) are measured side by side in one run; absolute figures vary with the
@@ -38,18 +40,22 @@ from robeval.api import evaluate_full  # noqa: E402
 from robeval.models import load_model  # noqa: E402
 from robeval.precision import float32_math  # noqa: E402
 
-SETTINGS = {  # budgets short enough for a CPU; PGD-20 is the paper's
+SETTINGS = {  # budgets short enough for one short call; PGD-20 is the paper's
     "pgd": {"steps": 20},
     "fgsm": {},
     "apgd-ce": {"n_iter": 20},
+    "apgd-t": {"n_iter": 20, "n_target_classes": 3},
+    "fab-t": {"n_iter": 20, "n_target_classes": 3},
     "square": {"n_queries": 100},
     "spsa": {"iterations": 2, "samples": 32},
 }
 
 
-# Square and the APGD family stop on examples they fool; a random-weight model's margins are tiny, so
-# they get a budget small enough that they keep working
-EPS = {"pgd": "4/255", "fgsm": "4/255", "apgd-ce": "0.0005", "square": "0.0005", "spsa": "0.0005"}
+# Square, SPSA and the APGD / FAB family stop on examples they fool; a random-weight model's margins are
+# tiny, so they get a budget small enough that they keep working.  The attacks of one budget run as one
+# run (one model load, one set of compiled graphs, each attack's own unit time).
+EPS = {"pgd": "4/255", "fgsm": "4/255", "apgd-ce": "0.0005", "apgd-t": "0.0005", "fab-t": "0.0005",
+       "square": "0.0005", "spsa": "0.0005"}  # fmt: skip
 
 
 def sync(device: torch.device) -> None:
@@ -103,22 +109,45 @@ def predicted_classes(args, data: Path) -> Path:
     return class_map
 
 
-def attack_rate(args, data: Path, attack: str, precision: str, flops: tuple[float, float]) -> dict:
-    """One run of ``attack``: img/s and achieved FLOP/s of its crafting."""
+def group_rates(args, data: Path, attacks: list[str], precision: str, flops: tuple[float, float]) -> dict:
+    """One run of ``attacks`` (one budget) in ``precision``: per attack its img/s, achieved FLOP/s, passes
+    and fp32 re-check seconds, and the clean pass's img/s; the graphs torch.compile made for the run."""
+    from robeval.evaluation.compiled import graphs_made
+
+    before = graphs_made()
     result = evaluate_full(
-        models=args.model, weights="random", data=str(data), n_examples=args.n, batch_size=args.n, eps=EPS[attack],
-        attacks=attack, settings={attack: SETTINGS.get(attack, {})}, precision=precision, device=args.device,
-        class_map=str(args.class_map),
-    )
-    key = f"{args.model}|{EPS[attack]}|{attack}"
-    timings = result.info["timings_seconds"]
-    check = timings.get(f"{key}|fp32-check", 0.0)
-    seconds = timings[key] - check
-    rec = result.records[result.records["attack"] == attack]
-    fwd, bwd = float(rec["forward_passes"].sum()), float(rec["backward_passes"].sum())
-    work = fwd * flops[0] + bwd * (flops[1] - flops[0])
-    return {"img/s": args.n / seconds, "flop/s": work / seconds, "check s": check, "seconds": seconds,
-            "passes": (fwd + bwd) / args.n, "fwd": fwd, "bwd": bwd}
+        models=args.model, weights="random", data=str(data), n_examples=args.n, batch_size=args.n,
+        eps=EPS[attacks[0]], attacks=",".join(attacks), settings={a: SETTINGS.get(a, {}) for a in attacks},
+        precision=precision, device=args.device, class_map=str(args.class_map), compile=args.compile,
+    )  # fmt: skip
+    graphs, timings = graphs_made() - before, result.info["timings_seconds"]
+    out = {}
+    for attack in attacks:
+        key = f"{args.model}|{EPS[attack]}|{attack}"
+        check = timings.get(f"{key}|fp32-check", 0.0)
+        seconds = timings[key] - check
+        rec = result.records[result.records["attack"] == attack]
+        fwd, bwd = float(rec["forward_passes"].sum()), float(rec["backward_passes"].sum())
+        work = fwd * flops[0] + bwd * (flops[1] - flops[0])
+        out[attack] = {"img/s": args.n / seconds, "flop/s": work / seconds, "check s": check, "seconds": seconds,
+                       "passes": (fwd + bwd) / args.n, "fwd": fwd, "bwd": bwd, "graphs": graphs}  # fmt: skip
+    clean = timings.get(f"{args.model}|{EPS[attacks[0]]}|clean", float("nan"))
+    out["clean"] = {"img/s": args.n / clean if clean else float("nan"), "graphs": graphs}
+    return out
+
+
+def all_rates(args, data: Path, precisions: list[str], flops: tuple[float, float]) -> dict:
+    """(attack, precision) -> its rates, each budget's attacks in one run per precision."""
+    groups: dict[str, list[str]] = {}
+    for attack in args.attacks.split(","):
+        groups.setdefault(EPS[attack], []).append(attack)
+    rows = {}
+    for precision in precisions:
+        for attacks in groups.values():
+            found = group_rates(args, data, attacks, precision, flops)
+            rows.update({(a, precision): r for a, r in found.items() if a != "clean" or ("clean", precision) not in rows})
+            print(f"  ({precision}: {', '.join(attacks)} done)", flush=True)
+    return rows
 
 
 def suite_passes(digits_n: int = 100) -> dict[str, tuple[float, float]]:
@@ -144,6 +173,23 @@ def table_e_hours(rows: dict, precision: str, passes: dict[str, tuple[float, flo
     return 2 * 50_000 * sum(per_attack.values()) / 3600, per_attack
 
 
+def print_rows(rows: dict, precisions: list[str], peaks: dict, flops: tuple[float, float]) -> None:
+    """The table: per attack and precision img/s, passes, achieved FLOP/s and its share of the peak, the
+    ratio to fp32, the graphs compiled in its run and the fp32 re-check's share of the attack's time."""
+    print(f"\n| attack | precision | img/s | passes/img | GFLOP/s | of {'/'.join(precisions)} peak | vs fp32 img/s "
+          "| graphs compiled | fp32 re-check share |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (attack, precision), r in rows.items():
+        if attack == "clean":
+            continue
+        base, share = rows[(attack, "fp32")]["img/s"], r["check s"] / (r["seconds"] + r["check s"])
+        print(f"| {attack} | {precision} | {r['img/s']:.2f} | {r['passes']:.0f} | {r['flop/s'] / 1e9:,.1f} | "
+              f"{100 * r['flop/s'] / peaks[precision]:.0f}% | {r['img/s'] / base:.2f}x | {r['graphs']} | {share:.0%} |")
+    for precision in precisions:
+        clean = rows.get(("clean", precision), {}).get("img/s", float("nan"))
+        print(f"clean forward, {precision}: {clean:,.0f} img/s ({100 * clean * flops[0] / peaks[precision]:.0f}% of its peak)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="deit-tiny")
@@ -153,11 +199,12 @@ def main() -> None:
     parser.add_argument("--precisions", default=None, help="default: fp32,bf16 (CPU); fp32,tf32,bf16 (GPU)")
     parser.add_argument("--matmul", type=int, default=None, help="matmul size for the peak (CPU 2048, GPU 8192)")
     parser.add_argument("--estimate", action="store_true", help="also the Table E estimate from these rates")
+    parser.add_argument("--compile", default="auto", help="robeval's --compile (auto: on for CUDA, off on the CPU)")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
     precisions = (args.precisions or ("fp32,tf32,bf16" if gpu else "fp32,bf16")).split(",")
-    args.attacks = args.attacks or ("pgd,fgsm,apgd-ce,square" if gpu else "pgd,fgsm,square")
+    args.attacks = args.attacks or ("pgd,apgd-ce,apgd-t,fab-t,square,spsa" if gpu else "pgd,fgsm,square")
     n = args.matmul or (8192 if gpu else 2048)
     peaks = {"fp32": matmul_peak(torch.float32, device, n), "bf16": matmul_peak(torch.bfloat16, device, n)}
     if gpu:
@@ -171,14 +218,8 @@ def main() -> None:
         data = Path(tmp) / "val"
         make_folder(data, args.n, classes=args.n)
         args.class_map = predicted_classes(args, data)
-        rows = {(a, p): attack_rate(args, data, a, p, flops) for a in args.attacks.split(",") for p in precisions}
-    print(f"\n| attack | precision | img/s | passes/img | GFLOP/s | of {'/'.join(precisions)} peak | vs fp32 img/s "
-          "| fp32 re-check s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for (attack, precision), r in rows.items():
-        base = rows[(attack, "fp32")]["img/s"]
-        print(f"| {attack} | {precision} | {r['img/s']:.2f} | {r['passes']:.0f} | {r['flop/s'] / 1e9:,.1f} | "
-              f"{100 * r['flop/s'] / peaks[precision]:.0f}% | {r['img/s'] / base:.2f}x | {r['check s']:.1f} |")
+        rows = all_rates(args, data, precisions, flops)
+    print_rows(rows, precisions, peaks, flops)
     if args.estimate:
         passes = suite_passes()
         for precision in precisions:

@@ -139,3 +139,14 @@ def strict_fp32() -> Any:
 def crafting(precision: Precision) -> Any:
     """The context an attack call runs in (autocast itself sits on the crafting model)."""
     return float32_math(tf32=precision.tf32)
+
+
+def curves_omitted(precision: Precision) -> str | None:
+    """Why a run crafting in ``precision`` records no convergence curves (None: it records them)."""
+    if not precision.reduced:
+        return None
+    return (
+        f"no convergence curves under --precision {precision.name}: the attacks' own passes are not the "
+        "strict-fp32 passes the records count, so a curve would not end at the records' robust accuracy "
+        "(a --precision fp32 run records them)"
+    )

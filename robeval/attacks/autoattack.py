@@ -34,7 +34,7 @@ from pyautoattack.square import SquareAttack
 
 from ..norms import perturbation_size
 from .base import Attack, margin
-from .convergence import ITERATIONS, QUERIES, fell, queries, reading_at
+from .convergence import fell, queries, reading_at
 from .registry import registered_as
 
 APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
@@ -140,7 +140,6 @@ class APGDCE(_AutoAttackRunner):
 
     defaults = APGD_DEFAULTS
     loss = "ce"
-    curve_axis, curve_setting = ITERATIONS, "n_iter"
     marks_positions = True  # its margin checks run between its runs
     rides_along = True
 
@@ -183,7 +182,6 @@ class APGDT(_AutoAttackRunner):
     """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
 
     defaults = dict(APGD_DEFAULTS, n_target_classes=9)
-    curve_axis, curve_setting = ITERATIONS, "n_iter"
     marks_positions = True  # its margin checks and target choices run between its runs
     rides_along = True
 
@@ -281,7 +279,6 @@ class Square(_AutoAttackRunner):
     """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
 
     defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
-    curve_axis, curve_setting = QUERIES, "n_queries"
     marks_positions = True  # its queries cover only the rows it has not fooled
 
     def budget(self) -> float:

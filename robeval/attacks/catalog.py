@@ -5,7 +5,7 @@ are these."""
 
 from __future__ import annotations
 
-from .registry import PER_BATCH_IN_LIBRARY, PER_EXAMPLE, AttackSpec, add_attack
+from .registry import ITERATIONS, PER_BATCH_IN_LIBRARY, PER_EXAMPLE, QUERIES, AttackSpec, add_attack
 
 APGD = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
 FAB = dict(n_iter=100, n_restarts=1, alpha_max=0.1, eta=1.05, beta=0.9)
@@ -25,6 +25,7 @@ for _spec in (
     AttackSpec(
         "pgd", "robeval.attacks.gradient:PGD", "PGD", "robeval (projected gradient descent)",
         "CE-loss PGD, step = rel_stepsize * eps, uniform random start", PGD, randomness=PER_EXAMPLE,
+        curve_axis=ITERATIONS, curve_setting="steps",
     ),
     AttackSpec(
         "spsa", "robeval.attacks.spsa:SPSA", "SPSA", "robeval (batched SPSA + Adam)",
@@ -33,20 +34,21 @@ for _spec in (
         "keeping each example's best iterate and stopping it once fooled; under nielsen2024 the authors' "
         "cleverhans procedure: a uniform random start, every iteration, the final iterate, and their code's "
         "gradient estimate around 2x (estimate_at_2x)",
-        SPSA, kind="black-box", norms=("Linf",), randomness=PER_EXAMPLE,
+        SPSA, kind="black-box", norms=("Linf",), randomness=PER_EXAMPLE, curve_axis=ITERATIONS,
+        curve_setting="iterations",
     ),
     AttackSpec(
         "apgd-ce", "robeval.attacks.autoattack:APGDCE", "APGD-CE", f"{AA} APGDAttack (pyautoattack)",
-        "AutoAttack's APGD on cross-entropy, 100 iterations", APGD, randomness=PER_EXAMPLE,
+        "AutoAttack's APGD on cross-entropy, 100 iterations", APGD, randomness=PER_EXAMPLE, curve_axis=ITERATIONS, curve_setting="n_iter",
     ),
     AttackSpec(
         "apgd-dlr", "robeval.attacks.autoattack:APGDDLR", "APGD-DLR", f"{AA} APGDAttack, loss dlr (pyautoattack)",
-        "AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus", APGD, randomness=PER_EXAMPLE,
+        "AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus", APGD, randomness=PER_EXAMPLE, curve_axis=ITERATIONS, curve_setting="n_iter",
     ),
     AttackSpec(
         "apgd-t", "robeval.attacks.autoattack:APGDT", "APGD-T", f"{AA} APGDAttack_targeted (pyautoattack)",
         "AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)",
-        dict(APGD, n_target_classes=9), randomness=PER_EXAMPLE,
+        dict(APGD, n_target_classes=9), randomness=PER_EXAMPLE, curve_axis=ITERATIONS, curve_setting="n_iter",
     ),
     AttackSpec(
         "fab-t", "robeval.attacks.autoattack:FABT", "FAB-T", f"{AA} FABAttack_PT, targeted (pyautoattack)",
@@ -62,6 +64,7 @@ for _spec in (
         "square", "robeval.attacks.autoattack:Square", "Square", f"{AA} SquareAttack (pyautoattack)",
         "score-based random search on the margin loss, 5000 queries, no rescaling schedule",
         dict(n_queries=5000, p_init=0.8, n_restarts=1), kind="black-box", randomness=PER_BATCH_IN_LIBRARY,
+        curve_axis=QUERIES, curve_setting="n_queries",
     ),
     AttackSpec(
         "transfer-pgd", "robeval.attacks.transfer:TransferPGD", "Transfer PGD",
@@ -91,14 +94,14 @@ for _spec in (
         f"{AA} APGDAttack_targeted (pyautoattack) on MALT-ranked targets",
         "AutoAttack's APGD-T on the n_target_classes best MALT-ranked targets (the fast protocol's pass); with 10 "
         "classes or fewer MALT only reorders AutoAttack's targets",
-        dict(APGD, n_target_classes=9), randomness=PER_EXAMPLE,
+        dict(APGD, n_target_classes=9), randomness=PER_EXAMPLE, curve_axis=ITERATIONS, curve_setting="n_iter",
     ),
     AttackSpec(
         "apgd-t-rest", "robeval.attacks.malt:APGDTRest", "APGD-T (rest)",
         f"{AA} APGDAttack_targeted (pyautoattack) on AutoAttack's targets MALT did not rank first",
         "AutoAttack's APGD-T targets less the skip_malt_targets best MALT-ranked ones (the fast protocol's audit: "
         "what AutoAttack's APGD-T still runs after apgd-t-malt)",
-        dict(APGD, n_target_classes=9, skip_malt_targets=0), randomness=PER_EXAMPLE,
+        dict(APGD, n_target_classes=9, skip_malt_targets=0), randomness=PER_EXAMPLE, curve_axis=ITERATIONS, curve_setting="n_iter",
     ),
 ):  # fmt: skip
     add_attack(_spec)

@@ -34,8 +34,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-ITERATIONS, QUERIES = "iterations", "queries"
-CURVE_POINTS = 20  # a curve's points after its start: every 5% of the budget (so its last tenth is 2 points)
+from .registry import CURVE_POINTS, ITERATIONS, QUERIES  # noqa: F401  (ITERATIONS, QUERIES: re-exported)
 
 
 def grid(budget: int) -> list[int]:

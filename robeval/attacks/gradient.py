@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 
 from .base import Attack, ce_loss
-from .convergence import ITERATIONS
 from .registry import registered_as
 
 
@@ -51,7 +50,6 @@ class PGD(Attack):
     logits of its gradient pass, read from outside: every forward call is the next iterate); the last
     iterate is seen by the records' own pass."""
 
-    curve_axis, curve_setting = ITERATIONS, "steps"
     defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
     steps: int
     rel_stepsize: float

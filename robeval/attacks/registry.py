@@ -52,6 +52,8 @@ class AttackSpec:
     norms: tuple[str, ...] = ("Linf", "L2")
     randomness: str = "none"  # where its random draws come from (run.json says it)
     minimum_norm: bool = False  # finds each example's smallest fooling perturbation (one run serves every eps)
+    curve_axis: str | None = None  # what its convergence curve counts along (ITERATIONS, QUERIES); None: no curve
+    curve_setting: str = ""  # the setting that sets how many of them
 
     @property
     def in_suite(self) -> bool:
@@ -64,6 +66,8 @@ class AttackSpec:
 
 
 ATTACKS: Registry[AttackSpec] = Registry("attack", "robeval attacks")
+ITERATIONS, QUERIES = "iterations", "queries"  # a convergence curve's axes (robeval.attacks.convergence)
+CURVE_POINTS = 20  # a curve's points after its start: every 5% of the budget (so its last tenth is 2 points)
 
 
 def add_attack(spec: AttackSpec) -> AttackSpec:
@@ -98,6 +102,7 @@ def registered_as(name: str) -> Callable[[type], type]:
                 f"{cls.__name__}'s defaults differ from attack {name!r}'s registration (attacks/catalog.py)"
             )
         cls.name = name  # type: ignore[attr-defined]
+        cls.curve_axis, cls.curve_setting = spec.curve_axis, spec.curve_setting  # type: ignore[attr-defined]
         return cls
 
     return bind
@@ -121,7 +126,20 @@ def register_attack(
         text = description if description is not None else first_paragraph(cls.__doc__)
         defaults = class_defaults(cls)
         add_attack(
-            AttackSpec(name, cls, title, implementation, text, defaults, kind, tuple(norms), randomness, minimum_norm)
+            AttackSpec(
+                name,
+                cls,
+                title,
+                implementation,
+                text,
+                defaults,
+                kind,
+                tuple(norms),
+                randomness,
+                minimum_norm,
+                getattr(cls, "curve_axis", None),
+                getattr(cls, "curve_setting", ""),
+            )  # fmt: skip
         )
         cls.name = name  # type: ignore[attr-defined]
         return cls

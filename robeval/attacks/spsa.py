@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import torch
 
 from .base import Attack, margin
-from .convergence import ITERATIONS, is_watched, reading_at
+from .convergence import is_watched, reading_at
 from .registry import registered_as
 
 ADAM_BETAS = (0.9, 0.999)
@@ -95,7 +95,6 @@ class SPSA(Attack):
 
     Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
 
-    curve_axis, curve_setting = ITERATIONS, "iterations"
     marks_positions = True  # its finite differences run between the iterates' evaluations
     defaults = dict(
         iterations=40,

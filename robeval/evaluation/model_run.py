@@ -29,7 +29,7 @@ from ..defaults import CLEAN
 from ..eps import Eps
 from ..errors import UserError
 from ..models import NormalizedModel, wrap_given
-from ..precision import Precision, strict_fp32
+from ..precision import curves_omitted, strict_fp32
 from ..results.records import Columns, Unit
 from ..seeds import derive_seed
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
@@ -44,17 +44,6 @@ MODEL_CHECK_EXAMPLES = 16  # randomness / softmax / gradient checks run on this 
 # seed (the same for every attack, model and batch size): at least this share of the examples and, on
 # small runs, about MIN_RECHECKED of them (enough for the pairwise test of the precision flag).
 MIN_RECHECK_SHARE, MIN_RECHECKED = 1 / 16, 32
-
-
-def curves_omitted(precision: Precision) -> str | None:
-    """Why a run crafting in ``precision`` records no convergence curves (None: it records them)."""
-    if not precision.reduced:
-        return None
-    return (
-        f"no convergence curves under --precision {precision.name}: the attacks' own passes are not the "
-        "strict-fp32 passes the records count, so a curve would not end at the records' robust accuracy "
-        "(a --precision fp32 run records them)"
-    )
 
 
 @dataclass

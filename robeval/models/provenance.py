@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from .registry import ModelSpec
-from .user_code import code_record
 
 OWN = ("robeval", "(your code)")  # packages that are no installed distribution of their own
 
@@ -52,6 +51,8 @@ def layer_record(spec: ModelSpec) -> dict[str, str] | None:
 
 def model_code(spec: ModelSpec) -> dict[str, Any] | None:
     """The code of ``spec`` as a run records it (the module docstring), or None for robeval's own."""
+    from .user_code import code_record  # (torch: only a run that builds the model records its code)
+
     if spec.reference is not None:
         record = code_record(spec.reference)
         return None if record is None else {**distribution(spec.package), **record}

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UserError
 from ..lazy import placed
 from ..model_config import ModelConfig
-from ..references import check_callable_named
+from ..references import check_callable_named, is_reference
 from ..registry import Registry
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
@@ -171,3 +172,15 @@ def get_spec(name: str) -> ModelSpec:
                 return spec
         check_callable_named(name)
     return MODELS.require(name)
+
+
+def registered_spec(name: str) -> ModelSpec | None:
+    """The registration behind a stored run's model name, or None; found without importing any code of
+    the user's (a name that is a ``PATH.py:CALLABLE`` reference has none): what readers of stored runs
+    (tables, the report, the checklist) ask, so reading a run never runs code it names."""
+    if is_reference(name):
+        return None
+    try:
+        return get_spec(name)
+    except UserError:
+        return None

@@ -180,20 +180,6 @@ def reference_spec(name: str) -> ModelSpec | None:
     return code_spec(name, name, lambda: target, "(your code)", describe(target))
 
 
-def registered_spec(name: str) -> ModelSpec | None:
-    """The registration behind a stored run's model name, or None; found without importing any code of
-    the user's (a name that is a ``PATH.py:CALLABLE`` reference has none): what readers of stored runs
-    (tables, the report, the checklist) ask, so reading a run never runs code it names."""
-    from .registry import get_spec
-
-    if is_reference(name):
-        return None
-    try:
-        return get_spec(name)
-    except UserError:
-        return None
-
-
 def source_file(reference: str) -> Path | None:
     """The file a reference's code is read from, found as its import would find it (a ``.py`` path from
     the current folder; a module through the current folder, then ``sys.path``) without running

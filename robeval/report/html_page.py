@@ -29,7 +29,7 @@ from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
 from ..evaluation.regenerate import refusal
 from ..models.given import PREFIX
-from ..models.user_code import registered_spec
+from ..models.registry import registered_spec
 from ..references import split_label
 from ..registry import Registry
 from ..results.convergence import curves

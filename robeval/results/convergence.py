@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..attacks import get_attack_spec, list_attacks
-from ..attacks.convergence import CURVE_POINTS
+from ..attacks import list_attacks
+from ..attacks.registry import ATTACKS, CURVE_POINTS
 from ..evaluation.config import model_order
-from ..evaluation.model_run import curves_omitted
-from ..precision import PRECISIONS
+from ..precision import PRECISIONS, curves_omitted
 from .findings import MIN_EXAMPLES
 from .store import Store, existing_store
 
@@ -34,12 +33,11 @@ CURVE_FRAME = [*KEYS, "point", "position", "robust", "examples", "robust_top1", 
 
 
 def curve_attribute(attack: str, name: str) -> str:
-    """The attack class's ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
-    ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered)."""
-    try:
-        return getattr(get_attack_spec(attack).cls, name, None) or ""
-    except Exception:
-        return ""
+    """The attack's registered ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
+    ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered):
+    registration data, read without importing the attack's class (or torch)."""
+    spec = ATTACKS.get(attack)
+    return (getattr(spec, name, None) or "") if spec is not None else ""
 
 
 def setting_of(attack: str) -> str:
@@ -115,5 +113,5 @@ def why_no_curves(summary: pd.DataFrame) -> str:
     precision = str(summary["precision"].iloc[0]) if "precision" in summary and len(summary) else "fp32"
     if precision in PRECISIONS and (omitted := curves_omitted(PRECISIONS[precision])):
         return omitted
-    drawn = ", ".join(s.name for s in list_attacks() if getattr(s.cls, "curve_axis", None))
+    drawn = ", ".join(s.name for s in list_attacks() if s.curve_axis)
     return f"no attack with a convergence curve ({drawn}) in this run, or a run stored before curves were recorded"

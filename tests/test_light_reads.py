@@ -1,0 +1,39 @@
+"""The read commands stay light (issue 55, item 6): ``robeval table``, ``compare``, ``check`` and ``runs`` on
+a stored run import no torch (nor scipy.stats), in a process of their own, as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import robeval
+
+PROBE = """
+import sys
+import robeval.cli
+try:
+    robeval.cli.main(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+heavy = [m for m in ("torch", "timm", "scipy.stats") if m in sys.modules]
+print("imported:", ",".join(heavy) or "none", file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("light") / "s.sqlite"
+    robeval.evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=8, attacks="fgsm",
+                          store=path, progress=False)  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize("args", [["table"], ["table", "-f", "latex"], ["check"], ["runs"],
+                                  ["compare", "digits-deit", "digits-deit-elliptical"]])  # fmt: skip
+def test_a_read_command_imports_no_torch(store, args):
+    done = subprocess.run([sys.executable, "-c", PROBE, *args, "--store", str(store)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported: none" in done.stderr, done.stderr
