@@ -360,7 +360,7 @@ def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 def precision(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """Attacks crafted again in fp32 on a sample that fool more examples than in the run's reduced
     precision, beyond chance: the examples fooled only in fp32 against those fooled only in the reduced
-    precision, a one-sided exact sign test (robeval.evaluation.precision_check)."""
+    precision, a one-sided exact sign test (:func:`paired_p_value`)."""
     crafted = [p for p in dict.fromkeys(rows.get("precision", pd.Series(["fp32"]))) if p != "fp32"]
     if not crafted:
         return Finding(NOT_APPLICABLE, "attacks crafted in strict fp32")
