@@ -30,7 +30,8 @@ from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
 from .options import EvalConfig, newest_matching
-from .results.store import IN_MEMORY, Store, check_writable_store, existing_store, worker_store_path
+from .results.store import IN_MEMORY, Store, existing_store
+from .results.store_files import check_writable_store, worker_store_path
 from .results.stored_run import StoredRun
 from .results_api import Run, made_run, progress_reporter
 

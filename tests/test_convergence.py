@@ -24,7 +24,8 @@ from robeval.results.checks import converged
 from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.runs import load_run
 from robeval.results.soundness import run_findings
-from robeval.results.store import SCHEMA_VERSION, Store
+from robeval.results.store import Store
+from robeval.results.store_schema import SCHEMA_VERSION
 
 from .conftest import FAST_SETTINGS
 

@@ -19,7 +19,8 @@ from PIL import Image
 
 from robeval.errors import UserError
 from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
-from robeval.results.store import SCHEMA_VERSION, Store
+from robeval.results.store import Store
+from robeval.results.store_schema import SCHEMA_VERSION
 
 from .conftest import require_tool, run_cli
 from .stop_point import held_model, held_ranks, start_held, wait_until
@@ -145,7 +146,7 @@ def test_schema_is_versioned(tmp_path):
 @contextmanager
 def old_store(path, version: int):
     """A store of schema ``version`` with one run ``r`` and one record of model ``m`` (PGD at 8/255)."""
-    from robeval.results.store import MIGRATIONS
+    from robeval.results.store_schema import MIGRATIONS
 
     with sqlite3.connect(path) as conn:
         for step in range(version):

@@ -104,7 +104,7 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
     """What comes before the run: the store shown writable, local workers (--nproc), the --trust-checkpoint
     warning, SIGTERM handling."""
     from ..evaluation.distributed import launched_by_torchrun
-    from ..results.store import check_writable_store
+    from ..results.store_files import check_writable_store
 
     check_writable_store(store)  # before any worker starts
     if nproc > 1 and not launched_by_torchrun():

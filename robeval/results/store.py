@@ -4,8 +4,9 @@ Every table and figure is computed from the records stored here.  A run's work i
 ``(model, eps, attack, batch, member)``; a unit's records and its completion mark are written in one
 transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
 skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
-one store at once.  The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[v]`` moves a
-store from version ``v`` to ``v + 1``.
+one store at once.  Split by job: the schema and its migrations (:mod:`.store_schema`), the file checks
+before SQLite opens it (:mod:`.store_files`), the process that holds a run (:mod:`.store_holder`), and
+here the store itself: its runs, units, records and curves written and read.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
 import sqlite3
 import time
 import uuid
@@ -21,222 +21,25 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
 
-from ..atomic_files import folder_refusal, nearest_folder
 from ..attack_settings import read_stored_settings
 from ..defaults import DEFAULT_STORE
 from ..errors import StoreFull, StoreWarning, UserError
 from ..json_input import load_json
-from ..machine import process_start
 from ..printable import refuse_controls
-from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES, Unit, UnitCurves, UnitTimes, curve_rows
+from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
+from .store_files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
+from .store_holder import holder_alive, now, stored_holder, this_process
+from .store_schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
 
-SCHEMA_VERSION = 7
-
-V1_COLUMNS = RECORD_COLUMNS[: RECORD_COLUMNS.index("min_norm")]  # the records of schema 1; later columns by migration
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
-BUSY_SECONDS = 60.0  # how long a connection waits for another's lock
 JOURNAL_WAIT_SECONDS = BUSY_SECONDS  # how long a writer that closes waits for readers that pin its last records
-
-
-def _unit_table(name: str, columns: str, key: str) -> str:
-    """A table of rows per unit (the run's, deleted with it): the unit's keys, ``columns``, and its primary key
-    ``(run_id, model, eps, attack, key)``."""
-    return f"""CREATE TABLE {name} (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    model TEXT NOT NULL, eps TEXT NOT NULL, attack TEXT NOT NULL, batch INTEGER NOT NULL,
-    {columns},
-    PRIMARY KEY (run_id, model, eps, attack, {key})
-)"""
-
-
-_SCHEMA_V1 = f"""
-CREATE TABLE runs (
-    id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    finished TEXT,
-    status TEXT NOT NULL,            -- running | finished | interrupted | failed
-    protocol TEXT NOT NULL,
-    config TEXT NOT NULL,            -- JSON: the semantic configuration (compared on --resume)
-    info TEXT NOT NULL,              -- JSON: versions, checkpoint hashes, settings, data identity, ...
-    data_identity TEXT,
-    total_units INTEGER NOT NULL DEFAULT 0
-);
-{_unit_table("units", "seconds REAL", "batch")};
-CREATE TABLE records (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {RECORD_TYPES[c]} NOT NULL" for c in V1_COLUMNS)},
-    PRIMARY KEY (run_id, model, eps, attack, example)
-);
-CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
-"""
-
-# A unit's convergence curve, one row per point (robeval.results.records.UnitCurve), written with its records.
-_CURVE_POINT = "point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL"
-_CURVES = _unit_table("curves", _CURVE_POINT, "batch, point")
-
-# Data without clean images (an ImageNet-C tree, CIFAR-10-C) has no perturbation to measure: its records
-# linf and l2 are NaN, which SQLite stores as NULL.  Schema 1 made them NOT NULL; SQLite cannot drop a
-# constraint, so schema 6 copies the records into a table that allows NULL there.
-NULLABLE = ("linf", "l2")
-_ALL_RECORD_COLUMNS = ", ".join(["run_id", *V1_COLUMNS, "min_norm", "fp32_top1"])
-
-
-def _records_copy(version: int, member: str, key: str) -> str:
-    """The records copied into a table of schema ``version`` that allows NULL in :data:`NULLABLE`."""
-    return f"""
-CREATE TABLE records_v{version} (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    {", ".join(f"{c} {RECORD_TYPES[c]}{'' if c in NULLABLE else ' NOT NULL'}" for c in V1_COLUMNS)},
-    min_norm REAL, fp32_top1 REAL{member},
-    PRIMARY KEY (run_id, model, {key}eps, attack, example)
-);
-INSERT INTO records_v{version} ({_ALL_RECORD_COLUMNS}) SELECT {_ALL_RECORD_COLUMNS} FROM records;
-DROP TABLE records;
-ALTER TABLE records_v{version} RENAME TO records;
-CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
-
-
-# Schema 7 adds a model's member (robeval.results.records) to the records, units and curves and to their keys
-# (a copy, as SQLite cannot change a primary key); a store of an older schema holds member 0 only.
-_V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
-_MEMBER = "member INTEGER NOT NULL DEFAULT 0"
-_MEMBERS = f"""{_records_copy(7, f", {_MEMBER}", "member, ")};
-{_unit_table("units_v7", f"seconds REAL, {_MEMBER}", "batch, member")};
-INSERT INTO units_v7 (run_id, model, eps, attack, batch, seconds) SELECT run_id, model, eps, attack, batch, seconds FROM units;
-DROP TABLE units;
-ALTER TABLE units_v7 RENAME TO units;
-{_unit_table("curves_v7", f"{_CURVE_POINT}, {_MEMBER}", "batch, member, point")};
-INSERT INTO curves_v7 ({_V6_CURVE_COLUMNS}) SELECT {_V6_CURVE_COLUMNS} FROM curves;
-DROP TABLE curves;
-ALTER TABLE curves_v7 RENAME TO curves
-"""
-
-MIGRATIONS: dict[int, str] = {
-    0: _SCHEMA_V1,
-    1: "ALTER TABLE records ADD COLUMN min_norm REAL",  # minimum-norm attacks (NULL = not one; SQLite stores NaN as NULL)
-    2: "ALTER TABLE runs ADD COLUMN holder TEXT",  # JSON: the process evaluating the run (NULL: none)
-    3: "ALTER TABLE records ADD COLUMN fp32_top1 REAL",  # the fp32 re-check of reduced precision (NULL: none)
-    4: _CURVES,  # convergence curves, one row per unit and point (a store of schema 4 has none)
-    5: _records_copy(6, "", ""),  # linf / l2 may be NULL (no clean image to measure against)
-    6: _MEMBERS,  # several checkpoints per model: the member in records, units and curves
-}
-OUR_TABLES = {"runs", "units", "records"}
-RUN_KEYS = ["id", "created", "finished", "status", "protocol", "config", "info", "data_identity", "total_units"]
 UPDATABLE = {"status", "finished", "info", "data_identity", "total_units", "holder"}  # what update_run may set
-UNIT_KEYS = ["model", "eps", "attack", "batch", "member"]  # a unit (records.Unit) as the store keys it
-UNIT_TABLES = {"records": RECORD_COLUMNS, "curves": CURVE_COLUMNS, "units": [*UNIT_KEYS, "seconds"]}  # after run_id
-SQLITE_MAGIC = b"SQLite format 3\x00"
-HEADER_BYTES = 100  # SQLite's file header: page size at 16, page count at 28, valid when 92 equals 24
-
-
-def _check_length(path: Path, header: bytes, size: int) -> None:
-    """A file shorter than the pages its header counts was cut off (a copy that stopped, a full disk):
-    refused before SQLite reads a missing page mid-table.  Skipped while a ``-wal`` file holds pages
-    that a writer has not yet copied into it."""
-    if Path(f"{path}-wal").exists():
-        return
-    if len(header) < HEADER_BYTES:
-        raise UserError(f"results store {path} is truncated ({size} bytes, shorter than SQLite's header)")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big") if header[92:96] == header[24:28] else 0
-    if size % page_size or size < pages * page_size:
-        raise UserError(
-            f"results store {path} is truncated ({size} bytes; its header counts {pages} pages of {page_size}): "
-            "copy it again whole"
-        )
-
-
-def read_only_connection(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write ``path`` nor create anything beside it: with a ``-wal`` file there
-    (a writer at work, or one that was killed) SQLite's ``mode=ro``, which reads the journal too; without
-    one ``immutable=1``, which needs no ``-wal``/``-shm`` and no write access to the folder (read-only
-    media).  A writer that starts during such a read is not seen by it."""
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    conn = sqlite3.connect(
-        f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=BUSY_SECONDS, isolation_level=None
-    )
-    conn.execute("PRAGMA query_only = ON")
-    return conn
-
-
-def check_is_store(path: Path, reading: bool) -> None:
-    """Refuse a file that is not a robeval store before anything writes to it (a foreign SQLite
-    database, a CSV, a truncated store): it is left byte for byte as it was.  A missing or empty file
-    becomes a new store when writing; when ``reading``, both are refused."""
-    if path.is_symlink() and not path.exists():
-        raise UserError(f"results store {path} is a symbolic link to nothing (a missing target or a loop)")
-    if path.exists() and not path.is_file():
-        raise UserError(f"results store {path} is not a file")
-    if reading and not path.exists():
-        raise UserError(f"results store not found: {path}")
-    if reading and path.stat().st_size == 0:
-        raise UserError(f"results store {path} is an empty file, not a robeval results store")
-    if not path.exists() or path.stat().st_size == 0:
-        return  # a writer creates the store
-    with open(path, "rb") as fh:
-        header = fh.read(HEADER_BYTES)
-    if not header.startswith(SQLITE_MAGIC):
-        raise UserError(f"{path} is not a robeval results store (not an SQLite database); give another --store")
-    _check_length(path, header, path.stat().st_size)
-    try:
-        with closing(read_only_connection(path)) as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"cannot read results store {path}: {exc}") from None
-    if tables and not (version >= 1 and tables >= OUR_TABLES):
-        shown = ", ".join(sorted(tables)[:5])
-        raise UserError(
-            f"{path} is an SQLite database of another program (tables: {shown}), not a robeval results "
-            "store; it was left as it was: give another --store"
-        )
-    if reading and not tables:
-        raise UserError(f"results store {path} holds no runs table: not a robeval results store")
-
-
-def check_writable_store(path: Path) -> None:
-    """A store a writer may use (:func:`check_is_store`) and can write, refused before any work when it
-    cannot: a writer opening it would fail at its first write, after minutes, with the ``-wal``/``-shm``
-    journal files SQLite made beside it left behind."""
-    check_is_store(path, reading=False)
-    refused = _write_refusal(path)
-    if refused is not None:
-        what = f"results store {path} cannot be written" if path.exists() else f"cannot create results store {path}"
-        raise UserError(
-            f"{what}: {refused}; a command that stores runs needs a store it can write (give another --store)"
-        )
-
-
-def _write_refusal(path: Path) -> str | None:
-    """Why the store at ``path``, its journal files or its folder cannot be written (None: they can)."""
-    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        refused = _file_refusal(file) if file.exists() else None
-        if refused is not None:
-            return refused
-    folder = nearest_folder(path.parent)
-    refused = folder_refusal(folder)
-    return None if refused is None else f"its folder {folder} takes no new file ({refused}); SQLite writes beside it"
-
-
-def _file_refusal(file: Path) -> str | None:
-    """Why ``file`` cannot be written: marked read-only (no write permission: refused for root too, who
-    could write it anyway, as its owner meant it to stay as it is), or not to be opened for writing (a
-    read-only file system, an immutable file, another user's); None when it can."""
-    if not file.stat().st_mode & 0o222:
-        return f"{file.name} is read-only (no write permission)"
-    try:
-        os.close(os.open(file, os.O_RDWR))
-    except OSError as exc:
-        return f"{file.name} cannot be opened for writing ({exc.strerror})"
-    return None
 
 
 def read_stored_json(text: str) -> dict[str, Any]:
@@ -246,38 +49,6 @@ def read_stored_json(text: str) -> dict[str, Any]:
     if isinstance(out.get("attack_settings"), dict):
         out["attack_settings"] = read_stored_settings(out["attack_settings"])
     return out
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing for this long is taken as gone
-
-
-def this_process() -> dict[str, Any]:
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()), "beat": now()}
-
-
-def stored_holder(text: str | None) -> dict[str, Any] | None:
-    """The process a stored run names as its holder, or None (none, or what no robeval wrote)."""
-    holder = load_json(text, "a run's holder") if text else None
-    return holder if isinstance(holder, dict) and {"host", "pid"} <= set(holder) else None
-
-
-def holder_alive(holder: dict[str, Any]) -> bool:
-    """Whether the process that holds a run still runs (same machine), or wrote lately (another one)."""
-    if holder.get("host") != socket.gethostname():
-        beat = datetime.fromisoformat(holder.get("beat", "1970-01-01T00:00:00+00:00"))
-        return (datetime.now(timezone.utc) - beat).total_seconds() < HOLDER_SILENCE_SECONDS
-    start = process_start(int(holder["pid"]))
-    if start is not None or holder.get("start") is not None:
-        return start == holder.get("start")
-    try:
-        os.kill(int(holder["pid"]), 0)
-        return True
-    except OSError:
-        return False
 
 
 class Store:
@@ -596,8 +367,3 @@ def existing_store(store: Store | str | Path, writable: bool = False) -> Iterato
         raise UserError(f"cannot read results store {store}: {exc}") from None
     finally:
         opened.close()
-
-
-def worker_store_path(path: str | Path, rank: int) -> Path:
-    """Where worker ``rank`` of a distributed run keeps its units until rank 0 merges them."""
-    return Path(f"{path}.rank{rank}")
