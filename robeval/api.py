@@ -250,7 +250,7 @@ def benchmark(
         version, preprocessing, aa_state_path,
     )  # fmt: skip
     as_version = autoattack_options(version)
-    standard = AUTOATTACK_VERSIONS.require("standard").version_attacks()
+    standard = AUTOATTACK_VERSIONS.require("standard").autoattack_version_attacks()
     path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
     run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options, as_version)

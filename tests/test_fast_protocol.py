@@ -84,7 +84,7 @@ def examples(records: pd.DataFrame, attack: str, robust: bool | None = None) -> 
 
 def test_fast_runs_its_own_attacks_with_the_pass_targets_skipped_by_the_audit():
     config = make_config(protocol="fast")
-    assert config.attacks == ATTACKS == list(get_protocol("fast").attacks)
+    assert config.attacks == ATTACKS == list(get_protocol("fast").default_attacks)
     assert config.settings["apgd-t-malt"]["n_target_classes"] == FAST_TARGETS
     assert config.settings["apgd-t-rest"]["skip_malt_targets"] == FAST_TARGETS
     assert get_protocol("fast").autoattack_version is None  # no AutoAttack version: benchmark() cannot run it

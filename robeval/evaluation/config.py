@@ -136,7 +136,7 @@ def _attacks(values: Mapping[str, Any]) -> list[str]:
     """The attacks to run: given, or the protocol's, or none for a shift run (which evaluates the shift alone)."""
     attacks = values.get("attacks")
     if attacks is None:
-        attacks = "none" if values.get("shift") else (",".join(get_protocol(values["protocol"]).attacks) or "all")
+        attacks = "none" if values.get("shift") else (",".join(get_protocol(values["protocol"]).default_attacks) or "all")
     return parse_attack_list(attacks if isinstance(attacks, str) else list(attacks))
 
 
@@ -282,8 +282,8 @@ def check_audited(config: EvalConfig) -> None:
     name = f"--protocol {protocol.name}"
     if config.shift is not None:
         raise UserError(f"{name} measures AutoAttack's worst case: run --shift under --protocol standard")
-    if list(config.attacks) != list(protocol.attacks):
-        raise UserError(f"{name} runs its own attacks ({', '.join(protocol.attacks)}): drop --attacks")
+    if list(config.attacks) != list(protocol.default_attacks):
+        raise UserError(f"{name} runs its own attacks ({', '.join(protocol.default_attacks)}): drop --attacks")
     if config.cascade:
         raise UserError(f"{name} runs its attacks as a cascade of its own (a pass, then an audit): drop --cascade")
     ran = config.settings["apgd-t-malt"]["n_target_classes"]

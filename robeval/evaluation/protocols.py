@@ -16,7 +16,7 @@ registration's ``description`` says what it is.
 AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
 protocols: a protocol that is one says so (``autoattack_version``), and :data:`AUTOATTACK_VERSIONS`
 finds it by the version's name.  ``standard`` is the standard protocol with AutoAttack's four attacks
-(``autoattack_attacks``); ``plus`` and ``rand`` are aa-plus and aa-rand with their own attacks.
+(``version_attacks``); ``plus`` and ``rand`` are aa-plus and aa-rand with their own attacks.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ class Protocol:
     attack_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_options: dict[str, Any] = field(default_factory=dict)  # set on every model that has the option
     valid_threat_model: bool = True
-    attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
+    default_attacks: tuple[str, ...] = ()  # what it runs when --attacks is not given (empty: the seven-attack suite)
     attack_notes: dict[str, str] = field(default_factory=dict)  # what a table must say of an attack's rows
     autoattack_version: str | None = None  # the AutoAttack version this protocol is (its set_version name)
-    autoattack_attacks: tuple[str, ...] = ()  # that version's attacks in its order (empty: ``attacks``)
+    version_attacks: tuple[str, ...] = ()  # the AutoAttack version's attacks in its order (empty: ``default_attacks``)
     # An audited protocol (fast): its last attacks run first on a seeded sample of the examples the ones
     # before left robust, then, as that audit decides, on every survivor (robeval.evaluation.fast_audit)
     audit_stages: tuple[str, ...] = ()
@@ -62,11 +62,11 @@ class Protocol:
     @property
     def pass_end(self) -> str:
         """An audited protocol's last attack before its audit's stages (the records its first stage starts from)."""
-        return self.attacks[self.attacks.index(self.audit_stages[0]) - 1]
+        return self.default_attacks[self.default_attacks.index(self.audit_stages[0]) - 1]
 
-    def version_attacks(self) -> tuple[str, ...]:
+    def autoattack_version_attacks(self) -> tuple[str, ...]:
         """The attacks of the AutoAttack version this protocol is, in AutoAttack's order."""
-        return self.autoattack_attacks or self.attacks
+        return self.version_attacks or self.default_attacks
 
 
 PROTOCOLS: Registry[Protocol] = Registry("protocol")
@@ -86,7 +86,7 @@ register_protocol(
         description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
         space="pixel",  # every attack with its registered defaults
         autoattack_version="standard",  # RobustBench's leaderboards: these four with their defaults
-        autoattack_attacks=("apgd-ce", "apgd-t", "fab-t", "square"),
+        version_attacks=("apgd-ce", "apgd-t", "fab-t", "square"),
     )
 )
 
@@ -146,7 +146,7 @@ register_protocol(
             "apgd-t": {"n_target_classes": 9},
             "fab-t": {"n_target_classes": 9},
         },
-        attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
+        default_attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
         autoattack_version="plus",
     )
 )
@@ -161,7 +161,7 @@ register_protocol(
         ),
         space="pixel",
         attack_settings={"apgd-ce": {"eot_iter": RAND_EOT}, "apgd-dlr": {"eot_iter": RAND_EOT}},
-        attacks=("apgd-ce", "apgd-dlr"),
+        default_attacks=("apgd-ce", "apgd-dlr"),
         autoattack_version="rand",
     )
 )
@@ -179,7 +179,7 @@ register_protocol(
             "robust accuracy"
         ),
         space="pixel",
-        attacks=FAST_PASS + AUDIT_STAGES,
+        default_attacks=FAST_PASS + AUDIT_STAGES,
         attack_settings={
             "apgd-t-malt": {"n_target_classes": FAST_TARGETS},
             "apgd-t-rest": {"skip_malt_targets": FAST_TARGETS},
@@ -199,7 +199,7 @@ def autoattack_options(version: str) -> dict[str, Any]:
     """The run options of AutoAttack's ``version``: its protocol, and its attacks where they are not the
     protocol's own (None: the protocol's)."""
     protocol = AUTOATTACK_VERSIONS.require(version)
-    return {"protocol": protocol.name, "attacks": ",".join(protocol.autoattack_attacks) or None}
+    return {"protocol": protocol.name, "attacks": ",".join(protocol.version_attacks) or None}
 
 
 RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAttack's plus version
@@ -208,4 +208,4 @@ RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAtt
 def restarted_attacks() -> list[str]:
     """The attacks that aa-plus runs with more restarts than the standard protocol."""
     plus = get_protocol("aa-plus")
-    return [a for a in plus.attacks if "n_restarts" in plus.settings_for(a)]
+    return [a for a in plus.default_attacks if "n_restarts" in plus.settings_for(a)]

@@ -67,7 +67,7 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         f"{model} has {members} members: an example's score is the mean over them, and the interval covers the "
         "sampling of examples, not the seed-to-seed variation"
     ] if members > 1 else []  # fmt: skip
-    standard = list(AUTOATTACK_VERSIONS.require("standard").version_attacks())
+    standard = list(AUTOATTACK_VERSIONS.require("standard").autoattack_version_attacks())
     finished = finished_attacks(run, model)
     missing = [a for a in standard if a not in finished]
     if missing:

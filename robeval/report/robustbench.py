@@ -47,7 +47,7 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps, protocol = rows[["model", "eps", "protocol"]].iloc[0]
     version = AUTOATTACK_VERSIONS.require("standard")
-    attacks = version.version_attacks()
+    attacks = version.autoattack_version_attacks()
     if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
         return (
             f"{model} ran under protocol {protocol}: a screening number (AutoAttack's attacks, audited on a sample), "
