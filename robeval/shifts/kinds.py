@@ -136,7 +136,7 @@ class GeneratedCorruptions(ShiftKind):
 
 def folder_reader(config: EvalConfig, what: str) -> None:
     """Folder copies are chosen from as image folders are (class-balanced, or --subset-file)."""
-    if getattr(config, "selection", "balanced") != "balanced":
+    if config.selection != "balanced":
         raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
 
 
@@ -286,7 +286,7 @@ class ArrayCorruptions(ShiftKind):
         for corruption in dict.fromkeys(c.corruption for c in wanted):
             severity_rows(root / f"{corruption}.npy", 1, labels)
         first = severity_rows(root / f"{wanted[0].corruption}.npy", wanted[0].severity, labels)
-        selection = getattr(config, "selection", "balanced")
+        selection = config.selection
         space = cifar_label_space(self.num_classes)
         return array_data(f"{root.resolve()} ({self.title})", first, labels, config.n_examples, selection, space)
 
@@ -308,7 +308,7 @@ class CleanArrays(OtherImages):
 
         root = array_reader(config, self.name)
         images, labels = cifar10_1_arrays(root)
-        selection = getattr(config, "selection", "balanced")
+        selection = config.selection
         name = f"{root.resolve()} ({self.title})"
         return array_data(name, images, labels, config.n_examples, selection, cifar_label_space(10))
 
@@ -334,9 +334,8 @@ def get_shift(name: str) -> ShiftKind:
     return SHIFT_KINDS.require(name)
 
 
-def run_conditions(config: EvalConfig | Mapping[str, Any]) -> list[Condition]:
-    """The conditions of a run (its configuration as an object or as the store's dict); none without a shift."""
-    get = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
-    if not get("shift"):
+def run_conditions(config: Mapping[str, Any]) -> list[Condition]:
+    """The conditions of a stored run (its configuration as the store keeps it); none without a shift."""
+    if not config.get("shift"):
         return []
-    return get_shift(str(get("shift"))).conditions(get("corruptions"), get("severities"))
+    return get_shift(str(config["shift"])).conditions(config.get("corruptions"), config.get("severities"))
