@@ -8,6 +8,7 @@ writes the run's files.  ``benchmark`` is RobustBench's ``benchmark()`` on the s
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,54 +30,20 @@ from .evaluation.progress import Reporter
 from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
-from .options import EvalConfig, newest_matching
+from .models.given import GivenModel
+from .options import EvalConfig, newest_matching, option_default
 from .results.store import IN_MEMORY, Store, existing_store
 from .results.store_files import check_writable_store, worker_store_path
 from .results.stored_run import StoredRun
 from .results_api import Run, made_run, progress_reporter
 
 RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
-RUN_OPTIONS = [f.name for f in fields(EvalConfig)]
 
 
-def evaluate_full(
+def evaluate_run(
+    config: EvalConfig,
+    given: dict[str, list[GivenModel]] | None = None,
     *,
-    models: Any = None,
-    references: dict[str, str] | None = None,
-    model_config: dict[str, dict[str, Any]] | list[str] | None = None,
-    checkpoints: dict[str, str | list[str]] | list[str] | None = None,
-    checkpoint_key: str | None = None,
-    data: str = "digits",
-    data_dir: str = "./data",
-    split: str = "test",
-    selection: str = "balanced",
-    n_examples: int | None = None,
-    subset: str | list[str] | None = None,
-    subset_file: str | None = None,
-    eps: str | float | list[str] | None = None,
-    norm: str = "Linf",
-    attacks: str | list[str] | None = None,
-    source_model: str | None = None,
-    shift: str | None = None,
-    corruptions: str | list[str] | None = None,
-    severities: str | list[int] | None = None,
-    protocol: str = "standard",
-    settings: dict[str, dict[str, Any]] | list[str] | None = None,
-    seed: int = 0,
-    batch_size: int | None = None,
-    device: str = "auto",
-    workers: int | None = None,
-    precision: str = "fp32",
-    cascade: bool = False,
-    channels_last: bool = False,
-    compile: str = "auto",
-    strict_data: bool = False,
-    class_map: str | None = None,
-    weights: str = "default",
-    threads: int | None = None,
-    trust_checkpoint: bool = False,
-    adaptive: bool = False,
-    evidence_for: str | None = None,
     out: str | Path | None = None,
     store: str | Path | Store | None = None,
     resume: str | None = None,
@@ -84,14 +51,10 @@ def evaluate_full(
     reporter: Reporter | None = None,
     ctx: DistContext | None = None,
 ) -> Run:
-    """Evaluate models under attacks (and/or a distribution shift); returns the run, the same
-    :class:`~robeval.results_api.Run` that :func:`robeval.open_run` reads back.
-
-    Every keyword up to ``evidence_for`` is a run option, a field of :class:`robeval.options.EvalConfig`
-    with its help there, in the form a user gives it (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``,
-    ``settings={"pgd": {"steps": 50}}`` or ``["pgd.steps=50"]``); None: the option's default.
-    ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s
-    (or ``(module, robeval.ModelConfig(...))`` pairs) in one list.
+    """Evaluate a run's configuration (:func:`robeval.evaluation.config.make_config`'s, made once by the
+    caller: ``robeval run`` and :func:`evaluate_full` alike) and return the run, the same
+    :class:`~robeval.results_api.Run` that :func:`robeval.open_run` reads back.  ``given``: the modules
+    given from Python, by model name (:func:`robeval.models.split_models`).
 
     ``out``: a folder for results.csv, results.md and run.json (``{run_id}`` in it stands for the new
     run's id); ``store``: a results-store path (or :class:`~robeval.results.store.Store`) that receives
@@ -99,9 +62,6 @@ def evaluate_full(
     returned run); ``resume``: a run id in that store to continue ("latest": the newest unfinished run
     with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the
     distributed context (default: joined from torchrun's environment, and left at the end)."""
-    options = {name: value for name, value in locals().items() if name in RUN_OPTIONS}
-    names, given = split_models(models)
-    config = make_config(**{**options, "models": names})
     if config.threads is not None:
         from .threads import set_threads
 
@@ -110,7 +70,7 @@ def evaluate_full(
         check_writable_store(Path(store))  # before any work: a store it cannot write is refused now
     joined, ctx = ctx is None, ctx or init_from_env(config.device)
     try:
-        plan, examples = prepare(config, given)
+        plan, examples = prepare(config, given or {})
         with _store(store, ctx) as db:
             resume = _resolved(db, resume, store, plan.identity(), ctx)
             if out is not None and ctx.is_main:
@@ -127,6 +87,45 @@ def evaluate_full(
 
         run.files = write_run_files(run, Path(str(out).replace(RUN_ID_FIELD, run.run_id)))
     return run
+
+
+def evaluate_full(
+    *,
+    out: str | Path | None = None,
+    store: str | Path | Store | None = None,
+    resume: str | None = None,
+    progress: bool = False,
+    reporter: Reporter | None = None,
+    ctx: DistContext | None = None,
+    **options: Any,
+) -> Run:
+    """Evaluate models under attacks (and/or a distribution shift); returns the run (:func:`evaluate_run`).
+
+    Every keyword but those of :func:`evaluate_run` is a run option, a field of
+    :class:`robeval.options.EvalConfig` with its help there (the signature lists them all, built from
+    those declarations), in the form a user gives it (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``,
+    ``settings={"pgd": {"steps": 50}}`` or ``["pgd.steps=50"]``); absent: the option's default.
+    ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s
+    (or ``(module, robeval.ModelConfig(...))`` pairs) in one list."""
+    names, given = split_models(options.pop("models", None))
+    config = make_config(**options, models=names)
+    return evaluate_run(
+        config, given, out=out, store=store, resume=resume, progress=progress, reporter=reporter, ctx=ctx
+    )
+
+
+def _signature_from_options(run: Callable[..., Run]) -> inspect.Signature:
+    """``run``'s signature with every run option spelled out, from :class:`EvalConfig`'s declarations (its
+    fields and their defaults): what ``help()`` and an editor show, declared nowhere else."""
+    own = [p for p in inspect.signature(run).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    options = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option_default(f.name), annotation=f.type)
+        for f in fields(EvalConfig)
+    ]
+    return inspect.Signature([*options, *own], return_annotation=Run)
+
+
+evaluate_full.__signature__ = _signature_from_options(evaluate_full)  # type: ignore[attr-defined]
 
 
 P = ParamSpec("P")

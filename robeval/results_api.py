@@ -134,12 +134,30 @@ class Run:
     status: str = field(init=False)  # running | finished | interrupted | failed
     protocol: str = field(init=False)
     config: dict = field(init=False)  # its stored configuration (what --resume compares)
-    info: dict = field(init=False)  # its stored description (run.json: versions, checkpoints, timings, checks)
 
     def __post_init__(self) -> None:
         first = self.runs[0]
         self.run_id, self.status, self.protocol = first.run_id, first.status, first.protocol
-        self.config, self.info = first.config, first.info
+        self.config = first.config
+
+    @cached_property
+    def info(self) -> dict:
+        """Its description as run.json has it: what the store keeps (versions, checkpoints, timings, the
+        model checks), and what its records give, the same for a run made now and one read back: the
+        soundness flags and notes, the passes per image, an audited protocol's audit lines."""
+        from .results.audit_summary import audit_lines
+        from .results.soundness import run_findings
+        from .results.summary import passes_per_image
+
+        stored = dict(self.runs[0].info)
+        if self.runs[0].summary.empty:  # nothing stored yet (a worker of a distributed run: rank 0 reads them)
+            return stored
+        derived = {
+            **run_findings(self.summary, stored, self.records),
+            "passes_per_image": passes_per_image(self.summary),
+        }
+        audit = audit_lines(self.summary)  # an audited protocol (fast): its audit and the bound, as under its tables
+        return {**stored, **derived, **({"audit": audit} if audit else {})}
 
     @cached_property
     def records(self) -> pd.DataFrame:
@@ -291,23 +309,13 @@ class Run:
 
 
 def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
-    """Run ``run_id`` that just ended in ``db`` (read through ``where``), its description as run.json
-    has it: the soundness flags and notes and the passes per image added.  The tables of a run kept in memory
-    name no run id (no store holds it: robeval.report.naming.run_label)."""
-    from .results.audit_summary import audit_lines
-    from .results.soundness import run_findings
-    from .results.summary import passes_per_image
-
+    """Run ``run_id`` that just ended in ``db`` (read through ``where``): the run :func:`open_run` would read
+    back.  The tables of a run kept in memory name no run id (no store holds it:
+    robeval.report.naming.run_label)."""
     stored = load_run(db, run_id, empty_ok=True)
     if str(db.path) == IN_MEMORY and "run_id" in stored.summary:
         stored.summary["run_id"] = None
-    run = Run(where, [stored])
-    if not run.summary.empty:
-        run.info.update(run_findings(run.summary, run.info, run.records))
-        run.info["passes_per_image"] = passes_per_image(run.summary)
-        if audit_lines(run.summary):  # an audited protocol (fast): its audit and the bound, as under its tables
-            run.info["audit"] = audit_lines(run.summary)
-    return run
+    return Run(where, [stored])
 
 
 def progress_reporter(progress: bool) -> Reporter:

@@ -47,15 +47,18 @@ def test_a_run_made_now_is_a_run_read_back_with_everything_it_offers(store, tmp_
 
 
 def test_evaluate_full_takes_every_run_option_as_a_keyword_with_its_default():
+    """The keywords are EvalConfig's declarations (declared once: issue 55, item 1), each with its default."""
     import inspect
-    from dataclasses import MISSING, fields
+    from dataclasses import fields
 
-    from robeval.options import EvalConfig
+    from robeval.options import EvalConfig, option_default
 
     params = inspect.signature(evaluate_full).parameters
     for f in fields(EvalConfig):
         assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY, f.name
-        assert params[f.name].default == (None if f.default is MISSING else f.default), f.name
+        assert params[f.name].default == option_default(f.name), f.name
+    with pytest.raises(TypeError, match="unknown run option 'n_example'"):
+        evaluate_full(n_example=4)  # a misspelt option is no option
     assert inspect.signature(robeval.evaluate).parameters == params  # the table alone, the same keywords
 
 
@@ -172,3 +175,14 @@ def test_a_bad_compare_format_is_one_line(store, cli):
     assert one_line_error(cli("compare", *MODELS, "--store", str(path), "-f", "latex"), "unknown format 'latex'")
     with pytest.raises(UserError, match="unknown format"):
         robeval.open_run(store=path).compare(*MODELS).render("latex")
+
+
+def test_a_run_just_made_is_the_run_read_back(tmp_path):
+    """One Run: made by evaluate_full or read back by open_run, the same type, description (flags, notes,
+    passes per image included), summary and records (issue 55, item 1)."""
+    made = robeval.evaluate_full(models=list(MODELS), n_examples=8, attacks="fgsm", store=tmp_path / "s.sqlite")
+    back = robeval.open_run(made.run_id, store=tmp_path / "s.sqlite")
+    assert type(made) is type(back)
+    assert json.dumps(made.info, sort_keys=True, default=str) == json.dumps(back.info, sort_keys=True, default=str)
+    assert {"flags", "notes", "passes_per_image"} <= set(back.info)
+    assert made.summary.equals(back.summary) and made.records.equals(back.records)

@@ -76,14 +76,13 @@ def run(**values: Any) -> None:
     out, store, resume, nproc, quiet = (values.pop(name) for name in COMMAND_OPTIONS)
     options: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
     at_least("--nproc", nproc, 1)
-    make_config(**options)  # torch-free: a wrong option answers before torch loads
+    config = make_config(**options)  # once, torch-free: a wrong option answers before torch loads
     _start(nproc, values["device"], store, values["trust_checkpoint"])
-    from ..api import evaluate_full
+    from ..api import evaluate_run
 
     try:
-        result = evaluate_full(
-            out=out or Path("results") / "{run_id}", store=store, resume=resume, progress=not quiet, **options
-        )
+        result = evaluate_run(config, out=out or Path("results") / "{run_id}", store=store, resume=resume,
+                              progress=not quiet)  # fmt: skip
     except KeyboardInterrupt as exc:
         raise typer.Exit(0 if under_launcher() else report_interrupt(exc, store)) from None
     except StoreFull as exc:  # one line: what happened, that the run is kept, how to go on

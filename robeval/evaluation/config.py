@@ -136,7 +136,9 @@ def _attacks(values: Mapping[str, Any]) -> list[str]:
     """The attacks to run: given, or the protocol's, or none for a shift run (which evaluates the shift alone)."""
     attacks = values.get("attacks")
     if attacks is None:
-        attacks = "none" if values.get("shift") else (",".join(get_protocol(values["protocol"]).default_attacks) or "all")
+        attacks = (
+            "none" if values.get("shift") else (",".join(get_protocol(values["protocol"]).default_attacks) or "all")
+        )
     return parse_attack_list(attacks if isinstance(attacks, str) else list(attacks))
 
 
