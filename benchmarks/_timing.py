@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def interleaved_samples(contenders: dict[str, Callable[[], object]], repeats: int = 5,

@@ -74,9 +74,9 @@ from _timing import interleaved_samples, paired_ratio  # noqa: E402
 
 import robeval  # noqa: E402
 from robeval.attacks import create  # noqa: E402
+from robeval.core.eps import parse_one  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
 from robeval.data.subsets import balanced_subset  # noqa: E402
-from robeval.eps import parse_one  # noqa: E402
 from robeval.evaluation.attack_guards import PassCounter  # noqa: E402
 
 SEED = 0

@@ -29,8 +29,8 @@ from _timing import paired_ratio  # noqa: E402
 
 import robeval  # noqa: E402
 from robeval.api import evaluate_full  # noqa: E402
+from robeval.core.eps import parse_one  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
-from robeval.eps import parse_one  # noqa: E402
 
 AA = ["apgd-ce", "apgd-t", "fab-t", "square"]
 

@@ -42,8 +42,8 @@ import robeval  # noqa: E402
 import robeval.evaluation.units as engine_module  # noqa: E402  (where the engine calls attacks)
 from robeval.api import evaluate_full  # noqa: E402
 from robeval.attacks import create  # noqa: E402
+from robeval.core.eps import parse_one  # noqa: E402
 from robeval.data.digits import digits_split  # noqa: E402
-from robeval.eps import parse_one  # noqa: E402
 
 
 def main() -> None:

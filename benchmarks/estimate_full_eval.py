@@ -30,8 +30,8 @@ import argparse
 from pathlib import Path
 
 from robeval.attacks import SUITE
-from robeval.defaults import CLEAN, DEFAULT_STORE
-from robeval.errors import UserError
+from robeval.core.defaults import CLEAN, DEFAULT_STORE
+from robeval.core.errors import UserError
 from robeval.results.runs import load_run
 from robeval.results.store import existing_store
 from robeval.results.summary import passes_per_image

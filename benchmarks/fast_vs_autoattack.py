@@ -47,12 +47,12 @@ from _timing import interleaved_samples, paired_ratio  # noqa: E402
 
 import robeval  # noqa: E402
 from robeval.api import evaluate_full  # noqa: E402
+from robeval.core.eps import parse_one  # noqa: E402
+from robeval.core.records import audited_stage  # noqa: E402
 from robeval.data.digits import digits_split, load_digits_data  # noqa: E402
-from robeval.eps import parse_one  # noqa: E402
 from robeval.evaluation.attack_guards import PassCounter  # noqa: E402
 from robeval.evaluation.protocols import autoattack_options  # noqa: E402
 from robeval.models.given import GivenItem  # noqa: E402
-from robeval.results.records import audited_stage  # noqa: E402
 from robeval.results_api import Run  # noqa: E402
 
 

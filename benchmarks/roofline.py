@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import make_folder  # noqa: E402
 
 from robeval.api import evaluate_full  # noqa: E402
+from robeval.core.precision import float32_math  # noqa: E402
 from robeval.models import load_model  # noqa: E402
-from robeval.precision import float32_math  # noqa: E402
 
 SETTINGS = {  # budgets short enough for one short call; PGD-20 is the paper's
     "pgd": {"steps": 20},
@@ -88,9 +88,8 @@ def pass_flops(model_name: str, device: torch.device) -> tuple[float, float]:
         if hasattr(module, "fused_attn"):
             module.fused_attn = False
     x = torch.rand(1, *model.meta.input_size, device=device, requires_grad=True)
-    with FlopCounterMode(display=False) as counter:
-        with torch.no_grad():
-            model(x)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(x)
     forward = counter.get_total_flops()
     with FlopCounterMode(display=False) as counter:
         model(x).sum().backward()

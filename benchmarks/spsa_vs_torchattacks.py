@@ -29,9 +29,9 @@ import torchattacks
 
 import robeval
 from robeval.attacks import create
+from robeval.core.eps import parse_one
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
-from robeval.eps import parse_one
 from robeval.evaluation.attack_guards import PassCounter
 from robeval.evaluation.protocols import get_protocol
 

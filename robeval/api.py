@@ -19,9 +19,9 @@ from typing import Any, ParamSpec
 import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
-from .atomic_files import nearest_folder
-from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
-from .errors import UserError
+from .core.atomic_files import nearest_folder
+from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
+from .core.errors import UserError
 from .evaluation.config import make_config
 from .evaluation.distributed import DistContext, init_from_env, shutdown
 from .evaluation.engine import evaluate_plan, prepare
@@ -63,7 +63,7 @@ def evaluate_run(
     with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the
     distributed context (default: joined from torchrun's environment, and left at the end)."""
     if config.threads is not None:
-        from .threads import set_threads
+        from .core.threads import set_threads
 
         set_threads(config.threads)
     if isinstance(store, (str, Path)) and str(store) != IN_MEMORY:
@@ -287,7 +287,7 @@ def _is_main() -> bool:
 def _benchmark_files(result: Run, name: str, info_path: Path | None, log_path: str | None) -> None:
     """benchmark()'s ``to_disk`` model-info file and its ``log_path`` log (the run's table, appended)."""
     if info_path is not None:
-        from .atomic_files import atomic_write
+        from .core.atomic_files import atomic_write
         from .report.robustbench import updated_model_info
 
         info_path.parent.mkdir(parents=True, exist_ok=True)

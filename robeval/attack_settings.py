@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UserError, closest
-from .numbers import INT64_MAX, decimal_number, whole_number
+from .core.errors import UserError, closest
+from .core.numbers import INT64_MAX, decimal_number, whole_number
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .errors import UserError
-from .numbers import decimal_number
+from .core.errors import UserError
+from .core.numbers import decimal_number
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 PIXELS_AS_GIVEN = "takes [0,1] pixels"  # a user's module without mean/std: it normalises inside, if at all

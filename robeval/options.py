@@ -21,9 +21,9 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from .defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
-from .eps import Eps, parse_eps_list
-from .errors import UserError
+from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
+from .core.eps import Eps, parse_eps_list
+from .core.errors import UserError
 
 COMPILE_MODES = ("auto", "on", "off")  # --compile (robeval.evaluation.compiled)
 

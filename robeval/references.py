@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UserError
-from .printable import refuse_controls
+from .core.errors import UserError
+from .core.printable import refuse_controls
 
 PREFIX_NAMES = ("timm", "hf-hub", "robustbench", "module")  # names with a resolver's prefix, not code
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")

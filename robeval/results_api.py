@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .defaults import DEFAULT_STORE
-from .errors import UserError
+from .core.defaults import DEFAULT_STORE
+from .core.errors import UserError
 from .evaluation.progress import NullReporter, Reporter
 from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs
 from .results.store import IN_MEMORY, Store, existing_store
@@ -258,7 +258,7 @@ class Run:
         64/255 on the same models and examples where the run lacks them, as a run of its own in the store
         (``progress``: its progress bars; ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that builds a
         model of the run: only code named here is imported): ``robeval check --report FILE [--run-missing]``."""
-        from .atomic_files import atomic_write
+        from .core.atomic_files import atomic_write
         from .report.files import check_out_file
 
         path = check_out_file(Path(out))  # before the evidence run spends minutes
@@ -292,7 +292,7 @@ class Run:
         regenerated examples under ``gallery_attack``, configuration): ``robeval report``.  ``code``: the
         user's code (``PATH.py:CALLABLE=NAME``) the gallery may import to build a model of the run again; a
         model of the user's code not named here is not drawn (reading a store never imports code it names)."""
-        from .atomic_files import atomic_write
+        from .core.atomic_files import atomic_write
         from .report.html_page import html_report
 
         path = check_report_out(Path(out), gallery_size)

@@ -2,7 +2,7 @@
 """Train embedded digits demos of registered digits models by name and write them into robeval/zoo/.
 
 The network is the model's own registered builder (untrained); the recipe is robeval's demo recipe
-(robeval.defaults.DEMO_RECIPE, through robeval.models.training.train_demo, the function `robeval
+(robeval.core.defaults.DEMO_RECIPE, through robeval.models.training.train_demo, the function `robeval
 train-demo` calls: seed, data order, 1-pixel shifts, AdamW, warm-up + cosine, label smoothing,
 stochastic depth 0.1, 300 epochs at lr 1e-3), so `robeval train-demo --model NAME --seed 0` trains it
 the same way (the same weights on the same CPU, thread count and torch).  A distilled DeiT (a distillation token and head) is trained with DeiT's hard
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from robeval.defaults import DEMO_RECIPE, Recipe
+from robeval.core.defaults import DEMO_RECIPE, Recipe
 from robeval.models.seed_training import recipe_metadata
 from robeval.models.training import save_demo, train_demo
 

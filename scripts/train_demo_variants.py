@@ -2,7 +2,7 @@
 """Train the embedded digits demos of the attention variants and robust-attention baselines
 (digits-deit-{optimised,efficient,super,rkde,mom}) and write them into robeval/zoo/.
 
-The recipe is robeval's demo recipe (robeval.defaults.DEMO_RECIPE, the shipped digits-deit's), so the
+The recipe is robeval's demo recipe (robeval.core.defaults.DEMO_RECIPE, the shipped digits-deit's), so the
 models differ from digits-deit only in their attention layers.  Prints every test accuracy.
 (scripts/train_demo_models.py with these names; name others there.)
 

@@ -12,8 +12,8 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import create, parse_attack_list
 from robeval.attacks.spsa import SPSA
+from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
-from robeval.errors import UserError
 from robeval.evaluation.attack_guards import AttackBoundsError, verify_adversarial
 
 from .conftest import FAST_SETTINGS

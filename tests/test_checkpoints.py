@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import save_file
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.models import build_network
 from robeval.models.checkpoint import sha256_of
 from robeval.results.store import Store

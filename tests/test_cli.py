@@ -61,7 +61,7 @@ def test_run_json(small_run):
 
 
 def test_passes_per_image_are_the_records_means_in_run_json_and_the_closing_summary(small_run):
-    from robeval.defaults import DEFAULT_STORE
+    from robeval.core.defaults import DEFAULT_STORE
 
     from .conftest import SCRATCH
 

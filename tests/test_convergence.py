@@ -13,8 +13,8 @@ import torch
 from robeval.api import evaluate_full
 from robeval.attacks import create, list_attacks
 from robeval.attacks.convergence import CURVE_POINTS, CurveWatch, grid, reading, robust_along
+from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
-from robeval.errors import UserError
 from robeval.models import load_model, register_model
 from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
@@ -268,7 +268,7 @@ def test_curves_come_in_the_run_order_of_its_models():
 
 
 def test_reading_curves_from_a_missing_store_creates_nothing(tmp_path):
-    from robeval.errors import UserError
+    from robeval.core.errors import UserError
     from robeval.results.convergence import curves
 
     with pytest.raises(UserError, match="results store not found"):

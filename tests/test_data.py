@@ -10,8 +10,8 @@ import pytest
 import torch
 from PIL import Image
 
+from robeval.core.errors import UserError
 from robeval.data.folders import load_folder_data
-from robeval.errors import UserError
 from robeval.models.wrapper import ModelMeta
 
 from .conftest import run_cli
@@ -90,7 +90,7 @@ def test_robustbench_subset_needs_no_robustbench_package(monkeypatch):
 def test_robustbench_models_import_past_its_broken_init(tmp_path, monkeypatch):
     import sys
 
-    from robeval.errors import UserError
+    from robeval.core.errors import UserError
     from robeval.models import get_spec
 
     for name in [m for m in sys.modules if m.split(".")[0] == "robustbench"]:
@@ -115,7 +115,7 @@ def test_robustbench_models_without_the_package_say_how_to_install(monkeypatch):
     import importlib.util
     import sys
 
-    from robeval.errors import UserError
+    from robeval.core.errors import UserError
     from robeval.models import get_spec
 
     for name in [m for m in sys.modules if m.split(".")[0] == "robustbench"]:

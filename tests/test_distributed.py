@@ -30,7 +30,7 @@ def test_nproc_must_be_positive():
 
 
 def test_more_workers_than_the_machine_holds_are_refused(cli):
-    from robeval.machine import cores
+    from robeval.core.machine import cores
 
     result = cli("run", "--nproc", str(cores() + 1), "--quiet")
     lines = result.stderr.strip().splitlines()

@@ -129,7 +129,7 @@ def test_one_process_holds_a_run_at_a_time(cli, tmp_path):
 def exited_process(reaped: bool) -> tuple[subprocess.Popen, str]:
     """A process that has exited, reaped by its parent or left a zombie (as a killed run's workers stay
     in a container whose first process reaps nothing), and when it started."""
-    from robeval.machine import process_start
+    from robeval.core.machine import process_start
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
     start = process_start(proc.pid)

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import save_file
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from tests.conftest import invoke, one_line_error
 from tests.test_plugins import Entry, NoTimmConstructor, installed  # noqa: F401  (the fixture)
 
@@ -314,7 +314,7 @@ def test_a_zip_bomb_is_refused_from_its_central_directory_without_inflating(plac
     clear = Path("/proc/self/clear_refs")
     if not clear.exists():
         pytest.skip("no /proc/self/clear_refs here to reset the peak memory (Linux only)")
-    from robeval.machine import status_kb
+    from robeval.core.machine import status_kb
 
     clear.write_text("5")  # the peak resident memory (VmHWM) starts again from what is resident now
     resident = status_kb("VmRSS") or 0

@@ -19,7 +19,7 @@ import matplotlib
 import pytest
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.report import plots, style
 from robeval.report.convergence import convergence_figure
 from robeval.report.gallery import gallery

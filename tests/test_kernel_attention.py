@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from scipy.optimize import minimize
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec
 from robeval.models.attention.kernel import (
     FourierAttention,

@@ -10,9 +10,9 @@ import pytest
 from PIL import Image
 
 import robeval
+from robeval.core.errors import UserError
 from robeval.data.folders import load_folder_data
 from robeval.data.labels import check_classes, folder_label_space
-from robeval.errors import UserError
 from robeval.results.store import Store
 
 from .conftest import run_cli

@@ -29,11 +29,8 @@ LAYERS = [
     ("robeval.attacks",),
     ("robeval.models",),
     ("robeval.data",),
-    ("robeval.errors", "robeval.eps", "robeval.seeds", "robeval.norms", "robeval.threads", "robeval.defaults",
-     "robeval.attack_settings", "robeval.machine", "robeval.registry", "robeval.lazy", "robeval.options", "robeval.precision", "robeval.zoo",
-     "robeval.model_config", "robeval.references", "robeval.atomic_files", "robeval.json_input", "robeval.numbers",
-     "robeval.printable",
-     "robeval.results.records"),  # the record schema: the engine writes in it, robeval.results reads it
+    ("robeval.attack_settings", "robeval.options", "robeval.zoo", "robeval.model_config", "robeval.references"),
+    ("robeval.core",),  # the ground floor: every layer may import it, it imports none of them
 ]
 MAX_BODY_LINES = 40
 

@@ -20,7 +20,7 @@ from scipy.stats import norm
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.results.intervals import claim_interval
 from robeval.results.store import Store
 

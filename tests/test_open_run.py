@@ -13,7 +13,7 @@ from PIL import Image
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.results.store import Store
 
 from .conftest import one_line_error

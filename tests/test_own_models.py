@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from tests.conftest import one_line_error
 
 NET = '''

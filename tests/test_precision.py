@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from robeval.api import evaluate_full
-from robeval.errors import UserError
+from robeval.core.errors import UserError
+from robeval.core.precision import float32_math, get_precision
 from robeval.models import get_spec, register_model
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import embedded_weights
-from robeval.precision import float32_math, get_precision
 from robeval.report.paper import render
 from robeval.results.runs import combine, resolve_runs
 from robeval.results.soundness import run_findings
@@ -144,7 +144,7 @@ def test_the_fp32_check_flags_an_attack_that_bf16_weakened(masked_in_bf16):
 
 
 def test_bf16_on_a_cpu_without_bf16_instructions_is_warned(monkeypatch):
-    from robeval.precision import slower_here
+    from robeval.core.precision import slower_here
 
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)

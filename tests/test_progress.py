@@ -61,7 +61,7 @@ def test_eta_after_the_first_unit_and_compact_rates():
 
 
 def test_a_worker_shows_its_own_share_of_the_batches():
-    from robeval.eps import Eps
+    from robeval.core.eps import Eps
     from robeval.evaluation.progress import model_bars
 
     data = SimpleNamespace(batch_indices=lambda size, b: list(range(b * size, min(100, (b + 1) * size))))

@@ -11,7 +11,7 @@ import pytest
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 
 from .reference_runs import StopAfter
 from .test_plugins import Entry, installed  # noqa: F401  (the fixture)

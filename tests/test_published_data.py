@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from robeval.core.errors import UserError
 from robeval.data.loading import PUBLISHED, load_data
-from robeval.errors import UserError
 
 from . import published_files as pf
 from .conftest import one_line_error

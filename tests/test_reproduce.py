@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from robeval.api import reproduce
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.models import count_parameters
 from robeval.report.naming import attack_title
 from robeval.reproduce import get_table, list_tables

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from robeval.defaults import CLEAN
-from robeval.errors import UserError
+from robeval.core.defaults import CLEAN
+from robeval.core.errors import UserError
 from robeval.reproduce import get_table
 from robeval.reproduce.efficiency import efficiency_grid
 from robeval.reproduce.run import reproduce

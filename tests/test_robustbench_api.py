@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from tests.conftest import FAST_SETTINGS, one_line_error, require_tool
 
 AA = ["apgd-ce", "apgd-t", "fab-t", "square"]

@@ -7,7 +7,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.models import build_network, count_parameters
 
 # What the authors' robust_models.py builds (parameters; multiply-adds at 224 px, their README: 1.3 / 4.7 / 17.7 G)

@@ -80,7 +80,7 @@ def test_what_is_stored_is_what_ran():
 
 
 def test_a_budget_is_found_by_text_or_value():
-    from robeval.eps import find_budget
+    from robeval.core.eps import find_budget
 
     assert find_budget(["4/255", "8/255"], "0.0313725490196") == "8/255"
     assert find_budget(["8/255"], "0.03137", tolerance=5e-5) == "8/255" and find_budget(["8/255"], "0.03137") is None

@@ -19,9 +19,9 @@ import torch
 from PIL import Image
 
 from robeval.api import evaluate_full
+from robeval.core.errors import UserError
 from robeval.data.arrays import ArrayImages
 from robeval.data.labels import imagenet_wnids
-from robeval.errors import UserError
 from robeval.evaluation.config import make_config
 from robeval.model_config import ModelConfig
 from robeval.models import register_model

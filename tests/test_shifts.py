@@ -11,9 +11,9 @@ import torch
 from PIL import Image
 
 from robeval.api import evaluate_full
+from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
 from robeval.data.labels import imagenet_wnids
-from robeval.errors import UserError
 from robeval.report.paper import render
 from robeval.shifts import ALEXNET_ERRORS, COMMON, EXTRA, class_set
 from robeval.shifts.corrupt import corrupt_tensor

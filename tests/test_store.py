@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.report.compare import bootstrap_ci, compare, mcnemar_exact
 from robeval.results.store import Store
 from robeval.results.store_schema import SCHEMA_VERSION

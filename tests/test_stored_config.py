@@ -9,7 +9,7 @@ import json
 import pytest
 
 from robeval.api import evaluate_full
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.evaluation.config import make_config, remake
 from robeval.evaluation.plan import make_plan, planned_identity
 from robeval.evaluation.protocols import PROTOCOLS

@@ -8,7 +8,7 @@ import timm
 import torch
 
 import robeval
-from robeval.errors import UserError
+from robeval.core.errors import UserError
 from robeval.models import build_network, count_parameters
 from robeval.models.attention.variants import state_from_deit
 from robeval.models.swin import digits_swin

@@ -10,7 +10,7 @@ from .conftest import run_cli
 def test_thread_governor_gives_cores_to_other_processes(monkeypatch):
     import torch
 
-    from robeval import threads
+    from robeval.core import threads
 
     saved = torch.get_num_threads()
     try:

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import robeval
-from robeval.defaults import DEMO_RECIPE
-from robeval.errors import UserError
-from robeval.seeds import parse_seeds
+from robeval.core.defaults import DEMO_RECIPE
+from robeval.core.errors import UserError
+from robeval.core.seeds import parse_seeds
 
 from .conftest import one_line_error
 

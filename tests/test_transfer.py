@@ -41,7 +41,7 @@ def test_transfer_below_white_box_is_flagged():
 def test_transfer_errors_are_one_line():
     import pytest
 
-    from robeval.errors import UserError
+    from robeval.core.errors import UserError
 
     for kwargs, message in (
         (dict(attacks="transfer-pgd"), "needs --source-model"),

@@ -11,8 +11,8 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 
 import robeval
+from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
-from robeval.errors import UserError
 from robeval.models import build_network, count_parameters, get_spec, list_models
 from robeval.models.attention.robust import MoMAttention, RKDEAttention, huber_rkde_weights, set_robust_options
 from robeval.models.attention.variants import VARIANTS, SuperAttention, make_super, state_from_deit

@@ -32,7 +32,7 @@ from pyautoattack.autopgd_base import APGDAttack, APGDAttack_targeted
 from pyautoattack.fab_pt import FABAttack_PT
 from pyautoattack.square import SquareAttack
 
-from ..norms import perturbation_size
+from ..core.norms import perturbation_size
 from .base import Attack, margin
 from .convergence import fell, queries, reading_at
 from .registry import registered_as

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attack_settings import apply_settings
-from ..seeds import derive_seed
+from ..core.seeds import derive_seed
 
 Box = Optional[tuple[float, float]]
 

@@ -21,7 +21,7 @@ import warnings
 
 import torch
 
-from ..norms import perturbation_size
+from ..core.norms import perturbation_size
 from .autoattack import FAB_DEFAULTS
 from .base import Attack
 from .registry import registered_as

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..attack_settings import apply_settings
-from ..defaults import NOT_ATTACKS
-from ..errors import UserError, lookup
-from ..lazy import placed
-from ..registry import Registry
+from ..core.defaults import NOT_ATTACKS
+from ..core.errors import UserError, lookup
+from ..core.lazy import placed
+from ..core.registry import Registry
 
 if TYPE_CHECKING:
     from torch import nn

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .autoattack import APGDCE
 from .base import Attack, Box
 from .gradient import PGD

@@ -9,9 +9,9 @@ from typing import Optional
 
 import typer
 
-from ..errors import OneLineWarning, UserError
+from ..core.errors import OneLineWarning, UserError
+from ..core.threads import configure_process, threads_from_argv
 from ..report.escaping import TerminalConsole, terminal
-from ..threads import configure_process, threads_from_argv
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
 
 app = typer.Typer(
@@ -32,7 +32,7 @@ def emit(text: str, out: Optional[Path]) -> None:
         shown = terminal(text) if sys.stdout.isatty() else text  # a file gets the document's bytes as they are
         print(shown, end="" if text.endswith("\n") else "\n")
         return
-    from ..atomic_files import atomic_write
+    from ..core.atomic_files import atomic_write
     from ..report.files import check_out_file
 
     atomic_write(check_out_file(out), text)

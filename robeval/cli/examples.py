@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from ..defaults import DEFAULT_STORE
-from ..errors import UserError
+from ..core.defaults import DEFAULT_STORE
+from ..core.errors import UserError
 from .app import app, console
 from .results import NAMED_CODE_HELP
 

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .app import app, console, emit
 
 

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
+from ..core.machine import child_pids, cores, memory_available
 from ..evaluation.distributed import LAUNCH_STATE
-from ..machine import child_pids, cores, memory_available
 
 WORKER_MEMORY_BYTES = 1.2 * 2**30  # torch's runtime alone is 0.7-1.2 GB per process (benchmarks/memory.py)
 STOP_GRACE_SECONDS = 20.0  # after the signal, workers that have not stopped by then are killed

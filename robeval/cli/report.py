@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ..defaults import DEFAULT_STORE
+from ..core.defaults import DEFAULT_STORE
 from .app import app, console
 from .results import NAMED_CODE_HELP, opened
 

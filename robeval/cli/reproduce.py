@@ -12,8 +12,8 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ..defaults import DEFAULT_STORE, DIGITS
-from ..errors import UserError
+from ..core.defaults import DEFAULT_STORE, DIGITS
+from ..core.errors import UserError
 from ..options import EvalConfig
 from .app import app, console
 

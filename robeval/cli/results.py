@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.table import Table
 
-from ..defaults import DEFAULT_STORE
-from ..errors import UserError
+from ..core.defaults import DEFAULT_STORE
+from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
 from .app import app, console, emit
 

@@ -13,8 +13,8 @@ from typing import Any, Optional
 
 import typer
 
-from ..defaults import DEFAULT_STORE, DIGITS
-from ..errors import StoreFull, UserError
+from ..core.defaults import DEFAULT_STORE, DIGITS
+from ..core.errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
 from ..report.escaping import TerminalConsole
 from .app import app, console

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..defaults import DEMO_RECIPE, Recipe
-from ..errors import UserError
+from ..core.defaults import DEMO_RECIPE, Recipe
+from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
 from .app import app, console
 
@@ -56,8 +56,8 @@ def train_demo_cmd(
     measures with those weights) and whether the shipped models were trained the same way.  --seeds
     trains several members, one file each.  A seed whose loss stops being finite, or that ends under
     twice chance accuracy, writes nothing."""
+    from ..core.seeds import check_seed, parse_seeds
     from ..report.files import prepare_out_dir
-    from ..seeds import check_seed, parse_seeds
 
     if seed is not None and seeds is not None:
         raise UserError("give --seed N (one model) or --seeds LIST (several), not both")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .examples import EvalData
 from .labels import LabelSpace
 from .subsets import choose_examples

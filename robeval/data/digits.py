@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ..defaults import DIGITS
+from ..core.defaults import DIGITS
 from .examples import EvalData
 from .labels import LabelSpace
 from .subsets import choose_examples

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import SPLITS
-from ..errors import UserError
+from ..core.defaults import SPLITS
+from ..core.errors import UserError
 from .unpickle import load_arrays_pickle
 
 Arrays = tuple[np.ndarray, np.ndarray, "list[str] | None"]

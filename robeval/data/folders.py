@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .examples import EvalData, ImageSpec
 from .labels import folder_label_space
 from .subsets import balanced_subset, select_listed

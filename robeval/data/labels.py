@@ -20,9 +20,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..json_input import MAX_BYTES, load_json
-from ..numbers import whole_number
+from ..core.errors import UserError
+from ..core.json_input import MAX_BYTES, load_json
+from ..core.numbers import whole_number
 
 
 @dataclass(frozen=True)

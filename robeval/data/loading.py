@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..defaults import DIGITS
-from ..errors import UserError
+from ..core.defaults import DIGITS
+from ..core.errors import UserError
 from ..options import EvalConfig
 from .arrays import array_data, cifar_label_space
 from .digits import load_digits_data

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..defaults import DIGITS
-from ..errors import UserError
-from ..registry import Registry
+from ..core.defaults import DIGITS
+from ..core.errors import UserError
+from ..core.registry import Registry
 
 CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
 MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"

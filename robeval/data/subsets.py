@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..defaults import SELECTIONS
-from ..errors import UserError
+from ..core.defaults import SELECTIONS
+from ..core.errors import UserError
 
 
 def balanced_order(labels: Sequence[int]) -> list[int]:

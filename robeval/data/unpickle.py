@@ -13,7 +13,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 ALLOWED_GLOBALS = frozenset(
     {

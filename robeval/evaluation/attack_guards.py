@@ -11,7 +11,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from ..norms import perturbation_size
+from ..core.norms import perturbation_size
 
 BOUND_TOLERANCE = 1e-6
 

@@ -30,7 +30,7 @@ import warnings
 import torch
 from torch import nn
 
-from ..errors import OneLineWarning
+from ..core.errors import OneLineWarning
 
 SMALLEST_BUCKET = 8
 BACKEND = "inductor"  # what torch.compile builds with (tests may choose a lighter one)

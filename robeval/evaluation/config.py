@@ -20,17 +20,17 @@ from typing import Any
 
 from ..attack_settings import parse_set_items
 from ..attacks import get_attack_spec, parse_attack_list, resolve_settings
+from ..core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
+from ..core.eps import parse_eps_list
+from ..core.errors import UserError
+from ..core.precision import PRECISIONS
+from ..core.seeds import check_seed
 from ..data.published import check_data_options
-from ..defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
-from ..eps import parse_eps_list
-from ..errors import UserError
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
 from ..options import COMPILE_MODES, EvalConfig, option_default
-from ..precision import PRECISIONS
 from ..references import refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
-from ..seeds import check_seed
 from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from .protocols import get_protocol

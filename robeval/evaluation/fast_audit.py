@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..seeds import derive_seed
+from ..core.seeds import derive_seed
 
 FAST_PASS = ("apgd-ce", "apgd-t-malt")  # on every correctly classified example, in this order
 AUDIT_STAGES = ("apgd-t-rest", "fab-t", "square")  # on the sample, after the pass, in AutoAttack's order

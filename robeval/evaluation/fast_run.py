@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..eps import Eps
-from ..results.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
+from ..core.eps import Eps
+from ..core.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
 from .fast_audit import AuditCounts, audit_sample
 from .model_run import Batch, ModelRun
 from .plan import RunPlan

@@ -24,14 +24,14 @@ from ..attacks import create, get_attack_spec
 from ..attacks.base import Attack
 from ..attacks.convergence import CurveWatch
 from ..attacks.transfer import SourceModel
+from ..core.defaults import CLEAN
+from ..core.eps import Eps
+from ..core.errors import UserError
+from ..core.precision import curves_omitted, strict_fp32
+from ..core.records import Columns, Unit
+from ..core.seeds import derive_seed
 from ..data.examples import EvalData
-from ..defaults import CLEAN
-from ..eps import Eps
-from ..errors import UserError
 from ..models import NormalizedModel, wrap_given
-from ..precision import curves_omitted, strict_fp32
-from ..results.records import Columns, Unit
-from ..seeds import derive_seed
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
 from .compiled import CompiledPasses
 from .model_checks import model_checks

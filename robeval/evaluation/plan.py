@@ -15,16 +15,16 @@ from typing import Any
 import torch
 
 from ..attacks import get_attack_spec
+from ..core.defaults import CLEAN
+from ..core.errors import UserError
+from ..core.precision import Precision, get_precision
+from ..core.records import audit_unit
 from ..data.published import is_in_memory
-from ..defaults import CLEAN
-from ..errors import UserError
 from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
 from ..models.checkpoint import sha256_of
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
 from ..options import EvalConfig
-from ..precision import Precision, get_precision
-from ..results.records import audit_unit
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
 from .compiled import compiles

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch
 
+from ..core.errors import UserError
 from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
-from ..errors import UserError
 from ..models import build_network, meta_of, model_meta
 from ..models.admission import admit_members, admit_model
 from ..models.wrapper import ModelMeta

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from ..machine import status_kb
+from ..core.machine import status_kb
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
 
 MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from ..defaults import CLEAN
-from ..results.records import audited_stage
+from ..core.defaults import CLEAN
+from ..core.records import audited_stage
 
 Key = tuple[str, ...]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..registry import Registry
+from ..core.registry import Registry
 from .fast_audit import AUDIT_RATE, AUDIT_STAGES, FAST_PASS, FAST_TARGETS, LIBRARY_DRAWS
 
 PIXEL_BOX = (0.0, 1.0)

@@ -31,11 +31,11 @@ import torch
 
 from ..attacks import list_attacks
 from ..attacks.registry import PER_BATCH_IN_LIBRARY
+from ..core.errors import UserError
+from ..core.threads import set_threads
 from ..data.labels import LabelSpace
-from ..errors import UserError
 from ..models.user_code import check_stored_code
 from ..options import EvalConfig
-from ..threads import set_threads
 from .config import ADAPTIVE_SUFFIX, remake
 from .model_run import ModelRun
 from .plan import ModelJob, RunPlan, make_plan

@@ -13,7 +13,7 @@ import torch
 
 from .. import __version__
 from ..attacks import get_attack_spec
-from ..machine import cpu_peak_bytes
+from ..core.machine import cpu_peak_bytes
 from .plan import RunPlan
 from .protocols import Protocol
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..results.records import Unit, UnitCurves, UnitTimes
+from ..core.records import Unit, UnitCurves, UnitTimes
 
 
 class RunStore(Protocol):

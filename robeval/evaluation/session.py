@@ -20,14 +20,14 @@ from typing import Any
 import torch
 
 from ..attacks.transfer import SourceModel
+from ..core.defaults import CLEAN
+from ..core.errors import StoreFull, UserError
+from ..core.precision import slower_here
+from ..core.records import Unit
+from ..core.threads import FixedThreads, ThreadGovernor
 from ..data.examples import EvalData
-from ..defaults import CLEAN
-from ..errors import StoreFull, UserError
 from ..models.provenance import checkpoint_change, code_change
 from ..options import identity_difference, newest_matching
-from ..precision import slower_here
-from ..results.records import Unit
-from ..threads import FixedThreads, ThreadGovernor
 from .attack_guards import ModelFailure
 from .config import transfer_source
 from .distributed import DistContext, announce_run

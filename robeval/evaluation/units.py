@@ -29,13 +29,13 @@ import torch
 
 from ..attacks.convergence import CurveWatch, Fooling, grid, reading, robust_along
 from ..attacks.minimum_norm import MinimumNormAttack, fooled_within, search_norms, within_eps
-from ..defaults import CLEAN
-from ..eps import Eps
-from ..errors import UserError
-from ..norms import perturbation_norms
-from ..precision import crafting, strict_fp32
-from ..results.records import RECORD_COLUMNS, Columns, Unit, UnitCurve, unit_columns
-from ..seeds import derive_seed
+from ..core.defaults import CLEAN
+from ..core.eps import Eps
+from ..core.errors import UserError
+from ..core.norms import perturbation_norms
+from ..core.precision import crafting, strict_fp32
+from ..core.records import RECORD_COLUMNS, Columns, Unit, UnitCurve, unit_columns
+from ..core.seeds import derive_seed
 from .attack_guards import AttackBoundsError, ModelFailure, is_out_of_memory, topk_hits, verify_adversarial
 from .model_run import Batch, ModelRun
 from .run_info import RunLog

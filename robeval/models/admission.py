@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import USER_CODE_RAISES, UserError, raised
+from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import names_one_model
 from .checkpoint import RecordedModel, check_fit, inspect_checkpoint, recorded_model

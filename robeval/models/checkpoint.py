@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import UserError
-from ..json_input import load_json
+from ..core.errors import UserError
+from ..core.json_input import load_json
 
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")

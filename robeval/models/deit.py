@@ -6,7 +6,7 @@ from __future__ import annotations
 import timm
 from torch import nn
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .attention.elliptical import EllipticalAttention, make_elliptical
 from .hub import timm_config
 from .registry import ModelSpec

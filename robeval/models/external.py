@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .hub import hub_architecture
 from .registry import ModelSpec
 from .weights import timm_weights

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint

@@ -15,7 +15,7 @@ from typing import Any
 import timm
 from torch import nn
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..model_config import ModelConfig
 
 HUB_HOST = ("huggingface.co", 443)

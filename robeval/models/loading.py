@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..model_config import ModelConfig
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .given import GivenModel, complete_config

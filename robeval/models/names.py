@@ -14,8 +14,8 @@ import fnmatch
 from functools import cache
 from importlib import metadata
 
-from ..defaults import PLUGIN_GROUPS
-from ..errors import UserError, lookup
+from ..core.defaults import PLUGIN_GROUPS
+from ..core.errors import UserError, lookup
 from ..references import PREFIX_NAMES, check_callable_named, check_reference_file, is_reference
 from .catalog import family_names
 from .registry import EXTENSIONS, MODELS, PREFIXES, Extension, Lazy, ModelSpec

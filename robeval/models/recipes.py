@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..defaults import DEMO_RECIPE
+from ..core.defaults import DEMO_RECIPE
 
 SEED = "seed"  # the one ingredient members of one model differ in
 DATA = "data"

@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..lazy import placed
+from ..core.errors import UserError
+from ..core.lazy import placed
+from ..core.registry import Registry
 from ..model_config import ModelConfig
 from ..references import check_callable_named, is_reference
-from ..registry import Registry
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..defaults import DEMO_RECIPE, Recipe
-from ..errors import UserError
+from ..core.defaults import DEMO_RECIPE, Recipe
+from ..core.errors import UserError
 from ..zoo import STOCHASTIC_DEPTH_BY_SCRIPT, zoo_path
 from .training import WEIGHT_SUFFIXES, Progress, TrainingFailed, check_learned, save_demo, train_demo
 

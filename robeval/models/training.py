@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..atomic_files import replacing
+from ..core.atomic_files import replacing
+from ..core.defaults import DEMO_RECIPE
+from ..core.errors import UserError
 from ..data.digits import digits_split
-from ..defaults import DEMO_RECIPE
-from ..errors import UserError
 from ..model_config import ModelConfig
 from .digits import DIGITS, DIGITS_ARCH, DIGITS_CFG
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from torch import nn
 
-from ..errors import USER_CODE_RAISES, UserError, raised
+from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import check_reference_file, is_file_reference, is_reference, parts
 from .registry import ModelSpec

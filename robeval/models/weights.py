@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import UserError
-from ..registry import Registry
+from ..core.errors import UserError
+from ..core.registry import Registry
 from ..zoo import zoo_path
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..defaults import ANY
+from ..core.defaults import ANY
 from ..results.intervals import claim_interval, member_matrix
 from ..results.summary import any_attack_records
 from .compare import bootstrap_ci

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
-from ..eps import eps_label
+from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
+from ..core.eps import eps_label
+from ..core.precision import FP32
 from ..evaluation.protocols import get_protocol
-from ..precision import FP32
 from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
 from .escaping import latex as latex_escape

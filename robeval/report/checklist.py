@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..registry import Registry
+from ..core.registry import Registry
 from ..results.audit_summary import audit_lines
 from ..results.checks import adaptive_gaps
 from ..results.findings import CHECKS, Finding

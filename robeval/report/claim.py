@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..defaults import ANY
+from ..core.defaults import ANY
 from ..results.intervals import claim_interval, member_matrix
 from .grid import Measured, comparison_table
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..defaults import ANY, CLEAN
-from ..errors import UserError
+from ..core.defaults import ANY, CLEAN
+from ..core.errors import UserError
 from ..models.registry import PREFIXES
 from ..references import is_reference
 from ..results.likeness import Side, noted_differences, refuse_unlike

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..registry import Registry
+from ..core.registry import Registry
 from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_markdown, headline, one_side_note, verdict

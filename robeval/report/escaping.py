@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from ..printable import CONTROLS, visible_controls
+from ..core.printable import CONTROLS, visible_controls
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomic_files import atomic_write, folder_refusal
-from ..errors import UserError
+from ..core.atomic_files import atomic_write, folder_refusal
+from ..core.errors import UserError
 from .escaping import markdown_line
 from .paper import render
 

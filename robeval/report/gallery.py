@@ -22,7 +22,7 @@ import io
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ..atomic_files import atomic_write
+from ..core.atomic_files import atomic_write
 from ..results.recrafting import Recrafted, RecraftPlan, plan_recrafting, recraft
 from ..results.store import Store
 from .gallery_figure import class_names, draw

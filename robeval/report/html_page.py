@@ -24,14 +24,14 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from ..errors import UserError
+from ..core.errors import UserError
+from ..core.registry import Registry
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
 from ..evaluation.regenerate import refusal
 from ..models.given import PREFIX
 from ..models.registry import registered_spec
 from ..references import split_label
-from ..registry import Registry
 from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms
 from ..results.soundness import judge_stored

@@ -9,7 +9,7 @@ from pathlib import PurePath
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..defaults import ANY, CLEAN
+from ..core.defaults import ANY, CLEAN
 
 ROW_TITLES = {CLEAN: "Clean", ANY: "Any (worst case)"}  # the two columns that are no attack
 NORM_MATH = {"Linf": r"\ell_\infty", "L2": r"\ell_2"}

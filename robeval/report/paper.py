@@ -14,9 +14,9 @@ from functools import partial
 
 import pandas as pd
 
-from ..defaults import SUMMARY_COLUMNS
-from ..errors import UserError
-from ..registry import Registry
+from ..core.defaults import SUMMARY_COLUMNS
+from ..core.errors import UserError
+from ..core.registry import Registry
 from . import grid as grids
 from . import robustbench
 from .bests import FOOTNOTE, NOT_SEPARATED, SEPARATED, best_column, mark_bests

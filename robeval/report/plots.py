@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..defaults import CLEAN
-from ..eps import eps_label
+from ..core.defaults import CLEAN
+from ..core.eps import eps_label
 from ..results.checks import attacks_of_kind
 from ..shifts.catalog import FAMILY_OF, parse_condition
 from . import style

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..defaults import ANY, CLEAN
-from ..eps import find_budget
-from ..errors import UserError
+from ..core.defaults import ANY, CLEAN
+from ..core.eps import find_budget
+from ..core.errors import UserError
 from ..evaluation.protocols import AUTOATTACK_VERSIONS
 from ..results.runs import StoredRun
 from ..results.store import Store

@@ -22,10 +22,10 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import resolve_settings
-from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS
-from ..errors import UserError
+from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS
+from ..core.errors import UserError
+from ..core.json_input import load_json
 from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
-from ..json_input import load_json
 from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent

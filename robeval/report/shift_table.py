@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..defaults import CLEAN
+from ..core.defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics

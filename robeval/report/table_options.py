@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..errors import UserError
-from ..printable import refuse_controls
+from ..core.errors import UserError
+from ..core.printable import refuse_controls
 from .naming import ordered_attacks
 from .shift_table import is_condition
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
+from ..core.errors import UserError
 from . import render
 from .columns import run_parts, runs_grid
 from .request import RUN_ID_FIELD, Reproduction, Request, write

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..defaults import CLEAN
+from ..core.defaults import CLEAN
 from ..report.captions import caption_parts
 from ..report.grid import Measured
 from ..shifts.catalog import SEVERITIES, parse_condition

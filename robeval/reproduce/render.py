@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..defaults import CLEAN
+from ..core.defaults import CLEAN
 from ..evaluation.protocols import get_protocol
 from ..report import grid as grids
 from ..report.captions import caption_parts

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic_files import atomic_write
+from ..core.atomic_files import atomic_write
 from ..report.files import prepare_out_dir
 from . import render
 from .tables import PaperTable

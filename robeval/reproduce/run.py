@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..atomic_files import nearest_folder
-from ..errors import UserError
+from ..core.atomic_files import nearest_folder
+from ..core.errors import UserError
 from ..evaluation.config import member_paths
 from ..report.files import prepare_out_dir
 from . import render

@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..defaults import ANY
+from ..core.defaults import ANY
+from ..core.records import audit_unit
 from ..evaluation.fast_audit import AuditCounts
 from ..evaluation.protocols import PROTOCOLS, Protocol
 from .audit_bound import CONFIDENCE, AuditBound
-from .records import audit_unit
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
-from ..defaults import CLEAN, NOT_ATTACKS
+from ..core.defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text

@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..attacks import list_attacks
 from ..attacks.registry import ATTACKS, CURVE_POINTS
+from ..core.precision import PRECISIONS, curves_omitted
 from ..evaluation.config import model_order
-from ..precision import PRECISIONS, curves_omitted
 from .findings import MIN_EXAMPLES
 from .store import Store, existing_store
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 OK, RAISED, NOT_RUN, NOT_APPLICABLE = "ok", "RAISED", "not run", "n/a"
 NOTE = "note"  # what a reader must know of the claim's scope, not a sign of a failed attack: never a flag

@@ -20,11 +20,11 @@ from typing import Any
 import pandas as pd
 
 from ..attack_settings import WORK_SPLIT
-from ..defaults import CLEAN, NOT_ATTACKS
-from ..errors import UserError
+from ..core.defaults import CLEAN, NOT_ATTACKS
+from ..core.errors import UserError
+from ..core.registry import Registry
 from ..models.provenance import changed_file, same_code
 from ..models.recipes import member_recipes, recipe_differences
-from ..registry import Registry
 from .stored_run import StoredRun
 from .summary import crafting_precision
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.eps import find_budget
+from ..core.errors import UserError
 from ..data.labels import LabelSpace
-from ..eps import find_budget
-from ..errors import UserError
 from ..evaluation.config import ADAPTIVE_SUFFIX, model_order
 from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
 from ..models.user_code import check_stored_code

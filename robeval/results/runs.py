@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
 from ..shifts.kinds import CLEAN_DATA_SHIFTS
 from .convergence import curves

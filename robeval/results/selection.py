@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..errors import UserError
-from ..numbers import whole_number
+from ..core.errors import UserError
+from ..core.numbers import whole_number
 
 # A condition's word -> which of a model's records (under one attack and eps, indexed by example) satisfy it.
 CONDITIONS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {

@@ -28,11 +28,11 @@ from typing import Any
 import pandas as pd
 
 from ..attack_settings import read_stored_settings
-from ..defaults import DEFAULT_STORE
-from ..errors import StoreFull, StoreWarning, UserError
-from ..json_input import load_json
-from ..printable import refuse_controls
-from .records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
+from ..core.defaults import DEFAULT_STORE
+from ..core.errors import StoreFull, StoreWarning, UserError
+from ..core.json_input import load_json
+from ..core.printable import refuse_controls
+from ..core.records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
 from .store_files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
 from .store_holder import holder_alive, now, stored_holder, this_process
 from .store_schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES

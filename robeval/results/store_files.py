@@ -10,8 +10,8 @@ from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
-from ..atomic_files import folder_refusal, nearest_folder
-from ..errors import UserError
+from ..core.atomic_files import folder_refusal, nearest_folder
+from ..core.errors import UserError
 from .store_schema import OUR_TABLES
 
 BUSY_SECONDS = 60.0  # how long a connection waits for another's lock

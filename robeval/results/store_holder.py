@@ -8,8 +8,8 @@ import socket
 from datetime import datetime, timezone
 from typing import Any
 
-from ..json_input import load_json
-from ..machine import process_start
+from ..core.json_input import load_json
+from ..core.machine import process_start
 
 
 def now() -> str:

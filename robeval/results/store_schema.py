@@ -4,7 +4,7 @@ version to :data:`SCHEMA_VERSION` (``PRAGMA user_version``; ``MIGRATIONS[v]`` mo
 
 from __future__ import annotations
 
-from .records import CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES
+from ..core.records import CURVE_COLUMNS, RECORD_COLUMNS, RECORD_TYPES
 
 SCHEMA_VERSION = 7
 

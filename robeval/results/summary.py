@@ -21,14 +21,14 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..core.records import RECORD_COLUMNS, audited_stage
 from ..evaluation.config import model_order
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
 from .intervals import member_interval, member_matrix
-from .records import RECORD_COLUMNS, audited_stage
 
 Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
 Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over

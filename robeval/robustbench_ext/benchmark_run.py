@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..defaults import CLEAN
-from ..errors import UserError
+from ..core.defaults import CLEAN
+from ..core.errors import UserError
 from ..models.given import GivenItem
 from .dataset_facts import ADVERSARIAL, BenchmarkData, benchmark_data, image_config, threat_model_name
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..core.errors import UserError
+from ..core.registry import Registry
 from ..model_config import IMAGENET_CONFIG
 from ..models.catalog import DIGITS_CFG
-from ..registry import Registry
 from .subsets import LISTED, ROBUSTBENCH_5000
 
 ADVERSARIAL = ("Linf", "L2")  # the threat models benchmark() attacks (robeval's norms)

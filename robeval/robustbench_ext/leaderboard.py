@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..json_input import load_json
-from ..numbers import decimal_number
+from ..core.errors import UserError
+from ..core.json_input import load_json
+from ..core.numbers import decimal_number
 from .dataset_facts import BENCHMARK_DATA, THREAT_MODELS
 
 # The fields of a Linf / L2 entry, in RobustBench's order.

@@ -18,7 +18,7 @@ import timm
 import torch
 from torch import nn
 
-from ..errors import UserError, lookup
+from ..core.errors import UserError, lookup
 from ..model_config import ModelConfig
 from ..models.hub import hub_offline, hub_reachable
 from ..models.registry import ModelSpec

@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UserError
 from ..data.subsets import read_list
-from ..errors import UserError
 
 ROBUSTBENCH_5000 = "robustbench-5000"
 LISTED = "listed"  # a run's examples from a list that is not (a prefix of) RobustBench's

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from ..core.errors import UserError
 from ..data.arrays import ArrayImages
-from ..errors import UserError
 from .catalog import SEVERITIES, Condition
 
 CIFAR_IMAGE = (32, 32, 3)  # height, width, channels of every published CIFAR array

@@ -17,9 +17,9 @@ import functools
 from dataclasses import dataclass, field
 from importlib import resources
 
-from ..errors import UserError, closest
-from ..numbers import whole_number
-from ..registry import Registry
+from ..core.errors import UserError, closest
+from ..core.numbers import whole_number
+from ..core.registry import Registry
 
 SEVERITIES = (1, 2, 3, 4, 5)  # every benchmark here has five
 

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
+from ..core.norms import perturbation_norms
+from ..core.seeds import derive_seed
 from ..data.folders import UNREADABLE, load_image
-from ..norms import perturbation_norms
-from ..seeds import derive_seed
 from .catalog import Condition
 from .corrupt import corrupt_tensor
 

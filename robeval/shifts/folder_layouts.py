@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
-from ..numbers import whole_number
+from ..core.errors import UserError
+from ..core.numbers import whole_number
 from .catalog import Condition, class_set
 
 

@@ -15,10 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..defaults import DIGITS
-from ..errors import UserError
+from ..core.defaults import DIGITS
+from ..core.errors import UserError
+from ..core.registry import Registry
 from ..options import EvalConfig
-from ..registry import Registry
 from .catalog import (
     IMAGENET_3DCC,
     IMAGENET_C,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...registry import Registry
+from ...core.registry import Registry
 
 
 @dataclass(frozen=True)
