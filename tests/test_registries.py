@@ -76,17 +76,17 @@ def test_every_registered_attack_is_described_stays_in_the_ball_and_is_listed(na
     assert name in {a.name for a in list_attacks()}
 
 
-def test_an_attack_class_is_bound_to_its_registration_by_its_defaults():
-    """The registration (data, read without torch) and the class agree on every default: the command line
-    judges --set by the registration, the class runs with its own."""
-    from robeval.attacks.registry import registered_as
+def test_an_attack_class_takes_its_defaults_and_curve_facts_from_its_registration():
+    """Written once, in attacks/catalog.py (data, read without torch): the class a registration binds runs
+    with those defaults and draws its curve along that axis, used through the registry or on its own."""
+    from robeval.attacks.gradient import PGD
 
-    class Wrong(Attack):
-        defaults = dict(steps=19, rel_stepsize=0.25, random_start=True, eot_iter=1)
-
-    with pytest.raises(TypeError, match="defaults differ from attack 'pgd'"):
-        registered_as("pgd")(Wrong)
-    assert all(spec.cls.name == spec.name for spec in list_attacks())  # every class imported and bound
+    for spec in list_attacks():
+        cls = spec.cls  # every class imported and bound
+        assert cls.name == spec.name and cls.defaults == spec.defaults, spec.name
+        assert (cls.curve_axis, cls.curve_setting) == (spec.curve_axis, spec.curve_setting), spec.name
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    assert PGD(model, eps=8 / 255).steps == 20 and PGD(model, eps=8 / 255, steps=3).steps == 3
 
 
 EMBEDDED = [s.name for s in list_models() if s.weights.kind == "embedded"]

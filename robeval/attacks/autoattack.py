@@ -37,8 +37,6 @@ from .base import Attack, margin
 from .convergence import fell, queries, reading_at
 from .registry import registered_as
 
-APGD_DEFAULTS = dict(n_iter=100, n_restarts=1, rho=0.75, eot_iter=1)  # eot_iter > 1: AutoAttack's "rand" version
-
 
 def _keep_lowest_margin(
     model, y: torch.Tensor, best: torch.Tensor, best_margin: torch.Tensor, idx: torch.Tensor, *candidates: torch.Tensor
@@ -138,7 +136,6 @@ class _AutoAttackRunner(Attack):
 class APGDCE(_AutoAttackRunner):
     """AutoAttack's APGD on cross-entropy, 100 iterations"""
 
-    defaults = APGD_DEFAULTS
     loss = "ce"
     marks_positions = True  # its margin checks run between its runs
     rides_along = True
@@ -173,7 +170,6 @@ class APGDCE(_AutoAttackRunner):
 class APGDDLR(APGDCE):
     """AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus"""
 
-    defaults = APGD_DEFAULTS
     loss = "dlr"
 
 
@@ -181,7 +177,6 @@ class APGDDLR(APGDCE):
 class APGDT(_AutoAttackRunner):
     """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
 
-    defaults = dict(APGD_DEFAULTS, n_target_classes=9)
     marks_positions = True  # its margin checks and target choices run between its runs
     rides_along = True
 
@@ -225,9 +220,6 @@ class APGDT(_AutoAttackRunner):
         self.apgd_run(atk, x, y, idx, best, best_margin, "misclassified")
 
 
-FAB_DEFAULTS = dict(n_iter=100, n_restarts=1, alpha_max=0.1, eta=1.05, beta=0.9)
-
-
 class _FAB(_AutoAttackRunner):
     """AutoAttack's FAB loops: per target (targeted) and per restart, only still-robust points; a
     point counts when it fools the model within eps (as in AutoAttack)."""
@@ -263,7 +255,6 @@ class _FAB(_AutoAttackRunner):
 class FABT(_FAB):
     """AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps"""
 
-    defaults = dict(FAB_DEFAULTS, n_target_classes=9)
     targeted = True
 
 
@@ -271,14 +262,11 @@ class FABT(_FAB):
 class FAB(_FAB):
     """AutoAttack's untargeted FAB (minimal perturbation); part of protocol aa-plus"""
 
-    defaults = FAB_DEFAULTS
-
 
 @registered_as("square")
 class Square(_AutoAttackRunner):
     """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
 
-    defaults = dict(n_queries=5000, p_init=0.8, n_restarts=1)
     marks_positions = True  # its queries cover only the rows it has not fooled
 
     def budget(self) -> float:

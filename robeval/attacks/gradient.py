@@ -34,7 +34,6 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
 class FGSM(Attack):
     """one step of size eps along the sign (Linf) or direction (L2) of the CE gradient"""
 
-    defaults = dict(eot_iter=1)
     eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -50,7 +49,6 @@ class PGD(Attack):
     logits of its gradient pass, read from outside: every forward call is the next iterate); the last
     iterate is seen by the records' own pass."""
 
-    defaults = dict(steps=20, rel_stepsize=0.25, random_start=True, eot_iter=1)
     steps: int
     rel_stepsize: float
     random_start: bool

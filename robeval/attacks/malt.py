@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from .autoattack import APGD_DEFAULTS, APGDT
+from .autoattack import APGDT
 from .registry import registered_as
 
 MALT_CANDIDATES = 100  # MALT's candidate targets: the 100 highest wrong logits (every wrong class below 101)
@@ -150,8 +150,6 @@ class APGDTMalt(_APGDTOnTargets):
     MALT ranks the ``min(100, C - 1)`` highest wrong classes by their linearised distance; with 10
     classes or fewer this only reorders AutoAttack's targets."""
 
-    defaults = dict(APGD_DEFAULTS, n_target_classes=9)
-
     def target_lists(self, x, y, logits):
         return malt_targets(self.model, x, y, self.n_target_classes, self.norm, logits=logits)
 
@@ -162,8 +160,6 @@ class APGDTRest(_APGDTOnTargets):
 
     Run after ``apgd-t-malt`` with ``n_target_classes = skip_malt_targets``, the two together attack
     every target AutoAttack's APGD-T attacks (and, with many classes, MALT's choices beyond them)."""
-
-    defaults = dict(APGD_DEFAULTS, n_target_classes=9, skip_malt_targets=0)
 
     def target_lists(self, x, y, logits):
         ours = autoattack_targets(logits, self.n_target_classes)

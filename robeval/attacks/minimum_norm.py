@@ -22,7 +22,6 @@ import warnings
 import torch
 
 from ..core.norms import perturbation_size
-from .autoattack import FAB_DEFAULTS
 from .base import Attack
 from .registry import registered_as
 
@@ -107,8 +106,6 @@ class FMN(MinimumNormAttack):
     norm where PGD at L2 1.0 fools all).  The ``minimum-norm-weaker`` flag shows it; ``fab-mn``, whose
     step accounts for the box, matches PGD there."""
 
-    defaults = dict(steps=50, max_stepsize=1.0, gamma=0.2)
-
     def budget(self) -> float:
         return self.steps + 2
 
@@ -128,8 +125,6 @@ class FMN(MinimumNormAttack):
 class FABMinimumNorm(MinimumNormAttack):
     """untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at random within
     restart_radius)"""
-
-    defaults = dict(FAB_DEFAULTS, restart_radius=8 / 255)
 
     def budget(self) -> float:
         return 2 * (self.n_iter + 1) * max(1, self.n_restarts)

@@ -96,17 +96,6 @@ class SPSA(Attack):
     Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
 
     marks_positions = True  # its finite differences run between the iterates' evaluations
-    defaults = dict(
-        iterations=40,
-        samples=128,
-        lr=0.01,
-        delta=0.01,
-        max_batch=1024,
-        random_start=False,
-        keep_best=True,
-        early_stop=True,
-        estimate_at_2x=False,
-    )
     iterations: int
     samples: int
     lr: float

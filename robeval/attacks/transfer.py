@@ -95,7 +95,7 @@ class TransferAttack(Attack):
 def register_transfer(base: type[Attack], name: str) -> type[TransferAttack]:
     """``transfer-<base>`` (registered as ``name``): ``base``'s images crafted on the source model and
     evaluated on each target, with ``base``'s defaults."""
-    cls = type(f"Transfer{base.__name__}", (TransferAttack,), {"defaults": base.defaults, "base": base.name})
+    cls = type(f"Transfer{base.__name__}", (TransferAttack,), {"base": base.name})
     cls.__doc__ = get_attack_spec(name).description
     return registered_as(name)(cls)
 
