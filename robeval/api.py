@@ -89,43 +89,38 @@ def evaluate_run(
     return run
 
 
-def evaluate_full(
-    *,
-    out: str | Path | None = None,
-    store: str | Path | Store | None = None,
-    resume: str | None = None,
-    progress: bool = False,
-    reporter: Reporter | None = None,
-    ctx: DistContext | None = None,
-    **options: Any,
-) -> Run:
+def _run_keywords() -> list[inspect.Parameter]:
+    """:func:`evaluate_run`'s own keywords (where and how a run is made): declared there alone."""
+    return [p for p in inspect.signature(evaluate_run).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def evaluate_full(**keywords: Any) -> Run:
     """Evaluate models under attacks (and/or a distribution shift); returns the run (:func:`evaluate_run`).
 
-    Every keyword but those of :func:`evaluate_run` is a run option, a field of
-    :class:`robeval.options.EvalConfig` with its help there (the signature lists them all, built from
-    those declarations), in the form a user gives it (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``,
-    ``settings={"pgd": {"steps": 50}}`` or ``["pgd.steps=50"]``); absent: the option's default.
-    ``models`` takes names, ``PATH.py:CALLABLE`` / ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s
-    (or ``(module, robeval.ModelConfig(...))`` pairs) in one list."""
-    names, given = split_models(options.pop("models", None))
-    config = make_config(**options, models=names)
-    return evaluate_run(
-        config, given, out=out, store=store, resume=resume, progress=progress, reporter=reporter, ctx=ctx
-    )
+    Every keyword but :func:`evaluate_run`'s own (``out``, ``store``, ``resume``, ``progress``, ``reporter``,
+    ``ctx``) is a run option, a field of :class:`robeval.options.EvalConfig` with its help there (the
+    signature lists them all, built from those declarations), in the form a user gives it
+    (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``, ``settings={"pgd": {"steps": 50}}`` or
+    ``["pgd.steps=50"]``); absent: the option's default.  ``models`` takes names, ``PATH.py:CALLABLE`` /
+    ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s (or ``(module, robeval.ModelConfig(...))`` pairs)
+    in one list."""
+    where = {p.name: keywords.pop(p.name) for p in _run_keywords() if p.name in keywords}
+    names, given = split_models(keywords.pop("models", None))
+    return evaluate_run(make_config(**keywords, models=names), given, **where)
 
 
-def _signature_from_options(run: Callable[..., Run]) -> inspect.Signature:
-    """``run``'s signature with every run option spelled out, from :class:`EvalConfig`'s declarations (its
-    fields and their defaults): what ``help()`` and an editor show, declared nowhere else."""
-    own = [p for p in inspect.signature(run).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+def _signature_from_options() -> inspect.Signature:
+    """:func:`evaluate_full`'s signature: every run option spelled out from :class:`EvalConfig`'s
+    declarations (its fields and their defaults), then :func:`evaluate_run`'s keywords: what ``help()``
+    and an editor show, declared nowhere else."""
     options = [
         inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option_default(f.name), annotation=f.type)
         for f in fields(EvalConfig)
     ]
-    return inspect.Signature([*options, *own], return_annotation=Run)
+    return inspect.Signature([*options, *_run_keywords()], return_annotation=Run)
 
 
-evaluate_full.__signature__ = _signature_from_options(evaluate_full)  # type: ignore[attr-defined]
+evaluate_full.__signature__ = _signature_from_options()  # type: ignore[attr-defined]
 
 
 P = ParamSpec("P")
