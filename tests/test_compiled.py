@@ -75,7 +75,7 @@ def test_auto_compiles_on_cuda_and_not_on_the_cpu():
 def test_bf16_crafting_compiled_is_rechecked_in_fp32_and_passes_the_strength_check():
     from robeval.results.soundness import run_findings
 
-    kw = dict(models=["digits-deit"], n_examples=40, batch_size=16, attacks="pgd", settings={"pgd": {"steps": 5}},
+    kw = dict(models=["digits-deit"], n_examples=24, batch_size=16, attacks="pgd", settings={"pgd": {"steps": 3}},
               precision="bf16", threads=1, progress=False)  # fmt: skip
     eager = robeval.evaluate_full(compile="off", **kw)
     before = graphs_made()
