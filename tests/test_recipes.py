@@ -89,3 +89,11 @@ def test_models_trained_alike_say_nothing():
     assert "recipe" not in str(run.compare("digits-deit", "digits-deit-elliptical"))
     found = [f for one in run.check().judged.models for f in one.findings if f.check == "recipe"]
     assert {f.status for f in found} == {"ok"} and "one recipe: epochs 300, lr 0.001" in found[0].evidence
+
+
+def test_a_recipe_a_file_records_only_shows():
+    """A checkpoint's recipe is text from outside: one line, its control characters as escapes, bounded."""
+    from robeval.models.recipes import robeval_recipe
+
+    found = robeval_recipe({"epochs": "3\n  [recipe] forged line", "lr": "x" * 1000, "stochastic_depth": "0.1"})
+    assert found["epochs"] == "3\\n  [recipe] forged line" and len(found["lr"]) == 200

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.defaults import DEMO_RECIPE
+from ..core.printable import visible_controls
 
 SEED = "seed"  # the one ingredient members of one model differ in
 DATA = "data"
@@ -46,7 +47,7 @@ def recorded_recipe(path: str | Path | None, trust: bool = False) -> dict[str, s
     values = vars(args) if isinstance(args, argparse.Namespace) else args if isinstance(args, Mapping) else None
     if not values:
         return None
-    found = {shown: str(values[key]) for key, shown in TRAINING_ARGS.items() if key in values}
+    found = {shown: _text(values[key]) for key, shown in TRAINING_ARGS.items() if key in values}
     return found or None
 
 
@@ -60,8 +61,14 @@ def robeval_recipe(metadata: Mapping[str, Any]) -> dict[str, str] | None:
     script = str(metadata.get("trained_by", ""))
     defaults = {"lr": str(DEMO_RECIPE.lr), "stochastic_depth": str(STOCHASTIC_DEPTH_BY_SCRIPT.get(script, ""))}
     values = {**{k: v for k, v in defaults.items() if v}, **metadata}
-    found = {shown: str(values[key]) for key, shown in ROBEVAL_KEYS.items() if key in values}
+    found = {shown: _text(values[key]) for key, shown in ROBEVAL_KEYS.items() if key in values}
     return {**found, DATA: DIGITS_DATA}
+
+
+def _text(value: Any) -> str:
+    """A recorded value as one line of text (a file's text only shows: robeval.core.printable), at most 200
+    characters."""
+    return visible_controls(str(value))[:200]
 
 
 def recipe_differences(a: Mapping[str, str], b: Mapping[str, str], seed: bool = False) -> list[str]:
