@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.atomic_files import atomic_write, folder_refusal
 from ..core.errors import UserError
+from ..core.printable import visible_controls
 from .escaping import markdown_line
 from .paper import render
 
@@ -58,8 +59,9 @@ def check_out_dir(out: Path, run_id: str | None = None) -> Path:
 
 
 def skipped_note(run: dict[str, Any], shown: int = 5) -> str | None:
-    """The line under a table that names the image files a run could not read."""
-    skipped = run.get("skipped_files", [])
+    """The line under a table that names the image files a run could not read (one line: a file name's
+    control characters as escapes)."""
+    skipped = [visible_controls(str(name)) for name in run.get("skipped_files", [])]
     if not skipped:
         return None
     names = ", ".join(skipped[:shown]) + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
