@@ -19,10 +19,8 @@ from ..results.findings import CHECKS, Finding
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
-from .escaping import html as escape
-from .escaping import markdown, markdown_line
+from .document import Document, Heading, Lines, Paragraph, Status, Table, to_html, to_markdown
 from .files import skipped_note
-from .grid import markdown_table
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
@@ -55,20 +53,36 @@ def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
     ]
 
 
-def checklist_markdown(judged: JudgedRun) -> str:
-    """The checklist document (Markdown) of a run's findings, first what the run left incomplete; every
-    text escaped as Markdown (robeval.report.escaping), robeval's own marks around it."""
+FINDING_HEAD = ("indicator", "covers", "status", "evidence")
+
+
+def findings_table(one: ModelFindings) -> Table:
+    """One model's findings: each check's title, what it covers, its status and evidence."""
+    rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, Status(f.status), shown(f)] for f in one.findings]
+    return Table(FINDING_HEAD, rows, "llll", text_columns=range(len(FINDING_HEAD)))
+
+
+def checklist_document(judged: JudgedRun) -> Document:
+    """The checklist document of a run's findings, first what the run left incomplete."""
     run = judged.run
-    title = markdown(f"Evaluation checklist: run {run.run_id} (protocol {run.protocol})")
-    lines = [f"# {title}", "", markdown_line(CHECKLIST_INTRO), ""]
-    lines += [f"**{markdown(part)}.**\n" for part in incomplete_parts(run.summary)]
+    document: Document = [Heading(f"Evaluation checklist: run {run.run_id} (protocol {run.protocol})", 1)]
+    document += [
+        Paragraph(CHECKLIST_INTRO),
+        *(Paragraph(f"{part}.", strong=True) for part in incomplete_parts(run.summary)),
+    ]
     for one in judged.models:
-        rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, f.status, shown(f)] for f in one.findings]
-        table = markdown_table(["indicator", "covers", "status", "evidence"], rows, "llll")
-        said = markdown(f"Verdict for {one.model}: {verdict(one)}.")
-        lines += [f"## {markdown(one.model)}", "", table, "", f"**{said}**", ""]
-    notes = [markdown_line(note) for note in evidence_note(judged.evidence)]
-    return "\n".join(lines) + ("\n" + "\n".join(notes) + "\n" if notes else "")
+        document += [
+            Heading(one.model),
+            findings_table(one),
+            Paragraph(f"Verdict for {one.model}: {verdict(one)}.", strong=True),
+        ]
+    notes = evidence_note(judged.evidence)
+    return document + ([Lines(notes)] if notes else [])
+
+
+def checklist_markdown(judged: JudgedRun) -> str:
+    """The checklist document (``robeval check --report FILE``) as Markdown."""
+    return to_markdown(checklist_document(judged))
 
 
 @dataclass
@@ -131,27 +145,18 @@ def check_lines(judged: JudgedRun) -> str:
     a name shows as it is wherever the text is pasted)."""
     run, flags, notes = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.notes]
     lines = diagnostic_lines({**run.info, "flags": flags, "notes": notes}, run.summary)
-    return (
-        "\n".join(markdown_line(line) for line in [f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines]) + "\n"
-    )
+    return to_markdown([Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines])])
 
 
 def checklist_html(judged: JudgedRun) -> str:
     """The checklist's tables as HTML (``robeval report``'s checklist section)."""
-    head = "".join(f'<th class="text">{h}</th>' for h in ("indicator", "covers", "status", "evidence"))
-    parts = []
+    document: Document = []
     for one in judged.models:
-        rows = "".join(
-            f'<tr><td class="text">{escape(CHECKS[f.check].title)}</td><td class="text">{escape(CHECKS[f.check].covers)}'
-            f'</td><td class="text status-{escape(f.status.replace(" ", "-").replace("/", "-"))}">{escape(f.status)}</td>'
-            f'<td class="text">{escape(shown(f))}</td></tr>'
-            for f in one.findings
-        )
-        parts.append(
-            f"<h3>{escape(one.model)} (run {escape(judged.run.run_id)})</h3><table><thead><tr>{head}</tr></thead>"
-            f'<tbody>{rows}</tbody></table><p class="verdict"><strong>Verdict: {escape(verdict(one))}.</strong></p>'
-        )
-    return "".join(parts + [f"<p>{escape(note)}</p>" for note in evidence_note(judged.evidence)])
+        verdict_text = f"Verdict: {verdict(one)}."
+        document += [Heading(f"{one.model} (run {judged.run.run_id})", 3), findings_table(one),
+                     Paragraph(verdict_text, strong=True, css="verdict")]  # fmt: skip
+    notes = evidence_note(judged.evidence)
+    return to_html(document + ([Lines(notes)] if notes else []))
 
 
 RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..core.defaults import ANY
 from ..results.intervals import claim_interval, member_matrix
-from .grid import Measured, comparison_table
+from .document import Document, comparison_blocks
+from .grid import Measured
 
 
 def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict:
@@ -61,7 +62,7 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
 CLAIM_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval"
 
 
-def claim_markdown(result: pd.DataFrame) -> str:
+def claim_document(result: pd.DataFrame) -> Document:
     """``robeval compare``'s answer for models of several members: the table and the verdicts."""
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
     heading = (
@@ -71,7 +72,7 @@ def claim_markdown(result: pd.DataFrame) -> str:
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
         f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, CLAIM_HEAD, "llrrrrllrrrl", result, _claim_cells)
+    return comparison_blocks(heading, CLAIM_HEAD, "llrrrrllrrrl", result, _claim_cells)
 
 
 def _claim_cells(r: dict, metric: str) -> list[object]:

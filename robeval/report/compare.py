@@ -23,7 +23,7 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
-from .grid import comparison_table
+from .document import Document, comparison_blocks
 from .naming import column
 
 BOOTSTRAP_SAMPLES = 2000
@@ -157,14 +157,14 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
 PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
 
 
-def to_markdown(result: pd.DataFrame) -> str:
+def paired_document(result: pd.DataFrame) -> Document:
     a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
     heading = (
         f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
         f"finished ({result.attrs.get('any_over') or 'none'})"
     )
-    return comparison_table(heading, PAIRED_HEAD, "llrrrrlrrrrlr", result, _paired_cells)
+    return comparison_blocks(heading, PAIRED_HEAD, "llrrrrlrrrrlr", result, _paired_cells)
 
 
 def _paired_cells(r: dict, m: str) -> list[object]:

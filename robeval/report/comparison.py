@@ -11,10 +11,11 @@ import pandas as pd
 from ..core.registry import Registry
 from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
-from .claim import claim_markdown, headline, one_side_note, verdict
-from .compare import compare, to_markdown
-from .escaping import csv_text, markdown_line
-from .published_compare import compare_published, published_markdown
+from .claim import claim_document, headline, one_side_note, verdict
+from .compare import compare, paired_document
+from .document import Lines, to_markdown
+from .escaping import csv_text
+from .published_compare import compare_published, published_document
 
 ONE_CHECKPOINT = (
     "The claim rests on one checkpoint each: these are differences between two checkpoints, not between two "
@@ -57,12 +58,13 @@ class Comparison:
         return [verdict(r, self.a, self.b) for r in rows] + notes
 
 
-MARKDOWN = {"paired": to_markdown, "members": claim_markdown, "published": published_markdown}  # by test
+DOCUMENTS = {"paired": paired_document, "members": claim_document, "published": published_document}  # by test
 
 
 def _markdown(c: Comparison) -> str:
-    lines = [markdown_line(line) for line in c.verdicts + c.lines]
-    return MARKDOWN[c.test](c.table) + ("\n" + "\n".join(lines) + "\n" if lines else "")
+    """The comparison as ``robeval compare`` prints it: its document, then the verdicts and what differs."""
+    lines = c.verdicts + c.lines
+    return to_markdown(DOCUMENTS[c.test](c.table) + ([Lines(lines)] if lines else []))
 
 
 FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")

@@ -8,7 +8,7 @@ writes is :func:`markdown_table`'s."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from .escaping import html as escape
 from .escaping import latex as latex_escape
-from .escaping import markdown, markdown_line
+from .escaping import markdown
 from .table_options import STD
 
 Cell = tuple[object, object]
@@ -120,15 +120,6 @@ def to_markdown(
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
     rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in _rows(grid, bold, noted))
     return f"Table: {markdown(caption)}\n\n{markdown_table([corner, *names], rows)}"
-
-
-def comparison_table(
-    heading: str, head: str, align: str, result: pd.DataFrame, cells: Callable[[dict, str], list]
-) -> str:
-    """A comparison's heading (text, escaped here) and its table (``head``: its cells joined by `` | ``): per
-    row its eps, attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
-    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return f"{markdown_line(heading)}\n\n{markdown_table(head.split(' | '), rows, align)}\n"
 
 
 def _latex_row(cells: Iterable[str]) -> str:

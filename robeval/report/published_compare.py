@@ -24,8 +24,7 @@ from ..results.summary import any_attack_records
 from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from .compare import bootstrap_mean_ci, find_model, finished_attacks
-from .escaping import markdown_line
-from .grid import markdown_table
+from .document import Document, Paragraph, Table
 from .robustbench import is_3dcc, standard_problem
 from .shift_table import is_condition
 
@@ -124,7 +123,7 @@ PUBLISHED_HEAD = "metric | n | run | 95% CI | published | diff | inside CI"
 PUBLISHED_CELLS = ("{metric}", "{n}", "{run:.2f}", "[{ci_low:.2f}, {ci_high:.2f}]", "{published:.2f}", "{diff:+.2f}")
 
 
-def published_markdown(result: pd.DataFrame) -> str:
+def published_document(result: pd.DataFrame) -> Document:
     attrs = result.attrs
     head = (
         f"Against published numbers: A = {attrs.get('a', 'A')}, B = {attrs.get('b', 'B')} (eps {attrs.get('eps', '')}); "
@@ -136,8 +135,5 @@ def published_markdown(result: pd.DataFrame) -> str:
         [c.format_map(r) for c in PUBLISHED_CELLS] + ["yes" if r["inside_ci"] else "no"]
         for r in result.to_dict("records")
     ]
-    notes = [f"\n{markdown_line(f'Note: {note}')}" for note in attrs.get("notes", [])]
-    return (
-        "\n".join([markdown_line(head), "", markdown_table(PUBLISHED_HEAD.split(" | "), rows, "lrrlrrl"), *notes])
-        + "\n"
-    )
+    notes = [Paragraph(f"Note: {note}") for note in attrs.get("notes", [])]
+    return [Paragraph(head), Table(PUBLISHED_HEAD.split(" | "), rows, "lrrlrrl"), *notes]

@@ -1,0 +1,116 @@
+"""One document model for what robeval writes as text: a document is a list of blocks (headings,
+paragraphs, lines, tables of typed cells), built by the code that knows the facts and rendered late, by
+one renderer per format (:data:`RENDERERS`: Markdown, HTML).  Every text in a block is plain text, and
+each renderer escapes it in one place (robeval.report.escaping): no document builds markup by hand.
+
+Cells are text, a :class:`~robeval.report.grid.Measured` number, or text typed for how it shows:
+:class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark),
+:class:`Status` (a checklist status, coloured by the report's style).  The paper tables' grids keep their
+own renderer (robeval.report.grid, with LaTeX) and escape through the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..core.registry import Registry
+from .escaping import html, markdown, markdown_line
+from .grid import markdown_table
+
+
+class Status(str):
+    """A checklist status (ok, RAISED, not run, n/a, note): HTML gives it the class its colour is."""
+
+    @property
+    def css(self) -> str:
+        return "status-" + self.replace(" ", "-").replace("/", "-")
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    strong: bool = False
+    css: str = ""  # the HTML class (``note``, ``verdict``); Markdown has none
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Lines of text that belong together (a command's answer): one after another, no blank line between."""
+
+    lines: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Table:
+    head: Sequence[str]
+    rows: Sequence[Sequence[object]]
+    align: str = ""  # Markdown: "l" or "r" per column (default: the first left, the others right)
+    text_columns: Sequence[int] = field(default_factory=tuple)  # HTML: the columns aligned as text
+
+
+Block = Heading | Paragraph | Lines | Table
+Document = list[Block]
+
+
+def _markdown_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"{'#' * block.level} {markdown(block.text)}"
+    if isinstance(block, Paragraph):
+        return f"**{markdown(block.text)}**" if block.strong else markdown_line(block.text)
+    if isinstance(block, Lines):
+        return "\n".join(markdown_line(line) for line in block.lines)
+    return markdown_table(block.head, block.rows, block.align)
+
+
+def to_markdown(document: Document) -> str:
+    """The document as Markdown: blocks a blank line apart, a line break at the end."""
+    return "\n\n".join(_markdown_block(block) for block in document) + "\n"
+
+
+def _html_cell(value: object, text: bool) -> str:
+    classes = " ".join([*(["text"] if text else []), *([value.css] if isinstance(value, Status) else [])])
+    return f'<td class="{classes}">{html(value)}</td>' if classes else f"<td>{html(value)}</td>"
+
+
+def _html_table(block: Table) -> str:
+    head = "".join(f'<th class="text">{html(h)}</th>' for h in block.head)
+    rows = "".join(
+        "<tr>" + "".join(_html_cell(v, i in block.text_columns) for i, v in enumerate(row)) + "</tr>"
+        for row in block.rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{html(block.text)}</h{block.level}>"
+    if isinstance(block, Paragraph):
+        body = f"<strong>{html(block.text)}</strong>" if block.strong else html(block.text)
+        return f'<p class="{html(block.css)}">{body}</p>' if block.css else f"<p>{body}</p>"
+    if isinstance(block, Lines):
+        return "".join(f"<p>{html(line)}</p>" for line in block.lines)
+    return _html_table(block)
+
+
+def to_html(document: Document) -> str:
+    """The document as an HTML fragment (the report's sections embed it)."""
+    return "".join(_html_block(block) for block in document)
+
+
+def comparison_blocks(heading: str, head: str, align: str, result, cells: Callable[[dict, str], list]) -> Document:
+    """A comparison's heading and its table (``head``: its cells joined by `` | ``): per row its eps,
+    attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
+    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
+    return [Paragraph(heading), Table(head.split(" | "), rows, align)]
+
+
+RENDERERS: Registry[Callable[[Document], str]] = Registry("document format")
+RENDERERS.add("md", to_markdown)
+RENDERERS.add("html", to_html)
