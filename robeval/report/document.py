@@ -53,6 +53,14 @@ class Table:
     rows: Sequence[Sequence[object]]
     align: str = ""  # Markdown: "l" or "r" per column (default: the first left, the others right)
     text_columns: Sequence[int] = field(default_factory=tuple)  # HTML: the columns aligned as text
+    sortable: bool = False  # HTML: sorted by a click on a header (the report's script)
+
+    @classmethod
+    def of(cls, frame, text_columns: Sequence[str] = (), sortable: bool = True) -> Table:
+        """A plain DataFrame as a table (its index not shown; ``text_columns`` named)."""
+        rows = [list(row) for row in frame.itertuples(index=False)]
+        text = [i for i, c in enumerate(frame.columns) if c in text_columns]
+        return cls([str(c) for c in frame.columns], rows, text_columns=text, sortable=sortable)
 
 
 Block = Heading | Paragraph | Lines | Table
@@ -74,18 +82,31 @@ def to_markdown(document: Document) -> str:
     return "\n\n".join(_markdown_block(block) for block in document) + "\n"
 
 
+def shown_number(value: object) -> object:
+    """A float as a table shows it: two decimals, or four significant digits when smaller than 0.001; a
+    missing one empty; anything else as it is."""
+    if not isinstance(value, float):
+        return value
+    if value != value:  # NaN
+        return ""
+    return f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
+
+
 def _html_cell(value: object, text: bool) -> str:
     classes = " ".join([*(["text"] if text else []), *([value.css] if isinstance(value, Status) else [])])
-    return f'<td class="{classes}">{html(value)}</td>' if classes else f"<td>{html(value)}</td>"
+    shown = html(shown_number(value))
+    return f'<td class="{classes}">{shown}</td>' if classes else f"<td>{shown}</td>"
 
 
 def _html_table(block: Table) -> str:
-    head = "".join(f'<th class="text">{html(h)}</th>' for h in block.head)
+    th = '<th scope="col" data-sort>' if block.sortable else '<th class="text">'
+    head = "".join(f"{th}{html(h)}</th>" for h in block.head)
     rows = "".join(
         "<tr>" + "".join(_html_cell(v, i in block.text_columns) for i, v in enumerate(row)) + "</tr>"
         for row in block.rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    opening = '<table class="sortable">' if block.sortable else "<table>"
+    return f"{opening}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def _html_block(block: Block) -> str:

@@ -41,6 +41,7 @@ from . import plots, style
 from .checklist import CHECKLIST_INTRO, RENDERINGS
 from .comparison import comparison
 from .convergence import convergence_svg
+from .document import Document, Heading, Paragraph, Table, to_html
 from .escaping import html as escape
 from .gallery import gallery
 from .paper import render
@@ -77,18 +78,8 @@ def section(fn: Builder) -> Builder:
 
 
 def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Markup:
-    """A plain DataFrame as a sortable table (index not shown; ``text_columns`` left-aligned)."""
-    head = "".join(f'<th scope="col" data-sort>{escape(str(c))}</th>' for c in frame.columns)
-    rows = "".join(
-        f"<tr>{''.join(_cell(v, c in text_columns) for c, v in row.items())}</tr>" for _, row in frame.iterrows()
-    )
-    return Markup(f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
-
-
-def _cell(value: Any, text: bool) -> str:
-    if isinstance(value, float):
-        value = "" if pd.isna(value) else f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
-    return f'<td class="{"text" if text else ""}">{escape(str(value))}</td>'
+    """A plain DataFrame as a sortable table (its index not shown; ``text_columns`` left-aligned)."""
+    return Markup(to_html([Table.of(frame, text_columns)]))
 
 
 @section
@@ -110,10 +101,12 @@ def members(page: Page) -> Section | None:
     if rows.empty:
         return None
     facts = {m: f for run in page.runs for m, f in run.info.get("models", {}).items()}
-    body = "".join(
-        f"<h3>{escape(model)}</h3>" + frame_html(member_table(group, facts.get(model, {})), text_columns=("member",))
+    document: Document = [
+        block
         for model, group in rows.groupby("model", sort=False)
-    )
+        for block in (Heading(str(model), 3), Table.of(member_table(group, facts.get(model, {})), ("member",)))
+    ]
+    body = to_html(document)
     return Section(
         "members", "Every member", Markup(body),
         "Per model of several members (checkpoints of one training procedure, one per seed), each member's top-1 / "
@@ -242,14 +235,14 @@ def baseline_of(run: StoredRun, wanted: str | None) -> str:
 
 def _compared(page: Page, baseline: str, model: str) -> Markup:
     """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
-    run, title = page.runs[0], Markup(f"<h3>{escape(model)} vs {escape(baseline)}</h3>")
+    run, title = page.runs[0], Heading(f"{model} vs {baseline}", 3)
     try:
         found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
     except UserError as exc:
-        return title + Markup(f"<p class='note'>not possible: {escape(str(exc))}</p>")
+        return Markup(to_html([title, Paragraph(f"not possible: {exc}", css="note")]))
     wanted = [c for c in found.table.columns if not c.startswith("top5") and c != "top1_df"]
-    lines = "".join(f"<p class='note'>{escape(line)}</p>" for line in found.verdicts + found.lines)
-    return title + frame_html(found.table[wanted], text_columns=("eps", "attack")) + Markup(lines)
+    said = [Paragraph(line, css="note") for line in found.verdicts + found.lines]
+    return Markup(to_html([title, Table.of(found.table[wanted], ("eps", "attack")), *said]))
 
 
 @section
@@ -330,7 +323,7 @@ def configuration(page: Page) -> Section:
     for run in page.runs:
         shown = {"status": run.status, "versions": run.info.get("versions", {}), "config": run.config}
         parts.append(f"<h3>Run {escape(run.run_id)}</h3><pre>{escape(json.dumps(shown, indent=2, default=str))}</pre>")
-    return Section("configuration", "Configuration and versions", Markup("".join(parts)))
+    return Section("configuration", "Configuration and versions", Markup("".join(parts)))  # (JSON: preformatted)
 
 
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
