@@ -120,7 +120,7 @@ def test_the_audit_units_hold_the_sampled_survivors_and_the_stage_that_broke_eac
     assert broke["apgd-t-rest"] and not broke["fab-t"] and not broke["square"]
     row = run.summary.iloc[0]
     assert (row["audited"], row["audit_broken"], row["escalated"]) == (len(audited), len(broke["apgd-t-rest"]),
-                                                                        "apgd-t-rest")  # fmt: skip
+                                                                        ("apgd-t-rest",))  # fmt: skip
 
 
 def test_an_apgd_t_break_escalates_apgd_t_to_every_survivor_and_the_sample_stands_for_the_rest(rest_run):
@@ -139,7 +139,7 @@ def test_an_apgd_t_break_escalates_apgd_t_to_every_survivor_and_the_sample_stand
     assert top1["apgd-t-rest"] < top1["apgd-t-malt"] and top1["square"] == top1["apgd-t-rest"] == top1["any"]
     bound = AuditBound(int(n), len(robust), len(standing), 0).bound
     assert run.summary["aa_bound"].iloc[0] == pytest.approx(100 * bound) and 0 < bound < len(robust) / n
-    line = run.summary["audit"].iloc[0]
+    line = str(run.summary["audit"].iloc[0])  # its phrases, as results.csv shows them
     assert "so apgd-t-rest ran on every survivor" in line and f">= {100 * bound:.2f}%" in line
 
 
@@ -206,8 +206,8 @@ def test_a_square_break_escalates_everything_and_the_result_is_the_cascades_auto
     run = evaluate_full(**options, protocol="fast")
     rec = run.records
     row = run.summary.iloc[0]
-    assert row["escalated"] == ",".join(AUDIT_STAGES) and pd.isna(row["aa_bound"])
-    assert "the result is AutoAttack's (no bound needed)" in row["audit"]
+    assert row["escalated"] == AUDIT_STAGES and pd.isna(row["aa_bound"])
+    assert "the result is AutoAttack's (no bound needed)" in str(row["audit"])
     assert examples(rec, "apgd-t-malt", robust=True) == examples(cascade, "apgd-t", robust=True)
     assert examples(rec, "square", robust=True) == examples(cascade, "square", robust=True)
     assert len(examples(rec, "square", robust=True)) < len(examples(rec, "fab-t", robust=True)) / 2

@@ -74,7 +74,7 @@ def test_an_interrupted_run_marks_partial_rows_and_its_worst_case_covers_finishe
     assert run.status == "interrupted" and (run.summary["run_status"] == "interrupted").all()
     assert rows.loc["fgsm", "status"] == "complete" and rows.loc["fgsm", "batches"] == "2/2"
     assert rows.loc["pgd", "status"] == "partial" and rows.loc["pgd", "batches"] == "1/2"
-    assert rows.loc["any", "any_over"] == "fgsm" and rows.loc["any", "n"] == 20  # pgd saw half the images
+    assert rows.loc["any", "any_over"] == ("fgsm",) and rows.loc["any", "n"] == 20  # pgd saw half the images
     text = render(run.summary, "md")
     assert "INCOMPLETE: run" in text and "partial rows: digits-deit pgd (1/2 batches)" in text
     assert "Any (worst case) covers, per model: digits-deit: fgsm" in text

@@ -90,3 +90,18 @@ def curve_rows(unit: Unit, curve: UnitCurve) -> list[tuple]:
     """``curve`` of ``unit`` as rows of :data:`CURVE_COLUMNS`."""
     *where, member = unit
     return [(*where, j, p, r, curve.examples, member) for j, (p, r) in enumerate(zip(curve.positions, curve.robust))]
+
+
+# A model evaluated again with --adaptive is stored under its name with this suffix: the record's model
+# key is the one place the two are one text, and :func:`model_key` / :func:`key_model` its one codec.
+ADAPTIVE_SUFFIX = "+adaptive"
+
+
+def model_key(model: str, adaptive: bool = False) -> str:
+    """The records' ``model`` of ``model``'s evaluation (its adaptive one: ``adaptive``)."""
+    return model + ADAPTIVE_SUFFIX if adaptive else model
+
+
+def key_model(key: str) -> tuple[str, bool]:
+    """The model a records' ``model`` key names, and whether it is its adaptive evaluation."""
+    return (key.removesuffix(ADAPTIVE_SUFFIX), True) if key.endswith(ADAPTIVE_SUFFIX) else (key, False)

@@ -24,6 +24,7 @@ from ..core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIG
 from ..core.eps import parse_eps_list
 from ..core.errors import UserError
 from ..core.precision import PRECISIONS
+from ..core.records import model_key
 from ..core.seeds import check_seed
 from ..data.published import check_data_options
 from ..model_config import parse_model_config
@@ -35,7 +36,6 @@ from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS, get_shift
 from .protocols import get_protocol
 
-ADAPTIVE_SUFFIX = "+adaptive"  # the name of a model's second evaluation with --adaptive
 CHOICES = {
     "weights": ("default", "random"),
     "split": SPLITS,
@@ -334,4 +334,4 @@ def check_shift(config: EvalConfig) -> None:
 
 def model_order(models: list[str]) -> list[str]:
     """Table order: each model, then its adaptive evaluation."""
-    return [name for base in models for name in (base, base + ADAPTIVE_SUFFIX)]
+    return [key for base in models for key in (model_key(base), model_key(base, adaptive=True))]

@@ -18,7 +18,7 @@ from ..attacks import get_attack_spec
 from ..core.defaults import CLEAN
 from ..core.errors import UserError
 from ..core.precision import Precision, get_precision
-from ..core.records import audit_unit
+from ..core.records import audit_unit, model_key
 from ..data.published import is_in_memory
 from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
 from ..models.checkpoint import sha256_of
@@ -28,7 +28,7 @@ from ..options import EvalConfig
 from ..shifts.catalog import Condition
 from ..shifts.kinds import ShiftKind, get_shift
 from .compiled import compiles
-from .config import ADAPTIVE_SUFFIX, make_config, transfer_source
+from .config import make_config, transfer_source
 from .protocols import Protocol, get_protocol
 
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
@@ -227,7 +227,7 @@ def model_jobs(config: EvalConfig, protocol: Protocol, given: Mapping[str, list[
     white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box" or protocol.audit_stages]
     for job in [j for j in jobs if config.adaptive and white and j.given is None and get_spec(j.model).is_adaptive]:
         options = {**job.options, **(get_spec(job.model).adaptive or {})}
-        jobs.append(ModelJob(job.name + ADAPTIVE_SUFFIX, job.model, options, white, job.members))
+        jobs.append(ModelJob(model_key(job.name, adaptive=True), job.model, options, white, job.members))
     return jobs
 
 

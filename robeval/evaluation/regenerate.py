@@ -32,11 +32,12 @@ import torch
 from ..attacks import list_attacks
 from ..attacks.registry import PER_BATCH_IN_LIBRARY
 from ..core.errors import UserError
+from ..core.records import key_model
 from ..core.threads import set_threads
 from ..data.labels import LabelSpace
 from ..models.user_code import check_stored_code
 from ..options import EvalConfig
-from .config import ADAPTIVE_SUFFIX, remake
+from .config import remake
 from .model_run import ModelRun
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
@@ -113,7 +114,7 @@ def refusal(attack: str, config: dict[str, Any]) -> str | None:
 
 def regenerate(request: Request) -> Regeneration:
     """Craft the request's examples again through the engine (see the module docstring)."""
-    models = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in request.models})
+    models = sorted({key_model(m)[0] for m in request.models})
     check_stored_code({**request.config, "models": models}, request.allowed_code)  # before any import
     # the stored configuration (one line when this robeval cannot run it) with this machine's options
     machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import pandas as pd
 
 from ..core.defaults import ANY
+from ..core.listed import names_in
 from ..results.intervals import claim_interval, member_matrix
 from ..results.summary import any_attack_records
 from .compare import bootstrap_ci
-from .naming import column
+from .naming import names_column
 
 SEPARATED, NOT_SEPARATED = "separated", "not separated"
 METRICS = {"top1": "adv_top1", "top5": "adv_top5"}
@@ -42,7 +43,7 @@ def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     for metric in METRICS:
         out[best_column(metric)] = ""
     for (_, attack), rows in out.groupby(["eps", "attack"], sort=False):
-        if rows["model"].nunique() < 2 or (attack == ANY and column(rows, "any_over").nunique() > 1):
+        if rows["model"].nunique() < 2 or (attack == ANY and len(set(names_column(rows, "any_over"))) > 1):
             continue
         for metric in METRICS:
             shown = rows[metric].round(2)
@@ -75,7 +76,7 @@ def _outcomes(records: pd.DataFrame, row: pd.Series, metric: str) -> pd.DataFram
     """A summary row's per-example outcomes as members x examples (its worst case made from its attacks)."""
     mine = records[(records["model"] == row["model"]) & (records["eps"] == row["eps"])]
     if row["attack"] == ANY:
-        mine = any_attack_records(mine, [a for a in str(row.get("any_over") or "").split(",") if a])
+        mine = any_attack_records(mine, list(names_in(row.get("any_over"))))
     else:
         mine = mine[mine["attack"] == row["attack"]]
     if mine.empty:

@@ -11,7 +11,7 @@ from ..evaluation.protocols import get_protocol
 from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
 from .escaping import latex as latex_escape
-from .naming import NORM_MATH, column, data_label
+from .naming import NORM_MATH, column, data_label, names_column
 
 
 def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:
@@ -95,9 +95,11 @@ def incomplete_parts(rows: pd.DataFrame) -> list[str]:
         if state != "finished":
             how = {"interrupted": "was interrupted", "running": "is still running"}.get(state, state)
             parts.append(f"INCOMPLETE: run {run_id} {how}, so these numbers cover only what it finished")
-    partial, not_run = rows[column(rows, "status", "complete") != "complete"], rows[column(rows, "not_run") != ""]
+    partial = rows[column(rows, "status", "complete") != "complete"]
     short = ", ".join(f"{r.model} {r.attack} ({r.batches} batches)" for r in partial.itertuples())
-    missing = "; ".join(f"{r.model}: {r.not_run.replace(',', ', ')}" for r in not_run.itertuples())
+    missing = "; ".join(
+        f"{model}: {', '.join(units)}" for model, units in zip(rows["model"], names_column(rows, "not_run")) if units
+    )
     parts += [f"partial rows: {short}"] if short else []
     return parts + ([f"not run: {missing}"] if missing else [])
 
@@ -106,10 +108,10 @@ def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     """When a model's worst case does not cover every attack of the block, which attacks each covers."""
     worst = rows[rows["attack"] == ANY]
     attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS and parse_condition(a) is None]
-    over = dict(zip(worst["model"], column(worst, "any_over")))
-    if not over or all(set(v.split(",")) == set(attacks) for v in over.values()):
+    over = dict(zip(worst["model"], names_column(worst, "any_over")))
+    if not over or all(set(v) == set(attacks) for v in over.values()):
         return []
-    covers = "; ".join(f"{m}: {v.replace(',', ', ') or 'nothing'}" for m, v in over.items())
+    covers = "; ".join(f"{m}: {', '.join(v) or 'nothing'}" for m, v in over.items())
     return [f"Any (worst case) covers, per model: {covers}"]
 
 

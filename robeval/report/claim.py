@@ -59,7 +59,20 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
     )
 
 
-CLAIM_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% interval | beyond seeds | A top-5 | B top-5 | diff | 95% interval"
+CLAIM_HEAD = (
+    "eps",
+    "attack",
+    "n",
+    "A top-1",
+    "B top-1",
+    "diff",
+    "95% interval",
+    "beyond seeds",
+    "A top-5",
+    "B top-5",
+    "diff",
+    "95% interval",
+)
 
 
 def claim_document(result: pd.DataFrame) -> Document:
@@ -70,7 +83,7 @@ def claim_document(result: pd.DataFrame) -> Document:
         f"({_members(result['members_b'].iloc[0])}) (protocol {result.attrs.get('protocol', '')}); cells: mean ± "
         "sample std over members; diff = B - A in points with a 95% interval for seeds and examples together "
         "(Student's t over the members' spread plus the paired sampling of examples: docs/results.md); any = "
-        f"the worst case of each member over the attacks both finished ({result.attrs.get('any_over') or 'none'})"
+        f"the worst case of each member over the attacks both finished ({', '.join(result.attrs.get('any_over', ())) or 'none'})"
     )
     return comparison_blocks(heading, CLAIM_HEAD, "llrrrrllrrrl", result, _claim_cells)
 

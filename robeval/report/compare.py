@@ -148,13 +148,27 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
         raise UserError(f"{ref_a} and {ref_b} share no (eps, attack, example); compare needs the same examples")
     out = pd.DataFrame(rows)
     out.attrs.update(
-        a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=", ".join(both),
+        a=f"{run_a.run_id}:{model_a}", b=f"{run_b.run_id}:{model_b}", protocol=run_a.protocol, any_over=tuple(both),
         test="members" if several else "paired", differences=noted_differences(side_a, side_b),
     )  # fmt: skip
     return out
 
 
-PAIRED_HEAD = "eps | attack | n | A top-1 | B top-1 | diff | 95% CI | p | A top-5 | B top-5 | diff | 95% CI | p"
+PAIRED_HEAD = (
+    "eps",
+    "attack",
+    "n",
+    "A top-1",
+    "B top-1",
+    "diff",
+    "95% CI",
+    "p",
+    "A top-5",
+    "B top-5",
+    "diff",
+    "95% CI",
+    "p",
+)
 
 
 def paired_document(result: pd.DataFrame) -> Document:
@@ -162,7 +176,7 @@ def paired_document(result: pd.DataFrame) -> Document:
     heading = (
         f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
         "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
-        f"finished ({result.attrs.get('any_over') or 'none'})"
+        f"finished ({', '.join(result.attrs.get('any_over', ())) or 'none'})"
     )
     return comparison_blocks(heading, PAIRED_HEAD, "llrrrrlrrrrlr", result, _paired_cells)
 

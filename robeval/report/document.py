@@ -125,11 +125,13 @@ def to_html(document: Document) -> str:
     return "".join(_html_block(block) for block in document)
 
 
-def comparison_blocks(heading: str, head: str, align: str, result, cells: Callable[[dict, str], list]) -> Document:
-    """A comparison's heading and its table (``head``: its cells joined by `` | ``): per row its eps,
-    attack and n, then ``cells(row, metric)`` for top-1 and for top-5."""
+def comparison_blocks(
+    heading: str, head: Sequence[str], align: str, result, cells: Callable[[dict, str], list]
+) -> Document:
+    """A comparison's heading and its table (``head``: its column names): per row its eps, attack and n,
+    then ``cells(row, metric)`` for top-1 and for top-5."""
     rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return [Paragraph(heading), Table(head.split(" | "), rows, align)]
+    return [Paragraph(heading), Table(head, rows, align)]
 
 
 RENDERERS: Registry[Callable[[Document], str]] = Registry("document format")

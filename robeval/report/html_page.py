@@ -26,7 +26,6 @@ from markupsafe import Markup
 
 from ..core.errors import UserError
 from ..core.registry import Registry
-from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
 from ..evaluation.regenerate import refusal
 from ..models.given import PREFIX
@@ -178,13 +177,12 @@ def checklist(page: Page) -> Section:
 
 
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
-    """Per model of the page (``+adaptive`` and run-id labels removed) its parameters and FLOPs per image:
+    """Per model the page's rows evaluate (the summary's ``base_model``) its parameters and FLOPs per image:
     a registered model's counted now (without importing the user's code a row names), one of the user's
     code or a module given from Python's as the first run that has it stored them; and the registered names."""
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
-    for shown in dict.fromkeys(page.summary["model"]):
-        model = shown.split(" (")[0].removesuffix(ADAPTIVE_SUFFIX)
+    for model in dict.fromkeys(page.summary["base_model"]):
         meta: dict[str, Any] = next((models[model] for models in stored if model in models), {})
         if meta.get("source"):  # a module the run was given, or built from the user's code
             params, gflops = meta.get("params"), meta.get("gflops_per_image")

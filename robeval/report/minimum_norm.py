@@ -47,11 +47,13 @@ def minimum_norm_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
     return pd.DataFrame.from_dict(rows, orient="index").fillna("")
 
 
-def minimum_norm_caption(summary: pd.DataFrame) -> str:
+def minimum_norm_caption(summary: pd.DataFrame) -> list[str]:
+    """The minimum-norm block's caption, phrase by phrase."""
     sel = summary[summary["attack"].isin(minimum_norm_attacks(summary))]
-    return (
+    return [
         f"Minimum-norm attacks: median smallest {sel['norm'].iloc[0]} perturbation that changes the top-1 decision "
         "(0 for an image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) "
-        f"at each eps of the run, read from the same search; n = {int(sel['n'].max())}; top-5 under these attacks "
-        "is measured at the decision boundary and is not a top-5 attack"
-    )
+        "at each eps of the run, read from the same search",
+        f"n = {int(sel['n'].max())}",
+        "top-5 under these attacks is measured at the decision boundary and is not a top-5 attack",
+    ]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..attacks import list_attacks
 from ..core.defaults import ANY, CLEAN
+from ..core.listed import Names, names_in
 
 ROW_TITLES = {CLEAN: "Clean", ANY: "Any (worst case)"}  # the two columns that are no attack
 NORM_MATH = {"Linf": r"\ell_\infty", "L2": r"\ell_2"}
@@ -36,6 +37,11 @@ def ordered_attacks(summary: pd.DataFrame) -> list[str]:
 def column(rows: pd.DataFrame, name: str, default: object = "") -> pd.Series:
     """``rows[name]`` with ``default`` for a missing value, or all ``default`` where the rows lack it."""
     return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
+
+
+def names_column(rows: pd.DataFrame, name: str) -> list[Names]:
+    """The names each of ``rows`` holds in column ``name`` (none where a row, or the rows, lack it)."""
+    return [names_in(v) for v in rows[name]] if name in rows else [Names()] * len(rows)
 
 
 def data_label(data: str) -> str:

@@ -64,15 +64,16 @@ def attack_grid(
     return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold, noted
 
 
-def members_part(rows: pd.DataFrame, latex: bool) -> str:
-    """What the cells are when a model has several members: mean ± sample std, and how many each."""
+def members_part(rows: pd.DataFrame, latex: bool) -> list[str]:
+    """What the cells are when a model has several members (mean ± sample std, and how many each): the
+    caption's phrase, none when each has one."""
     if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
-        return ""
+        return []
     # a run with no model of several members has no member columns: its models are one member each
     per_model = dict(zip(rows["model"], rows[MEMBERS].fillna(1))) if MEMBERS in rows else {}
     counts = f" ({', '.join(f'{m}: {int(n)}' for m, n in per_model.items())})" if per_model else ""
     pm, counts = (r"$\pm$", latex_escape(counts)) if latex else ("±", counts)
-    return f"; cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"
+    return [f"cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"]
 
 
 def _blocks(summary: pd.DataFrame, options: TableOptions, render_grid, latex: bool = False) -> str:
@@ -84,9 +85,10 @@ def _blocks(summary: pd.DataFrame, options: TableOptions, render_grid, latex: bo
         grid, bold, noted = attack_grid(attacks, eps, options)
         parts = caption_parts(attacks, eps, latex, top5=not options.top1_only)
         parts += [r"$^\dagger$ " + latex_escape(FOOTNOTE) if latex else f"{grids.MARK} {FOOTNOTE}"] if noted else []
-        text = "; ".join(parts) + members_part(attacks[attacks["eps"] == eps], latex)
-        blocks.append(render_grid(grid, text, bold=bold, noted=noted))
-    others = later_blocks(summary, lambda grid, text: render_grid(grid, latex_escape(text) if latex else text))
+        parts += members_part(attacks[attacks["eps"] == eps], latex)
+        blocks.append(render_grid(grid, "; ".join(parts), bold=bold, noted=noted))
+    shown = latex_escape if latex else str
+    others = later_blocks(summary, lambda grid, parts: render_grid(grid, "; ".join(map(shown, parts))))
     return "\n\n".join(blocks + others) + "\n"
 
 

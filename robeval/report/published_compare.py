@@ -119,7 +119,7 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     return out
 
 
-PUBLISHED_HEAD = "metric | n | run | 95% CI | published | diff | inside CI"
+PUBLISHED_HEAD = ("metric", "n", "run", "95% CI", "published", "diff", "inside CI")
 PUBLISHED_CELLS = ("{metric}", "{n}", "{run:.2f}", "[{ci_low:.2f}, {ci_high:.2f}]", "{published:.2f}", "{diff:+.2f}")
 
 
@@ -136,4 +136,4 @@ def published_document(result: pd.DataFrame) -> Document:
         for r in result.to_dict("records")
     ]
     notes = [Paragraph(f"Note: {note}") for note in attrs.get("notes", [])]
-    return [Paragraph(head), Table(PUBLISHED_HEAD.split(" | "), rows, "lrrlrrl"), *notes]
+    return [Paragraph(head), Table(PUBLISHED_HEAD, rows, "lrrlrrl"), *notes]

@@ -25,6 +25,7 @@ from ..attacks import resolve_settings
 from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS
 from ..core.errors import UserError
 from ..core.json_input import load_json
+from ..core.listed import names_in
 from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
 from ..results.checks import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
@@ -56,7 +57,7 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
     if protocol != version.name:
         return f"{model} ran under protocol {protocol}, not {version.name}"
     worst = rows[rows["attack"] == ANY]
-    over = [a for a in str(worst["any_over"].iloc[0]).split(",") if a] if len(worst) else []
+    over = list(names_in(worst["any_over"].iloc[0])) if len(worst) else []
     missing = [a for a in attacks if a not in over]
     extra = [a for a in over if a not in attacks]
     if missing or extra:

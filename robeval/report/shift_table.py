@@ -133,7 +133,8 @@ def _kind_part(summary: pd.DataFrame, kind: str) -> str:
     return f"{kind}: {shift.description} ({where}{phrase})"
 
 
-def shift_caption(summary: pd.DataFrame) -> str:
+def shift_caption(summary: pd.DataFrame) -> list[str]:
+    """The shift table's caption, phrase by phrase (a renderer joins them, or puts each on a line)."""
     benchmarks = condition_kinds(summary)
     mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
     parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
@@ -142,22 +143,22 @@ def shift_caption(summary: pd.DataFrame) -> str:
     parts += sorted({m.note for m in metrics if m is not None and m.note})
     if mce:
         parts.append("mCE: AlexNet-normalised as in Hendrycks & Dietterich 2019, relative mCE against the clean error")
-    return "; ".join(parts)
+    return parts
 
 
 DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
 
 
-def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, str], Any]) -> list:
-    """The blocks after the attack blocks, each ``render_grid(grid, caption)``: the minimum-norm block,
-    the shift table and its per-corruption detail."""
+def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, list[str]], Any]) -> list:
+    """The blocks after the attack blocks, each ``render_grid(grid, caption)`` (the caption's phrases):
+    the minimum-norm block, the shift table and its per-corruption detail."""
     attacks, shifted = split(summary)
     norms = minimum_norm_grid(attacks)
     blocks = [] if norms is None else [render_grid(norms, minimum_norm_caption(attacks))]
     if shifted:
         detail = corruption_grid(summary)
         blocks.append(render_grid(shift_grid(summary), shift_caption(summary)))
-        blocks += [render_grid(detail, DETAIL_CAPTION)] if detail is not None else []
+        blocks += [render_grid(detail, [DETAIL_CAPTION])] if detail is not None else []
     return blocks
 
 

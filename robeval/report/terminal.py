@@ -141,8 +141,7 @@ def results_tables(summary: pd.DataFrame) -> list[Group]:
     tables = []
     for eps in dict.fromkeys(attacks["eps"]):
         grid = pivot(attacks, eps)  # models x attacks; a few models become the columns, names uncut
-        members = members_part(attacks[attacks["eps"] == eps], latex=False).removeprefix("; ")
-        parts = caption_parts(attacks, eps) + ([members] if members else [])
+        parts = caption_parts(attacks, eps) + members_part(attacks[attacks["eps"] == eps], latex=False)
         if len(grid.index) <= MODELS_AS_COLUMNS:
             tables.append(_captioned(parts, _table(grid.T, "attack", suffix="\ntop-1 / top-5")))
         else:
@@ -162,13 +161,13 @@ def _table(grid: pd.DataFrame, corner: str, suffix: str = "", caption: str | Non
 
 
 def _captioned(parts: list[str], table: Table) -> Group:
-    """``table`` under its caption, one phrase a line."""
-    return Group(*[Text(part, style="bold", no_wrap=True, overflow="fold") for part in parts], table)
+    """``table`` under its caption, one phrase a line (a phrase wider than the terminal wraps, never cut)."""
+    return Group(*[Text(part, style="bold", overflow="fold") for part in parts], table)
 
 
-def _transposed(grid: pd.DataFrame, text: str) -> Group:
-    """A models-as-columns table of ``grid`` (rows = models) under its caption."""
-    return _captioned(text.split("; "), _table(grid.T, "", wrap=True))
+def _transposed(grid: pd.DataFrame, parts: list[str]) -> Group:
+    """A models-as-columns table of ``grid`` (rows = models) under its caption's phrases."""
+    return _captioned(parts, _table(grid.T, "", wrap=True))
 
 
 def _passes(value: float) -> str:

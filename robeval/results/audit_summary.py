@@ -9,13 +9,13 @@ example); the survivors from the records of the audit's last stage, as every tab
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ..core.defaults import ANY
+from ..core.listed import Names, Phrases, names_in
 from ..core.records import audit_unit
 from ..evaluation.fast_audit import AuditCounts
 from ..evaluation.protocols import PROTOCOLS, Protocol
@@ -92,11 +92,11 @@ def mean_bound(audits: list[FastAudit]) -> float:
     return 100 * sum(values) / len(values) if any(a.bound for a in audits) else float("nan")
 
 
-def describe_members(audits: list[FastAudit]) -> str:
+def describe_members(audits: list[FastAudit]) -> Phrases:
     """The audit of a model in words: its one member's, or each member's in turn and then the model's bound
-    (one text: a summary cell; :func:`audit_lines` says each part on a line of its own)."""
+    (a summary cell shows them as one text; :func:`audit_lines` says each on a line of its own)."""
     if len(audits) == 1:
-        return audits[0].describe()
+        return Phrases([audits[0].describe()])
     parts = [f"member {i + 1}: {a.describe()}" for i, a in enumerate(audits)]
     bound = mean_bound(audits)  # NaN: every member escalated everything
     model = (
@@ -104,10 +104,7 @@ def describe_members(audits: list[FastAudit]) -> str:
         if math.isnan(bound)
         else f"AutoAttack's mean robust accuracy >= {bound:.2f}% (the mean of the members' bounds)"
     )
-    return "; ".join([*parts, f"over its {len(audits)} members: {model}"])
-
-
-MEMBER_PARTS = re.compile(r"; (?=(?:member \d+|over its \d+ members): )")  # where describe_members joined them
+    return Phrases([*parts, f"over its {len(audits)} members: {model}"])
 
 
 def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict[str, Any]) -> None:
@@ -121,9 +118,9 @@ def add_audit_columns(summary: pd.DataFrame, records: pd.DataFrame, config: dict
     found = [audits.get((str(m), str(e)), []) for m, e in zip(summary["model"], summary["eps"])]
     summary["audited"] = [sum(a.counts.audited for a in f) for f in found]
     summary["audit_broken"] = [sum(a.counts.fooled[-1] for a in f) for f in found]
-    summary["escalated"] = [",".join(dict.fromkeys(s for a in f for s in a.counts.escalated)) for f in found]
+    summary["escalated"] = [Names(dict.fromkeys(s for a in f for s in a.counts.escalated)) for f in found]
     summary["aa_bound"] = [mean_bound(f) if f else float("nan") for f in found]
-    summary["audit"] = [describe_members(f) if f else "" for f in found]
+    summary["audit"] = [describe_members(f) if f else Phrases() for f in found]
 
 
 def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
@@ -132,9 +129,9 @@ def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
     if "audit" not in summary:
         return []
     rows = summary if eps is None else summary[summary["eps"] == eps]
-    found = dict.fromkeys((r.model, r.eps, r.protocol, r.audit) for r in rows.itertuples() if r.audit)
-    lines = [f"{protocol} protocol, {model} eps {e}: {part}" for model, e, protocol, text in found
-             for part in MEMBER_PARTS.split(text)]  # fmt: skip
+    found = dict.fromkeys((r.model, r.eps, r.protocol, names_in(r.audit)) for r in rows.itertuples())
+    lines = [f"{protocol} protocol, {model} eps {e}: {part}" for model, e, protocol, parts in found
+             for part in parts]  # fmt: skip
     worst = rows[rows["attack"] == ANY] if (rows["attack"] == ANY).any() else rows.iloc[0:0]
     return lines + [w for r in worst.to_dict("records") if (w := wide_bound_warning(r)) is not None]
 

@@ -17,7 +17,6 @@ import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
 from ..core.defaults import CLEAN, NOT_ATTACKS
-from ..evaluation.config import ADAPTIVE_SUFFIX
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text
 from ..models.registry import MODELS, registered_spec
@@ -36,6 +35,7 @@ from .findings import (
     judged,
     observed,
 )
+from .summary import add_model_columns
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
 RANDOM_CHANGE = 1e-5  # relative logit change between two identical passes
@@ -168,9 +168,9 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
 @check("gradient-masking", "Black-box attacks do not beat white-box ones",
        "Carlini et al. checklist (try gradient-free attacks)")  # fmt: skip
 def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model.endswith(ADAPTIVE_SUFFIX):
+    if _is_adaptive(rows):
         return ADAPTIVE_COPY
-    adaptive = _takes_adaptive(model)
+    adaptive = _takes_adaptive(_base(model, rows))
     advice = "gradients likely masked; report the black-box number" + (
         " and evaluate it with --adaptive (gradients through its data-dependent weight)" if adaptive else ""
     )
@@ -195,7 +195,7 @@ def fitting_source(model: str, ev: Evidence) -> str | None:
        "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
        "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number")  # fmt: skip
 def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model.endswith(ADAPTIVE_SUFFIX):
+    if _is_adaptive(rows):
         return ADAPTIVE_COPY
     source = fitting_source(model, ev)
     how = (
@@ -238,6 +238,21 @@ def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
         return judged(False, f"non-increasing over {rows['eps'].nunique()} eps values for every attack "
                       f"(within {MIN_EXAMPLES - 1} example)")  # fmt: skip
     return observed(lines, "")
+
+
+def _is_adaptive(rows: pd.DataFrame) -> bool:
+    """Whether a model's rows are its --adaptive evaluation (the summary's ``adaptive`` column)."""
+    return bool(rows["adaptive"].any())
+
+
+def _base(model: str, rows: pd.DataFrame) -> str:
+    """The model a model's rows evaluate (its name without a combined table's run label or --adaptive)."""
+    return str(rows["base_model"].iloc[0]) if len(rows) else model
+
+
+def _bases(summary: pd.DataFrame) -> list[str]:
+    """Every model a summary's rows evaluate, each once."""
+    return list(dict.fromkeys(summary["base_model"]))
 
 
 def _takes_adaptive(model: str) -> bool:
@@ -327,14 +342,18 @@ def restarts(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 
 def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
     """Default vs adaptive (gradient through M) top-1 for every elliptical model evaluated with --adaptive."""
-    rows = []
-    s = summary.set_index(["model", "eps", "attack"])[["top1", "n"]]
-    for (model, eps, attack), (value, n) in s.iterrows():
-        base = model.removesuffix(ADAPTIVE_SUFFIX)
-        if model != base and attack not in NOT_ATTACKS and (base, eps, attack) in s.index:
-            default = float(s.loc[(base, eps, attack), "top1"])
-            rows.append(dict(model=base, eps=eps, attack=attack, top1_default=default, top1_adaptive=value,
-                             gap=round(default - value, 2), n=int(n)))  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    if summary.empty:
+        return pd.DataFrame(rows)
+    summary = summary if "adaptive" in summary else add_model_columns(summary.copy())  # (a summary made by hand)
+    key = ["base_model", "eps", "attack"]
+    adaptive = summary["adaptive"].fillna(False).astype(bool)
+    default = summary[~adaptive].drop_duplicates(key).set_index(key)["top1"]
+    for r in summary[adaptive & ~summary["attack"].isin(NOT_ATTACKS)].itertuples():
+        if (r.base_model, r.eps, r.attack) in default.index:
+            before = float(default.loc[(r.base_model, r.eps, r.attack)])
+            rows.append(dict(model=r.base_model, eps=r.eps, attack=r.attack, top1_default=before, top1_adaptive=r.top1,
+                             gap=round(before - r.top1, 2), n=int(r.n)))  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -342,13 +361,15 @@ def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
        "Carlini et al. checklist (adaptive attacks)",
        "the detached M masks gradients; report the adaptive numbers")  # fmt: skip
 def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if model.endswith(ADAPTIVE_SUFFIX) or not _takes_adaptive(model):
-        return Finding(NOT_APPLICABLE, "no data-dependent attention weight to differentiate through"
-                       if not model.endswith(ADAPTIVE_SUFFIX) else "the adaptive evaluation itself")  # fmt: skip
+    if _is_adaptive(rows):
+        return Finding(NOT_APPLICABLE, "the adaptive evaluation itself")
+    base = _base(model, rows)
+    if not _takes_adaptive(base):
+        return Finding(NOT_APPLICABLE, "no data-dependent attention weight to differentiate through")
     gaps = adaptive_gaps(ev.summary)
     lines = [
         (f"eps {r.eps}: {r.attack} {r.top1_default:.2f} -> {r.top1_adaptive:.2f} with gradients through M", beyond(r.gap, r.n))
-        for r in (gaps[gaps["model"] == model] if len(gaps) else gaps).itertuples()
+        for r in (gaps[gaps["model"] == base] if len(gaps) else gaps).itertuples()
     ]  # fmt: skip
     return observed(lines, "no +adaptive evaluation of this model (robeval run ... --adaptive)")
 
@@ -398,10 +419,11 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
        "to compare training procedures, evaluate several members per model (robeval train-demo --seeds 0-2; "
        "--checkpoint NAME=A,B,C) and test the difference with robeval compare")  # fmt: skip
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    base = model.removesuffix(ADAPTIVE_SUFFIX)  # (its +adaptive copy is itself)
+    base = _base(model, rows)  # (its +adaptive copy is itself)
     family = ev.models.get(base, {}).get("family")
-    bases = dict.fromkeys(m.removesuffix(ADAPTIVE_SUFFIX) for m in ev.summary["model"])
-    others = [m for m in bases if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]
+    others = [
+        m for m in _bases(ev.summary) if m != base and (family is None or ev.models.get(m, {}).get("family") != family)
+    ]
     if not others:
         return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
     several = "members" in rows and rows["members"].notna().any()  # (a summary of one member each has no column)
@@ -420,9 +442,9 @@ def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding
        "difference as one of recipes, not of attention kinds")  # fmt: skip
 def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """The recipe each member's weights record, against each other and against every other model of the run."""
-    base = model.removesuffix(ADAPTIVE_SUFFIX)
+    base = _base(model, rows)
     own = member_recipes(ev.models.get(base, {}))
-    others = [m for m in dict.fromkeys(x.removesuffix(ADAPTIVE_SUFFIX) for x in ev.summary["model"]) if m != base]
+    others = [m for m in _bases(ev.summary) if m != base]
     if len(own) < 2 and not others:
         return Finding(NOT_APPLICABLE, "one model of one member: nothing to compare its recipe with")
     lines = [f"its member {i + 1}: {d}" for i, d in enumerate(_unlike(own[0], own[1:]), start=1) if d]

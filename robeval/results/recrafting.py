@@ -15,8 +15,9 @@ import pandas as pd
 
 from ..core.eps import find_budget
 from ..core.errors import UserError
+from ..core.records import key_model
 from ..data.labels import LabelSpace
-from ..evaluation.config import ADAPTIVE_SUFFIX, model_order
+from ..evaluation.config import model_order
 from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
 from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
@@ -98,7 +99,7 @@ def plan_recrafting(
     records = run.records[(run.records["attack"] == attack) & (run.records["eps"] == eps_text)]
     records = records[records["member"] == 0]  # a model of several checkpoints is drawn by its first
     drawn = _run_models(run, records, models, attack, eps_text)
-    bases = sorted({m.removesuffix(ADAPTIVE_SUFFIX) for m in drawn})
+    bases = sorted({key_model(m)[0] for m in drawn})
     check_stored_code({**run.config, "models": bases}, named_code)  # before anything is made
     selection = select_examples(records, drawn, select, examples, max_examples)
     return RecraftPlan(run, drawn, attack, eps_text, records, selection, options)

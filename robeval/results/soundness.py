@@ -18,6 +18,7 @@ from .findings import CHECKS, NOT_RUN, Evidence, Finding
 from .runs import load_run, minimum_norm_records, restart_companion
 from .store import Store
 from .stored_run import StoredRun
+from .summary import add_model_columns
 
 
 @dataclass
@@ -50,6 +51,7 @@ def judge_summary(
     """Every check's finding for every model of a run (an adaptive copy is a model too), from the
     :class:`Evidence` at hand (a check that reads a missing part is not run)."""
     info = info or {}
+    summary = summary if "adaptive" in summary else add_model_columns(summary.copy())  # (a summary made by hand)
     none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
     norms = minimum_norm_records(records) if records is not None else none
     companion = companion if companion is not None else pd.DataFrame()

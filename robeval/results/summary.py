@@ -22,7 +22,8 @@ import pandas as pd
 
 from ..attacks import list_attacks
 from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
-from ..core.records import RECORD_COLUMNS, audited_stage
+from ..core.listed import Names
+from ..core.records import RECORD_COLUMNS, audited_stage, key_model
 from ..evaluation.config import model_order
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
@@ -199,7 +200,7 @@ def summarize(
             {
                 **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
-                "any_over": ",".join(over.get((model, eps), [])) if attack == ANY else "",
+                "any_over": Names(over.get((model, eps), [])) if attack == ANY else Names(),
                 "batches": "" if attack == ANY else coverage.fraction(model, eps, attack),
                 **(member_spread(members, units.get_group((model, eps, attack))) if units is not None else {}),
             }
@@ -219,11 +220,20 @@ def run_summary(
     summary = summarize(records, config, run.get("models", {}), coverage)
     if summary.empty:
         return summary
+    add_model_columns(summary)
     add_curve_columns(summary, curves)
     summary["run_status"] = run.get("status", "finished")
     summary["not_run"] = not_run(summary, plan.get("units", {}))
     add_run_columns(summary, run, config)
     add_audit_columns(summary, records, config)
+    return summary
+
+
+def add_model_columns(summary: pd.DataFrame) -> pd.DataFrame:
+    """The model each row evaluates (``base_model``) and whether it is its --adaptive evaluation
+    (``adaptive``), read once from the records' model key: values every reader takes as they are."""
+    keys = [key_model(str(m)) for m in summary["model"]]
+    summary["base_model"], summary["adaptive"] = [k[0] for k in keys], [k[1] for k in keys]
     return summary
 
 
@@ -284,12 +294,12 @@ def crafting_precision(config: dict[str, Any]) -> str:
     return "fp32" if amp == "off" else f"{amp} (counted in {amp}: --amp)"
 
 
-def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[str]:
+def not_run(summary: pd.DataFrame, planned: dict[str, list[str]]) -> list[Names]:
     """On each model's first row at each eps: the planned units with no row there (else empty)."""
     have = summary.groupby(["model", "eps"], sort=False)["attack"].agg(set).to_dict()
     missing = {  # an audit unit has no row
-        (model, eps): ",".join(u for u in planned.get(model, []) if u not in rows and audited_stage(u) is None)
+        (model, eps): Names(u for u in planned.get(model, []) if u not in rows and audited_stage(u) is None)
         for (model, eps), rows in have.items()
     }
     first = ~summary.duplicated(["model", "eps"])
-    return [missing[key] if f else "" for key, f in zip(zip(summary["model"], summary["eps"]), first)]
+    return [missing[key] if f else Names() for key, f in zip(zip(summary["model"], summary["eps"]), first)]
