@@ -145,7 +145,7 @@ class Run:
         """Its description as run.json has it: what the store keeps (versions, checkpoints, timings, the
         model checks), and what its records give, the same for a run made now and one read back: the
         soundness flags and notes, the passes per image, an audited protocol's audit lines."""
-        from .results.audit_summary import audit_lines
+        from .evaluation.fast.summary import audit_lines
         from .results.soundness import run_findings
         from .results.summary import passes_per_image
 

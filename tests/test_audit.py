@@ -9,8 +9,8 @@ import random
 import pytest
 from scipy.stats import binom, binomtest
 
-from robeval.evaluation.fast_audit import AUDIT_STAGES, audit_sample, escalated_stages
-from robeval.results.audit_bound import AuditBound, clopper_pearson_upper
+from robeval.evaluation.fast.audit import AUDIT_STAGES, audit_sample, escalated_stages
+from robeval.evaluation.fast.bound import AuditBound, clopper_pearson_upper
 
 
 def test_the_sample_does_not_depend_on_batches_or_their_order():
@@ -69,7 +69,7 @@ def test_a_fab_t_or_square_break_escalates_everything_an_apgd_t_break_only_apgd_
 
 @pytest.mark.parametrize("robust", [0.3, 0.68, 0.95])
 def test_the_examples_a_wide_bound_warning_names_bring_it_within_the_width(robust):
-    from robeval.results.audit_summary import BOUND_WIDTH, examples_for_width
+    from robeval.evaluation.fast.summary import BOUND_WIDTH, examples_for_width
 
     width, rate = BOUND_WIDTH / 100, 0.05
 

@@ -13,15 +13,15 @@ import pandas as pd
 import pytest
 
 import robeval
-import robeval.evaluation.fast_run as fast_run
+import robeval.evaluation.fast.steps as fast_run
 from robeval.api import evaluate_full
 from robeval.core.errors import UserError
 from robeval.core.records import audit_unit
 from robeval.evaluation.config import make_config
-from robeval.evaluation.fast_audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
+from robeval.evaluation.fast.audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
 from robeval.evaluation.protocols import get_protocol
-from robeval.results.audit_bound import AuditBound
-from robeval.results.audit_summary import audit_lines
+from robeval.evaluation.fast.bound import AuditBound
+from robeval.evaluation.fast.summary import audit_lines
 from robeval.results.store import Store
 
 from .conftest import one_line_error, run_cli

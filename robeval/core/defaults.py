@@ -1,5 +1,5 @@
 """Defaults that the CLI needs before anything heavy (torch, timm) is imported (the record layout:
-robeval.results.records)."""
+robeval.core.records)."""
 
 from __future__ import annotations
 

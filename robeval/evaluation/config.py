@@ -34,6 +34,7 @@ from ..references import refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS, get_shift
+from .fast.audit import check_audited
 from .protocols import get_protocol
 
 CHOICES = {
@@ -257,7 +258,7 @@ def check_config(config: EvalConfig) -> None:
                 f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
                 "normalized tensors: use --protocol standard or aa-plus"
             )
-    for rule in (check_audited, check_transfer, check_shift, check_model_options, check_data_options):
+    for rule in (check_protocol_options, check_transfer, check_shift, check_model_options, check_data_options):
         rule(config)
 
 
@@ -275,26 +276,11 @@ def check_model_options(config: EvalConfig) -> None:
         )
 
 
-def check_audited(config: EvalConfig) -> None:
-    """An audited protocol (fast) runs its own attacks as a cascade of its own (pass, audit, escalation)
-    on the examples of the data, and its audit's APGD-T skips exactly the targets its pass ran."""
+def check_protocol_options(config: EvalConfig) -> None:
+    """An audited protocol's (fast) rules for the run's options (robeval.evaluation.fast.audit)."""
     protocol = get_protocol(config.protocol)
-    if not protocol.audit_stages:
-        return
-    name = f"--protocol {protocol.name}"
-    if config.shift is not None:
-        raise UserError(f"{name} measures AutoAttack's worst case: run --shift under --protocol standard")
-    if list(config.attacks) != list(protocol.default_attacks):
-        raise UserError(f"{name} runs its own attacks ({', '.join(protocol.default_attacks)}): drop --attacks")
-    if config.cascade:
-        raise UserError(f"{name} runs its attacks as a cascade of its own (a pass, then an audit): drop --cascade")
-    ran = config.settings["apgd-t-malt"]["n_target_classes"]
-    skipped = config.settings["apgd-t-rest"]["skip_malt_targets"]
-    if ran != skipped:
-        raise UserError(
-            f"{name}: apgd-t-rest.skip_malt_targets ({skipped}) must be apgd-t-malt.n_target_classes ({ran}), the "
-            "targets the pass ran (--set both)"
-        )
+    if protocol.audit_stages:
+        check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
 
 
 def check_transfer(config: EvalConfig) -> None:

@@ -12,7 +12,7 @@ precision, convergence curves and the minimum-norm search, are robeval.evaluatio
 resuming the run, writing units, gathering workers and stopping are the session's
 (robeval.evaluation.session).  An audited protocol (``fast``) runs its pass and audit with the batches
 and its audit's stages in a second pass over them, once the audit is stored
-(robeval.evaluation.fast_run).  Summaries and flags are made from the stored records by
+(robeval.evaluation.fast.steps).  Summaries and flags are made from the stored records by
 robeval.results, so a finished run and a stored run are summarised by the same code.
 """
 
@@ -23,7 +23,7 @@ from ..models import GivenModel
 from ..options import EvalConfig
 from .conditions import evaluate_conditions
 from .distributed import SINGLE, DistContext
-from .fast_run import pass_step, second_pass
+from .fast.steps import pass_step, second_pass
 from .plan import RunPlan, make_plan
 from .preflight import preflight
 from .progress import NullReporter, Reporter
@@ -62,10 +62,8 @@ def evaluate_plan(
                 with session.model_stops_alone(job) as log:
                     model = session.model_run(job, member, log)
                     mine = session.begin_model(model, (position, len(plan.jobs)))
-                    for batch in model.batches(mine):  # each after its clean pass
-                        for eps, attack in batch.units:
-                            started = session.next_unit()
-                            session.write(step(model, batch, eps, attack), model, started)
+                    for batch, eps, attack, started in session.units(model, mine, lambda batch: batch.units):
+                        session.write(step(model, batch, eps, attack), model, started)
                     for unit in evaluate_conditions(model, mine, session.threads.look):
                         session.write(unit, model)
                 if audited and job.name not in session.log.failed_models:  # every batch's audit is stored

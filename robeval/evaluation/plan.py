@@ -88,7 +88,7 @@ class RunPlan:
     def chain(self, job: ModelJob) -> list[str] | None:
         """The units a batch runs one after another, each on the examples those before it left robust
         (None: each on every example): ``--cascade``'s attacks; under an audited protocol its pass, then
-        its audit units (the audit's own units come in a second pass: robeval.evaluation.fast_run)."""
+        its audit units (the audit's own units come in a second pass: robeval.evaluation.fast.steps)."""
         stages = self.protocol.audit_stages
         if stages:
             return [a for a in job.attacks if a not in stages] + [audit_unit(stage) for stage in stages]

@@ -10,7 +10,7 @@ registration's ``description`` says what it is.
   clamp of normalized values moves pixels far outside the eps ball.
 * ``aa-plus`` and ``aa-rand`` — AutoAttack's "plus" and "rand" versions in the standard threat model.
 * ``fast`` — AutoAttack's threat model and attacks at a fraction of its cost, with a printed bound on
-  what it may have missed (robeval.evaluation.fast_audit; docs/protocols.md): for development, sweeps
+  what it may have missed (robeval.evaluation.fast.audit; docs/protocols.md): for development, sweeps
   and screening checkpoints, never a leaderboard entry.
 
 AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.registry import Registry
-from .fast_audit import AUDIT_RATE, AUDIT_STAGES, FAST_PASS, FAST_TARGETS, LIBRARY_DRAWS
+from .fast.audit import AUDIT_RATE, AUDIT_STAGES, FAST_PASS, FAST_TARGETS, LIBRARY_DRAWS
 
 PIXEL_BOX = (0.0, 1.0)
 
@@ -45,7 +45,7 @@ class Protocol:
     autoattack_version: str | None = None  # the AutoAttack version this protocol is (its set_version name)
     version_attacks: tuple[str, ...] = ()  # the AutoAttack version's attacks in its order (empty: ``default_attacks``)
     # An audited protocol (fast): its last attacks run first on a seeded sample of the examples the ones
-    # before left robust, then, as that audit decides, on every survivor (robeval.evaluation.fast_audit)
+    # before left robust, then, as that audit decides, on every survivor (robeval.evaluation.fast.audit)
     audit_stages: tuple[str, ...] = ()
     audit_rate: float = 0.0  # the share of survivors the audit samples
     library_draws: frozenset[str] = frozenset()  # attacks drawn as AutoAttack's code draws them (--cascade's)

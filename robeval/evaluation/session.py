@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,7 @@ import torch
 
 from ..attacks.transfer import SourceModel
 from ..core.defaults import CLEAN
+from ..core.eps import Eps
 from ..core.errors import StoreFull, UserError
 from ..core.precision import slower_here
 from ..core.records import Unit
@@ -31,13 +32,15 @@ from ..options import identity_difference, newest_matching
 from .attack_guards import ModelFailure
 from .config import transfer_source
 from .distributed import DistContext, announce_run
-from .model_run import ModelRun
+from .model_run import Batch, ModelRun
 from .plan import Member, ModelJob, RunPlan
 from .profiling import gflops_per_image
 from .progress import Reporter, model_bars, unit_key
 from .run_info import RunLog, describe_run
 from .run_store import RunStore
 from .units import UnitRecords
+
+UnitsOf = Callable[[Batch], Iterable[tuple[Eps, str]]]  # the (eps, unit) a batch runs, in order
 
 
 def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
@@ -156,6 +159,14 @@ class Session:
         """The cores shared with other processes between units; returns when the next unit starts."""
         self.threads.look()
         return time.perf_counter()
+
+    def units(self, model: ModelRun, share: list[int], units_of: UnitsOf) -> Iterator[tuple[Batch, Eps, str, float]]:
+        """The engine's one unit loop: each batch of ``share`` (after its clean pass) and each of its units
+        ``units_of(batch)``, with the time it starts (the cores shared again before each).  A generator,
+        so the unit it yields is made in the caller's frame (tests/test_frames.py counts them)."""
+        for batch in model.batches(share):
+            for eps, unit in units_of(batch):
+                yield batch, eps, unit, self.next_unit()
 
     def write(self, unit: UnitRecords, model: ModelRun, started: float | None = None) -> None:
         """A finished unit's records and curve into the store in one transaction, its time (from

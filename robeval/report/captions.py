@@ -7,8 +7,8 @@ import pandas as pd
 from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
 from ..core.eps import eps_label
 from ..core.precision import FP32
+from ..evaluation.fast.summary import audit_lines
 from ..evaluation.protocols import get_protocol
-from ..results.audit_summary import audit_lines
 from ..shifts.catalog import parse_condition
 from .escaping import latex as latex_escape
 from .naming import NORM_MATH, column, data_label, names_column

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.registry import Registry
-from ..results.audit_summary import audit_lines
+from ..evaluation.fast.summary import audit_lines
 from ..results.checks import adaptive_gaps
 from ..results.findings import CHECKS, Finding
 from ..results.soundness import JudgedRun, ModelFindings

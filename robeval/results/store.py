@@ -321,7 +321,7 @@ class Store:
 
     def unit_records(self, run_id: str, model: str, member: int, attacks: Iterable[str]) -> list[dict[str, Any]]:
         """The stored records of the units of ``attacks`` of ``model``'s ``member``, one dict per record, as
-        stored (what a second pass over a run's batches reads back: robeval.evaluation.fast_run)."""
+        stored (what a second pass over a run's batches reads back: robeval.evaluation.fast.steps)."""
         names = list(attacks)
         rows = self.conn.execute(
             f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ? AND model = ? AND member = ? "

@@ -43,7 +43,7 @@ CREATE TABLE records (
 CREATE INDEX records_by_run ON records(run_id, model, eps, attack);
 """
 
-# A unit's convergence curve, one row per point (robeval.results.records.UnitCurve), written with its records.
+# A unit's convergence curve, one row per point (robeval.core.records.UnitCurve), written with its records.
 _CURVE_POINT = "point INTEGER NOT NULL, position INTEGER NOT NULL, robust INTEGER NOT NULL, examples INTEGER NOT NULL"
 _CURVES = _unit_table("curves", _CURVE_POINT, "batch, point")
 
@@ -69,7 +69,7 @@ ALTER TABLE records_v{version} RENAME TO records;
 CREATE INDEX records_by_run ON records(run_id, model, {key}eps, attack)"""
 
 
-# Schema 7 adds a model's member (robeval.results.records) to the records, units and curves and to their keys
+# Schema 7 adds a model's member (robeval.core.records) to the records, units and curves and to their keys
 # (a copy, as SQLite cannot change a primary key); a store of an older schema holds member 0 only.
 _V6_CURVE_COLUMNS = ", ".join(["run_id", *CURVE_COLUMNS[:-1]])
 _MEMBER = "member INTEGER NOT NULL DEFAULT 0"

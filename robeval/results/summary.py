@@ -25,9 +25,9 @@ from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa:
 from ..core.listed import Names
 from ..core.records import RECORD_COLUMNS, audited_stage, key_model
 from ..evaluation.config import model_order
+from ..evaluation.fast.summary import add_audit_columns, audited_protocol
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
-from .audit_summary import add_audit_columns, audited_protocol
 from .convergence import last_tenth
 from .intervals import member_interval, member_matrix
 

@@ -1,12 +1,12 @@
 """The fast protocol's audit as facts and rules: its pass and stages, which surviving examples it
 attacks, what its breaks escalate, and what it leaves to bound.  Torch-free (the protocol's
-registration reads it before torch loads); robeval.evaluation.fast_run runs it.
+registration reads it before torch loads); robeval.evaluation.fast.steps runs it.
 
 The fast pass (APGD-CE, then ``apgd-t-malt`` on the ``FAST_TARGETS`` best MALT-ranked targets) leaves
 ``S`` of ``n`` examples robust.  The audit runs on a sample of those survivors what AutoAttack would
 still run on them, in AutoAttack's order, each stage on the sampled points still robust:
 ``AUDIT_STAGES`` = AutoAttack's APGD-T targets the pass skipped (``apgd-t-rest``), FAB-T, Square.  The
-share it breaks bounds what AutoAttack would still have broken (:mod:`robeval.results.audit_bound`).
+share it breaks bounds what AutoAttack would still have broken (:mod:`robeval.evaluation.fast.bound`).
 
 The sample: each survivor is in it when its own uniform number ``u = derive_seed(seed, "audit",
 example) / 2**31`` falls below ``rate`` -- a Bernoulli(rate) draw per example, decided from the run seed
@@ -32,8 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..core.seeds import derive_seed
+from ...core.errors import UserError
+from ...core.seeds import derive_seed
+
+if TYPE_CHECKING:
+    from ...options import EvalConfig
 
 FAST_PASS = ("apgd-ce", "apgd-t-malt")  # on every correctly classified example, in this order
 AUDIT_STAGES = ("apgd-t-rest", "fab-t", "square")  # on the sample, after the pass, in AutoAttack's order
@@ -103,3 +108,22 @@ class AuditCounts:
     def standing_broken(self) -> int:
         """d: the points of :attr:`standing` a stage not escalated broke (0 unless every stage escalated)."""
         return self.fooled[-1] - (self.fooled[len(self.escalated) - 1] if self.escalated else 0)
+
+
+def check_audited(config: EvalConfig, name: str, attacks: tuple[str, ...]) -> None:
+    """The run's options under the audited protocol ``name`` (``attacks``: its own): it runs them as a
+    cascade of its own (pass, audit, escalation) on the examples of the data, and its audit's APGD-T skips
+    exactly the targets its pass ran."""
+    if config.shift is not None:
+        raise UserError(f"{name} measures AutoAttack's worst case: run --shift under --protocol standard")
+    if list(config.attacks) != list(attacks):
+        raise UserError(f"{name} runs its own attacks ({', '.join(attacks)}): drop --attacks")
+    if config.cascade:
+        raise UserError(f"{name} runs its attacks as a cascade of its own (a pass, then an audit): drop --cascade")
+    ran = config.settings["apgd-t-malt"]["n_target_classes"]
+    skipped = config.settings["apgd-t-rest"]["skip_malt_targets"]
+    if ran != skipped:
+        raise UserError(
+            f"{name}: apgd-t-rest.skip_malt_targets ({skipped}) must be apgd-t-malt.n_target_classes ({ran}), the "
+            "targets the pass ran (--set both)"
+        )

@@ -1,15 +1,15 @@
-"""An audited protocol's steps (``fast``; its facts and rules: robeval.evaluation.fast_audit), as the
+"""An audited protocol's steps (``fast``; its facts and rules: robeval.evaluation.fast.audit), as the
 engine composes them: a first pass with every batch, then, once every batch's audit is stored, a
 second pass over the batches.
 
 First pass (:func:`pass_step`): the protocol's pass as a cascade (APGD-CE, then ``apgd-t-malt``, each on
 what the ones before left robust), then the audit: the survivors the seeded sample draws
-(:func:`~.fast_audit.audit_sample`) go through the audit's stages, each on the sampled points still
+(:func:`~.audit.audit_sample`) go through the audit's stages, each on the sampled points still
 robust, and each stage's records of them are stored as a unit of their own (``audit:<stage>``,
-robeval.results.records).  The pass's units and the audit units are the first pass's resume points.
+robeval.core.records).  The pass's units and the audit units are the first pass's resume points.
 
 Second pass (:func:`second_pass`): which stages broke an audited point, over all of the model's batches
-at one eps, decides what escalates (:func:`~.fast_audit.escalated_stages`).  The stored records are read
+at one eps, decides what escalates (:func:`~.audit.escalated_stages`).  The stored records are read
 back by rank 0 and sent to every worker, so all of them decide alike, and a resumed run decides as the
 interrupted one did.  Then every batch's units of the audit's stages (what every table reads) are
 written, each stage on what the ones before it left robust:
@@ -30,15 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.eps import Eps
-from ..core.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
-from .fast_audit import AuditCounts, audit_sample
-from .model_run import Batch, ModelRun
-from .plan import RunPlan
-from .progress import model_bars
-from .run_store import RunStore
-from .session import Session
-from .units import UnitRecords, carried_over, cascade_unit, run_unit
+from ...core.eps import Eps
+from ...core.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
+from ..model_run import Batch, ModelRun
+from ..plan import RunPlan
+from ..progress import model_bars
+from ..run_store import RunStore
+from ..session import Session
+from ..units import UnitRecords, carried_over, cascade_unit, run_unit
+from .audit import AuditCounts, audit_sample
 
 POINT = ("adv_top1", "adv_top5", "adv_pred", "linf", "l2")  # a record's outcome and the point it was measured at
 PASSES = ("forward_passes", "backward_passes")
@@ -113,10 +113,8 @@ def second_pass(session: Session, model: ModelRun, position: tuple[int, int]) ->
         model.log = log
         bars = [bar for bar in model_bars(model, mine, session.done) if bar.key[-1] in stages]
         session.reporter.start(bars, f"{job.name}: the audit's stages", position)
-        for batch in model.batches(mine):
-            for eps, stage in todo[batch.b]:
-                started = session.next_unit()
-                session.write(stage_unit(model, batch, eps, stage, first, escalated), model, started)
+        for batch, eps, stage, started in session.units(model, mine, lambda batch: todo[batch.b]):
+            session.write(stage_unit(model, batch, eps, stage, first, escalated), model, started)
 
 
 def stage_unit(

@@ -1,8 +1,8 @@
 """An audited protocol's audit (``fast``) read back from a run's records: per model and eps what the audit
-sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy (:mod:`.audit_bound`), as
+sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy (:mod:`.bound`), as
 summary columns and one line of words that every caption, ``robeval run``, ``robeval check`` and the report print.
 
-The counts come from the audit units (``audit:<stage>``, robeval.results.records: one record per audited
+The counts come from the audit units (``audit:<stage>``, robeval.core.records: one record per audited
 example); the survivors from the records of the audit's last stage, as every table reads them.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.defaults import ANY
-from ..core.listed import Names, Phrases, names_in
-from ..core.records import audit_unit
-from ..evaluation.fast_audit import AuditCounts
-from ..evaluation.protocols import PROTOCOLS, Protocol
-from .audit_bound import CONFIDENCE, AuditBound
+from ...core.defaults import ANY
+from ...core.listed import Names, Phrases, names_in
+from ...core.records import audit_unit
+from ..protocols import PROTOCOLS, Protocol
+from .audit import AuditCounts
+from .bound import CONFIDENCE, AuditBound
 
 
 @dataclass(frozen=True)
