@@ -110,7 +110,7 @@ def test_check_command_and_adaptive(tmp_path):
     (0.15, 50_000, 1000, True),
 ])  # fmt: skip
 def test_near_chance_is_a_test_against_guessing(top1, n, classes, near):
-    from robeval.results.checks import near_chance
+    from robeval.results.indicators import near_chance
 
     assert near_chance(top1, n, classes)[0] is near
 

@@ -20,8 +20,8 @@ from robeval.models.digits import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.convergence import convergence_figure, convergence_svg, write_convergence_plots
-from robeval.results.checks import converged
 from robeval.results.convergence import curves, standard_error, still_falling, summed
+from robeval.results.indicators import converged
 from robeval.results.runs import load_run
 from robeval.results.soundness import run_findings
 from robeval.results.store import Store

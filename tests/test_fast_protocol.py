@@ -19,9 +19,9 @@ from robeval.core.errors import UserError
 from robeval.core.records import audit_unit
 from robeval.evaluation.config import make_config
 from robeval.evaluation.fast.audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
-from robeval.evaluation.protocols import get_protocol
 from robeval.evaluation.fast.bound import AuditBound
 from robeval.evaluation.fast.summary import audit_lines
+from robeval.evaluation.protocols import get_protocol
 from robeval.results.store import Store
 
 from .conftest import one_line_error, run_cli

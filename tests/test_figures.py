@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from robeval.report import plots, style
-from robeval.report.compare import bootstrap_mean_ci
+from robeval.report.paired import bootstrap_mean_ci
 
 
 def test_error_bars_are_the_bootstrap_of_the_examples():

@@ -22,7 +22,7 @@ from robeval.report.checklist import checklist_markdown
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
-from robeval.results.checks import noise_points
+from robeval.results.indicators import noise_points
 from robeval.results.soundness import JudgedRun, judge_summary, run_findings
 from robeval.results.store import Store
 from robeval.results.store_schema import MIGRATIONS, SCHEMA_VERSION

@@ -1,6 +1,6 @@
 """Checks of a model itself, made on the first batch of its run (they need the model): randomness
 across passes, outputs that look like probabilities, input gradients that are zero or NaN.  Their
-values are stored with the run; robeval.results.checks judges them."""
+values are stored with the run; robeval.results.indicators judges them."""
 
 from __future__ import annotations
 

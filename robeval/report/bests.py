@@ -1,7 +1,7 @@
 """Which best of a table's column is a claim: bold only where the claim test separates it.
 
 A paper table bolds the best model of each column, and a reader takes bold for "more robust".  That is a
-claim about the models, so it is made only where :mod:`.compare`'s test would make it: the best against
+claim about the models, so it is made only where :mod:`.paired`'s test would make it: the best against
 the runner-up on the same examples, the 95% interval of their difference (the two-level claim interval
 of :mod:`.claim` where either side has several members; the paired bootstrap over examples where each
 has one checkpoint) excluding 0.  A best the test does not separate from the runner-up (a tie included)
@@ -20,8 +20,8 @@ from ..core.defaults import ANY
 from ..core.listed import names_in
 from ..results.intervals import claim_interval, member_matrix
 from ..results.summary import any_attack_records
-from .compare import bootstrap_ci
 from .naming import names_column
+from .paired import bootstrap_ci
 
 SEPARATED, NOT_SEPARATED = "separated", "not separated"
 METRICS = {"top1": "adv_top1", "top5": "adv_top5"}

@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..core.registry import Registry
 from ..evaluation.fast.summary import audit_lines
-from ..results.checks import adaptive_gaps
 from ..results.findings import CHECKS, Finding
+from ..results.indicators import adaptive_gaps
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts

@@ -1,5 +1,5 @@
 """``robeval compare``'s answer as data with its renderings, one :class:`Comparison` for each test:
-``paired`` (:mod:`.compare`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`)."""
+``paired`` (:mod:`.paired`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from ..core.registry import Registry
 from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_document, headline, one_side_note, verdict
-from .compare import compare, paired_document
 from .document import Lines, to_markdown
 from .escaping import csv_text
+from .paired import compare, paired_document
 from .published_compare import compare_published, published_document
 
 ONE_CHECKPOINT = (

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..core.defaults import CLEAN
 from ..core.eps import eps_label
-from ..results.checks import attacks_of_kind
+from ..results.indicators import attacks_of_kind
 from ..shifts.catalog import FAMILY_OF, parse_condition
 from . import style
 from .captions import is_incomplete

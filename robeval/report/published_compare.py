@@ -23,8 +23,8 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
-from .compare import bootstrap_mean_ci, find_model, finished_attacks
 from .document import Document, Paragraph, Table
+from .paired import bootstrap_mean_ci, find_model, finished_attacks
 from .robustbench import is_3dcc, standard_problem
 from .shift_table import is_condition
 

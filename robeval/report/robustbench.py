@@ -27,7 +27,7 @@ from ..core.errors import UserError
 from ..core.json_input import load_json
 from ..core.listed import names_in
 from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
-from ..results.checks import above_chance
+from ..results.indicators import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
 from ..shifts.catalog import CORRUPTION_SETS, parse_condition

@@ -1,4 +1,4 @@
-"""The soundness checks' types and registry: each check (robeval.results.checks) is one registration of
+"""The soundness checks' types and registry: each check (robeval.results.indicators) is one registration of
 :data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  ``robeval check`` prints
 the raised findings (the run's flags), the checklist and the HTML report render every finding.
 

@@ -11,7 +11,7 @@ of total variance its variance is the seed term plus the example term:
   ``(k - 1) / k`` of the plain estimate, its percentiles come from ten distinct resamples, and its
   quantile is a normal one where Student's t with 2 degrees of freedom is 4.3).  A side of one member
   has no spread of its own: it is taken to vary as the other side does (said in the verdict); with one
-  member a side nothing is left to estimate it from and the test is the paired one of :mod:`.compare`.
+  member a side nothing is left to estimate it from and the test is the paired one of :mod:`robeval.report.paired`.
 * example term: the variance of ``d``, each example's difference of the two sides' member-mean
   outcomes (paired on examples), over ``n`` — the variance a paired bootstrap over examples estimates
   (its limit, without Monte Carlo noise) — less each side's residual mean square of its members x

@@ -1,4 +1,4 @@
-"""Every registered soundness check (robeval.results.checks) over a run, model by model.
+"""Every registered soundness check (robeval.results.indicators) over a run, model by model.
 
 A run is judged together with its evidence runs (the PGD runs at large eps ``check --report
 --run-missing`` makes for it) and with the newest run of the other restart protocol on the same
@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import checks  # noqa: F401  (importing it registers every check)
+from . import indicators  # noqa: F401  (importing it registers every check)
 from .findings import CHECKS, NOT_RUN, Evidence, Finding
 from .runs import load_run, minimum_norm_records, restart_companion
 from .store import Store
