@@ -90,11 +90,12 @@ def test_an_accuracy_table_caption_says_top_1_only(tmp_path):
 def test_the_terminal_table_keeps_many_model_names_whole():
     from rich.console import Console
 
-    from robeval.report.terminal import results_tables
+    from robeval.report.paper import paper_document
+    from robeval.report.terminal import to_rich
 
     summary = evaluate_full(models="digits-deit*", n_examples=10, attacks="fgsm", weights="random").summary
     console = Console(width=100, record=True)
-    for table in results_tables(summary):
+    for table in to_rich(paper_document(summary)):
         console.print(table)
     text = console.export_text()
     assert len(set(summary["model"])) > 3 and all(m in text for m in set(summary["model"]))

@@ -199,18 +199,17 @@ def compare_cmd(
     and whether it exceeds the seed-to-seed variation (against a RobustBench model-info file: the run's
     accuracies with their CI against the published ones)."""
     from ..report.comparison import FORMATS
-    from ..report.escaping import markdown_line
     from ..results_api import pair_runs
 
     FORMATS.require(format)  # a bad format is refused before the store is read
     runs, picked = pair_runs(store, a, b)
     with opened(runs, store, say=False) as run:
-        compared = run.compare(a, b, seed).render(format)
+        compared = run.compare(a, b, seed)
     if picked is not None and format == "md":  # which run, and why, on the first line
-        compared = f"{markdown_line(picked)}\n\n{compared}"
+        compared.preface = picked
     elif picked is not None:  # a data format holds data only: the choice is said on stderr
         TerminalConsole(stderr=True).print(picked, markup=False, highlight=False, soft_wrap=True)
-    emit(compared, out)
+    emit(compared.render(format), out)
 
 
 @app.command("plot")

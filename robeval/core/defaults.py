@@ -42,3 +42,5 @@ NOT_ATTACKS = (CLEAN, ANY)
 
 # The leading columns of results.csv and of `robeval table -f csv` (the rest follow in summary order).
 SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]
+STD = "_std"  # a summary column <metric>_std: the sample std over a model's members (cells show mean ± std)
+MEMBERS = "members"  # a summary column: how many members (checkpoints) a model's row averages

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+EFFICIENCY_COLUMNS = ["model", "params_M", "gflops_per_image"]  # a model's counts, stored in its run's facts
+
 Unit = tuple[str, str, str, int, int]  # (model, eps as text, attack or condition, batch, member)
 Columns = dict[str, list]  # one unit's records, column by column
 UnitTimes = Iterable[tuple[Unit, float]]  # finished units, each with the seconds it took

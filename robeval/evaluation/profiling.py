@@ -32,6 +32,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..core.machine import status_kb
+from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
 
 MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
@@ -55,9 +56,6 @@ def count_flops(fn: Callable[[], object]) -> int:
 def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> int:
     x = torch.rand(1, *input_size, device=device)
     return count_flops(lambda: net(x))
-
-
-EFFICIENCY_COLUMNS = ["model", "params_M", "gflops_per_image"]
 
 
 def gflops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> float:

@@ -17,7 +17,7 @@ that of the run on those batches.
 
 Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
 runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
-are refused (:func:`refusal`).  A model of the user's code is built again only when the command line names its code (never because
+are refused (:func:`~.regenerable.refusal`).  A model of the user's code is built again only when the command line names its code (never because
 a store names it: robeval.models.user_code.check_stored_code).
 """
 
@@ -29,8 +29,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..attacks import list_attacks
-from ..attacks.registry import PER_BATCH_IN_LIBRARY
 from ..core.errors import UserError
 from ..core.records import key_model
 from ..core.threads import set_threads
@@ -41,7 +39,6 @@ from .config import remake
 from .model_run import ModelRun
 from .plan import ModelJob, RunPlan, make_plan
 from .preflight import preflight
-from .protocols import PROTOCOLS
 from .run_info import RunLog
 from .session import load_source
 from .units import run_unit
@@ -88,28 +85,6 @@ class Regeneration:
     label_space: LabelSpace
     batch_size: int
     batches: list[int]  # the run's batches attacked again
-
-
-def refusal(attack: str, config: dict[str, Any]) -> str | None:
-    """Why ``attack`` of a run with stored ``config`` cannot be crafted again exactly, or None."""
-    per_batch = [s.name for s in list_attacks() if s.randomness == PER_BATCH_IN_LIBRARY]  # draws depend on the batch
-    if attack in per_batch:
-        others = ", ".join(a for a in per_batch if a != attack)
-        fine = ", ".join(s.name for s in list_attacks() if s.name not in per_batch)
-        return (
-            f"cannot regenerate {attack} exactly: its random draws are made per batch inside the AutoAttack code "
-            f"(as are {others}), not per example; these attacks can be regenerated: {fine}"
-        )
-    protocol = config.get("protocol", "")
-    chained = "--cascade" if config.get("cascade") else None
-    if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
-        chained = f"--protocol {protocol}"  # its own cascade, with an audit
-    if chained:
-        return (
-            f"cannot regenerate {attack} of a {chained} run: its records follow every earlier attack of the "
-            "cascade; regenerate from a run without --cascade"
-        )
-    return None
 
 
 def regenerate(request: Request) -> Regeneration:

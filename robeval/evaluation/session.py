@@ -23,7 +23,7 @@ from ..attacks.transfer import SourceModel
 from ..core.defaults import CLEAN
 from ..core.eps import Eps
 from ..core.errors import StoreFull, UserError
-from ..core.precision import slower_here
+from ..core.precision import slower_here, strict_fp32
 from ..core.records import Unit
 from ..core.threads import FixedThreads, ThreadGovernor
 from ..data.examples import EvalData
@@ -258,10 +258,12 @@ class Session:
 
 def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, Any]:
     """A model's facts in run.json: its first member's, and where it has several, each member's
-    checkpoint and SHA-256 (``members``); of a module the plan carries, its FLOPs per image."""
+    checkpoint and SHA-256 (``members``); and its FLOPs per image, counted once here so that the report's
+    efficiency table reads them without building a network (or importing torch)."""
     meta = model.meta
-    if model.job.given is not None:
-        meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
+    if model.member.index == 0 or "gflops_per_image" not in (before or {}):
+        with strict_fp32():  # counted as robeval profile counts them, whatever autocast a caller opened
+            meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
     if len(model.job.members) == 1:
         return meta
     members = list((before or {}).get("members") or [None] * len(model.job.members))

@@ -28,10 +28,10 @@ from .admission import admit_config, check_output
 from .checkpoint import load_state_dict_strict, read_checkpoint
 from .provenance import model_code
 from .recipes import recorded_recipe
-from .registry import ModelSpec
+from .registry import GIVEN, ModelSpec
 from .wrapper import ModelMeta, config_of, meta_from_config
 
-PREFIX = "module"  # a module given from Python is named module:<label>@<hash>
+PREFIX = GIVEN  # a module given from Python is named module:<label>@<hash>
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
 
 

@@ -18,7 +18,7 @@ from ..core.defaults import PLUGIN_GROUPS
 from ..core.errors import UserError, lookup
 from ..references import PREFIX_NAMES, check_callable_named, check_reference_file, is_reference
 from .catalog import family_names
-from .registry import EXTENSIONS, MODELS, PREFIXES, Extension, Lazy, ModelSpec
+from .registry import EXTENSIONS, GIVEN, MODELS, PREFIXES, Extension, Lazy, ModelSpec
 
 GLOB = "*?["
 M = "robeval.models"
@@ -55,7 +55,7 @@ def known_names() -> list[str]:
 
 def is_own_code(name: str) -> bool:
     """Whether ``name`` is a model of the user's code (a reference, or a module given from Python)."""
-    return is_reference(name) or name.partition(":")[0] == "module"
+    return is_reference(name) or name.partition(":")[0] == GIVEN
 
 
 def check_model_name(name: str) -> None:
@@ -90,6 +90,6 @@ def expand_model_patterns(patterns: list[str]) -> list[str]:
 # code and the installed plugins' (each module imported when such a name is first resolved).
 PREFIXES.add("timm", Lazy(f"{M}.deit:timm_spec"))
 PREFIXES.add("hf-hub", Lazy(f"{M}.external:hf_hub_spec"))
-PREFIXES.add("module", Lazy(f"{M}.user_code:module_spec"))
+PREFIXES.add(GIVEN, Lazy(f"{M}.user_code:module_spec"))
 EXTENSIONS.add("user code", Extension(Lazy(f"{M}.user_code:reference_spec"), lambda: None))
 EXTENSIONS.add("plugins", Extension(resolve_plugin, load_plugins))

@@ -75,6 +75,7 @@ class ModelSpec:
 
 MODELS: Registry[ModelSpec] = Registry("model", "robeval models")
 PREFIXES: Registry[Callable[[str], ModelSpec]] = Registry("model name prefix")
+GIVEN = "module"  # the prefix of a module given from Python: module:<label>@<hash> (robeval.models.given)
 
 
 @dataclass(frozen=True)

@@ -10,26 +10,27 @@ from ..core.precision import FP32
 from ..evaluation.fast.summary import audit_lines
 from ..evaluation.protocols import get_protocol
 from ..shifts.catalog import parse_condition
-from .escaping import latex as latex_escape
+from .document import Formula
 from .naming import NORM_MATH, column, data_label, names_column
 
 
-def measured_phrase(rows: pd.DataFrame, eps: str, latex: bool, top5: bool) -> str:
-    """What the block measures: accuracy under attack at the budget (in math for LaTeX), or clean accuracy."""
+def measured_phrase(rows: pd.DataFrame, eps: str, top5: bool) -> str:
+    """What the block measures: accuracy under attack at the budget (a :class:`Formula`: LaTeX writes the
+    budget in math), or clean accuracy."""
     what = "Top-1 / top-5" if top5 else "Top-1"
     if not (len(rows) and set(rows["attack"]) - {CLEAN}):
-        percent = r"\%" if latex else "%"
-        return f"{what} clean accuracy ({percent})"
+        return f"{what} clean accuracy (%)"
     value, norm = float(rows["eps_value"].iloc[0]), rows["norm"].iloc[0]
-    if latex:
-        budget = eps_label(value)
-        return rf"{what} accuracy (\%) under attack, ${NORM_MATH.get(norm, norm)}$, $\epsilon = {budget}$ ($\approx {value:.4g}$)"
-    return f"{what} accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})"
+    math = rf"${NORM_MATH.get(norm, norm)}$, $\epsilon = {eps_label(value)}$ ($\approx {value:.4g}$)"
+    return Formula(
+        f"{what} accuracy (%) under attack, {norm} eps = {eps} ({eps_label(value)}, {value:.6g})",
+        rf"{what} accuracy (\%) under attack, {math}",
+    )
 
 
-def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bool = True) -> list[str]:
+def caption_parts(summary: pd.DataFrame, eps: str, top5: bool = True) -> list[str]:
     """The caption's phrases: what is measured, the threat model, the data, the protocol, and what the
-    rows lack; with ``latex`` each phrase is escaped (the budget written in math)."""
+    rows lack (plain text: each renderer escapes them; the budget a :class:`Formula`)."""
     sel = summary[summary["eps"] == eps]
     n = int(sel["n"].max()) if len(sel) else 0
     protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
@@ -48,7 +49,7 @@ def caption_parts(summary: pd.DataFrame, eps: str, latex: bool = False, top5: bo
         models = ", ".join(dict.fromkeys(sel[random]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
     parts += unlike_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
-    return [measured_phrase(sel, eps, latex, top5), *(latex_escape(p) if latex else p for p in parts)]
+    return [measured_phrase(sel, eps, top5), *parts]
 
 
 def unlike_parts(rows: pd.DataFrame) -> list[str]:

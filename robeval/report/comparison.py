@@ -12,7 +12,7 @@ from ..core.registry import Registry
 from ..results.store import Store
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_document, headline, one_side_note, verdict
-from .document import Lines, to_markdown
+from .document import Lines, Paragraph, to_markdown
 from .escaping import csv_text
 from .paired import compare, paired_document
 from .published_compare import compare_published, published_document
@@ -29,7 +29,8 @@ class Comparison:
     """Models ``a`` and ``b`` (as ``RUN_ID:MODEL``, or a model-info file) compared: ``table`` holds the
     numbers per eps and attack of the ``test`` (the module docstring; ``members``: ``top1_beyond`` says
     whether the difference exceeds the seed-to-seed variation).  ``lines``: any difference in the models'
-    code; ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
+    code; ``preface``: what the Markdown says first (``robeval compare``: which run it took, and why);
+    ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
 
     a: str
     b: str
@@ -37,6 +38,7 @@ class Comparison:
     table: pd.DataFrame
     test: str = "paired"
     lines: list[str] = field(default_factory=list)
+    preface: str | None = None
 
     def render(self, format: str = "md") -> str:
         return FORMATS.require(format)(self)
@@ -64,7 +66,8 @@ DOCUMENTS = {"paired": paired_document, "members": claim_document, "published": 
 def _markdown(c: Comparison) -> str:
     """The comparison as ``robeval compare`` prints it: its document, then the verdicts and what differs."""
     lines = c.verdicts + c.lines
-    return to_markdown(DOCUMENTS[c.test](c.table) + ([Lines(lines)] if lines else []))
+    preface = [Paragraph(c.preface)] if c.preface else []
+    return to_markdown(preface + DOCUMENTS[c.test](c.table) + ([Lines(lines)] if lines else []))
 
 
 FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")

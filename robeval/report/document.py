@@ -1,12 +1,16 @@
 """One document model for what robeval writes as text: a document is a list of blocks (headings,
-paragraphs, lines, tables of typed cells), built by the code that knows the facts and rendered late, by
-one renderer per format (:data:`RENDERERS`: Markdown, HTML).  Every text in a block is plain text, and
-each renderer escapes it in one place (robeval.report.escaping): no document builds markup by hand.
+paragraphs, lines, tables of typed cells, paper-table grids under their captions), built by the code that
+knows the facts and rendered late, by one renderer per format (:data:`RENDERERS`: Markdown, HTML, LaTeX,
+CSV; the terminal's, with rich, is robeval.report.terminal.to_rich).  Every text in a block is plain
+text, and each renderer escapes it in one place (robeval.report.escaping): no document builds markup by
+hand.
 
 Cells are text, a :class:`~robeval.report.grid.Measured` number, or text typed for how it shows:
 :class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark),
-:class:`Status` (a checklist status, coloured by the report's style).  The paper tables' grids keep their
-own renderer (robeval.report.grid, with LaTeX) and escape through the same functions.
+:class:`Status` (a checklist status, coloured by the report's style).  A :class:`Grid` is a paper table's
+block (rows = models, columns one level or two) with its cells to bold and to footnote; its caption is a
+list of phrases, a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as
+math).  The grid's cells and rules are drawn by robeval.report.grid, each format's function there.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from ..core.registry import Registry
-from .escaping import html, markdown, markdown_line
-from .grid import markdown_table
+from . import grid as grids
+from .escaping import csv_text, html, latex, markdown, markdown_line
+from .grid import Cell, markdown_table
 
 
 class Status(str):
@@ -63,11 +70,46 @@ class Table:
         return cls([str(c) for c in frame.columns], rows, text_columns=text, sortable=sortable)
 
 
-Block = Heading | Paragraph | Lines | Table
+class Formula(str):
+    """A caption's phrase with math in it: the text every format but LaTeX shows, and its LaTeX (written
+    by robeval, escaped where it holds text)."""
+
+    latex: str
+
+    def __new__(cls, text: str, latex: str) -> Formula:
+        phrase = super().__new__(cls, text)
+        phrase.latex = latex
+        return phrase
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """A paper table's block: ``frame``'s index the rows (under ``corner``), its columns one level or two
+    (``(attack, Top-1)``), ``caption`` its phrases (joined by ``; ``), ``bold`` and ``noted`` the
+    (row, column) cells a separated best and an unseparated one are (robeval.report.bests)."""
+
+    frame: pd.DataFrame
+    caption: Sequence[str]
+    corner: str = "Model"
+    bold: frozenset[Cell] = frozenset()
+    noted: frozenset[Cell] = frozenset()
+
+    def drawn(self, draw: Callable[..., str], caption: str) -> str:
+        return draw(self.frame, caption, self.corner, self.bold, self.noted)
+
+
+Block = Heading | Paragraph | Lines | Table | Grid
 Document = list[Block]
 
 
+def latex_phrase(phrase: str) -> str:
+    """A caption's phrase as LaTeX: a :class:`Formula`'s own, any other escaped."""
+    return phrase.latex if isinstance(phrase, Formula) else latex(phrase)
+
+
 def _markdown_block(block: Block) -> str:
+    if isinstance(block, Grid):
+        return block.drawn(grids.to_markdown, "; ".join(block.caption))
     if isinstance(block, Heading):
         return f"{'#' * block.level} {markdown(block.text)}"
     if isinstance(block, Paragraph):
@@ -110,6 +152,8 @@ def _html_table(block: Table) -> str:
 
 
 def _html_block(block: Block) -> str:
+    if isinstance(block, Grid):
+        return block.drawn(grids.to_html, "; ".join(block.caption))
     if isinstance(block, Heading):
         return f"<h{block.level}>{html(block.text)}</h{block.level}>"
     if isinstance(block, Paragraph):
@@ -125,6 +169,46 @@ def to_html(document: Document) -> str:
     return "".join(_html_block(block) for block in document)
 
 
+def _latex_block(block: Block) -> str:
+    if isinstance(block, Grid):
+        return block.drawn(grids.to_latex, "; ".join(map(latex_phrase, block.caption)))
+    if isinstance(block, Heading):
+        return rf"\paragraph{{{latex(block.text)}}}"
+    if isinstance(block, Paragraph):
+        return rf"\textbf{{{latex(block.text)}}}" if block.strong else latex(block.text)
+    if isinstance(block, Lines):
+        return " \\\n".join(latex(line) for line in block.lines)
+    return _as_grid(block).drawn(grids.to_latex, "")
+
+
+def _as_grid(table: Table) -> Grid:
+    """A table as a grid: its first column the rows, under its first header."""
+    frame = pd.DataFrame([list(row)[1:] for row in table.rows], columns=list(table.head)[1:])
+    frame.index = pd.Index([list(row)[0] for row in table.rows])
+    return Grid(frame, (), corner=str(table.head[0]))
+
+
+def to_latex(document: Document) -> str:
+    """The document as LaTeX (a grid or table a ``table`` float, needing no package), blocks a blank line apart."""
+    return "\n\n".join(_latex_block(block) for block in document) + "\n"
+
+
+def to_csv(document: Document) -> str:
+    """The document's tables and grids as CSV, a blank line apart (a two-level column's name joined:
+    ``Clean Top-1``; the rows' label column unnamed); its text blocks hold no data and are left out."""
+    grids_of = [
+        block if isinstance(block, Grid) else _as_grid(block) for block in document if isinstance(block, (Grid, Table))
+    ]
+    return "\n".join(map(_grid_csv, grids_of))
+
+
+def _grid_csv(block: Grid) -> str:
+    flat = block.frame.copy()
+    if isinstance(flat.columns, pd.MultiIndex):
+        flat.columns = [f"{a} {b}" for a, b in flat.columns]
+    return csv_text(flat, index=True, index_label="")
+
+
 def comparison_blocks(
     heading: str, head: Sequence[str], align: str, result, cells: Callable[[dict, str], list]
 ) -> Document:
@@ -137,3 +221,5 @@ def comparison_blocks(
 RENDERERS: Registry[Callable[[Document], str]] = Registry("document format")
 RENDERERS.add("md", to_markdown)
 RENDERERS.add("html", to_html)
+RENDERERS.add("latex", to_latex)
+RENDERERS.add("csv", to_csv)

@@ -72,7 +72,10 @@ _LATEX = {
     "|": r"\textbar{}",
     "[": "{[}",
     "]": "{]}",
-}  # fmt: skip  (a bracket in braces: ``\\`` never reads the next cell as its optional argument)
+    "±": r"$\pm$",
+    "†": r"$^\dagger$",
+}  # fmt: skip  (a bracket in braces: ``\\`` never reads the next cell as its optional argument; the two signs
+#   robeval's own text uses in math, which pdflatex typesets without a Unicode font)
 _LATEX_SPECIAL = re.compile("|".join(map(re.escape, _LATEX)))
 
 

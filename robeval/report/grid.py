@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.defaults import STD
 from .escaping import html as escape
 from .escaping import latex as latex_escape
 from .escaping import markdown
-from .table_options import STD
 
 Cell = tuple[object, object]
 

@@ -25,11 +25,10 @@ import pandas as pd
 from markupsafe import Markup
 
 from ..core.errors import UserError
+from ..core.records import EFFICIENCY_COLUMNS
 from ..core.registry import Registry
-from ..evaluation.profiling import EFFICIENCY_COLUMNS, static_efficiency
-from ..evaluation.regenerate import refusal
-from ..models.given import PREFIX
-from ..models.registry import registered_spec
+from ..evaluation.regenerable import refusal
+from ..models.registry import GIVEN, registered_spec
 from ..references import split_label
 from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms
@@ -42,7 +41,6 @@ from .comparison import comparison
 from .convergence import convergence_svg
 from .document import Document, Heading, Paragraph, Table, to_html
 from .escaping import html as escape
-from .gallery import gallery
 from .paper import render
 
 
@@ -177,19 +175,24 @@ def checklist(page: Page) -> Section:
 
 
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
-    """Per model the page's rows evaluate (the summary's ``base_model``) its parameters and FLOPs per image:
-    a registered model's counted now (without importing the user's code a row names), one of the user's
-    code or a module given from Python's as the first run that has it stored them; and the registered names."""
+    """Per model the page's rows evaluate (the summary's ``base_model``) its parameters and FLOPs per image,
+    as the first run that has them stored them (every run counts them); a registered model of a run
+    stored before they were counted is counted now, on the CPU (the one case the report builds a
+    network); and the registered names (for the line that says how to time them)."""
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
     for model in dict.fromkeys(page.summary["base_model"]):
         meta: dict[str, Any] = next((models[model] for models in stored if model in models), {})
-        if meta.get("source"):  # a module the run was given, or built from the user's code
-            params, gflops = meta.get("params"), meta.get("gflops_per_image")
-            rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
-                         "gflops_per_image": gflops})  # fmt: skip
-        elif (spec := registered_spec(model)) is not None and spec.name not in names:
+        spec = None if meta.get("source") else registered_spec(model)
+        if spec is not None and spec.name not in names:
             names.append(spec.name)
+        if meta.get("gflops_per_image") is not None or meta.get("source"):
+            params = meta.get("params")
+            rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
+                         "gflops_per_image": meta.get("gflops_per_image")})  # fmt: skip
+        elif spec is not None:
+            from ..evaluation.profiling import static_efficiency  # builds the network: torch
+
             rows.append(static_efficiency([spec.name]).iloc[0].to_dict())
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model"), names
 
@@ -199,8 +202,8 @@ def efficiency(page: Page) -> Section:
     table, names = _efficiency_rows(page)
     return Section(
         "efficiency", "Efficiency", frame_html(table, text_columns=("model",)),
-        "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them; a model "
-        "of your own code or module as its run counted them); speed and memory need timing: robeval profile "
+        "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them, counted "
+        "by the model's run); speed and memory need timing: robeval profile "
         f"{' '.join('-m ' + n for n in names)}",
     )  # fmt: skip
 
@@ -269,7 +272,7 @@ NOT_REBUILT = (
 
 def _given_from_python(run: StoredRun, model: str) -> bool:
     """Whether ``model`` of ``run`` was a module given from Python (nothing here can build it again)."""
-    return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{PREFIX}:")
+    return str(run.info.get("models", {}).get(model, {}).get("source") or "").startswith(f"{GIVEN}:")
 
 
 def default_gallery_attack(run: StoredRun) -> str | None:
@@ -296,6 +299,8 @@ def examples(page: Page) -> Section | None:
     if not models:
         return Section("gallery", "Gallery", Markup(""), f"no gallery: {NOT_REBUILT}")
     eps = list(run.config["eps"])[0]
+    from .gallery import gallery  # crafts the examples again: the one section that loads models (torch)
+
     try:
         drawn = [named_by(page.code, model) for model in models]
         shown = gallery(page.store, run.run_id, models=drawn, attack=attack, eps=eps, max_examples=page.gallery_size)

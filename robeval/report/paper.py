@@ -14,19 +14,18 @@ from functools import partial
 
 import pandas as pd
 
-from ..core.defaults import SUMMARY_COLUMNS
+from ..core.defaults import MEMBERS, STD, SUMMARY_COLUMNS
 from ..core.errors import UserError
 from ..core.registry import Registry
-from . import grid as grids
 from . import robustbench
 from .bests import FOOTNOTE, NOT_SEPARATED, SEPARATED, best_column, mark_bests
 from .captions import caption_parts
+from .document import RENDERERS, Document, Grid
 from .escaping import csv_text
-from .escaping import latex as latex_escape
-from .grid import Measured
+from .grid import MARK, Measured
 from .naming import attack_title
 from .shift_table import later_blocks, split
-from .table_options import MEMBERS, STD, TableOptions
+from .table_options import TableOptions
 
 Renderer = Callable[[pd.DataFrame, TableOptions], str]
 
@@ -64,7 +63,7 @@ def attack_grid(
     return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold, noted
 
 
-def members_part(rows: pd.DataFrame, latex: bool) -> list[str]:
+def members_part(rows: pd.DataFrame) -> list[str]:
     """What the cells are when a model has several members (mean ± sample std, and how many each): the
     caption's phrase, none when each has one."""
     if not any(c.endswith(STD) and rows[c].notna().any() for c in rows.columns):
@@ -72,24 +71,25 @@ def members_part(rows: pd.DataFrame, latex: bool) -> list[str]:
     # a run with no model of several members has no member columns: its models are one member each
     per_model = dict(zip(rows["model"], rows[MEMBERS].fillna(1))) if MEMBERS in rows else {}
     counts = f" ({', '.join(f'{m}: {int(n)}' for m, n in per_model.items())})" if per_model else ""
-    pm, counts = (r"$\pm$", latex_escape(counts)) if latex else ("±", counts)
-    return [f"cells: mean {pm} sample std over each model's members (checkpoints, one per training seed){counts}"]
+    return [f"cells: mean ± sample std over each model's members (checkpoints, one per training seed){counts}"]
 
 
-def _blocks(summary: pd.DataFrame, options: TableOptions, render_grid, latex: bool = False) -> str:
+def paper_document(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> Document:
     """Every block of the table: one per eps, the minimum-norm block, the shift tables; each caption
     says what its block measures (top-1 alone under ``--top1-only``) and what its cells are."""
     attacks, _ = split(summary)
-    blocks = []
+    blocks: Document = []
     for eps in dict.fromkeys(attacks["eps"]):
         grid, bold, noted = attack_grid(attacks, eps, options)
-        parts = caption_parts(attacks, eps, latex, top5=not options.top1_only)
-        parts += [r"$^\dagger$ " + latex_escape(FOOTNOTE) if latex else f"{grids.MARK} {FOOTNOTE}"] if noted else []
-        parts += members_part(attacks[attacks["eps"] == eps], latex)
-        blocks.append(render_grid(grid, "; ".join(parts), bold=bold, noted=noted))
-    shown = latex_escape if latex else str
-    others = later_blocks(summary, lambda grid, parts: render_grid(grid, "; ".join(map(shown, parts))))
-    return "\n\n".join(blocks + others) + "\n"
+        parts = caption_parts(attacks, eps, top5=not options.top1_only)
+        parts += [f"{MARK} {FOOTNOTE}"] if noted else []
+        parts += members_part(attacks[attacks["eps"] == eps])
+        blocks.append(Grid(grid, parts, bold=frozenset(bold), noted=frozenset(noted)))
+    return blocks + later_blocks(summary)
+
+
+def _rendered(summary: pd.DataFrame, options: TableOptions, fmt: str) -> str:
+    return RENDERERS[fmt](paper_document(summary, options))
 
 
 def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
@@ -123,9 +123,8 @@ def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> st
 
 
 FORMATS: Registry[TableFormat] = Registry("table format")
-FORMATS.add("md", TableFormat(partial(_blocks, render_grid=grids.to_markdown), marks_bests=True))
-FORMATS.add("latex", TableFormat(partial(_blocks, render_grid=grids.to_latex, latex=True), marks_bests=True))
-FORMATS.add("html", TableFormat(partial(_blocks, render_grid=grids.to_html), marks_bests=True))  # robeval report
+for _fmt in ("md", "latex", "html"):  # html: robeval report's
+    FORMATS.add(_fmt, TableFormat(partial(_rendered, fmt=_fmt), marks_bests=True))
 FORMATS.add("csv", TableFormat(to_csv))
 FORMATS.add("json", TableFormat(to_json))
 FORMATS.add("robustbench", TableFormat(lambda summary, _: robustbench.to_model_info(summary), robustbench.NOTE, False))

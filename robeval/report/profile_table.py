@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .escaping import markdown_line
-from .grid import markdown_table
+from .document import Document, Paragraph, Table, to_markdown
 
 # (head, column, digits, the column of its spread in %)
 CELLS = (
@@ -30,6 +29,11 @@ def _cell(r: pd.Series, col: str, digits: int, spread_col: str | None, baseline:
 
 def profile_markdown(df: pd.DataFrame) -> str:
     """The profile of :func:`robeval.evaluation.profiling.profile` as ``robeval profile`` prints it."""
+    return to_markdown(profile_document(df))
+
+
+def profile_document(df: pd.DataFrame) -> Document:
+    """The profile's heading (what was timed, and how) and its table."""
     first = df.iloc[0]
     heading = (
         f"Efficiency (batch {first['batch_size']}, {first['device']}; median of {first['repeats']} "
@@ -39,4 +43,4 @@ def profile_markdown(df: pd.DataFrame) -> str:
         [r["model"], *(_cell(r, col, digits, spread, i == 0) for _, col, digits, spread in CELLS)]
         for i, (_, r) in enumerate(df.iterrows())
     ]
-    return f"{markdown_line(heading)}\n\n{markdown_table(['model', *(head for head, *_ in CELLS)], rows)}\n"
+    return [Paragraph(heading), Table(["model", *(head for head, *_ in CELLS)], rows)]

@@ -9,15 +9,13 @@ contributes its own columns.  A condition's accuracy does not depend on eps; the
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pandas as pd
 
 from ..core.defaults import CLEAN
 from ..shifts.catalog import parse_condition
 from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
+from .document import Grid
 from .minimum_norm import minimum_norm_caption, minimum_norm_grid
 from .naming import attack_title, column, data_label
 
@@ -149,16 +147,16 @@ def shift_caption(summary: pd.DataFrame) -> list[str]:
 DETAIL_CAPTION = "Top-1 accuracy (%) per corruption, averaged over the severities run"
 
 
-def later_blocks(summary: pd.DataFrame, render_grid: Callable[[pd.DataFrame, list[str]], Any]) -> list:
-    """The blocks after the attack blocks, each ``render_grid(grid, caption)`` (the caption's phrases):
-    the minimum-norm block, the shift table and its per-corruption detail."""
+def later_blocks(summary: pd.DataFrame) -> list[Grid]:
+    """The blocks after the attack blocks, each a grid under its caption's phrases: the minimum-norm
+    block, the shift table and its per-corruption detail."""
     attacks, shifted = split(summary)
     norms = minimum_norm_grid(attacks)
-    blocks = [] if norms is None else [render_grid(norms, minimum_norm_caption(attacks))]
+    blocks = [] if norms is None else [Grid(norms, minimum_norm_caption(attacks))]
     if shifted:
         detail = corruption_grid(summary)
-        blocks.append(render_grid(shift_grid(summary), shift_caption(summary)))
-        blocks += [render_grid(detail, [DETAIL_CAPTION])] if detail is not None else []
+        blocks.append(Grid(shift_grid(summary), shift_caption(summary)))
+        blocks += [Grid(detail, [DETAIL_CAPTION])] if detail is not None else []
     return blocks
 
 

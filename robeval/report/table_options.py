@@ -11,14 +11,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..core.defaults import STD
 from ..core.errors import UserError
 from ..core.printable import refuse_controls
 from .naming import ordered_attacks
 from .shift_table import is_condition
 
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))  # the summary's metric columns and their titles
-STD = "_std"  # a summary column <metric>_std: the sample std over a model's members (cells show mean ± std)
-MEMBERS = "members"  # a summary column: how many members (checkpoints) a model's row averages
 
 Names = Mapping[str, str] | Sequence[str] | None  # {model: name}, or ["MODEL=NAME", ...] as --name gives them
 

@@ -1,20 +1,20 @@
-"""Rich output: progress bars while a run works, and the results table when it is done."""
+"""Rich output: progress bars while a run works, and the terminal's renderer of a document (the results
+table when a run is done: :func:`to_rich` of robeval.report.paper.paper_document)."""
 
 from __future__ import annotations
 
 import time
 
 import pandas as pd
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn
-from rich.table import Column, Table
+from rich.table import Column
+from rich.table import Table as RichTable
 from rich.text import Text
 
-from .captions import caption_parts
+from .document import Block, Document, Grid, Heading, Lines, Table, shown_number
 from .escaping import TerminalConsole
-from .grid import Measured
-from .paper import members_part
-from .shift_table import later_blocks, split
+from .grid import BOLD, MARK, NOTED, Measured
 
 
 def compact(value: float) -> str:
@@ -125,49 +125,58 @@ class RichReporter:
 MODELS_AS_COLUMNS = 3  # more models than this: one row per model (a terminal cannot fit their names as columns)
 
 
-def pivot(summary: pd.DataFrame, eps: str) -> pd.DataFrame:
-    """Models x attacks (as the rows name them) of ``"top1 / top5"`` strings for one eps (mean ± std for
-    a model of several members)."""
-    sel = summary[summary["eps"] == eps].drop_duplicates(["model", "attack"])
-    cells = [f"{Measured.of(r, 'top1')} / {Measured.of(r, 'top5')}" for r in sel.to_dict("records")]
-    table = sel.assign(cell=cells).pivot(index="model", columns="attack", values="cell")
-    return table.reindex(index=dict.fromkeys(sel["model"]), columns=dict.fromkeys(sel["attack"])).fillna("")
+def to_rich(document: Document) -> list[RenderableType]:
+    """The document for the terminal, one renderable per block: a grid under its caption's phrases, one a
+    line (a phrase wider than the terminal wraps, never cut); a grid of (attack, Top-1 / Top-5) columns
+    shows ``top-1 / top-5`` in one cell; a few models become the columns, their names uncut; a bold cell
+    is bold, a noted one marked."""
+    return [_rich_block(block) for block in document]
 
 
-def results_tables(summary: pd.DataFrame) -> list[Group]:
-    """One table per eps with attacks as rows and models as columns (narrow enough for a terminal),
-    under its caption, one phrase per line (a terminal never breaks a phrase in two)."""
-    attacks, _ = split(summary)
-    tables = []
-    for eps in dict.fromkeys(attacks["eps"]):
-        grid = pivot(attacks, eps)  # models x attacks; a few models become the columns, names uncut
-        parts = caption_parts(attacks, eps) + members_part(attacks[attacks["eps"] == eps], latex=False)
-        if len(grid.index) <= MODELS_AS_COLUMNS:
-            tables.append(_captioned(parts, _table(grid.T, "attack", suffix="\ntop-1 / top-5")))
-        else:
-            tables.append(_captioned(parts, _table(grid, "model", caption="cells: top-1 / top-5")))
-    return tables + later_blocks(summary, _transposed)
+def _rich_block(block: Block) -> RenderableType:
+    if isinstance(block, Grid):
+        return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block))
+    if isinstance(block, Table):
+        return _rich_table([str(h) for h in block.head], [[_shown(v) for v in row] for row in block.rows])
+    if isinstance(block, Lines):
+        return Text("\n".join(block.lines))
+    return Text(block.text, style="bold" if isinstance(block, Heading) or block.strong else "")
 
 
-def _table(grid: pd.DataFrame, corner: str, suffix: str = "", caption: str | None = None, wrap: bool = False) -> Table:
-    """``grid`` as a rich table: its index the first column (bold), its columns right-aligned."""
-    table = Table(caption=caption)
-    table.add_column(corner, style="bold", no_wrap=not wrap)
-    for column in grid.columns:
-        table.add_column(f"{column}{suffix}", justify="right")
-    for name, row in grid.iterrows():
-        table.add_row(str(name), *map(str, row.tolist()))
+def _shown(value: object, mark: str = "") -> Text:
+    shown = shown_number(value) if not isinstance(value, Measured) else value
+    return Text(f"{shown}{MARK if mark == NOTED and str(shown) else ''}", style="bold" if mark == BOLD else "")
+
+
+def _grid_table(block: Grid) -> RichTable:
+    """The grid's rows (models) and columns, the two metrics of an attack in one cell; transposed when it
+    has few models."""
+    frame, both = block.frame, isinstance(block.frame.columns, pd.MultiIndex)
+    group = (lambda c: c[0]) if both else (lambda c: c)  # an attack's Top-1 and Top-5 share a cell
+    columns = list(dict.fromkeys(map(group, frame.columns)))
+    rows = []
+    for model, row in frame.iterrows():
+        cells = [[_shown(v, mark_of(block, model, c)) for c, v in row.items() if group(c) == a] for a in columns]
+        rows.append([Text(str(model)), *(Text(" / ").join(parts) for parts in cells)])
+    if len(rows) <= MODELS_AS_COLUMNS:
+        head = ["attack" if both else "", *(str(r[0]) + ("\ntop-1 / top-5" if both else "") for r in rows)]
+        return _rich_table(head, [[Text(str(c)), *(r[i + 1] for r in rows)] for i, c in enumerate(columns)])
+    return _rich_table([block.corner.lower(), *map(str, columns)], rows, "cells: top-1 / top-5" if both else None)
+
+
+def mark_of(block: Grid, row: object, column: object) -> str:
+    return BOLD if (row, column) in block.bold else NOTED if (row, column) in block.noted else ""
+
+
+def _rich_table(head: list[str], rows: list[list], caption: str | None = None) -> RichTable:
+    """A rich table: the first column the rows' names (bold, wrapped where long), the others right-aligned."""
+    table = RichTable(caption=caption)
+    table.add_column(head[0], style="bold")
+    for column in head[1:]:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
     return table
-
-
-def _captioned(parts: list[str], table: Table) -> Group:
-    """``table`` under its caption, one phrase a line (a phrase wider than the terminal wraps, never cut)."""
-    return Group(*[Text(part, style="bold", overflow="fold") for part in parts], table)
-
-
-def _transposed(grid: pd.DataFrame, parts: list[str]) -> Group:
-    """A models-as-columns table of ``grid`` (rows = models) under its caption's phrases."""
-    return _captioned(parts, _table(grid.T, "", wrap=True))
 
 
 def _passes(value: float) -> str:

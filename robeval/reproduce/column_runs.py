@@ -108,5 +108,5 @@ def column_runs(req: Request) -> Reproduction:
     summaries = {key: result.summary for key, result in results.items()}
     grid, notes = runs_grid(table, summaries, req.digits)
     parts = [p for c in columns for p in run_parts(c, summaries[c.key])] + notes
-    text, latex = (render.caption(table, req.digits, latex=flag, extra=parts) for flag in (False, True))
-    return write(Reproduction(table, text, grid, {}, None, results), latex, folder)
+    phrases = render.caption(table, req.digits, extra=parts)
+    return write(Reproduction(table, phrases, grid, {}, None, results), folder)

@@ -1,4 +1,4 @@
-"""A paper table in its own layout, as Markdown, CSV and LaTeX, from a run's summary or a profile."""
+"""A paper table in its own layout, as a document (Markdown, CSV and LaTeX), from a run's summary or a profile."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import pandas as pd
 
 from ..core.defaults import CLEAN
 from ..evaluation.protocols import get_protocol
-from ..report import grid as grids
 from ..report.captions import caption_parts
-from ..report.escaping import csv_text
-from ..report.escaping import latex as latex_escape
+from ..report.document import Document, Grid
 from ..report.naming import attack_title
 from .tables import PaperTable
 
@@ -19,13 +17,12 @@ def caption(
     digits: bool,
     summary: pd.DataFrame | None = None,
     eps: str = "",
-    latex: bool = False,
     extra: tuple[str, ...] | list[str] = (),
-) -> str:
-    """The table's title and source, then (attack and accuracy tables) the run's own caption phrases
-    — threat model, data, protocol, random weights, what is incomplete — as every robeval table states
-    them, then ``extra`` (what a profile or the columns' runs were), the table's and its columns'
-    notes, and what the digits version changes; ``latex``: escaped, the budget in math."""
+) -> list[str]:
+    """The caption's phrases: the table's title and source, then (attack and accuracy tables) the run's
+    own — threat model, data, protocol, random weights, what is incomplete — as every robeval table
+    states them, then ``extra`` (what a profile or the columns' runs were), the table's and its columns'
+    notes, and what the digits version changes."""
     parts = [table.title, f"source: {table.source}", *extra]
     notes = list(table.notes)
     if summary is not None and not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
@@ -36,9 +33,8 @@ def caption(
             + (f", at eps {eps} (the paper: {table.eps})" if table.kind == "attacks" and eps != table.eps else "")
         )
     notes += [c.note for c in table.table_columns(digits) if c.note] + list(table.digits_notes if digits else ())
-    escape = latex_escape if latex else str
-    run_parts = caption_parts(summary, eps, latex, top5=table.kind == "attacks") if summary is not None else []
-    return "; ".join([*map(escape, parts), *run_parts, *map(escape, notes)])
+    run_parts = caption_parts(summary, eps, top5=table.kind == "attacks") if summary is not None else []
+    return [*parts, *run_parts, *notes]
 
 
 TOPK = ("Top-1", "Top-5")
@@ -96,17 +92,9 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
 LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accuracy-per-parameter": accuracy_grid}
 
 
-def to_markdown(grid: pd.DataFrame, text: str) -> str:
-    return grids.to_markdown(grid, text, corner="") + "\n"
+def document(grid: pd.DataFrame, phrases: list[str]) -> Document:
+    """The table as a document: its grid (rows unnamed) under its caption."""
+    return [Grid(grid, phrases, corner="")]
 
 
-def to_csv(grid: pd.DataFrame) -> str:
-    flat = grid.copy()
-    if isinstance(flat.columns, pd.MultiIndex):
-        flat.columns = [f"{a} {b}" for a, b in flat.columns]
-    return csv_text(flat, index=True, index_label="")
-
-
-def to_latex(grid: pd.DataFrame, text: str) -> str:
-    """``text``: the caption, already LaTeX (:func:`caption` with ``latex=True``)."""
-    return grids.to_latex(grid, text, corner="") + "\n"
+FILES = {"md": "md", "csv": "csv", "tex": "latex"}  # each file the table is written as: its renderer

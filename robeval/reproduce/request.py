@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic_files import atomic_write
+from ..report.document import RENDERERS
 from ..report.files import prepare_out_dir
 from . import render
 from .tables import PaperTable
@@ -18,11 +19,16 @@ RUN_ID_FIELD = "{run_id}"
 @dataclass
 class Reproduction:
     table: PaperTable
-    text: str  # the caption
+    caption: list[str]  # the caption's phrases
     grid: Any  # pandas DataFrame in the table's layout
     files: dict[str, Path]
     result: Any = None  # the Run of a one-run table (robeval.results_api.Run)
     results: dict[str, Any] | None = None  # column key -> the Run of each column's run
+
+    @property
+    def text(self) -> str:
+        """The caption as one line (its phrases joined), as the Markdown file shows it."""
+        return "; ".join(self.caption)
 
 
 @dataclass
@@ -41,15 +47,11 @@ class Request:
     options: dict[str, Any]
 
 
-def write(rep: Reproduction, latex: str, folder: str | None) -> Reproduction:
+def write(rep: Reproduction, folder: str | None) -> Reproduction:
     """``table.md``, ``table.csv`` and ``table.tex`` in ``folder`` (nothing when None)."""
     if folder is not None:
         where = prepare_out_dir(Path(folder))
-        for suffix, body in (
-            ("md", render.to_markdown(rep.grid, rep.text)),
-            ("csv", render.to_csv(rep.grid)),
-            ("tex", render.to_latex(rep.grid, latex)),
-        ):
+        for suffix, fmt in render.FILES.items():
             rep.files[suffix] = where / f"table.{suffix}"
-            atomic_write(rep.files[suffix], body)
+            atomic_write(rep.files[suffix], RENDERERS[fmt](render.document(rep.grid, rep.caption)))
     return rep

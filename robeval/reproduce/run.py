@@ -133,10 +133,10 @@ def _one_run(req: Request) -> Reproduction:
         out=req.out,
         **req.options,
     )
-    text, latex = (render.caption(table, req.digits, result.summary, chosen_eps, latex=flag) for flag in (False, True))
+    phrases = render.caption(table, req.digits, result.summary, chosen_eps)
     grid = render.LAYOUTS[table.layout](table, result.summary, table.labels(req.digits))
     folder = None if req.out is None else req.out.replace(RUN_ID_FIELD, result.run_id)
-    return write(Reproduction(table, text, grid, {}, result), latex, folder)
+    return write(Reproduction(table, phrases, grid, {}, result), folder)
 
 
 def _profile(req: Request) -> Reproduction:
@@ -155,10 +155,8 @@ def _profile(req: Request) -> Reproduction:
     measured = profile(table.every_model(req.digits), **{**PROFILE_OPTIONS, **table.profile_options, **req.options})
     grid = PROFILE_LAYOUTS[table.layout](table, measured, req.digits)
     parts = profile_parts(table, measured)
-    text, latex = (render.caption(table, req.digits, latex=flag, extra=parts) for flag in (False, True))
-    return write(
-        Reproduction(table, text, grid, {}), latex, None if req.out is None else req.out.replace(RUN_ID_FIELD, "")
-    )
+    phrases = render.caption(table, req.digits, extra=parts)
+    return write(Reproduction(table, phrases, grid, {}), None if req.out is None else req.out.replace(RUN_ID_FIELD, ""))
 
 
 RUNNERS: dict[str, Callable[[Request], Reproduction]] = {

@@ -18,7 +18,8 @@ from ..core.errors import UserError
 from ..core.records import key_model
 from ..data.labels import LabelSpace
 from ..evaluation.config import model_order
-from ..evaluation.regenerate import Check, Crafted, Request, check, refusal, regenerate
+from ..evaluation.regenerable import refusal
+from ..evaluation.regenerate import Check, Crafted, Request, check, regenerate
 from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
 from .runs import StoredRun, load_run

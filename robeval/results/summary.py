@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
+from ..core.defaults import ANY, CLEAN, MEMBERS, RANDOM_WEIGHTS, STD, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..core.listed import Names
 from ..core.records import RECORD_COLUMNS, audited_stage, key_model
 from ..evaluation.config import model_order
@@ -162,10 +162,10 @@ def member_spread(members: list[dict[str, Any]], records: pd.DataFrame) -> dict[
     (n - 1: NaN for one member) of their top-1 and top-5 (%), each one's value, and the 95% interval of
     the mean for seeds and examples together (``<metric>_low``, ``<metric>_high``: robeval.results.intervals,
     from ``records``, the unit's records of every member)."""
-    out: dict[str, Any] = {"members": len(members)}
+    out: dict[str, Any] = {MEMBERS: len(members)}
     for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):
         values = [100.0 * float(m[metric]) for m in members]
-        out[f"{metric}_std"] = round(float(pd.Series(values).std(ddof=1)), 2)
+        out[metric + STD] = round(float(pd.Series(values).std(ddof=1)), 2)
         out[f"member_{metric}"] = [round(v, 2) for v in values]
         low, high = member_interval(member_matrix(records, column)[0]) if len(members) > 1 else (math.nan,) * 2
         out[f"{metric}_low"], out[f"{metric}_high"] = round(low, 2), round(high, 2)
