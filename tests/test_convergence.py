@@ -225,9 +225,10 @@ DEMO_CURVES = [a for a in CURVE_ATTACKS if a not in ("apgd-dlr", "apgd-t-malt", 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """The demo models at the demo's eps with every curve attack at its defaults (few examples)."""
+    """The demo models at the demo's eps with every curve attack at its defaults (few examples: Square's
+    5,000 queries and SPSA's samples are most of the suite's time here)."""
     path = tmp_path_factory.mktemp("demo") / "store.sqlite"
-    result = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=16, eps="8/255",
+    result = evaluate_full(models=["digits-deit", "digits-deit-elliptical"], n_examples=10, eps="8/255",
                            attacks=",".join(DEMO_CURVES), store=str(path))
     return path, result
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -31,8 +32,16 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture()
-def place(tmp_path):
-    """A folder holding a robeval store with one finished run (and its files) and another program's database."""
+def place(tmp_path, place_made_once):
+    """A folder holding a robeval store with one finished run (and its files) and another program's
+    database: a copy of one made once, so that each command fails on a place of its own."""
+    shutil.copytree(place_made_once, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def place_made_once(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("place")
     store = tmp_path / "s.sqlite"
     evaluate_full(n_examples=10, attacks="fgsm", store=str(store), out=tmp_path / "run")
     gc.collect()  # the run's connection closes: the store's pages are all in the file itself
