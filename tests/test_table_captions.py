@@ -68,6 +68,7 @@ def test_latex_captions_write_math_and_no_machine_path(tmp_path):
     assert r"$\ell_\infty$, $\epsilon = 8/255$" in text and "Linf eps" not in text
     assert "/home/someone" not in text and "imagenet/val" in text
     assert data_label("digits") == "digits" and data_label("/a/b/c (ImageNet-C)") == "b/c (ImageNet-C)"
+    assert data_label("/data/mine (copy)/val") == "mine (copy)/val" and data_label("cifar10 (test)") == "cifar10 (test)"
     assert caption_parts(summary, "8/255")[0].startswith("Top-1 / top-5 accuracy (%) under attack, Linf eps = 8/255")
 
 

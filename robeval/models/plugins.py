@@ -142,11 +142,6 @@ def _warn_once(group: str, name: str, problem: str) -> None:
         warnings.warn(f"{problem}; the other models work", PluginWarning, stacklevel=3)
 
 
-def problems() -> list[str]:
-    """What loading the plugins warned of, one line each."""
-    return [f"{problem}; the other models work" for problem in dict.fromkeys(_FAILED.values())]
-
-
 def load_all() -> None:
     """Every plugin model and kind registered; a plugin that cannot be had is one warning."""
     for name in entry_points(MODEL_GROUP):
@@ -160,13 +155,3 @@ def load_all() -> None:
             _register_kind(kind)
         except UserError as exc:
             _warn_once(ATTENTION_GROUP, kind, str(exc))
-
-
-def unavailable() -> dict[str, str]:
-    """The model names a plugin gives but could not be had, each with the line that says why."""
-    out: dict[str, str] = {}
-    for (group, name), problem in _FAILED.items():
-        for model in [name] if group == MODEL_GROUP else family_names(name):
-            if not (model in MODELS and group == ATTENTION_GROUP):  # robeval's own kind of that name stays
-                out[model] = problem
-    return out

@@ -145,15 +145,6 @@ def signature_options(builder: Builder) -> dict[str, Any]:
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
-def register_prefix(prefix: str) -> Callable[[Callable[[str], ModelSpec]], Callable[[str], ModelSpec]]:
-    """Register a resolver for names like ``timm:<arch>`` that are not listed one by one."""
-
-    def decorate(resolver: Callable[[str], ModelSpec]) -> Callable[[str], ModelSpec]:
-        return PREFIXES.add(prefix, resolver)
-
-    return decorate
-
-
 def list_models() -> list[ModelSpec]:
     """Every registered model, the installed plugins' included (loaded now)."""
     for extension in EXTENSIONS.values():

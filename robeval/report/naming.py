@@ -45,11 +45,11 @@ def names_column(rows: pd.DataFrame, name: str) -> list[Names]:
 
 
 def data_label(data: str) -> str:
-    """The data as a caption names it: ``digits``, or a folder's last two path parts (``imagenet/val``),
-    never a machine's absolute path (results.csv and run.json keep that)."""
-    path, _, note = str(data).partition(" (")
-    short = "/".join(PurePath(path).parts[-2:]) if "/" in path or "\\" in path else path
-    return short + (f" ({note}" if note else "")
+    """The data as a caption names it: ``digits``, ``cifar10 (test)``, or a folder's last two path parts
+    (``imagenet/val``: a run's data is a published set's name or a folder's path, never both), never a
+    machine's absolute path (results.csv and run.json keep that)."""
+    text = str(data)
+    return "/".join(PurePath(text).parts[-2:]) if "/" in text or "\\" in text else text
 
 
 def run_label(run_id: object) -> str:

@@ -144,6 +144,6 @@ def examples_caveat(data: str, selection: str, n: int) -> str | None:
     wanted = BENCHMARK_DATA[name].examples
     if selection == wanted:
         return None
-    how = {"balanced": "a class-balanced subset", LISTED: "a listed subset"}.get(selection, f"{selection} examples")
-    theirs = "its list of 5,000 images (a prefix of it)" if wanted == ROBUSTBENCH_5000 else f"first {n}"
-    return f"{how} of {n} examples, not RobustBench's {theirs}"
+    subset = {"balanced": "a class-balanced subset of", LISTED: "a listed subset of"}.get(selection, f"the {selection}")
+    theirs = "list of 5,000 images (a prefix of it)" if wanted == ROBUSTBENCH_5000 else f"first {n}"
+    return f"{subset} {n} examples, not RobustBench's {theirs}"
