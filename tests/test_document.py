@@ -90,6 +90,7 @@ def test_a_grid_in_markdown_bolds_and_marks_its_cells_and_escapes_its_caption():
 def test_latex_typesets_every_text_as_its_characters_and_the_formula_as_math(tmp_path):
     tex = to_latex([*DOCUMENT, GRID])
     assert r"$\epsilon = 8/255$" in tex and r"mean $\pm$ std" in tex and r"\textbf{50.00}" in tex
+    assert " \\\\\nline two" in tex  # lines end in LaTeX's line break
     assert "90.00$^\\dagger$" in tex and r"\textless{}script\textgreater{}" in tex and "$f$" not in tex
     require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
     doc = tmp_path / "doc.tex"

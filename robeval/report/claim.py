@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..core.defaults import ANY
 from ..results.intervals import claim_interval, member_matrix
-from .document import Document, comparison_blocks
+from .document import Document, compared_head, comparison_blocks
 from .grid import Measured
 
 
@@ -59,20 +59,7 @@ def one_side_note(row: dict, a: str, b: str) -> str | None:
     )
 
 
-CLAIM_HEAD = (
-    "eps",
-    "attack",
-    "n",
-    "A top-1",
-    "B top-1",
-    "diff",
-    "95% interval",
-    "beyond seeds",
-    "A top-5",
-    "B top-5",
-    "diff",
-    "95% interval",
-)
+CLAIM_HEAD = compared_head(("95% interval", "beyond seeds"), ("95% interval",))
 
 
 def claim_document(result: pd.DataFrame) -> Document:

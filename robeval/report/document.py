@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -107,21 +108,20 @@ def latex_phrase(phrase: str) -> str:
     return phrase.latex if isinstance(phrase, Formula) else latex(phrase)
 
 
-def _markdown_block(block: Block) -> str:
-    if isinstance(block, Grid):
-        return block.drawn(grids.to_markdown, "; ".join(block.caption))
-    if isinstance(block, Heading):
-        return f"{'#' * block.level} {markdown(block.text)}"
-    if isinstance(block, Paragraph):
-        return f"**{markdown(block.text)}**" if block.strong else markdown_line(block.text)
-    if isinstance(block, Lines):
-        return "\n".join(markdown_line(line) for line in block.lines)
-    return markdown_table(block.head, block.rows, block.align)
+Drawing = dict[type, Callable[[Any], str]]  # a format's way of writing each kind of block
+
+MARKDOWN: Drawing = {
+    Grid: lambda block: block.drawn(grids.to_markdown, "; ".join(block.caption)),
+    Heading: lambda block: f"{'#' * block.level} {markdown(block.text)}",
+    Paragraph: lambda block: f"**{markdown(block.text)}**" if block.strong else markdown_line(block.text),
+    Lines: lambda block: "\n".join(markdown_line(line) for line in block.lines),
+    Table: lambda block: markdown_table(block.head, block.rows, block.align),
+}
 
 
 def to_markdown(document: Document) -> str:
     """The document as Markdown: blocks a blank line apart, a line break at the end."""
-    return "\n\n".join(_markdown_block(block) for block in document) + "\n"
+    return "\n\n".join(MARKDOWN[type(block)](block) for block in document) + "\n"
 
 
 def shown_number(value: object) -> object:
@@ -151,34 +151,32 @@ def _html_table(block: Table) -> str:
     return f"{opening}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def _html_block(block: Block) -> str:
-    if isinstance(block, Grid):
-        return block.drawn(grids.to_html, "; ".join(block.caption))
-    if isinstance(block, Heading):
-        return f"<h{block.level}>{html(block.text)}</h{block.level}>"
-    if isinstance(block, Paragraph):
-        body = f"<strong>{html(block.text)}</strong>" if block.strong else html(block.text)
-        return f'<p class="{html(block.css)}">{body}</p>' if block.css else f"<p>{body}</p>"
-    if isinstance(block, Lines):
-        return "".join(f"<p>{html(line)}</p>" for line in block.lines)
-    return _html_table(block)
+def _html_paragraph(block: Paragraph) -> str:
+    body = f"<strong>{html(block.text)}</strong>" if block.strong else html(block.text)
+    return f'<p class="{html(block.css)}">{body}</p>' if block.css else f"<p>{body}</p>"
+
+
+HTML: Drawing = {
+    Grid: lambda block: block.drawn(grids.to_html, "; ".join(block.caption)),
+    Heading: lambda block: f"<h{block.level}>{html(block.text)}</h{block.level}>",
+    Paragraph: _html_paragraph,
+    Lines: lambda block: "".join(f"<p>{html(line)}</p>" for line in block.lines),
+    Table: _html_table,
+}
 
 
 def to_html(document: Document) -> str:
     """The document as an HTML fragment (the report's sections embed it)."""
-    return "".join(_html_block(block) for block in document)
+    return "".join(HTML[type(block)](block) for block in document)
 
 
-def _latex_block(block: Block) -> str:
-    if isinstance(block, Grid):
-        return block.drawn(grids.to_latex, "; ".join(map(latex_phrase, block.caption)))
-    if isinstance(block, Heading):
-        return rf"\paragraph{{{latex(block.text)}}}"
-    if isinstance(block, Paragraph):
-        return rf"\textbf{{{latex(block.text)}}}" if block.strong else latex(block.text)
-    if isinstance(block, Lines):
-        return " \\\n".join(latex(line) for line in block.lines)
-    return _as_grid(block).drawn(grids.to_latex, "")
+LATEX: Drawing = {
+    Grid: lambda block: block.drawn(grids.to_latex, "; ".join(map(latex_phrase, block.caption))),
+    Heading: lambda block: rf"\paragraph{{{latex(block.text)}}}",
+    Paragraph: lambda block: rf"\textbf{{{latex(block.text)}}}" if block.strong else latex(block.text),
+    Lines: lambda block: " \\\\\n".join(latex(line) for line in block.lines),  # a line break: \\
+    Table: lambda block: _as_grid(block).drawn(grids.to_latex, ""),
+}
 
 
 def _as_grid(table: Table) -> Grid:
@@ -190,7 +188,7 @@ def _as_grid(table: Table) -> Grid:
 
 def to_latex(document: Document) -> str:
     """The document as LaTeX (a grid or table a ``table`` float, needing no package), blocks a blank line apart."""
-    return "\n\n".join(_latex_block(block) for block in document) + "\n"
+    return "\n\n".join(LATEX[type(block)](block) for block in document) + "\n"
 
 
 def to_csv(document: Document) -> str:
@@ -207,6 +205,12 @@ def _grid_csv(block: Grid) -> str:
     if isinstance(flat.columns, pd.MultiIndex):
         flat.columns = [f"{a} {b}" for a, b in flat.columns]
     return csv_text(flat, index=True, index_label="")
+
+
+def compared_head(top1: Sequence[str], top5: Sequence[str]) -> tuple[str, ...]:
+    """A comparison table's header: eps, attack and n, then per metric A, B, their difference and the
+    test's own columns (``top1``, ``top5``)."""
+    return ("eps", "attack", "n", "A top-1", "B top-1", "diff", *top1, "A top-5", "B top-5", "diff", *top5)
 
 
 def comparison_blocks(

@@ -23,7 +23,7 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
-from .document import Document, comparison_blocks
+from .document import Document, compared_head, comparison_blocks
 from .naming import column
 
 BOOTSTRAP_SAMPLES = 2000
@@ -154,21 +154,7 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame
     return out
 
 
-PAIRED_HEAD = (
-    "eps",
-    "attack",
-    "n",
-    "A top-1",
-    "B top-1",
-    "diff",
-    "95% CI",
-    "p",
-    "A top-5",
-    "B top-5",
-    "diff",
-    "95% CI",
-    "p",
-)
+PAIRED_HEAD = compared_head(("95% CI", "p"), ("95% CI", "p"))
 
 
 def paired_document(result: pd.DataFrame) -> Document:
