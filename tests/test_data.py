@@ -166,3 +166,23 @@ def test_empty_class_folders_are_a_user_error(tmp_path):
     (tmp_path / "data" / "n01440764").mkdir(parents=True)
     proc = run_cli("run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite"))
     assert proc.returncode == 2 and "has no images" in proc.stderr
+
+
+def test_the_digits_are_scikit_learns_read_without_importing_it(monkeypatch):
+    """robeval reads scikit-learn's digits file itself (importing sklearn.datasets costs a second per
+    process): the same arrays ``load_digits`` gives, and the same where the file cannot be found."""
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    from robeval.data import digits
+
+    bunch = load_digits()
+    expected = ((bunch.images.astype(np.float32) / 16.0)[:, None, :, :], bunch.target.astype(np.int64))
+    assert digits.digits_file() is not None
+    for found in (digits.digits_file(), None):
+        monkeypatch.setattr(digits, "digits_file", lambda found=found: found)
+        digits._digits_arrays_cached.cache_clear()
+        images, labels = digits.digits_arrays()
+        assert images.dtype == np.float32 and np.array_equal(images, expected[0])
+        assert labels.dtype == np.int64 and np.array_equal(labels, expected[1])
+    digits._digits_arrays_cached.cache_clear()
