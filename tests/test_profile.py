@@ -38,3 +38,23 @@ def test_profile_command_writes_the_table_with_every_column(tmp_path):
     # the memory of a pass (measured in a fresh process), not of the process: torch alone holds hundreds of MB
     assert table["pass_memory_MB"].between(0, 200).all() and (table["gflops_per_image"] > 0).all()
     assert table["params_M_change_%"].iloc[0] == 0 and (table["forward_img_s"] > 0).all()
+
+
+def test_a_run_counts_a_registered_models_flops_once_per_process_and_a_given_module_every_time(monkeypatch):
+    """What every run stores for the report's efficiency table: a registered model's architecture is its
+    name and options (counted once for them), a module's is its own (counted each run)."""
+    import torch
+
+    import robeval
+    from robeval.evaluation import profiling
+
+    counted = []
+    monkeypatch.setattr(profiling, "COUNTED", {})
+    real = profiling.gflops_per_image
+    monkeypatch.setattr(profiling, "gflops_per_image", lambda *a: counted.append(a) or real(*a))
+    net, cpu = robeval.load_model("digits-deit").net, torch.device("cpu")
+    static = profiling.static_efficiency(["digits-deit"])["gflops_per_image"].iloc[0]
+    counted.clear()
+    for registered in (("digits-deit", {}), ("digits-deit", {}), ("digits-deit", {"x": 1}), None, None):
+        assert profiling.run_gflops(net, (1, 8, 8), cpu, registered) == static
+    assert len(counted) == 4  # the first, the other options, and the module twice

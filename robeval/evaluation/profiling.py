@@ -32,6 +32,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..core.machine import status_kb
+from ..core.precision import strict_fp32
 from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
 
@@ -61,6 +62,27 @@ def flops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: t
 def gflops_per_image(net: torch.nn.Module, input_size: tuple[int, ...], device: torch.device) -> float:
     """FLOPs of one image's forward pass, in G, rounded as the efficiency table shows them."""
     return round(flops_per_image(net, input_size, device) / 1e9, 4)
+
+
+COUNTED: dict[tuple[str, str, tuple[int, ...], str], float] = {}  # registered models' GFLOPs in this process
+
+
+def run_gflops(
+    net: torch.nn.Module, size: tuple[int, ...], device: torch.device, registered: tuple[str, dict] | None
+) -> float:
+    """What a run stores as a model's FLOPs per image, counted as robeval profile counts them (in strict
+    fp32, whatever autocast a caller opened).  ``registered``: the registered model's name and options,
+    which fix its architecture: counted once per process for them, the image size and the device (a module
+    the plan carries or the user's code, None, every time)."""
+    key = None if registered is None else (registered[0], json.dumps(registered[1], sort_keys=True, default=str))
+    full = None if key is None else (*key, tuple(size), device.type)
+    if full is None or full not in COUNTED:
+        with strict_fp32():
+            counted = gflops_per_image(net, tuple(size), device)
+        if full is None:
+            return counted
+        COUNTED[full] = counted
+    return COUNTED[full]
 
 
 def static_efficiency(names: list[str]) -> pd.DataFrame:

@@ -23,18 +23,19 @@ from ..attacks.transfer import SourceModel
 from ..core.defaults import CLEAN
 from ..core.eps import Eps
 from ..core.errors import StoreFull, UserError
-from ..core.precision import slower_here, strict_fp32
+from ..core.precision import slower_here
 from ..core.records import Unit
 from ..core.threads import FixedThreads, ThreadGovernor
 from ..data.examples import EvalData
 from ..models.provenance import checkpoint_change, code_change
+from ..models.registry import registered_spec
 from ..options import identity_difference, newest_matching
 from .attack_guards import ModelFailure
 from .config import transfer_source
 from .distributed import DistContext, announce_run
 from .model_run import Batch, ModelRun
 from .plan import Member, ModelJob, RunPlan
-from .profiling import gflops_per_image
+from .profiling import run_gflops
 from .progress import Reporter, model_bars, unit_key
 from .run_info import RunLog, describe_run
 from .run_store import RunStore
@@ -262,8 +263,10 @@ def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, An
     efficiency table reads them without building a network (or importing torch)."""
     meta = model.meta
     if model.member.index == 0 or "gflops_per_image" not in (before or {}):
-        with strict_fp32():  # counted as robeval profile counts them, whatever autocast a caller opened
-            meta["gflops_per_image"] = gflops_per_image(model.model.net, model.model.meta.input_size, model.device)
+        job = model.job
+        registered = job.given is None and registered_spec(job.model) is not None
+        meta["gflops_per_image"] = run_gflops(model.model.net, model.model.meta.input_size, model.device,
+                                              (job.model, job.options) if registered else None)  # fmt: skip
     if len(model.job.members) == 1:
         return meta
     members = list((before or {}).get("members") or [None] * len(model.job.members))
