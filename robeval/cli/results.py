@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.table import Table
 
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
@@ -20,6 +19,7 @@ from .app import app, console, emit
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..report.document import Document
     from ..results_api import Run
 
 NAMED_CODE_HELP = (
@@ -101,24 +101,29 @@ def runs_cmd(
     if df.empty:  # an empty listing is an answer, said plainly (exit code 0: the store was read)
         console.print(f"no runs in {store}{note}", markup=False, soft_wrap=True)
         return
-    console.print(runs_table(df, f"runs in {store}{note}"))
+    from ..report.terminal import to_rich
+
+    for block in to_rich(runs_document(df, f"runs in {store}{note}")):
+        console.print(block)
 
 
-def runs_table(df: pd.DataFrame, title: str) -> Table:
-    """The runs of ``df`` (:meth:`robeval.results.store.Store.runs`), a row each."""
+RUNS_HEAD = ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks")
+
+
+def runs_document(df: pd.DataFrame, title: str) -> Document:
+    """The runs of ``df`` (:meth:`robeval.results.store.Store.runs`) under ``title``, a row each."""
+    from ..report.document import Heading, Table
     from ..results.store import Store
 
-    table = Table(title=title)
-    for col in ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks"):
-        table.add_column(col)
+    rows = []
     for r in df.itertuples():
         cfg = json.loads(r.config)
         models, eps, attacks = ([str(v) for v in cfg.get(key) or []] for key in ("models", "eps", "attacks"))
-        table.add_row(
+        rows.append([
             r.id, Store.shown_status(r.status, r.holder), f"{r.done_units}/{r.total_units}", age(r.created), r.protocol,
             ", ".join(models), ",".join(eps), ",".join(attacks),
-        )  # fmt: skip
-    return table
+        ])  # fmt: skip
+    return [Heading(title), Table(RUNS_HEAD, rows, text_columns=range(len(RUNS_HEAD)))]
 
 
 def age(created: str) -> str:

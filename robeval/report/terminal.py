@@ -137,7 +137,8 @@ def _rich_block(block: Block) -> RenderableType:
     if isinstance(block, Grid):
         return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block))
     if isinstance(block, Table):
-        return _rich_table([str(h) for h in block.head], [[_shown(v) for v in row] for row in block.rows])
+        rows = [[_shown(v) for v in row] for row in block.rows]
+        return _rich_table([str(h) for h in block.head], rows, left=frozenset(block.text_columns))
     if isinstance(block, Lines):
         return Text("\n".join(block.lines))
     return Text(block.text, style="bold" if isinstance(block, Heading) or block.strong else "")
@@ -168,12 +169,15 @@ def mark_of(block: Grid, row: object, column: object) -> str:
     return BOLD if (row, column) in block.bold else NOTED if (row, column) in block.noted else ""
 
 
-def _rich_table(head: list[str], rows: list[list], caption: str | None = None) -> RichTable:
-    """A rich table: the first column the rows' names (bold, wrapped where long), the others right-aligned."""
+def _rich_table(
+    head: list[str], rows: list[list], caption: str | None = None, left: frozenset[int] = frozenset()
+) -> RichTable:
+    """A rich table: the first column the rows' names (bold, wrapped where long), the others right-aligned
+    but the ``left`` ones (text)."""
     table = RichTable(caption=caption)
     table.add_column(head[0], style="bold")
-    for column in head[1:]:
-        table.add_column(column, justify="right")
+    for i, column in enumerate(head[1:], start=1):
+        table.add_column(column, justify="left" if i in left else "right")
     for row in rows:
         table.add_row(*row)
     return table
