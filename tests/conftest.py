@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -132,6 +133,18 @@ def require_tool(found: object, what: str, how: str) -> None:
     if os.environ.get("CI", "").strip().lower() == "true":
         pytest.fail(f"{what} is missing under CI=true ({how}): this test must run in CI", pytrace=False)
     pytest.skip(f"{what} is not installed here ({how})")
+
+
+def typeset(tex: str, folder: Path) -> Path:
+    """``tex`` (a LaTeX fragment) compiled by pdflatex in an article of its own in ``folder``; the PDF (the
+    test fails with pdflatex's last words when it does not compile, and needs pdflatex: :func:`require_tool`)."""
+    require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
+    doc = folder / "doc.tex"
+    doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
+    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert made.returncode == 0, made.stdout[-2000:]
+    return folder / "doc.pdf"
 
 
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> bool:

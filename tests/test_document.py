@@ -8,8 +8,6 @@ import csv
 import html
 import io
 import re
-import shutil
-import subprocess
 
 import pandas as pd
 from rich.console import Console
@@ -31,7 +29,7 @@ from robeval.report.document import (
 from robeval.report.grid import Measured, Strong
 from robeval.report.terminal import to_rich
 
-from .conftest import require_tool
+from .conftest import typeset
 
 NAME = "a|b <script>x</script> *c* [d](e) $f$"
 DOCUMENT = [
@@ -92,12 +90,7 @@ def test_latex_typesets_every_text_as_its_characters_and_the_formula_as_math(tmp
     assert r"$\epsilon = 8/255$" in tex and r"mean $\pm$ std" in tex and r"\textbf{50.00}" in tex
     assert " \\\\\nline two" in tex  # lines end in LaTeX's line break
     assert "90.00$^\\dagger$" in tex and r"\textless{}script\textgreater{}" in tex and "$f$" not in tex
-    require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
-    doc = tmp_path / "doc.tex"
-    doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
-    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert made.returncode == 0, made.stdout[-2000:]
+    typeset(tex, tmp_path)
 
 
 def test_csv_holds_the_tables_cells_as_they_are_and_no_formula():

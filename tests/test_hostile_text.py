@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAST_SETTINGS, invoke, one_line_error, require_tool
+from .conftest import FAST_SETTINGS, invoke, one_line_error, require_tool, typeset
 from .hostile import (
     CHROMIUM,
     HOSTILE_MODEL,
@@ -151,12 +151,7 @@ def test_latex_typesets_every_name_as_its_characters(hostile, tmp_path):
     tex = read(["table", "-f", "latex"], hostile, tmp_path)
     assert latex(HOSTILE_MODEL) in tex and latex(HOSTILE_OTHER) in tex
     assert HOSTILE_MODEL not in tex and "\\textbf{x}" not in tex.replace("\\textbackslash{}textbf", "")
-    require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
-    doc = tmp_path / "doc.tex"
-    doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
-    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert made.returncode == 0, made.stdout[-2000:]
+    typeset(tex, tmp_path)
     if shutil.which("pdftotext"):
         words = subprocess.run(["pdftotext", "doc.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
         assert "a\\b" in words and "{y}" in words and "[bold]z[/]" in words

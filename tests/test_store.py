@@ -22,7 +22,7 @@ from robeval.report.paired import bootstrap_ci, compare, mcnemar_exact
 from robeval.results.store import Store
 from robeval.results.store_schema import SCHEMA_VERSION
 
-from .conftest import require_tool, run_cli
+from .conftest import run_cli, typeset
 from .stop_point import held_model, held_ranks, start_held, wait_until
 
 # Small but long enough to be killed part-way: 6 batches x 3 attacks.
@@ -219,13 +219,7 @@ def test_latex_table_compiles(two_model_store, tmp_path):
     tex = out.read_text()
     assert tex.count(r"\begin{tabular}") == 2 and r"digits-deit-elliptical" in tex
     assert r"\textbf{" in tex or r"$^\dagger$" in tex  # each column's best: bold, or marked when not separated
-    require_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base; .ci/run installs it")
-    doc = tmp_path / "doc.tex"
-    doc.write_text("\\documentclass{article}\n\\begin{document}\n" + tex + "\\end{document}\n")
-    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout[-2000:]
-    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+    assert typeset(tex, tmp_path).stat().st_size > 1000
 
 
 def test_csv_and_json_tables(two_model_store):
