@@ -60,7 +60,7 @@ class Table:
     head: Sequence[str]
     rows: Sequence[Sequence[object]]
     align: str = ""  # Markdown: "l" or "r" per column (default: the first left, the others right)
-    text_columns: Sequence[int] = field(default_factory=tuple)  # HTML: the columns aligned as text
+    text_columns: Sequence[int] = field(default_factory=tuple)  # HTML, terminal: the columns aligned as text
     sortable: bool = False  # HTML: sorted by a click on a header (the report's script)
 
     @classmethod

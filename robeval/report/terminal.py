@@ -4,6 +4,8 @@ table when a run is done: :func:`to_rich` of robeval.report.paper.paper_document
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 from rich.console import Console, Group, RenderableType
@@ -12,7 +14,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from .document import Block, Document, Grid, Heading, Lines, Table, shown_number
+from .document import Document, Grid, Heading, Lines, Paragraph, Table, shown_number
 from .escaping import TerminalConsole
 from .grid import BOLD, MARK, NOTED, Measured
 
@@ -130,18 +132,25 @@ def to_rich(document: Document) -> list[RenderableType]:
     line (a phrase wider than the terminal wraps, never cut); a grid of (attack, Top-1 / Top-5) columns
     shows ``top-1 / top-5`` in one cell; a few models become the columns, their names uncut; a bold cell
     is bold, a noted one marked."""
-    return [_rich_block(block) for block in document]
+    return [RICH[type(block)](block) for block in document]
 
 
-def _rich_block(block: Block) -> RenderableType:
-    if isinstance(block, Grid):
-        return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block))
-    if isinstance(block, Table):
-        rows = [[_shown(v) for v in row] for row in block.rows]
-        return _rich_table([str(h) for h in block.head], rows, left=frozenset(block.text_columns))
-    if isinstance(block, Lines):
-        return Text("\n".join(block.lines))
-    return Text(block.text, style="bold" if isinstance(block, Heading) or block.strong else "")
+def _captioned_grid(block: Grid) -> RenderableType:
+    return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block))
+
+
+def _rich_of_table(block: Table) -> RichTable:
+    rows = [[_shown(v) for v in row] for row in block.rows]
+    return _rich_table([str(h) for h in block.head], rows, left=frozenset(block.text_columns))
+
+
+RICH: dict[type, Callable[[Any], RenderableType]] = {  # the terminal's way of showing each kind of block
+    Grid: _captioned_grid,
+    Table: _rich_of_table,
+    Lines: lambda block: Text("\n".join(block.lines)),
+    Heading: lambda block: Text(block.text, style="bold"),
+    Paragraph: lambda block: Text(block.text, style="bold" if block.strong else ""),
+}
 
 
 def _shown(value: object, mark: str = "") -> Text:
