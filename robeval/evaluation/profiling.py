@@ -74,15 +74,15 @@ def run_gflops(
     fp32, whatever autocast a caller opened).  ``registered``: the registered model's name and options,
     which fix its architecture: counted once per process for them, the image size and the device (a module
     the plan carries or the user's code, None, every time)."""
-    key = None if registered is None else (registered[0], json.dumps(registered[1], sort_keys=True, default=str))
-    full = None if key is None else (*key, tuple(size), device.type)
-    if full is None or full not in COUNTED:
-        with strict_fp32():
-            counted = gflops_per_image(net, tuple(size), device)
-        if full is None:
-            return counted
-        COUNTED[full] = counted
-    return COUNTED[full]
+    name, options = registered or ("", {})
+    key = (name, json.dumps(options, sort_keys=True, default=str), tuple(size), device.type)
+    if registered is not None and key in COUNTED:
+        return COUNTED[key]
+    with strict_fp32():
+        counted = gflops_per_image(net, tuple(size), device)
+    if registered is not None:
+        COUNTED[key] = counted
+    return counted
 
 
 def static_efficiency(names: list[str]) -> pd.DataFrame:
