@@ -96,6 +96,7 @@ def with_kind(
         adaptive=kind.adaptive,
         description=description,
         package=kind.package,
+        attention=kind.name,
     )
 
 

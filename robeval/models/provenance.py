@@ -36,10 +36,9 @@ def layer_record(spec: ModelSpec) -> dict[str, str] | None:
     from .attention.kinds import layer_class
     from .attention.registry import ATTENTION_KINDS
 
-    name = spec.family.removeprefix("deit-")
-    if not spec.family.startswith("deit-") or name not in ATTENTION_KINDS:
+    if spec.attention is None or spec.attention not in ATTENTION_KINDS:
         return None
-    kind = ATTENTION_KINDS[name]
+    kind = ATTENTION_KINDS[spec.attention]
     try:
         path = Path(inspect.getsourcefile(layer_class(kind)) or "")
     except TypeError:  # a class without a source file (built in C)

@@ -62,6 +62,7 @@ class ModelSpec:
     params: int | None = None  # parameters, as data (tests check it against a meta-device build)
     package: str = "robeval"  # the distribution that registers it (a plugin's, for robeval models)
     reference: str | None = None  # the user's code it is built by: PATH.py:CALLABLE or PKG.MODULE:CALLABLE
+    attention: str | None = None  # the registered attention kind its layers are (robeval.models.attention)
 
     @property
     def has_default_weights(self) -> bool:
@@ -124,17 +125,19 @@ def add_model(
     adaptive: dict[str, Any] | None = None,
     description: str = "",
     package: str = "robeval",
+    attention: str | None = None,
 ) -> ModelSpec:
     """Register a model: ``config``, what the network takes and gives (every field stated); ``options``
     (name -> default), the keywords the builder accepts; ``adaptive``, the options with which attacks see
-    through a data-dependent attention weight (``--adaptive`` evaluates the model again with them).  The
+    through a data-dependent attention weight (``--adaptive`` evaluates the model again with them);
+    ``attention``, the registered attention kind its layers are, if one.  The
     parameter count is read from :data:`~.parameter_counts.PARAMETER_COUNTS` (a plugin's models have none there)."""
     unknown = sorted(set(adaptive or {}) - set(options))
     if unknown:
         raise ValueError(f"model {name!r}: adaptive option {unknown[0]!r} is not one of its options")
     spec = ModelSpec(
         name, family, builder, weights, dict(options), description, dict(adaptive) if adaptive else None, config,
-        PARAMETER_COUNTS.get(name) if package == "robeval" else None, package,
+        PARAMETER_COUNTS.get(name) if package == "robeval" else None, package, attention=attention,
     )  # fmt: skip
     return MODELS.add(name, spec)
 
