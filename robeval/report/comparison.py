@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from ..core.registry import Registry
 from ..results.store import Store
+from ..results.stored_run import StoredRun
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_document, headline, one_side_note, verdict
 from .document import Lines, Paragraph, to_markdown
@@ -76,10 +77,13 @@ FORMATS.add("csv", lambda c: csv_text(c.table))
 FORMATS.add("json", lambda c: c.table.to_json(orient="records", indent=2) + "\n")
 
 
-def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> Comparison:
-    """``ref_a`` against ``ref_b`` in ``store`` (``RUN_ID:MODEL`` each, or one a model-info FILE.json)."""
-    published = is_model_info_path(ref_a) or is_model_info_path(ref_b)
-    table = (compare_published if published else compare)(store, ref_a, ref_b, seed=seed)
+def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping[str, StoredRun] = {}) -> Comparison:
+    """``ref_a`` against ``ref_b`` in ``store`` (``RUN_ID:MODEL`` each, or one a model-info FILE.json);
+    ``loaded``: runs of the store read already, by run id (the report's)."""
+    if is_model_info_path(ref_a) or is_model_info_path(ref_b):
+        table = compare_published(store, ref_a, ref_b, seed=seed)
+    else:
+        table = compare(store, ref_a, ref_b, seed=seed, loaded=loaded)
     attrs = table.attrs
     return Comparison(
         attrs["a"], attrs["b"], attrs.get("protocol", ""), table, attrs["test"], list(attrs.get("differences", []))

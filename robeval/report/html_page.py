@@ -238,7 +238,7 @@ def _compared(page: Page, baseline: str, model: str) -> Markup:
     """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
     run, title = page.runs[0], Heading(f"{model} vs {baseline}", 3)
     try:
-        found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}")
+        found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}", loaded={run.run_id: run})
     except UserError as exc:
         return Markup(to_html([title, Paragraph(f"not possible: {exc}", css="note")]))
     wanted = [c for c in found.table.columns if not c.startswith("top5") and c != "top1_df"]

@@ -10,6 +10,8 @@ means against the seed-to-seed variation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -58,11 +60,12 @@ def names_run(ref: str) -> bool:
     return ":" in ref and ref.partition(":")[0] not in PREFIXES and not own_code
 
 
-def find_model(store: Store, ref: str) -> tuple[StoredRun, str]:
-    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; see :func:`names_run`)."""
+def find_model(store: Store, ref: str, loaded: Mapping[str, StoredRun] = {}) -> tuple[StoredRun, str]:
+    """``RUN_ID:model`` or ``model`` (the newest finished run that evaluated it; see :func:`names_run`);
+    ``loaded``: runs of ``store`` the caller has read already, by run id."""
     if names_run(ref):
         run_id, _, model = ref.partition(":")
-        run = load_run(store, run_id)
+        run = loaded[run_id] if run_id in loaded else load_run(store, run_id)
     else:
         model, runs = ref, store.runs()
         finished = (load_run(store, i) for i in reversed(runs[runs["status"] == "finished"]["id"].tolist()))
@@ -128,10 +131,10 @@ def _unit_rows(
     return sides[0], sides[1]
 
 
-def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd.DataFrame:
+def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping[str, StoredRun] = {}) -> pd.DataFrame:
     """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
-    one line when they were not evaluated alike (robeval.results.likeness)."""
-    (run_a, model_a), (run_b, model_b) = find_model(store, ref_a), find_model(store, ref_b)
+    one line when they were not evaluated alike (robeval.results.likeness); ``loaded``: as :func:`find_model`."""
+    (run_a, model_a), (run_b, model_b) = find_model(store, ref_a, loaded), find_model(store, ref_b, loaded)
     refuse_itself((run_a.run_id, model_a), (run_b.run_id, model_b))
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
     refuse_unlike(side_a, side_b, "compare pairs like with like only")
