@@ -12,6 +12,7 @@ from robeval.core.errors import UserError
 from robeval.reproduce import get_table
 from robeval.reproduce.efficiency import efficiency_grid
 from robeval.reproduce.run import reproduce
+from robeval.results.summary import add_condition_columns
 from robeval.shifts.catalog import ALEXNET_ERRORS, condition_name, parse_corruptions, parse_severities
 
 from .conftest import run_cli
@@ -33,8 +34,9 @@ class Recorder:
         rows = [(m, a, top1) for m in kwargs["models"] for a, top1 in self.cells(kwargs)]
         summary = pd.DataFrame(rows, columns=["model", "attack", "top1"]).assign(
             eps="8/255", eps_value=8 / 255, norm="Linf", n=10, protocol=kwargs["protocol"], data=kwargs["data"],
-            run_id=run_id, shift=kwargs.get("shift") or "",
+            run_id=run_id, shift=kwargs.get("shift") or "", source=kwargs["data"],
         )
+        add_condition_columns(summary, {key: kwargs.get(key) for key in ("shift", "corruptions", "severities")})
         return type("Result", (), {"summary": summary, "run_id": run_id})()
 
     @staticmethod

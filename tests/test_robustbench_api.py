@@ -404,6 +404,7 @@ def test_model_info_values_are_typed_as_robustbenchs_update_json_writes_them(run
 
     from robeval.report.robustbench import to_model_info
     from robeval.robustbench_ext.dataset_facts import robustbench_dataset
+    from robeval.robustbench_ext.leaderboard import info_benchmark
 
     clean, robust = runs["fractions"]
     monkeypatch.chdir(tmp_path)
@@ -411,7 +412,9 @@ def test_model_info_values_are_typed_as_robustbenchs_update_json_writes_them(run
     theirs = json.loads((tmp_path / "model_info" / "cifar10" / "Linf" / "Theirs.json").read_text())
     ours = json.loads(to_model_info(_standard(_stored(runs["root"] / "run.sqlite").summary)))
     assert (ours["clean_acc"], ours["autoattack_acc"]) == (theirs["clean_acc"], theirs["autoattack_acc"])
-    assert robustbench_dataset("cifar10 (test)") == theirs["dataset"] and robustbench_dataset("/d/val") == "imagenet"
+    assert robustbench_dataset("cifar10") == theirs["dataset"]  # a run's --data, as RobustBench names it
+    assert robustbench_dataset("/d/val") == robustbench_dataset("val") == "imagenet"  # an image folder
+    assert info_benchmark("Theirs.json", {"dataset": "cifar10 (test)"})[0] == "cifar10"  # an older robeval's entry
     assert type(ours["number_forward_passes"]) is int and type(ours["unreliable"]) is bool
 
 
@@ -422,6 +425,21 @@ def _standard(summary: pd.DataFrame) -> pd.DataFrame:
 
     return summary.assign(settings=[json.dumps(resolve_settings(a), sort_keys=True) if a in AA else s
                                     for a, s in zip(summary["attack"], summary["settings"])])  # fmt: skip
+
+
+@pytest.mark.parametrize("source, split, selection, n, caveat", [
+    ("cifar10", "test", "first", 10, None),
+    ("cifar10", "train", "first", 10, "10 examples of the train split, not RobustBench's test examples"),
+    ("cifar100", "test", "balanced", 10, "a class-balanced subset of 10 examples, not RobustBench's first 10"),
+    ("/d/val", "", "robustbench-5000", 50, None),  # a folder is ImageNet: a prefix of RobustBench's list
+    ("/d/mine (copy)", "", "listed", 5,
+     "a listed subset of 5 examples, not RobustBench's list of 5,000 images (a prefix of it)"),
+    ("mnist", "test", "balanced", 10, None),  # no RobustBench data set: nothing to say
+])
+def test_the_examples_caveat_reads_the_runs_data_as_values(source, split, selection, n, caveat):
+    from robeval.robustbench_ext.dataset_facts import examples_caveat
+
+    assert examples_caveat(source, split, selection, n) == caveat
 
 
 def test_an_entry_with_random_weights_or_other_examples_is_marked_unreliable(tmp_path):

@@ -37,7 +37,8 @@ def test_every_corruption_on_digits_and_rgb_is_seeded_and_keeps_the_shape(corrup
 
 def test_mce_against_a_hand_computed_example():
     # model error 0.5 + 0.02 s on every corruption; clean top-1 80 %
-    rows = pd.DataFrame([{"attack": f"{c}@{s}", "top1": 100 * (1 - (0.5 + 0.02 * s))} for c in COMMON for s in range(1, 6)])
+    rows = pd.DataFrame([{"attack": f"{c}@{s}", "corruption": c, "severity": s, "top1": 100 * (1 - (0.5 + 0.02 * s))}
+                         for c in COMMON for s in range(1, 6)])
     m = corruption_metrics(rows, clean_top1=80.0, imagenet=True)
     mean_error = 0.56  # 0.5 + 0.02 * mean(1..5)
     assert m.mean_error == pytest.approx(56.0)
@@ -189,7 +190,11 @@ def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
     common = dict(models="deit-tiny", weights="random", batch_size=4, store=store)
     a = evaluate_full(data=str(tmp_path / "a"), shift="imagenet-a", **common).run_id
     c = evaluate_full(data=str(tmp_path / "val"), shift="corruptions", corruptions="fog", severities="1", **common).run_id
-    table = render(combine(resolve_runs(Store(store), [c, a])), "md")
+    summary = combine(resolve_runs(Store(store), [c, a]))
+    conditions = summary[summary["corruption"] != ""]  # the conditions as values, never read back from a name
+    assert set(zip(conditions["attack"], conditions["corruption"], conditions["severity"])) == {("fog@1", "fog", 1)}
+    assert set(summary["source"]) == {str(tmp_path / "a"), str(tmp_path / "val")} and set(summary["split"]) == {""}
+    table = render(summary, "md")
     shift_block = table[table.index("Distribution shift"):].split("Table:")[0]
     header = next(line for line in shift_block.splitlines() if line.startswith("| Model"))
     assert "Clean Top-1" in header and "ImageNet-A Top-1" in header and "Mean corruption error" in header

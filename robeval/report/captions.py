@@ -9,9 +9,8 @@ from ..core.eps import eps_label
 from ..core.precision import FP32
 from ..evaluation.fast.summary import audit_lines
 from ..evaluation.protocols import get_protocol
-from ..shifts.catalog import parse_condition
 from .document import Formula
-from .naming import NORM_MATH, column, data_label, names_column
+from .naming import NORM_MATH, column, data_label, is_condition, names_column
 
 
 def measured_phrase(rows: pd.DataFrame, eps: str, top5: bool) -> str:
@@ -108,7 +107,7 @@ def incomplete_parts(rows: pd.DataFrame) -> list[str]:
 def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
     """When a model's worst case does not cover every attack of the block, which attacks each covers."""
     worst = rows[rows["attack"] == ANY]
-    attacks = [a for a in dict.fromkeys(rows["attack"]) if a not in NOT_ATTACKS and parse_condition(a) is None]
+    attacks = [a for a in dict.fromkeys(rows[~is_condition(rows)]["attack"]) if a not in NOT_ATTACKS]
     over = dict(zip(worst["model"], names_column(worst, "any_over")))
     if not over or all(set(v) == set(attacks) for v in over.values()):
         return []

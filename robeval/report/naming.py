@@ -39,6 +39,11 @@ def column(rows: pd.DataFrame, name: str, default: object = "") -> pd.Series:
     return rows[name].fillna(default) if name in rows else pd.Series(default, index=rows.index)
 
 
+def is_condition(rows: pd.DataFrame) -> pd.Series:
+    """Which rows evaluate a shifted condition (robeval.results.summary's ``corruption`` column)."""
+    return column(rows, "corruption") != ""
+
+
 def names_column(rows: pd.DataFrame, name: str) -> list[Names]:
     """The names each of ``rows`` holds in column ``name`` (none where a row, or the rows, lack it)."""
     return [names_in(v) for v in rows[name]] if name in rows else [Names()] * len(rows)

@@ -14,12 +14,12 @@ import pandas as pd
 from ..core.defaults import CLEAN
 from ..core.eps import eps_label
 from ..results.indicators import attacks_of_kind
-from ..shifts.catalog import FAMILY_OF, parse_condition
+from ..shifts.catalog import FAMILY_OF
 from . import style
 from .captions import is_incomplete
 from .minimum_norm import curve, minimum_norm_attacks
-from .naming import attack_title, ordered_attacks
-from .shift_table import is_condition, split
+from .naming import attack_title, is_condition, ordered_attacks
+from .shift_table import split
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
@@ -121,9 +121,7 @@ def bars_for_eps(sel: pd.DataFrame):
 
 def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
     rows = summary[is_condition(summary)]
-    rows = rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
-    parsed = rows["attack"].map(parse_condition)
-    return rows.assign(corruption=parsed.map(lambda p: p[0]), severity=parsed.map(lambda p: p[1]))
+    return rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
 
 
 @style.drawn

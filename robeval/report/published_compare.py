@@ -23,10 +23,10 @@ from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
+from ..shifts.kinds import run_conditions
 from .document import Document, Paragraph, Table
 from .paired import bootstrap_mean_ci, find_model, finished_attacks
 from .robustbench import is_3dcc, standard_problem
-from .shift_table import is_condition
 
 EPS_TOLERANCE = 5e-5  # a file's eps written as a rounded decimal (0.03137) is still 8/255
 
@@ -46,8 +46,8 @@ def _eps(info: dict, run: StoredRun, model: str, path: str) -> str:
 def check_benchmark(info: dict, path: str, run: StoredRun) -> None:
     """One line when the file is for another data set or threat model than the run evaluated."""
     dataset, threat = info_benchmark(path, info)
-    ran = robustbench_dataset(run.data)
-    if dataset is not None and robustbench_dataset(dataset) != ran:  # (an older robeval wrote "cifar10 (test)")
+    ran = robustbench_dataset(run.config["data"])
+    if dataset is not None and dataset != ran:
         raise UserError(f"{path} is for data set {dataset}; run {run.run_id} evaluated {ran} ({run.data})")
     norm, shift = run.config.get("norm"), run.config.get("shift")
     if threat in ADVERSARIAL and threat != norm:
@@ -76,9 +76,12 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         rows = run.summary[(run.summary["model"] == model) & (run.summary["eps"] == eps)]
         problem = standard_problem(rows) if ANY in set(rows["attack"]) else None
         notes += [f"autoattack is not AutoAttack's standard evaluation here: {problem}"] if problem else []
-    conditions = records[is_condition(records)]
-    if len(conditions):
-        scores["corruptions_3d" if is_3dcc(conditions["attack"]) else "corruptions"] = per_example(conditions)
+    corruption_of = {c.name: c.corruption for c in run_conditions(run.config)}
+    shifted = records[records["attack"].isin(list(corruption_of))]
+    if len(shifted):
+        scores["corruptions_3d" if is_3dcc(shifted["attack"].map(corruption_of)) else "corruptions"] = per_example(
+            shifted
+        )
     return {k: v for k, v in scores.items() if len(v)}, notes
 
 

@@ -30,18 +30,18 @@ from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
 from ..results.indicators import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
-from ..shifts.catalog import CORRUPTION_SETS, parse_condition
-from .naming import column, run_label
-from .shift_table import attack_rows, is_condition, model_metrics
+from ..shifts.catalog import CORRUPTION_SETS
+from .naming import column, is_condition, run_label
+from .shift_table import attack_rows, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
 THREE_D = CORRUPTION_SETS.require("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
 
 
-def is_3dcc(attacks: pd.Series) -> bool:
-    """Whether every condition among ``attacks`` is an ImageNet-3DCC corruption (its entry: the _3d fields)."""
-    conditions = (parse_condition(a) for a in attacks)
-    return all(c[0] in THREE_D for c in conditions if c is not None)
+def is_3dcc(corruptions: pd.Series) -> bool:
+    """Whether every corruption of ``corruptions`` (``""``: no condition) is an ImageNet-3DCC one
+    (its entry: the _3d fields)."""
+    return all(c in THREE_D for c in corruptions if c)
 
 
 def standard_problem(rows: pd.DataFrame) -> str | None:
@@ -79,7 +79,8 @@ def caveats(rows: pd.DataFrame) -> list[str]:
     first = rows.iloc[0]
     found = [f"the model has {RANDOM_WEIGHTS}"] if (column(rows, "checkpoint") == RANDOM_WEIGHTS).any() else []
     if "selection" in rows:
-        found += [c for c in [examples_caveat(str(first["data"]), str(first["selection"]), int(first["n"]))] if c]
+        caveat = examples_caveat(str(first["source"]), str(first["split"]), str(first["selection"]), int(first["n"]))
+        found += [caveat] if caveat else []
     chance = above_chance(str(first["model"]), rows)
     return found + ([chance.evidence] if chance.raised else [])
 
@@ -93,7 +94,7 @@ def _common(rows: pd.DataFrame) -> dict[str, Any]:
     return {
         **empty_entry(),
         "number_forward_passes": 1,
-        "dataset": robustbench_dataset(str(first["data"])),
+        "dataset": robustbench_dataset(str(first["source"])),
         "clean_acc": percent(float(clean["top1"].iloc[0])) if len(clean) else "",
         "footnote": f"Not a leaderboard number: {'; '.join(warned)}. {run}" if warned else run,
         "unreliable": bool(warned),
@@ -112,7 +113,7 @@ def corruption_entry(rows: pd.DataFrame) -> dict[str, Any]:
     """A corruption entry from one model's rows: mean accuracy over the conditions run, and mCE."""
     metrics = model_metrics(rows)
     assert metrics is not None  # called for rows with conditions only
-    acc_field, mce_field = CORRUPTION_FIELDS["_3d" if is_3dcc(rows["attack"]) else ""]
+    acc_field, mce_field = CORRUPTION_FIELDS["_3d" if is_3dcc(rows["corruption"]) else ""]
     common = _common(rows)
     entry = {k: common[k] for k in MODEL_INFO_FIELDS[: MODEL_INFO_FIELDS.index("reported") + 1]}
     entry.update(eps=None)  # RobustBench's corruption entries have no eps

@@ -12,16 +12,11 @@ from __future__ import annotations
 import pandas as pd
 
 from ..core.defaults import CLEAN
-from ..shifts.catalog import parse_condition
 from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS, get_shift
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .document import Grid
 from .minimum_norm import minimum_norm_caption, minimum_norm_grid
-from .naming import attack_title, column, data_label
-
-
-def is_condition(summary: pd.DataFrame) -> pd.Series:
-    return summary["attack"].map(lambda a: parse_condition(a) is not None)
+from .naming import attack_title, column, data_label, is_condition
 
 
 def attack_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -45,7 +40,7 @@ def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetr
     rows = rows[rows["eps"] == conditions["eps"].iloc[0]]
     conditions, shift = conditions[conditions["eps"] == rows["eps"].iloc[0]], get_shift(kind)
     clean = rows[(rows["attack"] == CLEAN) & column(rows, "shift").isin(CLEAN_DATA_SHIFTS)]
-    imagenet = "data" in conditions and all(shift.on_imagenet(str(d)) for d in conditions["data"])
+    imagenet = all(shift.on_imagenet(str(d)) for d in conditions["source"])
     clean_top1 = float(clean["top1"].iloc[0]) if len(clean) else None
     return corruption_metrics(conditions, clean_top1, imagenet, shift.corruption_set)
 

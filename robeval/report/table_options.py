@@ -14,8 +14,7 @@ import pandas as pd
 from ..core.defaults import STD
 from ..core.errors import UserError
 from ..core.printable import refuse_controls
-from .naming import ordered_attacks
-from .shift_table import is_condition
+from .naming import is_condition, ordered_attacks
 
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))  # the summary's metric columns and their titles
 

@@ -12,7 +12,8 @@ import pandas as pd
 from ..core.defaults import CLEAN
 from ..report.captions import caption_parts
 from ..report.grid import Measured
-from ..shifts.catalog import SEVERITIES, parse_condition
+from ..report.naming import is_condition
+from ..shifts.catalog import SEVERITIES
 from ..shifts.metrics import corruption_metrics
 from .tables import Column, PaperTable
 
@@ -67,7 +68,7 @@ def runs_grid(table: PaperTable, summaries: dict[str, pd.DataFrame], digits: boo
 
 
 def _severities(summary: pd.DataFrame) -> list[int]:
-    return sorted({c[1] for c in map(parse_condition, summary["attack"]) if c is not None})
+    return sorted({int(s) for s in summary[is_condition(summary)]["severity"]})
 
 
 def run_parts(column: Column, summary: pd.DataFrame) -> list[str]:

@@ -24,6 +24,7 @@ from ..attacks import list_attacks
 from ..core.defaults import ANY, CLEAN, MEMBERS, RANDOM_WEIGHTS, STD, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..core.listed import Names
 from ..core.records import RECORD_COLUMNS, audited_stage, key_model
+from ..data.published import PUBLISHED
 from ..evaluation.config import model_order
 from ..evaluation.fast.summary import add_audit_columns, audited_protocol
 from ..robustbench_ext.subsets import example_choice
@@ -226,6 +227,8 @@ def run_summary(
     summary["not_run"] = not_run(summary, plan.get("units", {}))
     add_run_columns(summary, run, config)
     add_audit_columns(summary, records, config)
+    add_condition_columns(summary, config)
+    add_data_columns(summary, config)
     return summary
 
 
@@ -235,6 +238,24 @@ def add_model_columns(summary: pd.DataFrame) -> pd.DataFrame:
     keys = [key_model(str(m)) for m in summary["model"]]
     summary["base_model"], summary["adaptive"] = [k[0] for k in keys], [k[1] for k in keys]
     return summary
+
+
+def add_condition_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None:
+    """The shifted condition a row evaluates, as values: its ``corruption`` and ``severity`` (the
+    run's own conditions, by the name its records give them; ``""`` and 0 on every other row)."""
+    conditions = {c.name: c for c in run_conditions(config)}
+    found = [conditions.get(str(a)) for a in summary["attack"]]
+    summary["corruption"] = [c.corruption if c else "" for c in found]
+    summary["severity"] = [c.severity if c else 0 for c in found]
+
+
+def add_data_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None:
+    """The run's data as values, beside ``data`` (its name in captions: ``cifar10 (test)``, a folder's
+    path): ``source``, the --data itself (digits, a published set, a folder), and ``split``, a
+    published set's (``""`` for data without splits).  (This and the condition columns come last,
+    so that the columns of earlier exports keep their places.)"""
+    summary["source"] = config["data"]
+    summary["split"] = (config.get("split") or "test") if config["data"] in PUBLISHED else ""
 
 
 def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.errors import UserError
 from ..core.registry import Registry
+from ..data.published import is_in_memory
 from ..model_config import IMAGENET_CONFIG
 from ..models.catalog import DIGITS_CFG
 from .subsets import LISTED, ROBUSTBENCH_5000
@@ -125,20 +126,19 @@ def benchmark_data(dataset: Any) -> BenchmarkData:
     return BENCHMARK_DATA.require(str(getattr(dataset, "value", dataset)))
 
 
-def robustbench_dataset(data: str) -> str:
-    """A run's data as RobustBench names its data sets: the bare name (``cifar10``, where robeval says
-    ``cifar10 (test)``), and ``imagenet`` for an image folder (robeval reads ImageNet from one)."""
-    name = str(data).partition(" (")[0]
-    return "imagenet" if "/" in name or "\\" in name else name
+def robustbench_dataset(source: str) -> str:
+    """A run's ``--data`` as RobustBench names its data sets: a published set's or the digits' own name,
+    and ``imagenet`` for an image folder (robeval reads ImageNet from one)."""
+    return source if is_in_memory(source) else "imagenet"
 
 
-def examples_caveat(data: str, selection: str, n: int) -> str | None:
+def examples_caveat(source: str, split: str, selection: str, n: int) -> str | None:
     """Why a run's ``n`` examples are not the ones RobustBench evaluates on its data set (None: they are,
-    or RobustBench has no such data set): another split, a class-balanced or another listed subset."""
-    name = robustbench_dataset(data)
+    or RobustBench has no such data set): another split, a class-balanced or another listed subset.
+    ``source``, ``split``: the run's --data and --split (empty: the data has no splits)."""
+    name = robustbench_dataset(source)
     if name not in BENCHMARK_DATA:
         return None
-    split = str(data).partition(" (")[2].rstrip(")")
     if split not in ("", "test"):
         return f"{n} examples of the {split} split, not RobustBench's test examples"
     wanted = BENCHMARK_DATA[name].examples

@@ -114,9 +114,11 @@ def is_model_info_path(ref: str) -> bool:
 
 def info_benchmark(path: str | Path, info: dict[str, Any]) -> tuple[str | None, str | None]:
     """The data set and threat model a model-info file is for (None where it does not say): its
-    ``dataset`` field, else its place in RobustBench's tree ``model_info/<dataset>/<threat model>/``."""
+    ``dataset`` field, else its place in RobustBench's tree ``model_info/<dataset>/<threat model>/``.
+    (robeval's entries of before December 2026 named the split, ``cifar10 (test)``: RobustBench's
+    data sets are their test splits, so that is ``cifar10``.)"""
     parts = Path(path).parts
     threat = parts[-2] if len(parts) >= 2 and parts[-2] in THREAT_MODELS else None
     folder = parts[-3] if threat is not None and len(parts) >= 3 and parts[-3] in BENCHMARK_DATA else None
     dataset = info.get("dataset") or folder
-    return (str(dataset) if dataset else None), threat
+    return (str(dataset).removesuffix(" (test)") if dataset else None), threat

@@ -17,7 +17,6 @@ from .catalog import (
     CorruptionSet,
     class_set,
     condition_name,
-    parse_condition,
     parse_corruptions,
     parse_severities,
 )
@@ -39,7 +38,6 @@ __all__ = [
     "class_set",
     "condition_name",
     "get_shift",
-    "parse_condition",
     "parse_corruptions",
     "parse_severities",
     "run_conditions",

@@ -202,12 +202,3 @@ class Condition:
 def condition_name(corruption: str, severity: int) -> str:
     """How a shifted condition is named in records and tables: ``gaussian_noise@3``."""
     return f"{corruption}@{severity}"
-
-
-def parse_condition(name: str) -> tuple[str, int] | None:
-    """``(corruption, severity)`` of a condition name of any set, or None for anything else (an attack)."""
-    corruption, sep, severity = name.partition("@")
-    number = whole_number(severity) if sep and corruption in FAMILY_OF else None
-    if number is None or str(number) != severity:  # written otherwise than condition_name writes it
-        return None
-    return corruption, number

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.defaults import DIGITS
 from ..core.errors import UserError
 from ..core.registry import Registry
+from ..data.published import is_in_memory
 from ..options import EvalConfig
 from .catalog import (
     IMAGENET_3DCC,
@@ -75,10 +76,10 @@ class ShiftKind:
                 "data with --shift corruptions, or without --attacks here"
             )
 
-    def on_imagenet(self, data: str) -> bool:
-        """Whether the run's data (its name in the summary) are ImageNet images: an image folder's
-        name is its absolute path; the embedded and in-memory data sets have plain names."""
-        return self.imagenet_images if self.imagenet_images is not None else Path(data).is_absolute()
+    def on_imagenet(self, source: str) -> bool:
+        """Whether a run's data (its --data) are ImageNet images: an image folder's are; the embedded
+        digits and the published sets are not."""
+        return self.imagenet_images if self.imagenet_images is not None else not is_in_memory(source)
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
         return target

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .catalog import IMAGENET_C, SEVERITIES, CorruptionSet, parse_condition
+from .catalog import IMAGENET_C, SEVERITIES, CorruptionSet
 
 
 @dataclass
@@ -39,10 +39,11 @@ class CorruptionMetrics:
 
 
 def condition_errors(rows: pd.DataFrame) -> pd.DataFrame:
-    """``corruption, severity, error`` (fraction) of the summary rows that are shifted conditions."""
-    parsed = [(parse_condition(a), top1) for a, top1 in zip(rows["attack"], rows["top1"])]
-    data = [(c[0], c[1], 1.0 - top1 / 100.0) for c, top1 in parsed if c is not None]
-    return pd.DataFrame(data, columns=["corruption", "severity", "error"])
+    """``corruption, severity, error`` (fraction) of the summary rows that are shifted conditions (their
+    ``corruption`` and ``severity`` columns: robeval.results.summary's)."""
+    conditions = rows[rows["corruption"] != ""]
+    errors = 1.0 - conditions["top1"].astype(float) / 100.0
+    return pd.DataFrame({"corruption": conditions["corruption"], "severity": conditions["severity"], "error": errors})
 
 
 def why_no_mce(errors: pd.DataFrame, imagenet: bool, corruptions: CorruptionSet) -> str:
