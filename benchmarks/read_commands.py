@@ -2,11 +2,12 @@
 
 A read command (``table``, ``check``, ``runs``, ``compare``, ``report --gallery-size 0``) runs in a
 process of its own, so its time is Python's start, the imports and the work.  The floor is a process
-that only imports what the command cannot do without: pandas, Typer (with the pydantic adapters it parses options with) and rich for every one, and
-matplotlib's figure and SVG backend and scipy.special for the report (its figures and its claim
-tests).  Commands and floors run in turn within each repeat (benchmarks/_timing.py), on a store of
-one demo run made first; the ratio command / floor is paired per repeat.  Whether a command imports
-torch is printed too (it must not: tests/test_light_reads.py holds that).
+that only imports the libraries the command imported (of ``LIBRARIES``: pandas, Typer with the
+pydantic adapters it parses options with, rich, scipy.special for the claim tests, matplotlib for
+figures), found by running the command once more and listing them.  Commands and floors run in turn
+within each repeat (benchmarks/_timing.py), on a store of one demo run made first; the ratio
+command / floor is paired per repeat.  Whether a command imports torch is printed too (it must not:
+tests/test_light_reads.py holds that).
 
     .venv/bin/python benchmarks/read_commands.py              # 5 repeats
     .venv/bin/python benchmarks/read_commands.py --repeats 9
@@ -25,30 +26,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved_samples, paired_ratio  # noqa: E402
 
 PYTHON = sys.executable
-TABLE_FLOOR = "import pandas, typer, typer._adapters, rich.console"  # (Typer parses options through _adapters)
-REPORT_FLOOR = TABLE_FLOOR + ", matplotlib.figure, matplotlib.backends.backend_svg, scipy.special"
-COMMANDS = {  # name -> (arguments after `robeval`, its floor)
-    "table": (["table"], TABLE_FLOOR),
-    "check": (["check"], TABLE_FLOOR),
-    "runs": (["runs"], TABLE_FLOOR),
-    "compare": (["compare", "digits-deit", "digits-deit-elliptical"], TABLE_FLOOR),
-    "report": (["report", "--gallery-size", "0", "--out", "{out}/report.html"], REPORT_FLOOR),
+LIBRARIES = (  # the libraries a read command may need, as a floor process imports them
+    "numpy", "pandas", "typer", "typer._adapters", "rich.console", "scipy.special",
+    "matplotlib.figure", "matplotlib.backends.backend_svg", "torch",
+)  # fmt: skip
+COMMANDS = {  # name -> arguments after `robeval`
+    "table": ["table"],
+    "check": ["check"],
+    "runs": ["runs"],
+    "compare": ["compare", "digits-deit", "digits-deit-elliptical"],
+    "report": ["report", "--gallery-size", "0", "--out", "{out}/report.html"],
 }
 
 
+def command_line(args: list[str], store: Path) -> list[str]:
+    return [*(a.replace("{out}", str(store.parent)) for a in args), "--store", str(store)]
+
+
 def robeval(args: list[str], store: Path) -> subprocess.CompletedProcess:
-    argv = [a.replace("{out}", str(store.parent)) for a in args]
-    return subprocess.run([PYTHON, "-m", "robeval", *argv, "--store", str(store)], capture_output=True, text=True)
+    return subprocess.run([PYTHON, "-m", "robeval", *command_line(args, store)], capture_output=True, text=True)
 
 
-def imports_torch(args: list[str], store: Path) -> bool:
-    argv = [a.replace("{out}", str(store.parent)) for a in args]
+def libraries_imported(args: list[str], store: Path) -> list[str]:
+    """Which of LIBRARIES the command imports (run once more, in a process that then lists them)."""
     code = (
-        f"import sys, robeval.cli; sys.argv = ['robeval', *{argv!r}, '--store', {str(store)!r}]\n"
-        "try:\n    robeval.cli.main()\nexcept SystemExit:\n    pass\nprint('torch' in sys.modules, file=sys.stderr)"
+        f"import sys, robeval.cli; sys.argv = ['robeval', *{command_line(args, store)!r}]\n"
+        "try:\n    robeval.cli.main()\nexcept SystemExit:\n    pass\n"
+        f"print(','.join(m for m in {LIBRARIES!r} if m in sys.modules), file=sys.stderr)"
     )
     done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True)
-    return done.stderr.strip().splitlines()[-1] == "True"
+    return done.stderr.strip().splitlines()[-1].split(",")
 
 
 def main() -> None:
@@ -60,8 +67,10 @@ def main() -> None:
         made = robeval(["run", "--attacks", "fgsm,pgd", "-n", "50", "--out", "{out}/run"], store)
         assert made.returncode == 0, made.stderr
         print(f"store: one demo run (2 digits models, fgsm and pgd, 50 digits); {args.repeats} interleaved repeats")
-        for name, (argv, floor) in COMMANDS.items():
+        for name, argv in COMMANDS.items():
             assert robeval(argv, store).returncode == 0, name
+            needed = libraries_imported(argv, store)
+            floor = "import " + ", ".join(needed)
             samples = interleaved_samples(
                 {name: lambda a=argv: robeval(a, store), "floor": lambda f=floor: subprocess.run([PYTHON, "-c", f])},
                 repeats=args.repeats,
@@ -70,8 +79,9 @@ def main() -> None:
             took, base = statistics.median(samples[name]), statistics.median(samples["floor"])
             print(
                 f"  {name:8s} {took:5.2f} s   its import floor {base:5.2f} s   ratio {ratio:4.2f} "
-                f"(quartiles {low:.2f}-{high:.2f})   imports torch: {'yes' if imports_torch(argv, store) else 'no'}"
+                f"(quartiles {low:.2f}-{high:.2f})   imports torch: {'yes' if 'torch' in needed else 'no'}"
             )
+            print(f"           floor: {', '.join(n for n in needed if n != 'numpy')}")
 
 
 if __name__ == "__main__":
