@@ -1,9 +1,9 @@
 """The data a run names (``--data``): a registered data set (the embedded ``digits``; ``cifar10``,
 ``cifar100`` and ``mnist`` read from ``--data-dir``) or an ImageNet-style image folder.
 
-A run's configuration is read by attribute (``data``, ``data_dir``, ``split``, ``selection``,
-``n_examples``, ``subset``, ``class_map``): the evaluation's config, duck-typed; which options apply to
-which data ``make_config`` judged (:func:`.published.check_data_options`).
+What a run's configuration (``robeval.options.EvalConfig``) says of its data: ``data``, ``data_dir``,
+``split``, ``selection``, ``n_examples``, ``subset``, ``class_map``; which options apply to which data
+``make_config`` judged (:func:`.published.check_data_options`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ def label_space(dataset: PublishedSet, names: list[str] | None) -> LabelSpace:
 
 
 def load_published(dataset: PublishedSet, config: EvalConfig) -> EvalData:
-    split, where = getattr(config, "split", "test"), Path(config.data_dir)
+    split, where = config.split, Path(config.data_dir)
     images, labels, names = read_published(dataset.name, FORMATS[dataset.name], where, split, dataset.where)
-    selection = getattr(config, "selection", "balanced")
+    selection = config.selection
     name = f"{dataset.name} ({split})"
     return array_data(name, images, labels, config.n_examples, selection, label_space(dataset, names))
 
@@ -48,7 +48,7 @@ def load_data(config: EvalConfig, spec: ImageSpec) -> EvalData:
     """The examples of the run's ``--data`` (see the module docstring)."""
     data = config.data
     if data == DIGITS:
-        return load_digits_data(config.n_examples, getattr(config, "selection", "balanced"))
+        return load_digits_data(config.n_examples, config.selection)
     if data in PUBLISHED:
         return load_published(PUBLISHED.require(data), config)
     try:

@@ -6,11 +6,14 @@ How their files are read is :mod:`.loading`'s."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.defaults import DIGITS
 from ..core.errors import UserError
 from ..core.registry import Registry
+
+if TYPE_CHECKING:
+    from ..options import EvalConfig
 
 CIFAR_WHERE = "https://www.cs.toronto.edu/~kriz/cifar.html"
 MNIST_WHERE = "https://yann.lecun.com/exdb/mnist/ (mirrors: torchvision.datasets.MNIST)"
@@ -41,14 +44,14 @@ def is_in_memory(data: str) -> bool:
     return data in IN_MEMORY
 
 
-def check_data_options(config: Any) -> None:
-    """The options that apply to some data only (``config``: a run's configuration, by attribute)."""
+def check_data_options(config: EvalConfig) -> None:
+    """The options that apply to some data only."""
     data = config.data
     if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):
         raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --data {data}")
-    if data not in PUBLISHED and getattr(config, "split", "test") != "test":
+    if data not in PUBLISHED and config.split != "test":
         raise UserError(f"--split applies to --data {', '.join(PUBLISHED)}, not to --data {data}")
-    if data not in IN_MEMORY and getattr(config, "selection", "balanced") != "balanced":
+    if data not in IN_MEMORY and config.selection != "balanced":
         raise UserError(
             "--selection first applies to --data digits/cifar10/cifar100/mnist; an image folder takes --subset"
         )
