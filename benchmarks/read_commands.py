@@ -6,7 +6,8 @@ that only imports the libraries the command imported (of ``LIBRARIES``: pandas, 
 pydantic adapters it parses options with, rich, scipy.special for the claim tests, matplotlib for
 figures), found by running the command once more and listing them.  Commands and floors run in turn
 within each repeat (benchmarks/_timing.py), on a store of one demo run made first; the ratio
-command / floor is paired per repeat.  Whether a command imports torch is printed too (it must not:
+command / floor is paired per repeat.  Every process reads cached bytecode (a warm-up run writes
+it), as an installed package does.  Whether a command imports torch is printed too (it must not:
 tests/test_light_reads.py holds that).
 
     .venv/bin/python benchmarks/read_commands.py              # 5 repeats
@@ -16,6 +17,7 @@ tests/test_light_reads.py holds that).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -39,12 +41,20 @@ COMMANDS = {  # name -> arguments after `robeval`
 }
 
 
+def cached_bytecode(folder: Path) -> dict[str, str]:
+    """The environment of every process: bytecode cached (in ``folder``), as an installed robeval and its
+    libraries have it, even where this machine's PYTHONDONTWRITEBYTECODE would compile every module anew."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPYCACHEPREFIX": str(folder / "pycache")}
+
+
 def command_line(args: list[str], store: Path) -> list[str]:
     return [*(a.replace("{out}", str(store.parent)) for a in args), "--store", str(store)]
 
 
 def robeval(args: list[str], store: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "robeval", *command_line(args, store)], capture_output=True, text=True)
+    line = [PYTHON, "-m", "robeval", *command_line(args, store)]
+    return subprocess.run(line, capture_output=True, text=True, env=cached_bytecode(store.parent))
 
 
 def libraries_imported(args: list[str], store: Path) -> list[str]:
@@ -54,7 +64,7 @@ def libraries_imported(args: list[str], store: Path) -> list[str]:
         "try:\n    robeval.cli.main()\nexcept SystemExit:\n    pass\n"
         f"print(','.join(m for m in {LIBRARIES!r} if m in sys.modules), file=sys.stderr)"
     )
-    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=cached_bytecode(store.parent))
     return done.stderr.strip().splitlines()[-1].split(",")
 
 
@@ -70,9 +80,12 @@ def main() -> None:
         for name, argv in COMMANDS.items():
             assert robeval(argv, store).returncode == 0, name
             needed = libraries_imported(argv, store)
-            floor = "import " + ", ".join(needed)
+            floor, env = "import " + ", ".join(needed), cached_bytecode(store.parent)
             samples = interleaved_samples(
-                {name: lambda a=argv: robeval(a, store), "floor": lambda f=floor: subprocess.run([PYTHON, "-c", f])},
+                {
+                    name: lambda a=argv: robeval(a, store),
+                    "floor": lambda f=floor, e=env: subprocess.run([PYTHON, "-c", f], env=e),
+                },
                 repeats=args.repeats,
             )
             ratio, low, high = paired_ratio(samples, name, "floor")
