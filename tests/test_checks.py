@@ -71,6 +71,17 @@ def test_summary_level_checks():
     assert "fgsm" in flags[2]["message"] and "pgd" not in flags[2]["message"]
 
 
+def test_the_adaptive_gaps_are_per_attack_never_per_shifted_condition():
+    from robeval.results.indicators import adaptive_gaps
+
+    rows = [(model, attack, corruption, top1) for model, pgd, fog in (("e", 40.0, 70.0), ("e+adaptive", 30.0, 70.0))
+            for attack, corruption, top1 in (("pgd", "", pgd), ("fog@1", "fog", fog))]
+    summary = pd.DataFrame([{"model": m, "attack": a, "corruption": c, "eps": "8/255", "top1": t, "n": 100}
+                            for m, a, c, t in rows])
+    gaps = adaptive_gaps(summary)
+    assert list(zip(gaps["attack"], gaps["gap"])) == [("pgd", 10.0)]
+
+
 @pytest.mark.parametrize("n, flagged", [(50, False), (100, True)])
 def test_a_gap_of_one_example_is_never_a_flag(n, flagged):
     """2 points are one example of 50 (luck) and two of 100: the gap must exceed 1 point and be 2 examples."""

@@ -341,7 +341,8 @@ def restarts(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 
 
 def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
-    """Default vs adaptive (gradient through M) top-1 for every elliptical model evaluated with --adaptive."""
+    """Default vs adaptive (gradient through M) top-1 for every elliptical model evaluated with --adaptive,
+    per attack (a shifted condition has no gradient to pass through M: its forward is the same)."""
     rows: list[dict[str, Any]] = []
     if summary.empty:
         return pd.DataFrame(rows)
@@ -349,7 +350,8 @@ def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
     key = ["base_model", "eps", "attack"]
     adaptive = summary["adaptive"].fillna(False).astype(bool)
     default = summary[~adaptive].drop_duplicates(key).set_index(key)["top1"]
-    for r in summary[adaptive & ~summary["attack"].isin(NOT_ATTACKS)].itertuples():
+    shifted = summary["corruption"].fillna("") != "" if "corruption" in summary else False
+    for r in summary[adaptive & ~summary["attack"].isin(NOT_ATTACKS) & ~shifted].itertuples():
         if (r.base_model, r.eps, r.attack) in default.index:
             before = float(default.loc[(r.base_model, r.eps, r.attack)])
             rows.append(dict(model=r.base_model, eps=r.eps, attack=r.attack, top1_default=before, top1_adaptive=r.top1,
