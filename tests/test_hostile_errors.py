@@ -59,8 +59,8 @@ def place(tmp_path_factory) -> tuple[Path, str]:
 
 # Each is refused by every option below: digits of other scripts (which str.isdigit or int accept), empty
 # text and an empty part, a number too long for int(), a negative one and a descending range, hexadecimal,
-# one beyond any float, not a number, a range without its end.
-NOT_NUMBERS = ["²", "٣", "", " ", "1,,2", "9" * 5000, "-3", "5-2", "0x10", "1e400", "nan", "3-"]
+# one beyond any float, not a number, a range without its end, Python's digit separator (int("1_0") is 10).
+NOT_NUMBERS = ["²", "٣", "", " ", "1,,2", "9" * 5000, "-3", "5-2", "0x10", "1e400", "nan", "3-", "1_0"]
 OTHER_DIGITS = [str.maketrans("0123456789", digits) for digits in ("٠١٢٣٤٥٦٧٨٩", "⁰¹²³⁴⁵⁶⁷⁸⁹", "０１２３４５６７８９")]
 
 
@@ -82,6 +82,9 @@ NUMBER_OPTIONS = {  # option -> (its command line with the value, a valid value)
     "run --seed": (lambda v: [*RUN, "--attacks", "fgsm", "--seed", v], "1"),
     "run --threads": (lambda v: [*RUN, "--attacks", "fgsm", "--threads", v], "1"),
     "examples --examples": (lambda v: ["examples", "{run}", "-a", "fgsm", "--examples", v, *EXAMPLES_OUT], "{e}"),
+    "examples --max": (lambda v: ["examples", "{run}", "-a", "fgsm", "--max", v, *EXAMPLES_OUT], "2"),
+    "report --gallery-size": (lambda v: ["report", "--store", "s.sqlite", "--out", "new.html", "--gallery-size", v], "0"),
+    "train-demo --epochs": (lambda v: ["train-demo", "-m", "digits-deit", "--out", "new.pth", "--epochs", v], "3"),
 }
 
 

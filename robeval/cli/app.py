@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from ..core.errors import OneLineWarning, UserError
+from ..core.numbers import whole_number
 from ..core.threads import configure_process, threads_from_argv
 from ..report.escaping import TerminalConsole, terminal
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
@@ -24,6 +25,22 @@ app = typer.Typer(
 console = TerminalConsole()
 if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
     console = TerminalConsole(width=200)
+
+
+def whole_option(value: Any) -> Any:
+    """A whole-number option's text read as robeval reads every number (robeval.core.numbers: ASCII
+    digits and a sign; typer's own reading takes ``1_0`` as 10)."""
+    if value is None or isinstance(value, int):  # a default
+        return value
+    number = whole_number(str(value))
+    if number is None:
+        raise typer.BadParameter(f"{value!r} is not a whole number (ASCII digits, an optional sign)")
+    return number
+
+
+def WholeOption(default: Any, *flags: str, **options: Any) -> Any:
+    """``typer.Option`` of a whole number, read by :func:`whole_option`."""
+    return typer.Option(default, *flags, parser=whole_option, **options)
 
 
 def emit(text: str, out: Optional[Path]) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
-from .app import app, console
+from .app import WholeOption, app, console
 from .results import NAMED_CODE_HELP
 
 FIGURE_SUFFIXES = (".png", ".svg")
@@ -36,7 +36,7 @@ def examples_cmd(
         'E.g. "A-fooled,B-robust". Default: where the drawn models disagree first.',
     ),
     examples: Optional[str] = typer.Option(None, "--examples", help="Example indices instead (3,17,42)."),
-    max_examples: int = typer.Option(8, "--max", help="At most this many examples (rows)."),
+    max_examples: int = WholeOption(8, "--max", help="At most this many examples (rows)."),
     out: Optional[Path] = typer.Option(
         None,
         "--out",
@@ -47,7 +47,7 @@ def examples_cmd(
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     data_dir: str = typer.Option("./data", help="Where --data cifar10/cifar100/mnist of the run are read."),
     trust_checkpoint: bool = typer.Option(False, help="Allow full unpickling of the run's checkpoints."),
-    threads: Optional[int] = typer.Option(
+    threads: Optional[int] = WholeOption(
         None, help="CPU threads (default: as many as the run used; another count may round differently)."
     ),
 ) -> None:

@@ -9,15 +9,15 @@ import typer
 from rich.table import Table
 
 from ..core.errors import UserError
-from .app import app, console, emit
+from .app import WholeOption, app, console, emit
 
 
 @app.command("profile")
 def profile_cmd(
     model: list[str] = typer.Option(..., "--model", "-m", help="Model names (repeatable); the first is the baseline."),
-    batch_size: int = typer.Option(8, help="Images per pass."),
+    batch_size: int = WholeOption(8, help="Images per pass."),
     device: str = typer.Option("cpu", help="cpu or cuda."),
-    repeats: int = typer.Option(5, help="Timed repeats per model, interleaved across models; the median is shown."),
+    repeats: int = WholeOption(5, help="Timed repeats per model, interleaved across models; the median is shown."),
     format: str = typer.Option("md", "--format", "-f", help="md or csv."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..core.defaults import DEFAULT_STORE
-from .app import app, console
+from .app import WholeOption, app, console
 from .results import NAMED_CODE_HELP, opened
 
 
@@ -22,7 +22,7 @@ def report_cmd(
         "--gallery-attack",
         help="The attack the gallery crafts again (default: PGD, or the run's first per-example one).",
     ),
-    gallery_size: int = typer.Option(6, "--gallery-size", help="Examples in the gallery (0: no gallery)."),
+    gallery_size: int = WholeOption(6, "--gallery-size", help="Examples in the gallery (0: no gallery)."),
     baseline: Optional[str] = typer.Option(
         None, "--baseline", help="The model every other model is compared with (default: the run's first model)."
     ),

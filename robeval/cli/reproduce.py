@@ -15,7 +15,7 @@ from rich.table import Table
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import UserError
 from ..options import EvalConfig
-from .app import app, console
+from .app import WholeOption, app, console
 
 SETTINGS = {  # what --list says a table of each kind runs
     "attacks": lambda t: f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
@@ -77,7 +77,7 @@ COMMAND_OPTIONS = {
         Optional[str],
         typer.Option(None, "--resume", metavar="[RUN_ID]", help="Continue an interrupted reproduction."),
     ),
-    "repeats": (int, typer.Option(5, help="Efficiency tables: timed repeats per model.")),
+    "repeats": (int, WholeOption(5, help="Efficiency tables: timed repeats per model.")),
     "quiet": (bool, typer.Option(False, "--quiet", "-q", help="No progress bars.")),
 }
 

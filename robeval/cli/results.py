@@ -14,7 +14,7 @@ import typer
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
-from .app import app, console, emit
+from .app import WholeOption, app, console, emit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -196,7 +196,7 @@ def compare_cmd(
     b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),
     format: str = typer.Option("md", "--format", "-f", help="md, csv or json."),
-    seed: int = typer.Option(0, help="Seed of the bootstrap (one checkpoint a side)."),
+    seed: int = WholeOption(0, help="Seed of the bootstrap (one checkpoint a side)."),
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """Two models on the same examples: paired differences, bootstrap CI, McNemar p for one checkpoint each;

@@ -17,7 +17,7 @@ from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
 from ..report.escaping import TerminalConsole
-from .app import app, console
+from .app import WholeOption, app, console
 from .diagnostics import print_diagnostics
 from .stopping import invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
 
@@ -36,9 +36,7 @@ COMMAND_OPTIONS = {
     ),
     "nproc": (
         int,
-        typer.Option(
-            1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."
-        ),
+        WholeOption(1, "--nproc", help="Local worker processes (started through torchrun; gloo on CPU, nccl on GPUs)."),
     ),
     "quiet": (bool, typer.Option(False, "--quiet", "-q", help="No progress bars.")),
 }
@@ -51,11 +49,9 @@ def option_parameter(f: Field, types: dict[str, Any], defaults: dict[str, Any] |
     flags = meta["flags"] or (f"--{f.name.replace('_', '-')}",)
     kind = meta["cli_type"] or types[f.name]
     default = (defaults or {}).get(f.name, meta["cli_default"])
+    declared = WholeOption if kind in (int, Optional[int]) else typer.Option
     return inspect.Parameter(
-        f.name,
-        inspect.Parameter.KEYWORD_ONLY,
-        annotation=kind,
-        default=typer.Option(default, *flags, help=meta["help"]),
+        f.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=declared(default, *flags, help=meta["help"])
     )
 
 

@@ -12,7 +12,7 @@ import typer
 from ..core.defaults import DEMO_RECIPE, Recipe
 from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
-from .app import app, console
+from .app import WholeOption, app, console
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -36,18 +36,18 @@ def train_demo_cmd(
         help="The weights file to write (.safetensors, .pth or .pt), or a folder: one file per seed, "
         "FOLDER/<model>-seed<N>.safetensors (a quoted glob picks them up).",
     ),
-    seed: Optional[int] = typer.Option(
+    seed: Optional[int] = WholeOption(
         None, help="Seed of the initial weights, the data order and the augmentation (default 0)."
     ),
     seeds: Optional[str] = typer.Option(None, "--seeds", metavar="LIST", help=SEEDS_HELP),
-    epochs: int = typer.Option(
+    epochs: int = WholeOption(
         DEMO_RECIPE.epochs,
         help="Epochs over the digits training split (the shipped digits-deit and digits-deit-elliptical: "
         f"{DEMO_RECIPE.epochs} at --lr {DEMO_RECIPE.lr:g}; fewer are for a first look, compared only with "
         "models trained the same way).",
     ),
     lr: float = typer.Option(DEMO_RECIPE.lr, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
-    threads: int = typer.Option(1, help="CPU threads (1 is fastest for these tiny models on a busy machine)."),
+    threads: int = WholeOption(1, help="CPU threads (1 is fastest for these tiny models on a busy machine)."),
     force: bool = typer.Option(False, "--force", help="Replace files of --out that exist."),
 ) -> None:
     """Train MODEL's digits version on the digits training split with the demo models' recipe
