@@ -176,3 +176,24 @@ def test_trust_checkpoint_warns(tmp_path):
     trusted = run_cli("run", "-m", "digits-deit", "--checkpoint", str(ckpt), "-n", "10", "--attacks", "fgsm", "--quiet",
                       "--trust-checkpoint", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
     assert trusted.returncode == 0 and "warning: --trust-checkpoint" in trusted.stderr
+
+
+def test_a_checkpoint_rewritten_between_the_check_and_the_load_is_refused(tmp_path, state, monkeypatch):
+    """The run records the SHA-256 it checked; weights written over the file before the model loads
+    (another job saving to it) would be evaluated under that record: refused before any record."""
+    import robeval.evaluation.plan as plan
+
+    path, other = tmp_path / "w.pth", {k: v + 1 for k, v in state.items()}
+    torch.save(state, path)
+    real_load = plan.load_model
+
+    def rewritten_first(*args, **kwargs):
+        torch.save(other, path)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "load_model", rewritten_first)
+    store = tmp_path / "s.sqlite"
+    with pytest.raises(UserError, match="changed after the run checked it"):
+        robeval.evaluate_full(models=[MODEL], checkpoints={MODEL: str(path)}, n_examples=4, attacks="fgsm",
+                              store=str(store), progress=False)  # fmt: skip
+    assert Store(store, read_only=True).records(Store(store, read_only=True).runs()["id"].iloc[-1]).empty

@@ -121,13 +121,20 @@ class RunPlan:
         return get_precision(self.config.precision)
 
     def load(self, name: str, checkpoint: str | None, **options: Any) -> NormalizedModel:
-        """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network)."""
+        """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network),
+        refused when its checkpoint is no longer the file the run checked and recorded."""
         config = self.config
         torch.manual_seed(config.seed)
         pretrained, trusted = config.weights != "random", config.trust_checkpoint
-        return load_model(
+        model = load_model(
             name, checkpoint, device=self.device, pretrained=pretrained, trust_checkpoint=trusted, **options
         )
+        if checkpoint is not None and model.meta.checkpoint_sha256 != self.checkpoint_sha256(checkpoint):
+            raise UserError(
+                f"checkpoint {checkpoint} changed after the run checked it (its SHA-256 then and when loaded differ): "
+                "nothing of it is evaluated; run again once it is written"
+            )
+        return model
 
     def identity(self) -> dict[str, Any]:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
