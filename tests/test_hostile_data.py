@@ -255,3 +255,8 @@ def test_one_file_as_two_members_is_refused_however_it_is_named(tmp_path, seeds,
         words = [spelling, "are one file, given twice", "each member is a checkpoint of its own"]
         refused_leaving_all_as_it_was(cli, tmp_path, f"{members},{spelling}", *words)
     refused_leaving_all_as_it_was(cli, tmp_path, f"{members},seeds/copy.safetensors", "copy.safetensors", "same bytes")
+    from safetensors.torch import load_file
+
+    resaved = {f"net.{k}": v for k, v in load_file(first).items()}  # as load_model(...).state_dict() names them
+    torch.save(resaved, seeds / "resaved.pt")  # the same weights in other bytes
+    refused_leaving_all_as_it_was(cli, tmp_path, f"{members},seeds/resaved.pt", "resaved.pt", "same weights")

@@ -46,12 +46,12 @@ def preflight(plan: RunPlan) -> EvalData:
 def admit_checkpoints_as_members(plan: RunPlan) -> None:
     """Every model's checkpoints (and the transfer source's) hold that model, each its own weights
     (robeval.models.admission.admit_members), before any is admitted against its network."""
-    config, digest = plan.config, plan.checkpoint_sha256
+    config, digest, key = plan.config, plan.checkpoint_sha256, plan.config.checkpoint_key
     for name, paths in config.checkpoints.items():
-        admit_members(config.references.get(name, name), name, paths, digest, config.trust_checkpoint)
+        admit_members(config.references.get(name, name), name, paths, digest, key, config.trust_checkpoint)
     source, checkpoint = transfer_source(config) if config.source_model else (None, None)
     if source is not None and checkpoint is not None:
-        admit_members(source, source, [checkpoint], digest, config.trust_checkpoint)
+        admit_members(source, source, [checkpoint], digest, key, config.trust_checkpoint)
 
 
 def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:

@@ -32,7 +32,7 @@ from torch import nn
 from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import names_one_model
-from .checkpoint import RecordedModel, check_fit, inspect_checkpoint, recorded_model
+from .checkpoint import RecordedModel, check_fit, inspect_checkpoint, read_weights, recorded_model, weights_sha256
 from .registry import ModelSpec, get_spec
 
 CHECKED_BATCH = 2  # images in the output check's zero batch
@@ -44,13 +44,17 @@ def admit_checkpoint(net: nn.Module, name: str, checkpoint: str, key: str | None
     check_fit(net.state_dict(), inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
 
 
-def admit_members(model: str, label: str, paths: Sequence[str], digest: Callable[[str], str], trust: bool) -> None:
+def admit_members(
+    model: str, label: str, paths: Sequence[str], digest: Callable[[str], str], key: str | None, trust: bool
+) -> None:
     """``paths``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
     own weights: a file that records another robeval model's name is refused, naming it and both names (a
     file that records none says nothing: unknown is no mismatch); so are members that record two models
     in one kind of record (:class:`~.checkpoint.RecordedModel`), and two members of the same bytes
-    (``digest``: a file's SHA-256), one set of weights counted twice, whose spread would read 0.  One
-    file given twice (two spellings, a link) is refused before: robeval.evaluation.config.member_paths."""
+    (``digest``: a file's SHA-256) or of the same weights in other bytes (another format, another
+    wrapper's names; ``key``: where a training checkpoint keeps them), one set of weights counted twice,
+    whose spread would read 0.  One file given twice (two spellings, a link) is refused before:
+    robeval.evaluation.config.member_paths."""
     recorded = {path: recorded_model(path, trust) for path in paths}
     for path, found in recorded.items():
         if found is not None and found.names_robeval_model and not names_one_model(found.name, (model, label)):
@@ -60,7 +64,9 @@ def admit_members(model: str, label: str, paths: Sequence[str], digest: Callable
                 f"it holds another model's weights"
             )
     _refuse_two_models(label, recorded)
-    _refuse_same_bytes(label, paths, digest)
+    if len(paths) > 1:
+        _refuse_repeated(label, paths, digest, "bytes")
+        _refuse_repeated(label, paths, lambda path: weights_sha256(read_weights(path, key, trust)), "weights")
 
 
 def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None]) -> None:
@@ -77,16 +83,15 @@ def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None])
             )
 
 
-def _refuse_same_bytes(label: str, paths: Sequence[str], digest: Callable[[str], str]) -> None:
-    """Two members whose files hold the same bytes: one set of weights counted as two members."""
-    if len(paths) < 2:
-        return
+def _refuse_repeated(label: str, paths: Sequence[str], fingerprint: Callable[[str], str], held: str) -> None:
+    """Two members whose files hold the same ``held`` (``fingerprint``: its SHA-256): one set of weights
+    counted as two members."""
     seen: dict[str, str] = {}
     for path in paths:
-        sha = digest(path)
+        sha = fingerprint(path)
         if sha in seen:
             raise UserError(
-                f"--checkpoint {label}: {seen[sha]} and {path} hold the same bytes (SHA-256 {sha[:12]}): one set "
+                f"--checkpoint {label}: {seen[sha]} and {path} hold the same {held} (SHA-256 {sha[:12]}): one set "
                 "of weights counted as two members; each member is a checkpoint of its own"
             )
         seen[sha] = path

@@ -38,6 +38,17 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def weights_sha256(state: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 over weights: every entry's name, dtype, shape and bytes, in name order (the same weights
+    give the same digest whatever file format or wrapper prefix they were saved with)."""
+    digest = hashlib.sha256()
+    for key, value in sorted(state.items()):
+        tensor = value.detach().to("cpu").contiguous()
+        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def _load_trusted(path: Path) -> Any:
     """Full unpickling, which can run code from the file: reached only through --trust-checkpoint."""
     return torch.load(path, map_location="cpu", weights_only=False)  # noqa: S614 - explicit user opt-in
@@ -262,9 +273,13 @@ def read_checkpoint(
     path: str | Path, key: str | None = None, trust: bool = False
 ) -> tuple[dict[str, torch.Tensor], str]:
     """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
+    return read_weights(path, key, trust), sha256_of(path)
+
+
+def read_weights(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
+    """The weights ``path`` holds (a bare state dict, or ``key`` of a training checkpoint)."""
     p = check_checkpoint_file(path)
-    obj = _load_file(p, trust)
-    return select_state_dict(obj, key, source=f"checkpoint {p}"), sha256_of(p)
+    return select_state_dict(_load_file(p, trust), key, source=f"checkpoint {p}")
 
 
 def checkpoint_object(p: Path, trust: bool) -> Any:

@@ -13,7 +13,6 @@ attack runs, one forward pass of a zero batch at the stated input size checks th
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -25,7 +24,7 @@ from torch import nn
 from ..core.errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
-from .checkpoint import load_state_dict_strict, read_checkpoint
+from .checkpoint import load_state_dict_strict, read_checkpoint, weights_sha256
 from .provenance import model_code
 from .recipes import recorded_recipe
 from .registry import GIVEN, ModelSpec
@@ -36,13 +35,8 @@ HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest i
 
 
 def state_dict_sha256(module: nn.Module) -> str:
-    """SHA-256 over the state dict: every entry's name, dtype, shape and bytes, in name order."""
-    digest = hashlib.sha256()
-    for key, value in sorted(module.state_dict().items()):
-        tensor = value.detach().to("cpu").contiguous()
-        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
+    """SHA-256 over the module's state dict (:func:`~.checkpoint.weights_sha256`)."""
+    return weights_sha256(module.state_dict())
 
 
 @dataclass
