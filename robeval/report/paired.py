@@ -19,6 +19,7 @@ from ..core.defaults import ANY, CLEAN
 from ..core.errors import UserError
 from ..models.registry import PREFIXES
 from ..references import is_reference
+from ..results.indicators import paired_p_value
 from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
@@ -32,13 +33,10 @@ BOOTSTRAP_SAMPLES = 2000
 
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``: twice the smaller binomial tail of
-    the discordant pairs at 1/2, at most 1 (scipy.special's, which imports in a fraction of scipy.stats'
-    time: a table or a comparison answers at once)."""
-    from scipy.special import bdtr
-
+    """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``: twice the one-sided sign test of
+    the larger side of the discordant pairs (robeval.results.indicators.paired_p_value), at most 1."""
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    return min(1.0, 2.0 * float(bdtr(min(only_a, only_b), only_a + only_b, 0.5))) if only_a + only_b else 1.0
+    return min(1.0, 2.0 * paired_p_value(max(only_a, only_b), min(only_a, only_b)))
 
 
 def bootstrap_mean_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
