@@ -157,6 +157,12 @@ def test_digits_demo_cli_table_compare_and_plot(tmp_path):
     plot = run_cli("plot", "--store", store, "--out", str(tmp_path / "p"))
     assert plot.returncode == 0, plot.stderr
     assert (tmp_path / "p" / "accuracy_vs_severity.png").exists()
+    from robeval import open_run
+    from robeval.report.plots import accuracy_vs_severity
+
+    summary = open_run(store=store).summary
+    panels = [ax for ax in accuracy_vs_severity(summary[summary["severity"] <= 1]).axes if ax.get_xlabel()]
+    assert panels and {ax.get_xlim() for ax in panels} == {(-0.25, 5.25)}  # the whole scale, though only 1 is drawn
 
 
 def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch, tmp_path):

@@ -14,7 +14,7 @@ import pandas as pd
 from ..core.defaults import CLEAN
 from ..core.eps import eps_label
 from ..results.indicators import attacks_of_kind
-from ..shifts.catalog import FAMILY_OF
+from ..shifts.catalog import FAMILY_OF, SEVERITIES
 from . import style
 from .captions import is_incomplete
 from .minimum_norm import curve, minimum_norm_attacks
@@ -142,7 +142,8 @@ def accuracy_vs_severity(summary: pd.DataFrame):
             _line(ax, mean["severity"], mean, "top1", model, i)
         members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
         ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
-        ax.set_xticks(range(0, 6))
+        ax.set_xticks(range(0, max(SEVERITIES) + 1))
+        ax.set_xlim(-0.25, max(SEVERITIES) + 0.25)  # every panel the whole scale, whichever severities ran
         ax.set_xlabel("severity (0 = clean)")
     axes[0].set_ylabel("top-1 (%)")
     style.label_intervals(axes[0], summary)
