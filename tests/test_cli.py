@@ -47,6 +47,8 @@ def test_results_md_and_terminal(small_run):
     for col in ("Clean Top-1", "FGSM Top-5", "PGD Top-1", "Square Top-1", "Any (worst case) Top-5"):
         assert col in md.splitlines()[2]
     assert "digits-deit-elliptical" in proc.stdout and "results.csv" in proc.stdout
+    printed = proc.stdout.split("Soundness checks")[0]  # the tables: their marks are results.md's
+    assert "†" in md and printed.count("†") == md.count("†")
 
 
 def test_run_json(small_run):

@@ -138,11 +138,12 @@ def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> 
 
 def _report(result, store: Path, demo: bool) -> None:
     """The tables, the checks and where everything went (the files are written by the API)."""
+    from ..report.bests import mark_bests
     from ..report.paper import paper_document
     from ..report.terminal import passes_lines, to_rich
 
     paths = result.files
-    for table in to_rich(paper_document(result.summary)):
+    for table in to_rich(paper_document(mark_bests(result.summary, result.records))):  # results.md's marks
         console.print(table)
     print_diagnostics(result.info, result.summary)
     for line in passes_lines(result.info.get("passes_per_image", {})):
