@@ -259,14 +259,17 @@ class Session:
 
 def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, Any]:
     """A model's facts in run.json: its first member's, and where it has several, each member's
-    checkpoint and SHA-256 (``members``); and its FLOPs per image, counted once here so that the report's
-    efficiency table reads them without building a network (or importing torch)."""
+    checkpoint and SHA-256 (``members``); and what readers of the run would otherwise ask the registry
+    (whose plugins and model sources import torch and code): its FLOPs per image, counted once here,
+    whether it is a registration (``registered``) and, if so, its ``adaptive_options``."""
     meta = model.meta
     if model.member.index == 0 or "gflops_per_image" not in (before or {}):
         job = model.job
-        registered = job.given is None and registered_spec(job.model) is not None
+        spec = registered_spec(job.model) if job.given is None else None
         meta["gflops_per_image"] = run_gflops(model.model.net, model.model.meta.input_size, model.device,
-                                              (job.model, job.options) if registered else None)  # fmt: skip
+                                              (job.model, job.options) if spec is not None else None)  # fmt: skip
+        meta["registered"] = spec is not None
+        meta.update({"adaptive_options": spec.adaptive} if spec is not None else {})
     if len(model.job.members) == 1:
         return meta
     members = list((before or {}).get("members") or [None] * len(model.job.members))

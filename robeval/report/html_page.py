@@ -174,26 +174,35 @@ def checklist(page: Page) -> Section:
     )
 
 
+def _registered(model: str, meta: dict[str, Any]) -> bool:
+    """Whether ``model`` is a registration, as its run recorded it (a run stored before that: asked of the
+    registry, whose plugins and model sources may import torch)."""
+    if "registered" in meta:
+        return bool(meta["registered"])
+    return not meta.get("source") and registered_spec(model) is not None
+
+
 def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
     """Per model the page's rows evaluate (the summary's ``base_model``) its parameters and FLOPs per image,
-    as the first run that has them stored them (every run counts them); a registered model of a run
-    stored before they were counted is counted now, on the CPU (the one case the report builds a
-    network); and the registered names (for the line that says how to time them)."""
+    as the first run that has them stored them (every run counts them, and says whether the model is a
+    registration); a registered model of a run stored before they were counted is counted now, on the
+    CPU (the one case the report builds a network); and the registered names (for the line that says
+    how to time them)."""
     rows, names = [], []
     stored = [run.info.get("models", {}) for run in page.runs]
     for model in dict.fromkeys(page.summary["base_model"]):
         meta: dict[str, Any] = next((models[model] for models in stored if model in models), {})
-        spec = None if meta.get("source") else registered_spec(model)
-        if spec is not None and spec.name not in names:
-            names.append(spec.name)
+        registered = _registered(model, meta)
+        if registered and model not in names:
+            names.append(model)
         if meta.get("gflops_per_image") is not None or meta.get("source"):
             params = meta.get("params")
             rows.append({"model": model, "params_M": None if params is None else round(params / 1e6, 4),
                          "gflops_per_image": meta.get("gflops_per_image")})  # fmt: skip
-        elif spec is not None:
+        elif registered:
             from ..evaluation.profiling import static_efficiency  # builds the network: torch
 
-            rows.append(static_efficiency([spec.name]).iloc[0].to_dict())
+            rows.append(static_efficiency([model]).iloc[0].to_dict())
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model"), names
 
 

@@ -18,7 +18,7 @@ from ..attacks import get_attack_spec, list_attacks
 from ..core.defaults import CLEAN, NOT_ATTACKS
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text
-from ..models.registry import MODELS, registered_spec
+from ..models.registry import MODELS
 from ..shifts.kinds import get_shift
 from .convergence import lengthen, standard_error, still_falling, why_no_curves
 from .findings import (
@@ -172,7 +172,7 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
 def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     if _is_adaptive(rows):
         return ADAPTIVE_COPY
-    adaptive = _takes_adaptive(_base(model, rows))
+    adaptive = _takes_adaptive(_base(model, rows), ev)
     advice = "gradients likely masked; report the black-box number" + (
         " and evaluate it with --adaptive (gradients through its data-dependent weight)" if adaptive else ""
     )
@@ -257,9 +257,15 @@ def _bases(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["base_model"]))
 
 
-def _takes_adaptive(model: str) -> bool:
-    """None found (a renamed model of a combined table, the user's code: never imported to read a run): True."""
-    spec = registered_spec(model)
+def _takes_adaptive(model: str, ev: Evidence) -> bool:
+    """Whether ``model`` has options that let attacks see through a data-dependent weight, as its run
+    recorded them (``adaptive_options``); for a run stored before that, as robeval's own registration
+    says, without importing a plugin or a model source.  Unknown (the user's code, a renamed model of a
+    combined table): True."""
+    meta = ev.models.get(model, {})
+    if "adaptive_options" in meta:
+        return bool(meta["adaptive_options"])
+    spec = MODELS.get(model) if "registered" not in meta else None
     return spec.is_adaptive if spec is not None else True
 
 
@@ -368,7 +374,7 @@ def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     if _is_adaptive(rows):
         return Finding(NOT_APPLICABLE, "the adaptive evaluation itself")
     base = _base(model, rows)
-    if not _takes_adaptive(base):
+    if not _takes_adaptive(base, ev):
         return Finding(NOT_APPLICABLE, "no data-dependent attention weight to differentiate through")
     gaps = adaptive_gaps(ev.summary)
     lines = [
