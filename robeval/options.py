@@ -182,7 +182,9 @@ class EvalConfig:
     )  # None: by the data and device (the plan's config, and so the identity, holds the number)
     device: str = option("auto", identity=False, help="auto, cpu, cuda or cuda:N.")
     workers: Optional[int] = option(
-        None, identity=False, help="DataLoader worker processes (default: 0 for digits, up to 8 for folders)."
+        None,
+        identity=False,
+        help="DataLoader worker processes, at most one per core (default: 0 for digits, up to 8 for folders).",
     )
     precision: str = option(
         "fp32",
@@ -217,7 +219,8 @@ class EvalConfig:
     threads: Optional[int] = option(
         None,
         identity=False,
-        help="CPU threads (default: every core, fewer while other processes want cores; see README).",
+        help="CPU threads, at most one per core (default: every core, fewer while other processes want cores; "
+        "see README).",
     )
     trust_checkpoint: bool = option(
         False, identity=False, help="Allow full unpickling of checkpoints (runs code from the file!)."

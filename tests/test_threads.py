@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import run_cli
 
 
@@ -29,8 +31,10 @@ def test_thread_governor_gives_cores_to_other_processes(monkeypatch):
     assert threads.configure_process(None) == {}
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # so that the test's change is undone afterwards
     assert threads.configure_process(3) == {"OMP_NUM_THREADS": "3"}
+    monkeypatch.setattr(threads, "cores", lambda: 2)
     assert threads.threads_from_argv(["run", "--threads", "2"]) == 2
     assert threads.threads_from_argv(["run", "--threads=1"]) == 1 and threads.threads_from_argv(["run"]) is None
+    assert threads.threads_from_argv(["run", "--threads", "3"]) is None  # beyond the cores: the command says so
 
 
 def test_threads_option_reaches_the_run(tmp_path):
@@ -40,3 +44,15 @@ def test_threads_option_reaches_the_run(tmp_path):
     assert json.loads((tmp_path / "o" / "run.json").read_text())["threads"] == 1
     bad = run_cli("run", "-m", "digits-deit", "--threads", "0", "--quiet", "--store", str(tmp_path / "s.sqlite"))
     assert bad.returncode == 2 and "--threads must be at least 1" in bad.stderr
+
+
+@pytest.mark.parametrize("option", ["--threads", "--workers"])
+@pytest.mark.parametrize("count", [lambda cores: cores + 1, lambda cores: 10**20])  # 10**20: torch's int overflows
+def test_more_threads_or_workers_than_cores_is_one_line_before_any_work(option, count, tmp_path):
+    from robeval.core.machine import cores
+
+    asked = str(count(cores()))
+    bad = run_cli("run", "-m", "digits-deit", option, asked, "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert f"{option} {asked}: this machine has {cores()} CPU cores" in bad.stderr
+    assert list(tmp_path.iterdir()) == []  # no store, no results folder

@@ -79,11 +79,10 @@ def train_demo_cmd(
 def _train(model: str, paths: dict[int, Path], recipe: Recipe, threads: int) -> None:
     """Train and write each seed's member, printing each as it is done, then the spread; a seed that
     failed is said in its line, and the command ends in one error line naming them."""
-    import torch
-
+    from ..core.threads import set_threads
     from ..models.seed_training import recipe_note, train_members
 
-    torch.set_num_threads(threads)
+    set_threads(threads)
     several = len(paths) > 1
     _say(recipe_note(model, recipe))
     members = []

@@ -20,7 +20,8 @@ import os
 import time
 from pathlib import Path
 
-from .machine import child_pids
+from .errors import UserError
+from .machine import child_pids, cores
 from .numbers import whole_number
 
 LOOK_EVERY_SECONDS = 0.25  # how often the governor reads the load between units of work
@@ -116,14 +117,28 @@ class FixedThreads:
         pass
 
 
+PER_CORE = {  # the counts that cannot usefully exceed this machine's cores, and why
+    "--threads": "more threads than cores only wait for each other",
+    "--workers": "each worker is a process that decodes on a core of its own",
+}
+
+
+def at_most_cores(option: str, count: int | None) -> None:
+    """One line when ``count`` of ``option`` (:data:`PER_CORE`) is more than this machine's cores (a count
+    beyond any machine's would overflow torch's thread count, or start that many processes)."""
+    have = cores()
+    if count is not None and count > have:
+        raise UserError(f"{option} {count}: this machine has {have} CPU cores and {PER_CORE[option]}; use "
+                        f"{option} {have} or fewer")  # fmt: skip
+
+
 def set_threads(threads: int) -> None:
     """Use ``threads`` CPU threads in this process (after torch is loaded)."""
     import torch
 
-    from .errors import UserError
-
     if threads < 1:
         raise UserError(f"--threads must be at least 1, got {threads}")
+    at_most_cores("--threads", threads)
     torch.set_num_threads(threads)
 
 
@@ -135,5 +150,5 @@ def threads_from_argv(argv: list[str]) -> int | None:
             value = arg.split("=", 1)[1]
         if value is not None:
             number = whole_number(value)  # (the command judges the text itself later, in one line)
-            return number if number is not None and number > 0 else None
+            return number if number is not None and 0 < number <= cores() else None
     return None

@@ -26,6 +26,7 @@ from ..core.errors import UserError
 from ..core.precision import PRECISIONS
 from ..core.records import model_key
 from ..core.seeds import check_seed
+from ..core.threads import PER_CORE, at_most_cores
 from ..data.published import check_data_options
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
@@ -216,6 +217,8 @@ def _check_values(values: Mapping[str, Any]) -> None:
             raise UserError(f"invalid --{option} {values[option]!r}: choose {' or '.join(allowed)}")
     for option, least in AT_LEAST.items():
         at_least(f"--{option.replace('_', '-')}", values.get(option), least)
+    for option in PER_CORE:
+        at_most_cores(option, values.get(option.removeprefix("--")))
     check_seed(values.get("seed", 0))
 
 
