@@ -38,6 +38,9 @@ def test_profile_command_writes_the_table_with_every_column(tmp_path):
     # the memory of a pass (measured in a fresh process), not of the process: torch alone holds hundreds of MB
     assert table["pass_memory_MB"].between(0, 200).all() and (table["gflops_per_image"] > 0).all()
     assert table["params_M_change_%"].iloc[0] == 0 and (table["forward_img_s"] > 0).all()
+    too_many = run_cli("profile", "-m", "digits-deit", "--batch-size", str(10**20), "--out", str(tmp_path / "p.md"))
+    assert too_many.returncode == 2 and len(too_many.stderr.strip().splitlines()) == 1, too_many.stderr
+    assert "its images alone need" in too_many.stderr and not (tmp_path / "p.md").exists()
 
 
 def test_a_run_counts_a_registered_models_flops_once_per_process_and_a_given_module_every_time(monkeypatch):

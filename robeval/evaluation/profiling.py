@@ -20,6 +20,7 @@ itself (torch alone is ~0.7 GB) would dwarf a small model's share.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -31,7 +32,8 @@ import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from ..core.machine import status_kb
+from ..core.errors import UserError
+from ..core.machine import memory_available, status_kb
 from ..core.precision import strict_fp32
 from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
@@ -96,6 +98,19 @@ def static_efficiency(names: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS)
 
 
+def input_batch(size: tuple[int, ...], batch_size: int, device: torch.device) -> torch.Tensor:
+    """A random fp32 batch of ``batch_size`` images of ``size``, refused in one line where the images
+    alone would not fit the memory free (on the CPU the kernel's, on a GPU the device's)."""
+    need = 4 * batch_size * math.prod(size)
+    free = memory_available() if device.type == "cpu" else torch.cuda.mem_get_info(device)[0]
+    if free is not None and need > free:
+        raise UserError(
+            f"--batch-size {batch_size}: its images alone need {need / 2**30:,.1f} GiB, more than the "
+            f"{free / 2**30:,.1f} GiB free"
+        )
+    return torch.rand(batch_size, *size, device=device)
+
+
 class _Bench:
     """One model ready to be timed: its network, an input batch and the two steps."""
 
@@ -103,7 +118,7 @@ class _Bench:
         self.name, self.device, self.batch = name, device, batch_size
         self.net = build_network(name).eval().to(device)
         self.size = tuple(config_of(self.net).get("input_size", (3, 224, 224)))
-        self.x = torch.rand(batch_size, *self.size, device=device)
+        self.x = input_batch(self.size, batch_size, device)
         self.steps: dict[str, Callable[[], None]] = {"forward": self.forward, "forward_backward": self.forward_backward}
         self.count = {k: 1 for k in self.steps}  # steps per timed repeat, set by the warm-up
         self.times: dict[str, list[float]] = {k: [] for k in self.steps}  # img/s per repeat
