@@ -59,7 +59,7 @@ BOLD, NOTED = "bold", "noted"  # how a cell is marked: a separated best, a best 
 MARK = "†"  # the footnote mark of a best the claim test does not separate (robeval.report.bests)
 
 
-def _rows(
+def marked_rows(
     grid: pd.DataFrame, bold: Collection[Cell], noted: Collection[Cell]
 ) -> list[tuple[str, list[tuple[object, str]]]]:
     """Per row its label and its cells as (value, mark: :data:`BOLD`, :data:`NOTED` or "")."""
@@ -118,7 +118,7 @@ def to_markdown(
 ) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
-    rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in _rows(grid, bold, noted))
+    rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in marked_rows(grid, bold, noted))
     return f"Table: {markdown(caption)}\n\n{markdown_table([corner, *names], rows)}"
 
 
@@ -142,7 +142,7 @@ def to_latex(
         cols = "l" + "r" * len(grid.columns)
     rows = [
         _latex_row([latex_escape(index), *(_latex_cell(v, m) for v, m in cells)])
-        for index, cells in _rows(grid, bold, noted)
+        for index, cells in marked_rows(grid, bold, noted)
     ]
     top = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline"]
     return "\n".join([*top, *head, r"\hline", *rows, r"\hline", r"\end{tabular}", r"\end{table}"])
@@ -164,7 +164,7 @@ def to_html(
         head = f'<tr><th scope="col" data-sort>{escape(corner)}</th>{cells}</tr>'
     body = "".join(
         f'<tr><th scope="row">{escape(index)}</th>{"".join(_html_cell(v, m) for v, m in cells)}</tr>'
-        for index, cells in _rows(grid, bold, noted)
+        for index, cells in marked_rows(grid, bold, noted)
     )
     return (
         f'<table class="sortable"><caption>{escape(caption)}</caption>'

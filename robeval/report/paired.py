@@ -19,7 +19,7 @@ from ..core.defaults import ANY, CLEAN
 from ..core.errors import UserError
 from ..models.registry import PREFIXES
 from ..references import is_reference
-from ..results.indicators import paired_p_value
+from ..results.intervals import paired_p_value
 from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.store import Store
@@ -34,7 +34,7 @@ BOOTSTRAP_SAMPLES = 2000
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``: twice the one-sided sign test of
-    the larger side of the discordant pairs (robeval.results.indicators.paired_p_value), at most 1."""
+    the larger side of the discordant pairs (robeval.results.intervals.paired_p_value), at most 1."""
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
     return min(1.0, 2.0 * paired_p_value(max(only_a, only_b), min(only_a, only_b)))
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from .document import Document, Grid, Heading, Lines, Paragraph, Table, shown_number
 from .escaping import TerminalConsole
-from .grid import BOLD, MARK, NOTED, Measured
+from .grid import BOLD, MARK, NOTED, Measured, marked_rows
 
 
 def compact(value: float) -> str:
@@ -165,17 +165,14 @@ def _grid_table(block: Grid) -> RichTable:
     group = (lambda c: c[0]) if both else (lambda c: c)  # an attack's Top-1 and Top-5 share a cell
     columns = list(dict.fromkeys(map(group, frame.columns)))
     rows = []
-    for model, row in frame.iterrows():
-        cells = [[_shown(v, mark_of(block, model, c)) for c, v in row.items() if group(c) == a] for a in columns]
-        rows.append([Text(str(model)), *(Text(" / ").join(parts) for parts in cells)])
+    for model, cells in marked_rows(frame, block.bold, block.noted):
+        marked = list(zip(frame.columns, cells))
+        shown = [[_shown(v, mark) for c, (v, mark) in marked if group(c) == a] for a in columns]
+        rows.append([Text(model), *(Text(" / ").join(parts) for parts in shown)])
     if len(rows) <= MODELS_AS_COLUMNS:
         head = ["attack" if both else "", *(str(r[0]) + ("\ntop-1 / top-5" if both else "") for r in rows)]
         return _rich_table(head, [[Text(str(c)), *(r[i + 1] for r in rows)] for i, c in enumerate(columns)])
     return _rich_table([block.corner.lower(), *map(str, columns)], rows, "cells: top-1 / top-5" if both else None)
-
-
-def mark_of(block: Grid, row: object, column: object) -> str:
-    return BOLD if (row, column) in block.bold else NOTED if (row, column) in block.noted else ""
 
 
 def _rich_table(

@@ -34,6 +34,7 @@ from .findings import (
     judged,
     observed,
 )
+from .intervals import paired_p_value
 from .summary import add_model_columns
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients
@@ -63,15 +64,6 @@ def noise_points(top1: float, n: int) -> float:
     """Two standard errors of a top-1 (%) measured on ``n`` examples, and never under one example."""
     p = min(max(top1 / 100.0, 0.0), 1.0)
     return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
-
-
-def paired_p_value(worse: int, better: int) -> float:
-    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
-    discordant pairs going one way when either way is equally likely (scipy.special's binomial tail,
-    which imports in a fraction of scipy.stats' time)."""
-    from scipy.special import bdtrc
-
-    return float(bdtrc(worse - 1, worse + better, 0.5)) if worse > 0 else 1.0
 
 
 def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:

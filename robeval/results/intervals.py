@@ -22,6 +22,9 @@ The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the 
 degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the difference
 exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0.
 docs/results.md reports a simulation of its coverage (tests/test_members.py runs one case).
+
+With one checkpoint a side the test is paired on examples: its exact sign test is :func:`paired_p_value`
+(McNemar's, two-sided, in robeval.report.paired; the precision check's, one-sided).
 """
 
 from __future__ import annotations
@@ -108,3 +111,12 @@ def _t_quantile(q: float, df: float) -> float:
     from scipy.special import stdtrit
 
     return float(stdtrit(df, q))
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely (scipy.special's binomial tail,
+    which imports in a fraction of scipy.stats' time)."""
+    from scipy.special import bdtrc
+
+    return float(bdtrc(worse - 1, worse + better, 0.5)) if worse > 0 else 1.0
