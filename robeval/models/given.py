@@ -30,13 +30,7 @@ from .recipes import recorded_recipe
 from .registry import GIVEN, ModelSpec
 from .wrapper import ModelMeta, config_of, meta_from_config
 
-PREFIX = GIVEN  # a module given from Python is named module:<label>@<hash>
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
-
-
-def state_dict_sha256(module: nn.Module) -> str:
-    """SHA-256 over the module's state dict (:func:`~.checkpoint.weights_sha256`)."""
-    return weights_sha256(module.state_dict())
 
 
 @dataclass
@@ -109,14 +103,14 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
     config = complete_config(module, name, run.model_config.get(name))
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)
-    sha256 = state_dict_sha256(module)
+    sha256 = weights_sha256(module.state_dict())
     return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, model_code(spec))
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:
     """``module:<label>@<hash>``; the label is the caller's, else the module's class."""
     shown = re.sub(r"[^A-Za-z0-9._+-]+", "-", label or type(module).__name__).strip("-") or "model"
-    return f"{PREFIX}:{shown}@{sha[:HASH_CHARS]}"
+    return f"{GIVEN}:{shown}@{sha[:HASH_CHARS]}"
 
 
 def _snapshot(module: nn.Module) -> nn.Module:
@@ -137,11 +131,11 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
             f"not a {type(item).__name__}"
         )
     copied = _snapshot(module)
-    sha = state_dict_sha256(copied)
+    sha = weights_sha256(copied.state_dict())
     name = module_name(module, label, sha)
     options = asdict(ModelConfig.from_cfg(stated)) if stated is not None else None
     config = complete_config(copied, name, options, from_python=True)
-    source = f"{PREFIX}:{type(module).__name__}"
+    source = f"{GIVEN}:{type(module).__name__}"
     return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
 
 
@@ -159,7 +153,7 @@ class Members:
         label = re.sub(r"[^A-Za-z0-9._+-]+", "-", self.name).strip("-") or "model"
         if not self.items:
             raise UserError(f"robeval.Members({self.name!r}, ...) holds no module")
-        name = f"{PREFIX}:{label}"
+        name = f"{GIVEN}:{label}"
         members = [replace(given_from_object(item, label), name=name) for item in self.items]
         first = members[0].config
         for i, member in enumerate(members[1:], 1):
