@@ -27,6 +27,7 @@ from ..core.records import RECORD_COLUMNS, audited_stage, key_model
 from ..data.published import PUBLISHED
 from ..evaluation.config import model_order
 from ..evaluation.fast.summary import add_audit_columns, audited_protocol
+from ..options import option_default
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .convergence import last_tenth
@@ -255,7 +256,8 @@ def add_data_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None:
     published set's (``""`` for data without splits).  (This and the condition columns come last,
     so that the columns of earlier exports keep their places.)"""
     summary["source"] = config["data"]
-    summary["split"] = (config.get("split") or "test") if config["data"] in PUBLISHED else ""
+    split = config.get("split") or option_default("split")  # (a run stored before --split had its default)
+    summary["split"] = split if config["data"] in PUBLISHED else ""
 
 
 def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str, Any]) -> None:
