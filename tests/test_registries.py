@@ -54,9 +54,11 @@ def test_every_registered_model_builds_runs_and_round_trips_its_weights(name):
     assert shapes == {k: tuple(v.shape) for k, v in model.net.state_dict().items()}  # a strict load would fit
     # the facts listings and checks read without building are the built network's own
     assert spec.config == ModelConfig.from_cfg(config_of(fresh)) and out.shape == (1, spec.config.num_classes)
-    assert spec.params == sum(p.numel() for p in fresh.parameters()), (
-        f"{name}: its parameter count is stale; run scripts/count_parameters.py"
-    )
+    counted = sum(p.numel() for p in fresh.parameters())
+    if spec.package == "robeval":  # robeval's own registrations carry their count (listings read it unbuilt)
+        assert spec.params == counted, f"{name}: its parameter count is stale; run scripts/count_parameters.py"
+    else:  # an installed plugin's need not carry one (robeval's count table has none); one it gives is right
+        assert spec.params in (None, counted), f"{name}: its package states {spec.params} parameters, not {counted}"
     if spec.is_adaptive:
         plan = make_plan(robeval.api.make_config(models=name, attacks="pgd", adaptive=True))
         assert [j.name for j in plan.jobs] == [name, name + "+adaptive"]

@@ -73,6 +73,7 @@ def tutorial(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
             out[command] = done
             out.setdefault(" ".join(command.split()[:2]), done)  # the first command of each verb by its verb
     out["work"] = work  # type: ignore[assignment]
+    out["env"] = env  # type: ignore[assignment]
     return out
 
 
@@ -156,3 +157,14 @@ def test_compare_tests_the_claim_over_the_members_and_the_report_takes_the_plugi
     assert MODEL in page and "regenerated adversarial examples" in page
     efficiency = page[page.index('id="efficiency"') : page.index('id="compare"')]
     assert MODEL in efficiency and "digits-deit" in efficiency
+
+
+def test_the_suites_registry_tests_judge_the_installed_plugin_by_a_plugins_rules(tutorial):
+    """With the page's package installed, the tests that iterate the registries meet its models too
+    (a user's ``make test`` in an environment with a plugin): they judge them as a plugin, not as robeval's
+    own (a plugin states no parameter count, robeval's count table has none of its models)."""
+    python = Path(tutorial["env"]["PATH"].split(os.pathsep)[0]).parent / "venv" / "bin" / "python"
+    tests = [str(ROOT / "tests" / "test_registries.py"), "-k", f"every_registered_model and {KIND}"]
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", *tests],
+                          cwd=tutorial["work"], env=tutorial["env"], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0 and re.search(r"\b4 passed", done.stdout), done.stdout[-3000:]
