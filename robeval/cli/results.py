@@ -191,7 +191,7 @@ def compare_cmd(
     a: str = typer.Argument(
         ...,
         help="Model A: NAME (both sides names: the newest finished run that evaluated both, said on the first "
-        "line; refused when such runs differ in protocol or eps), RUN_ID:NAME, or a RobustBench model-info FILE.json.",
+        "line; refused when such runs differ in threat model, protocol, data or attacks), RUN_ID:NAME, or a RobustBench model-info FILE.json.",
     ),
     b: str = typer.Argument(..., help="Model B, likewise (one side may be a model-info file: published numbers)."),
     store: Path = typer.Option(DEFAULT_STORE, help="Results store."),

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..core.errors import UserError
 from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
+from ..options import option_default
 from ..shifts.kinds import CLEAN_DATA_SHIFTS
 from .convergence import curves
 from .likeness import Side, refuse_unlike, settings_note
@@ -45,13 +46,15 @@ def resolve_runs(store: Store, run_ids: list[str] | None) -> list[StoredRun]:
     return [load_run(store, r) for r in run_ids]
 
 
-PAIR_ASPECTS = ("protocol", "eps", "precision", "cascade", "data")  # runs of a pair that differ here are no one run
+# The threat model and everything else that makes two runs of one pair different evaluations: runs of a pair
+# that differ in any of these are no one run, and the run taken is said by every one of them
+PAIR_ASPECTS = ("protocol", "eps", "norm", "precision", "cascade", "data", "split", "attacks")
 
 
 def run_of_pair(store: Store, a: str, b: str) -> tuple[str, str]:
-    """The run ``robeval compare A B`` takes when neither side names one, and why, in words: the newest
-    finished run that evaluated both models; one line listing the runs when several that evaluated both
-    differ in protocol, eps, precision, cascade or data (which was meant is the user's to say)."""
+    """The run ``robeval compare A B`` takes when neither side names one, and why, in words (each of
+    :data:`PAIR_ASPECTS` of that run): the newest finished run that evaluated both models; one line listing
+    the runs when several that evaluated both differ in any aspect (which was meant is the user's to say)."""
     both = [
         (r, c) for r, c in store.finished_runs() if {a, b} <= set(c.get("models", [])) and not c.get("evidence_for")
     ]
@@ -59,14 +62,15 @@ def run_of_pair(store: Store, a: str, b: str) -> tuple[str, str]:
         raise UserError(f"no finished run in {store.path} evaluated both {a} and {b}; name each side's run (RUN:MODEL)")
     described = {run_id: _pair_aspects(config) for run_id, config in both}
     if len(set(described.values())) > 1:
-        listed = "; ".join(f"{run_id} ({_said(aspects)})" for run_id, aspects in reversed(described.items()))
+        differing = _differing(described)
+        listed = "; ".join(f"{run_id} ({_said(aspects, differing)})" for run_id, aspects in reversed(described.items()))
         newest = both[-1][0]
         raise UserError(
-            f"{a} and {b} are in {len(both)} finished runs that differ in {', '.join(_differing(described))}: "
+            f"{a} and {b} are in {len(both)} finished runs that differ in {', '.join(differing)}: "
             f"{listed}; name the one meant: robeval compare {newest}:{a} {newest}:{b}"
         )
     run_id = both[-1][0]
-    also = f"; {len(both) - 1} older run(s) of the same kind evaluated them too" if len(both) > 1 else ""
+    also = f"; {len(both) - 1} older run(s) of the same evaluation evaluated them too" if len(both) > 1 else ""
     return (
         run_id,
         f"Compared in run {run_id} ({_said(described[run_id])}), the newest finished run that evaluated both{also}",
@@ -74,13 +78,21 @@ def run_of_pair(store: Store, a: str, b: str) -> tuple[str, str]:
 
 
 def _pair_aspects(config: dict) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        (key, ",".join(map(str, v)) if isinstance(v := config.get(key, ""), list) else str(v)) for key in PAIR_ASPECTS
-    )
+    """Each aspect of a stored configuration as text (a run stored before an option existed has its default)."""
+    return tuple((key, _aspect_text(key, config.get(key, option_default(key)))) for key in PAIR_ASPECTS)
 
 
-def _said(aspects: tuple[tuple[str, str], ...]) -> str:
-    return ", ".join(f"{key} {value}" for key, value in aspects if value not in ("", "None", "False"))
+def _aspect_text(key: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if key == "split" and value is None:
+        return "-"
+    items = value if isinstance(value, list) else [value]
+    return ",".join(str(v.get("text", v.get("value"))) if isinstance(v, dict) else str(v) for v in items) or "none"
+
+
+def _said(aspects: tuple[tuple[str, str], ...], only: list[str] | None = None) -> str:
+    return ", ".join(f"{key} {value}" for key, value in aspects if only is None or key in only)
 
 
 def _differing(described: dict) -> list[str]:
