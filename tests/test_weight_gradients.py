@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 import robeval
-from robeval.attacks import list_attacks
+from robeval.attacks import create, list_attacks
+from robeval.attacks.registry import SUITE
+from robeval.data.digits import digits_split
 
 from .conftest import FAST_SETTINGS
 
@@ -50,3 +52,17 @@ def test_no_attack_leaves_a_parameter_gradient_or_passes_through_trainable_weigh
 
 def get_kind(attack: str) -> str:
     return next(spec.kind for spec in list_attacks() if spec.name == attack)
+
+
+@pytest.mark.parametrize("attack", SUITE)
+def test_an_attack_made_by_create_leaves_the_weights_as_it_found_them(attack):
+    """``robeval.attacks.create`` on a plain module whose parameters require gradients (issue 61): the call
+    makes no pass through trainable weights, leaves no ``.grad`` and gives each parameter its
+    ``requires_grad`` back; one parameter the user had frozen stays frozen."""
+    module = Watched().eval()
+    kept = next(module.parameters())
+    kept.requires_grad_(False)
+    x, y = (torch.from_numpy(a[:4]) for a in digits_split("test"))
+    create(attack, module, eps=8 / 255, **FAST_SETTINGS.get(attack, {}))(x, y)
+    assert module.graphs_through_weights == 0 and all(p.grad is None for p in module.parameters()), attack
+    assert not kept.requires_grad and all(p.requires_grad for p in module.parameters() if p is not kept)

@@ -36,6 +36,22 @@ def seeded_rng(seed: int, device: torch.device) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def frozen_weights(model: object) -> Iterator[None]:
+    """A block in which no parameter of ``model`` requires a gradient, each restored afterwards: an attack
+    needs input gradients only, and a user's module handed to :func:`robeval.attacks.create` has trainable
+    parameters (FAB's ``.backward()`` would fill their ``.grad``, and every pass would build a graph through
+    the weights).  The engine's models are frozen already; this holds for every caller."""
+    trainable = [p for p in model.parameters() if p.requires_grad] if isinstance(model, nn.Module) else []
+    for parameter in trainable:
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter in trainable:
+            parameter.requires_grad_(True)
+
+
 class Attack:
     """Base class: subclasses set ``name`` and implement :meth:`perturb`."""
 
@@ -74,11 +90,12 @@ class Attack:
 
     @contextmanager
     def drawing(self, x: torch.Tensor, seed: int | None, examples: Sequence[int] | None) -> Iterator[None]:
-        """A call's block: inside the attack's forked RNG seeded by ``seed``, with gradients on and the
-        rows' example indices set."""
+        """A call's block: inside the attack's forked RNG seeded by ``seed``, with gradients on, the model's
+        weights frozen and the rows' example indices set."""
         self.examples = None if examples is None else [int(e) for e in examples]
         try:
-            with seeded_rng(self.seed if seed is None else int(seed), x.device), torch.enable_grad():
+            seeded = seeded_rng(self.seed if seed is None else int(seed), x.device)
+            with seeded, torch.enable_grad(), frozen_weights(self.model):
                 yield
         finally:
             self.examples = None
