@@ -210,3 +210,14 @@ def test_unwritable_paths_and_typos(args, message, tmp_path):
     base = ["run", "-n", "10", "--quiet"] + (["--store", str(tmp_path / "s.sqlite")] if "--store" not in args else [])
     proc = run_cli(*base, *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_model_whose_input_does_not_fit_the_data_names_the_way_forward(tmp_path):
+    """The design card's second command on the embedded digits: one line naming --data's forms and the
+    digits version of the same kind (issue 62)."""
+    from .conftest import invoke, one_line_error
+
+    said = invoke(["run", "--model", "deit-small", "--eps", "3/255", "-n", "8"], tmp_path)
+    assert one_line_error(said, "expects input (3, 224, 224) but data 'digits' gives (1, 8, 8): give --data",
+                          "ImageNet-style folder", "takes (1, 8, 8): digits-deit")  # fmt: skip
+    assert not list(tmp_path.iterdir())  # refused before any file was written

@@ -6,6 +6,8 @@ CPU); inductor's own records were equal too (benchmarks/compile_cpu.py, benchmar
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -41,9 +43,13 @@ def test_a_padded_pass_gives_each_row_its_own_logits_and_input_gradient():
 def test_a_compiled_run_has_the_records_of_an_eager_one_and_a_graph_per_bucket_and_grad_mode():
     kw = dict(models=["digits-deit"], n_examples=20, batch_size=16, attacks="fgsm,pgd,apgd-ce,square",
               settings={**FAST_SETTINGS, "pgd": {"steps": 3}}, threads=1, progress=False)  # fmt: skip
-    eager = robeval.evaluate_full(compile="off", **kw).records
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        eager = robeval.evaluate_full(compile="auto", **kw).records
+    assert not [w for w in said if "--compile" in str(w.message)]  # auto leaves it off on the CPU, silently
     before = graphs_made()
-    made = robeval.evaluate_full(compile="on", **kw).records
+    with pytest.warns(UserWarning, match=r"^--compile on compiles on the CPU, .* --compile auto \(the default\) leaves"):
+        made = robeval.evaluate_full(compile="on", **kw).records  # on the CPU: one line says what auto would do
     graphs = graphs_made() - before
     keys = ["model", "eps", "attack", "example"]
     columns = [c for c in eager.columns if c != "run_id"]

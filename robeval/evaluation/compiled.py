@@ -41,6 +41,19 @@ def compiles(mode: str, device: torch.device) -> bool:
     return mode == "on" or (mode == "auto" and device.type == "cuda")
 
 
+def warn_compiling_on_cpu(mode: str, device: torch.device) -> None:
+    """One ``warning:`` line when ``--compile on`` asks for what ``auto`` leaves off on the CPU."""
+    if mode == "on" and device.type == "cpu":
+        warnings.warn(
+            OneLineWarning(
+                "--compile on compiles on the CPU, where it was measured not to pay: compiling every pass "
+                "costs several times an eager run until the compile cache is warm, and a warm cache is still "
+                "slower (benchmarks/RESULTS.md); --compile auto (the default) leaves it off on the CPU"
+            ),
+            stacklevel=2,
+        )
+
+
 def buckets(batch_size: int) -> list[int]:
     """The batch sizes graphs are made for: ``batch_size`` and its halvings down to :data:`SMALLEST_BUCKET`."""
     sizes, size = [], max(1, batch_size)

@@ -16,10 +16,11 @@ from ..core.errors import UserError
 from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
-from ..models import build_network, meta_of, model_meta
+from ..models import build_network, list_models, meta_of, model_meta
 from ..models.admission import admit_members, admit_model
 from ..models.wrapper import ModelMeta
-from ..options import EvalConfig
+from ..options import EvalConfig, option_fields
+from .compiled import warn_compiling_on_cpu
 from .config import transfer_source
 from .plan import ModelJob, RunPlan
 
@@ -27,6 +28,7 @@ from .plan import ModelJob, RunPlan
 def preflight(plan: RunPlan) -> EvalData:
     """Raise a one-line :class:`UserError` for anything that would stop the run; return its data."""
     config = plan.config
+    warn_compiling_on_cpu(config.compile, plan.device)
     admit_checkpoints_as_members(plan)
     metas = [_job_meta(job, config) for job in plan.jobs]
     data = plan.shift.load(config, metas[0]) if plan.shift is not None else load_data(config, metas[0])
@@ -37,10 +39,19 @@ def preflight(plan: RunPlan) -> EvalData:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(
                 f"model {meta.name} expects input {tuple(meta.input_size)} but data {config.data!r} "
-                f"gives {data.input_size}"
+                f"gives {data.input_size}: {_way_forward(meta, data.input_size)}"
             )
         check_classes(data.label_space, config.data, meta.name, meta.num_classes)
     return data
+
+
+def _way_forward(meta: ModelMeta, input_size: tuple[int, ...]) -> str:
+    """What to run instead: data that fits the model (--data's forms), or the models of its family that
+    take the data's input (the digits version of an ImageNet model on the embedded digits)."""
+    fitting = [s.name for s in list_models() if s.family == meta.family and s.config.input_size == input_size]
+    forms = next(f.metadata["help"] for f in option_fields() if f.name == "data").rstrip(".")
+    instead = f", or run the version of its kind that takes {input_size}: {', '.join(fitting)}" if fitting else ""
+    return f"give --data that fits it ({forms}){instead}"
 
 
 def admit_checkpoints_as_members(plan: RunPlan) -> None:
