@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .core.atomic_files import nearest_folder
-from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: F401  (part of the API)
+from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, RUN_ID_FIELD  # noqa: F401  (part of the API)
 from .core.errors import UserError
 from .evaluation.config import make_config
 from .evaluation.distributed import DistContext, init_from_env, shutdown
@@ -36,8 +36,6 @@ from .results.store import IN_MEMORY, Store, existing_store
 from .results.store_files import check_writable_store, worker_store_path
 from .results.stored_run import StoredRun
 from .results_api import Run, made_run, progress_reporter
-
-RUN_ID_FIELD = "{run_id}"  # in an ``out`` path: the run's id, known once the run is created
 
 
 def evaluate_run(

@@ -15,6 +15,7 @@ DEFAULT_EPS = "8/255"
 # minute on 2 cores (100 took 151 s: docs/speed.md#the-demo-run); --n-examples 449 is the whole test split
 DEFAULT_N_EXAMPLES = 50
 DEFAULT_STORE = Path("results") / "robeval.sqlite"
+RUN_ID_FIELD = "{run_id}"  # in an ``out`` path (run, reproduce): the run's id, known once the run is created
 
 
 # The demo models' training recipe (robeval.models.training): one recipe for the shipped zoo's DeiT kinds

@@ -12,10 +12,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.defaults import RUN_ID_FIELD
 from ..core.errors import UserError
 from . import render
 from .columns import run_parts, runs_grid
-from .request import RUN_ID_FIELD, Reproduction, Request, write
+from .request import Reproduction, Request, write
 from .tables import Column
 
 if TYPE_CHECKING:

@@ -13,8 +13,6 @@ from ..report.files import prepare_out_dir
 from . import render
 from .tables import PaperTable
 
-RUN_ID_FIELD = "{run_id}"
-
 
 @dataclass
 class Reproduction:

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic_files import nearest_folder
+from ..core.defaults import RUN_ID_FIELD
 from ..core.errors import UserError
 from ..evaluation.config import member_paths
 from ..report.files import prepare_out_dir
 from . import render
 from .column_runs import column_runs
-from .request import RUN_ID_FIELD, Reproduction, Request, write
+from .request import Reproduction, Request, write
 from .tables import PaperTable, get_table
 
 PROFILE_OPTIONS = {"batch_size": 8, "device": "cpu", "repeats": 5, "memory": True}  # robeval profile's
