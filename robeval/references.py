@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from .core.errors import UserError
-from .core.printable import refuse_controls
+from .core.printable import as_one, read_alike, refuse_hidden
 
 PREFIX_NAMES = ("timm", "hf-hub", "robustbench", "module")  # names with a resolver's prefix, not code
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -23,27 +23,40 @@ def split_label(text: str) -> tuple[str, str | None]:
     if eq and is_reference(reference):
         if not label.strip():
             raise UserError(f"--model {text!r}: write REFERENCE=NAME with a NAME for the tables")
-        refuse_controls([label], "--model ...=NAME: the name", "the command line")
+        refuse_hidden([label], "--model ...=NAME: the name", "the command line")
         return reference, label.strip()
     return text, None
 
 
 def refuse_repeated_names(items: list[str]) -> None:
-    """Each model of a run has one name: two ``--model`` entries of one name (a model given twice, or
-    ``./mine.py:build=digits-deit`` beside ``digits-deit``, in either order) are one line, never one
-    silently replacing the other."""
-    seen: dict[str, str] = {}
-    for item in items:
-        reference, label = split_label(item)
-        name = label or reference
-        if name in seen and seen[name] == item:
-            raise UserError(f"--model {name!r} is given twice: give each model once")
-        if name in seen:
-            raise UserError(
-                f"--model {name!r} is the name of both {seen[name]!r} and {item!r}: each model of a run has one "
-                "name (name your code's model otherwise: PATH.py:CALLABLE=NAME)"
-            )
-        seen[name] = item
+    """Each model of a run has one name, which shows as it is: a name holding a hidden character
+    (robeval.core.printable), and two ``--model`` entries whose names read as one (a model given twice,
+    ``./mine.py:build=digits-deit`` beside ``digits-deit`` or ``ｄｉｇｉｔｓ-deit``, in either order) are
+    one line, never one silently replacing the other."""
+    names = [split_label(item)[1] or item for item in items]
+    refuse_hidden(names, "--model: the name", "the command line")
+    if (pair := read_alike(names)) is None:
+        return
+    (first, one), (second, other) = ((names[i], items[i]) for i in pair)
+    if one == other:
+        raise UserError(f"--model {first!r} is given twice: give each model once")
+    both = f"{first!r} is the name of both" if first == second else f"{as_one(first, second)}, are the names of"
+    raise UserError(
+        f"--model {both} {one!r} and {other!r}: each model of a run has one name (name your code's model "
+        "otherwise: PATH.py:CALLABLE=NAME)"
+    )
+
+
+def refuse_label_clashes(labels: list[str], expanded: list[str]) -> None:
+    """A ``REFERENCE=NAME`` label that reads as one of the models the other ``--model`` entries stand for,
+    patterns expanded (``./mine.py:build=digits-deit`` beside ``digits-*``): one line, never one of the
+    two models silently left out."""
+    names = [*labels, *expanded]
+    if (pair := read_alike(names)) is not None:
+        raise UserError(
+            f"--model: two models of the run would be shown as {as_one(*(names[i] for i in pair))}: each model "
+            "of a run has one name (name your code's model otherwise: PATH.py:CALLABLE=NAME)"
+        )
 
 
 def parts(reference: str) -> tuple[str, str]:

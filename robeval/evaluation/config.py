@@ -31,7 +31,7 @@ from ..data.published import check_data_options
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
 from ..options import COMPILE_MODES, EvalConfig, option_default
-from ..references import refuse_repeated_names, split_label
+from ..references import refuse_label_clashes, refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS, get_shift
@@ -127,10 +127,9 @@ def _names(models: Any, labelled: Mapping[str, str]) -> tuple[list[str], dict[st
         reference, label = split_label(str(item))
         check_model_name(labelled.get(reference, reference))
         if label is not None:
-            if references.get(label, reference) != reference or label in names:
-                raise UserError(f"--model ...={label}: two models are named {label}")
             references[label] = reference
         names.append(label or reference)
+    refuse_label_clashes(list(references), expand_model_patterns([n for n in names if n not in references]))
     return expand_model_patterns(names), references
 
 

@@ -8,7 +8,7 @@ its format's function here and nothing else escapes:
 * Markdown (:func:`markdown`, :func:`markdown_line`): backslash escapes for every character that
   CommonMark and GitHub would read as markup where it stands (emphasis, code, links and images, raw
   HTML, table cells, math, strikethrough, entities; at a line's start a list, heading or quote
-  marker); a control character shows as its escape, so a newline can forge no row or line.
+  marker); a control or invisible character shows as its escape, so a newline can forge no row or line.
 * LaTeX (:func:`latex`): each special character as its text command, in one pass (a replacement is
   never escaped again).
 * HTML (:func:`html`): ``&``, ``<``, ``>`` and both quotes as entities (safe in text and in quoted
@@ -16,11 +16,12 @@ its format's function here and nothing else escapes:
 * CSV (:func:`csv_cell`): a text cell a spreadsheet would read as a formula (it starts with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return; OWASP's CSV injection advice) gets a leading
   ``'``; numbers stay numbers, and so does a text that is a plain number (``-0.5``).
-* The terminal (:func:`terminal`): control characters as escapes, except the line breaks and tabs of
-  robeval's own multi-line text (a name holds none: robeval.printable); rich markup is never parsed.
+* The terminal (:func:`terminal`): control and invisible characters as escapes, except the line breaks
+  and tabs of robeval's own multi-line text (a name holds none: robeval.core.printable); rich markup is
+  never parsed.
 
-Control characters go first (robeval.printable.visible_controls); the escape their backslash needs
-is then the format's own.
+Control and invisible characters go first (robeval.core.printable.visible_controls); the escape their
+backslash needs is then the format's own.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from ..core.printable import CONTROLS, visible_controls
+from ..core.printable import visible_controls
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,12 +112,9 @@ def csv_text(frame: pd.DataFrame, index: bool = False, index_label: str | None =
     return shown.to_csv(index=index, index_label=index_label)
 
 
-_TERMINAL_KEPT = {"\n", "\t"}
-
-
 def terminal(text: object) -> str:
-    """``text`` for the terminal: each control character but a line break or tab as its escape."""
-    return CONTROLS.sub(lambda m: m.group() if m.group() in _TERMINAL_KEPT else visible_controls(m.group()), str(text))
+    """``text`` for the terminal: each control or invisible character but a line break or tab as its escape."""
+    return visible_controls(str(text), kept="\n\t")
 
 
 class TerminalConsole(Console):

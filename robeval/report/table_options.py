@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..core.defaults import STD
 from ..core.errors import UserError
-from ..core.printable import refuse_controls
+from ..core.printable import as_one, read_alike, refuse_hidden
 from .naming import is_condition, ordered_attacks
 
 TOPK = (("top1", "Top-1"), ("top5", "Top-5"))  # the summary's metric columns and their titles
@@ -87,7 +87,7 @@ def _display_names(names: Names) -> dict[str, str]:
             raise UserError(f"--name {model}=: give the name to show {model} by")
         if model in out:
             raise UserError(f"--name {model} is given twice ({out[model]!r}, {name!r})")
-        refuse_controls([name], "--name: the name", "the command line")
+        refuse_hidden([name], "--name: the name", "the command line")
         out[model] = name
     return out
 
@@ -98,5 +98,7 @@ def _check_known(option: str, asked: Sequence[str], present: list[str], what: st
 
 
 def _check_unique(shown: list[str]) -> None:
-    if (twice := next((s for s in shown if shown.count(s) > 1), None)) is not None:
-        raise UserError(f"--name: two models would be shown as {twice!r}; give each its own name")
+    if (pair := read_alike(shown)) is not None:
+        raise UserError(
+            f"--name: two models would be shown as {as_one(*(shown[i] for i in pair))}; give each its own name"
+        )

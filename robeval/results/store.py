@@ -31,7 +31,7 @@ from ..attack_settings import read_stored_settings
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import StoreFull, StoreWarning, UserError
 from ..core.json_input import load_json
-from ..core.printable import refuse_controls
+from ..core.printable import as_one, read_alike, refuse_hidden
 from ..core.records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
 from .store_files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
 from .store_holder import holder_alive, now, stored_holder, this_process
@@ -268,11 +268,18 @@ class Store:
         return df
 
     def check_names(self, run_id: str, config: dict[str, Any], names: Iterable[object] = ()) -> None:
-        """One line when a run's id or a name it holds (model, attack, eps) is no one-line printable text: a
-        store robeval wrote holds none (robeval.printable), and a name that could forge a line is never shown."""
+        """One line when a run's id or a name it holds (model, attack, eps) is no one-line printable text that
+        shows as it is, or two of its models read as one name: a store robeval wrote holds none
+        (robeval.core.printable), and a name that could forge a line or pass for another is never shown."""
         named = [run_id, *(config.get(key) or [] for key in ("models", "attacks", "eps"))]
         flat = [n for item in named for n in (item if isinstance(item, list) else [item])]
-        refuse_controls([*flat, *names], "the name", f"{self.path}")
+        refuse_hidden([*flat, *names], "the name", f"{self.path}")
+        models = [m for m in config.get("models") or [] if isinstance(m, str)]
+        if (pair := read_alike(models)) is not None:
+            raise UserError(
+                f"the run {run_id} in {self.path} names two models {as_one(*(models[i] for i in pair))}: each "
+                "model of a run has one name, and robeval writes no run that names one model twice"
+            )
 
     @staticmethod
     def shown_status(status: str, holder: str | None) -> str:
@@ -345,7 +352,7 @@ class Store:
             f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY model, member, eps, attack, {order}"
         )
         frame = pd.read_sql_query(query, self.conn, params=(run_id,))
-        refuse_controls(pd.unique(frame[["model", "eps", "attack"]].to_numpy().ravel()), "the name", str(self.path))
+        refuse_hidden(pd.unique(frame[["model", "eps", "attack"]].to_numpy().ravel()), "the name", str(self.path))
         return frame
 
 
