@@ -10,6 +10,8 @@ learnt (the data) is handed to the run, which reuses it for every model.
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from ..core.errors import UserError
@@ -17,7 +19,7 @@ from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..models import build_network, list_models, meta_of, model_meta
-from ..models.admission import admit_members, admit_model
+from ..models.admission import admit_members, admit_model, network_tensors
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig, option_fields
 from .compiled import warn_compiling_on_cpu
@@ -48,7 +50,9 @@ def preflight(plan: RunPlan) -> EvalData:
 def _way_forward(meta: ModelMeta, input_size: tuple[int, ...]) -> str:
     """What to run instead: data that fits the model (--data's forms), or the models of its family that
     take the data's input (the digits version of an ImageNet model on the embedded digits)."""
-    fitting = [s.name for s in list_models() if s.family == meta.family and s.config.input_size == input_size]
+    fitting = [
+        s.name for s in list_models() if s.family == meta.family and s.config and s.config.input_size == input_size
+    ]
     forms = next(f.metadata["help"] for f in option_fields() if f.name == "data").rstrip(".")
     instead = f", or run the version of its kind that takes {input_size}: {', '.join(fitting)}" if fitting else ""
     return f"give --data that fits it ({forms}){instead}"
@@ -56,13 +60,22 @@ def _way_forward(meta: ModelMeta, input_size: tuple[int, ...]) -> str:
 
 def admit_checkpoints_as_members(plan: RunPlan) -> None:
     """Every model's checkpoints (and the transfer source's) hold that model, each its own weights
-    (robeval.models.admission.admit_members), before any is admitted against its network."""
+    (robeval.models.admission.admit_members), before any is admitted against its network alone."""
     config, digest, key = plan.config, plan.checkpoint_sha256, plan.config.checkpoint_key
+    jobs = {job.name: job for job in plan.jobs}
     for name, paths in config.checkpoints.items():
-        admit_members(config.references.get(name, name), name, paths, digest, key, config.trust_checkpoint)
+        network = partial(_job_tensors, jobs[name])
+        admit_members(config.references.get(name, name), name, paths, digest, key, config.trust_checkpoint, network)
     source, checkpoint = transfer_source(config) if config.source_model else (None, None)
     if source is not None and checkpoint is not None:
-        admit_members(source, source, [checkpoint], digest, key, config.trust_checkpoint)
+        network = partial(network_tensors, source, {})
+        admit_members(source, source, [checkpoint], digest, key, config.trust_checkpoint, network)
+
+
+def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
+    """A model's tensors as its members are admitted against: the module the plan carries, or its network
+    built on the meta device."""
+    return job.given.module.state_dict() if job.given is not None else network_tensors(job.model, job.options)
 
 
 def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
