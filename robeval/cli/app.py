@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 from ..core.errors import OneLineWarning, UserError
-from ..core.numbers import whole_number
+from ..core.numbers import decimal_number, whole_number
 from ..core.threads import configure_process, threads_from_argv
 from ..report.escaping import TerminalConsole, terminal
 from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
@@ -41,6 +41,22 @@ def whole_option(value: Any) -> Any:
 def WholeOption(default: Any, *flags: str, **options: Any) -> Any:
     """``typer.Option`` of a whole number, read by :func:`whole_option`."""
     return typer.Option(default, *flags, parser=whole_option, **options)
+
+
+def decimal_option(value: Any) -> Any:
+    """A decimal option's text read as robeval reads every number (robeval.core.numbers: ASCII digits, a
+    point and an exponent; typer's own reading takes ``5_0e-4`` as 0.005 and `` 0.005`` as 0.005)."""
+    if value is None or isinstance(value, float):  # a default
+        return value
+    number = decimal_number(str(value))
+    if number is None:
+        raise typer.BadParameter(f"{value!r} is not a decimal number (ASCII digits, a point, an exponent)")
+    return number
+
+
+def DecimalOption(default: Any, *flags: str, **options: Any) -> Any:
+    """``typer.Option`` of a decimal number, read by :func:`decimal_option`."""
+    return typer.Option(default, *flags, parser=decimal_option, **options)
 
 
 def emit(text: str, out: Optional[Path]) -> None:

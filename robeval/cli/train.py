@@ -12,7 +12,7 @@ import typer
 from ..core.defaults import DEMO_RECIPE, Recipe
 from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
-from .app import WholeOption, app, console
+from .app import DecimalOption, WholeOption, app, console
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -46,7 +46,7 @@ def train_demo_cmd(
         f"{DEMO_RECIPE.epochs} at --lr {DEMO_RECIPE.lr:g}; fewer are for a first look, compared only with "
         "models trained the same way).",
     ),
-    lr: float = typer.Option(DEMO_RECIPE.lr, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
+    lr: float = DecimalOption(DEMO_RECIPE.lr, help="AdamW's peak learning rate (warm-up, then cosine decay)."),
     threads: int = WholeOption(1, help="CPU threads (1 is fastest for these tiny models on a busy machine)."),
     force: bool = typer.Option(False, "--force", help="Replace files of --out that exist."),
 ) -> None:
@@ -177,4 +177,5 @@ class _bar:
         return update
 
     def __exit__(self, *exc) -> None:
-        self.progress.stop()
+        if self.progress.live.is_started:  # rich's stop() of a bar never started prints an empty line on stderr
+            self.progress.stop()

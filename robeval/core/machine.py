@@ -42,6 +42,27 @@ def memory_available() -> int | None:
     return None
 
 
+def address_space_left() -> int | None:
+    """Bytes this process may still map under its address-space limit (``ulimit -v``: past it the allocator
+    fails, whatever the machine has free); None without a limit."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not Unix
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    size = status_kb("VmSize")
+    if limit == resource.RLIM_INFINITY or size is None:
+        return None
+    return max(limit - size * 1024, 0)
+
+
+def memory_free() -> int | None:
+    """Bytes this process can still allocate: the kernel's ``MemAvailable``, or less where the process's
+    address-space limit leaves less (None where neither is known)."""
+    known = [b for b in (memory_available(), address_space_left()) if b is not None]
+    return min(known) if known else None
+
+
 def process_start(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot): with the pid it names one process, even
     after the pid is reused.  None when there is none, or it has exited and waits to be reaped (a

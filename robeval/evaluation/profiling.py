@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +35,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..core.errors import UserError
-from ..core.machine import memory_available, status_kb
+from ..core.machine import memory_free, status_kb
 from ..core.precision import strict_fp32
 from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
@@ -98,17 +100,83 @@ def static_efficiency(names: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS)
 
 
-def input_batch(size: tuple[int, ...], batch_size: int, device: torch.device) -> torch.Tensor:
-    """A random fp32 batch of ``batch_size`` images of ``size``, refused in one line where the images
-    alone would not fit the memory free (on the CPU the kernel's, on a GPU the device's)."""
-    need = 4 * batch_size * math.prod(size)
-    free = memory_available() if device.type == "cpu" else torch.cuda.mem_get_info(device)[0]
-    if free is not None and need > free:
+def free_bytes(device: torch.device) -> int | None:
+    """Memory a pass on ``device`` can still take: on the CPU what this process can allocate (the kernel's
+    free memory, or less under ``ulimit -v``), on a GPU the device's free memory and torch's cached blocks."""
+    if device.type == "cpu":
+        return memory_free()
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return int(torch.cuda.mem_get_info(device)[0] + cached)
+
+
+def saved_bytes(net: torch.nn.Module, size: tuple[int, ...], batch_size: int, device: torch.device) -> int:
+    """Bytes a forward of ``batch_size`` images keeps for its backward (each storage autograd saves once,
+    the parameters not), with the images and their output: all held at once when the backward starts."""
+    params = {p.untyped_storage().data_ptr() for p in net.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    x = torch.rand(batch_size, *size, device=device, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = net(x)
+    saved.pop(x.untyped_storage().data_ptr(), None)
+    return sum(saved.values()) + x.nbytes + out.nbytes
+
+
+def pass_bytes_per_image(net: torch.nn.Module, size: tuple[int, ...], device: torch.device) -> int:
+    """What one more image adds to a forward+backward's memory, at least: a probe of two images less one
+    of one (the parts that do not grow with the batch cancel)."""
+    return max(saved_bytes(net, size, 2, device) - saved_bytes(net, size, 1, device), 0)
+
+
+def check_fits(name: str, net: torch.nn.Module, size: tuple[int, ...], batch_size: int, device: torch.device) -> None:
+    """Refuse, in one line and before any pass, a batch whose images, or whose images and the memory a
+    forward+backward of it keeps (measured per image on a probe), exceed the memory free."""
+    free, image = free_bytes(device), 4 * math.prod(size)
+    if free is None:
+        return
+    if image * batch_size > free:
         raise UserError(
-            f"--batch-size {batch_size}: its images alone need {need / 2**30:,.1f} GiB, more than the "
-            f"{free / 2**30:,.1f} GiB free"
+            f"--batch-size {batch_size}: its images alone need {image * batch_size / 2**30:,.1f} GiB, more than "
+            f"the {free / 2**30:,.1f} GiB free"
         )
-    return torch.rand(batch_size, *size, device=device)
+    per_image = image + pass_bytes_per_image(net, size, device)
+    if per_image * batch_size > free:
+        raise UserError(
+            f"--batch-size {batch_size}: a forward+backward of {name} needs at least "
+            f"{per_image * batch_size / 2**30:,.1f} GiB ({per_image / 2**20:,.2f} MiB per image: the image and "
+            f"what the pass keeps for its backward, measured on a probe), more than the {free / 2**30:,.1f} GiB "
+            f"free; at most {free // per_image:,} images could fit"
+        )
+
+
+OUT_OF_MEMORY = ("can't allocate memory", "not enough memory", "std::bad_alloc")  # the CPU allocator's failures
+
+
+@contextmanager
+def memory_said(batch_size: int, device: torch.device) -> Iterator[None]:
+    """An allocator's failure inside (torch's C++ message and traceback; a GPU's ``OutOfMemoryError``)
+    said as one line: what the estimate before the passes did not see (other jobs, fragmentation)."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if not isinstance(exc, torch.OutOfMemoryError) and not any(m in str(exc) for m in OUT_OF_MEMORY):
+            raise
+        raise UserError(
+            f"--batch-size {batch_size}: the pass ran out of memory on {device} (the allocator refused"
+            f"{_asked(str(exc))}); a smaller --batch-size fits"
+        ) from None
+
+
+def _asked(message: str) -> str:
+    """`` N GiB more`` where the allocator's message says how much it was asked for."""
+    found = re.search(r"allocate ([0-9]+) bytes", message)
+    return f" {int(found.group(1)) / 2**30:,.1f} GiB more" if found else ""
 
 
 class _Bench:
@@ -118,7 +186,8 @@ class _Bench:
         self.name, self.device, self.batch = name, device, batch_size
         self.net = build_network(name).eval().to(device)
         self.size = tuple(config_of(self.net).get("input_size", (3, 224, 224)))
-        self.x = input_batch(self.size, batch_size, device)
+        check_fits(name, self.net, self.size, batch_size, device)  # the batches made before are no longer free
+        self.x = torch.rand(batch_size, *self.size, device=device)
         self.steps: dict[str, Callable[[], None]] = {"forward": self.forward, "forward_backward": self.forward_backward}
         self.count = {k: 1 for k in self.steps}  # steps per timed repeat, set by the warm-up
         self.times: dict[str, list[float]] = {k: [] for k in self.steps}  # img/s per repeat
@@ -195,7 +264,8 @@ def cpu_pass_memory(name: str, batch_size: int) -> float | None:
     )
     proc = subprocess.run([sys.executable, "-c", code, name, str(batch_size)], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"measuring the memory of {name} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        said = proc.stderr.strip().splitlines()[-1:]  # the allocator's failure there is said as one line here
+        raise RuntimeError(f"measuring the memory of {name} failed: {said}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -203,36 +273,39 @@ def profile(
     models: list[str], batch_size: int = 8, device: str = "cpu", repeats: int = 5, memory: bool = True
 ) -> pd.DataFrame:
     """One row per model plus the percentage change of every metric against the first model.
-    ``memory=False`` skips the memory of a pass (on a CPU a fresh process per model: seconds each)."""
+    ``memory=False`` skips the memory of a pass (on a CPU a fresh process per model: seconds each).  A batch
+    that does not fit is refused in one line before its passes; one the allocator refuses too."""
     dev = torch.device(device)
-    benches = [_Bench(m, batch_size, dev) for m in models]
-    for bench in benches:
-        bench.warm_up()
-    for _ in range(repeats):  # interleaved: drift falls on every model alike
-        for kind in ("forward", "forward_backward"):
-            for bench in benches:
-                bench.time_once(kind)
-    rows = []
-    for bench in benches:
-        on_gpu = memory and dev.type == "cuda"
-        pass_memory = gpu_pass_memory(bench) if on_gpu else cpu_pass_memory(bench.name, batch_size) if memory else None
-        rows.append(
-            {
-                "model": bench.name,
-                "family": get_spec(bench.name).family,
-                "params_M": count_parameters(bench.name) / 1e6,
-                "gflops_per_image": flops_per_image(bench.net, bench.size, dev) / 1e9,
-                "forward_img_s": statistics.median(bench.times["forward"]),
-                "forward_spread_%": spread(bench.times["forward"]),
-                "forward_backward_img_s": statistics.median(bench.times["forward_backward"]),
-                "forward_backward_spread_%": spread(bench.times["forward_backward"]),
-                "pass_memory_MB": None if pass_memory is None else pass_memory / 2**20,
-                "batch_size": batch_size,
-                "device": str(dev),
-                "repeats": repeats,
-            }
-        )
+    with memory_said(batch_size, dev):
+        benches = [_Bench(m, batch_size, dev) for m in models]
+        for bench in benches:
+            bench.warm_up()
+        for _ in range(repeats):  # interleaved: drift falls on every model alike
+            for kind in ("forward", "forward_backward"):
+                for bench in benches:
+                    bench.time_once(kind)
+        rows = [_row(bench, memory, repeats) for bench in benches]
     return with_changes(pd.DataFrame(rows))
+
+
+def _row(bench: _Bench, memory: bool, repeats: int) -> dict:
+    """A model's row of the table, its memory measured (on a CPU in a fresh process) unless ``memory`` is False."""
+    on_gpu = memory and bench.device.type == "cuda"
+    pass_memory = gpu_pass_memory(bench) if on_gpu else cpu_pass_memory(bench.name, bench.batch) if memory else None
+    return {
+        "model": bench.name,
+        "family": get_spec(bench.name).family,
+        "params_M": count_parameters(bench.name) / 1e6,
+        "gflops_per_image": flops_per_image(bench.net, bench.size, bench.device) / 1e9,
+        "forward_img_s": statistics.median(bench.times["forward"]),
+        "forward_spread_%": spread(bench.times["forward"]),
+        "forward_backward_img_s": statistics.median(bench.times["forward_backward"]),
+        "forward_backward_spread_%": spread(bench.times["forward_backward"]),
+        "pass_memory_MB": None if pass_memory is None else pass_memory / 2**20,
+        "batch_size": bench.batch,
+        "device": str(bench.device),
+        "repeats": repeats,
+    }
 
 
 def with_changes(df: pd.DataFrame) -> pd.DataFrame:
