@@ -96,13 +96,13 @@ app.command("run")(run)
 
 
 def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None:
-    """What comes before the run: the store shown writable, local workers (--nproc), the --trust-checkpoint
-    warning, SIGTERM handling."""
+    """What comes before the run: local workers (--nproc; the store shown writable before any starts: in this
+    process the run's own check does it), the --trust-checkpoint warning, SIGTERM handling."""
     from ..evaluation.distributed import launched_by_torchrun
     from ..results.store_files import check_writable_store
 
-    check_writable_store(store)  # before any worker starts
     if nproc > 1 and not launched_by_torchrun():
+        check_writable_store(store)
         raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
     if trust_checkpoint:
         TerminalConsole(stderr=True).print(

@@ -63,8 +63,6 @@ class Store:
         memory = str(path) == IN_MEMORY
         if read_only and not memory:
             check_is_store(self.path, reading=True)
-        elif not memory:
-            check_writable_store(self.path)  # a writer's: also that it can write
         try:
             if read_only and not memory:
                 self._open_reading()
@@ -367,6 +365,8 @@ def existing_store(store: Store | str | Path, writable: bool = False) -> Iterato
         return
     if writable and not Path(store).exists():
         raise UserError(f"results store not found: {store}")
+    if writable:
+        check_writable_store(Path(store))  # the one check of this writer's (run's is robeval.api's)
     opened = Store(store, read_only=not writable)
     try:
         yield opened
