@@ -67,7 +67,8 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
             f"alone (robeval run --attacks {','.join(attacks)} --cascade)"
         )
     for row in rows[rows["attack"].isin(attacks)].itertuples():
-        ran, standard = json.loads(row.settings), resolve_settings(row.attack)
+        ran = json.loads(row.settings) if isinstance(row.settings, str) else {}  # NaN: none stored
+        standard = resolve_settings(row.attack)
         k = min((s for s in standard if ran.get(s, standard[s]) != standard[s]), default=None)  # the first changed
         if k is not None:
             return f"{model}: {row.attack} ran with {k}={ran[k]}, AutoAttack's standard is {k}={standard[k]}"

@@ -23,10 +23,19 @@ def this_process() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()), "beat": now()}
 
 
-def stored_holder(text: str | None) -> dict[str, Any] | None:
-    """The process a stored run names as its holder, or None (none, or what no robeval wrote)."""
-    holder = load_json(text, "a run's holder") if text else None
-    return holder if isinstance(holder, dict) and {"host", "pid"} <= set(holder) else None
+def stored_holder(text: object) -> dict[str, Any] | None:
+    """The process a stored run names as its holder, or None: none (NULL, which pandas reads back as a float
+    NaN: a missing value is never taken for text), or what no robeval wrote (a host, a pid, a beat in time)."""
+    holder = load_json(text, "a run's holder") if isinstance(text, str) and text else None
+    if not isinstance(holder, dict) or not isinstance(holder.get("host"), str):
+        return None
+    pid, beat = holder.get("pid"), holder.get("beat", "1970-01-01T00:00:00+00:00")
+    if type(pid) is not int or not 0 < pid < 2**31 or not isinstance(beat, str):
+        return None
+    try:
+        return holder if datetime.fromisoformat(beat).tzinfo is not None else None
+    except ValueError:
+        return None
 
 
 def holder_alive(holder: dict[str, Any]) -> bool:
