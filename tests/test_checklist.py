@@ -9,8 +9,9 @@ import re
 import pandas as pd
 
 from robeval.api import evaluate_full
-from robeval.report.checklist import Soundness, checklist_markdown
-from robeval.results.findings import CHECKS
+from robeval.core.listed import Phrases
+from robeval.report.checklist import CHECKLIST_INTRO, Soundness, checklist_markdown, verdict
+from robeval.results.findings import CHECKS, Finding
 from robeval.results.soundness import JudgedRun, judge_summary
 from robeval.results.stored_run import StoredRun
 
@@ -21,7 +22,8 @@ ELLIPTICAL = "digits-deit-elliptical"  # registered, with a data-dependent weigh
 
 def raising_everything() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """A summary, run.json facts and a restart companion on which every registered check raises its
-    finding for ``ELLIPTICAL`` (100 examples, 10 classes, crafted in bf16)."""
+    finding (a check of the claim: its caveat) for ``ELLIPTICAL`` (100 examples, 10 classes, crafted in bf16,
+    a fast protocol's worst case whose bound lies 10 points below it)."""
     top1 = {("clean", "8/255"): 10.0, ("pgd", "8/255"): 60.0, ("fgsm", "8/255"): 40.0, ("apgd-ce", "8/255"): 45.0,
             ("square", "8/255"): 20.0, ("transfer-pgd", "8/255"): 20.0, ("fmn", "8/255"): 80.0,
             ("pgd", "16/255"): 70.0, ("pgd", "64/255"): 50.0}  # fmt: skip
@@ -29,6 +31,7 @@ def raising_everything() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
                  protocol="standard", precision="bf16") for (a, e), v in top1.items()]  # fmt: skip
     rows.append({**rows[1], "model": ELLIPTICAL + "+adaptive", "top1": 30.0})
     rows.append({**rows[0], "model": "digits-deit", "top1": 95.0})  # another kind, one checkpoint each
+    rows.append({**rows[1], "attack": "any", "top1": 40.0, "protocol": "fast", "audit": Phrases(["audited"]), "aa_bound": 30.0})
     summary = pd.DataFrame(rows)
     pgd = (summary["model"] == ELLIPTICAL) & (summary["attack"] == "pgd") & (summary["eps"] == "8/255")
     summary.loc[pgd, ["fp32_checked", "fp32_fooled", "fp32_rescued"]] = [50, 10, 0]
@@ -51,21 +54,81 @@ def raised_rows(checklist: str) -> set[tuple[str, str]]:
 
 
 def flag_lines(printed: str) -> set[tuple[str, str]]:
-    """(model, check) of every flag ``robeval check`` printed."""
-    return set((m, c) for c, m in re.findall(r"^  \[([a-z0-9-]+)\] (\S+): ", printed, flags=re.M))
+    """(model, check) of every flag ``robeval check`` printed (the caveats on the claim, listed after them, are none)."""
+    flags = printed.split("\nCaveats on the claim")[0]
+    return set((m, c) for c, m in re.findall(r"^  \[([a-z0-9-]+)\] (\S+): ", flags, flags=re.M))
 
 
 def test_every_registered_check_can_be_raised_and_check_prints_what_the_checklist_raises():
     summary, info, companion = raising_everything()
     models = judge_summary(summary, info, companion=companion)
     mine = next(one for one in models if one.model == ELLIPTICAL)
-    shown = [f for f in mine.findings if f.raised or f.noted]  # a note says what the numbers stand on, no failure
+    shown = [f for f in mine.findings if f.raised or f.caveat]  # a caveat limits the claim, no failure
     assert [f.check for f in shown] == list(CHECKS)  # every registration, in registration order
-    assert all(f.advice and f.evidence for f in shown) and [f.check for f in shown if f.noted] == ["one-checkpoint"]
+    claims = [name for name, c in CHECKS.items() if c.claim]
+    assert all(f.advice and f.evidence for f in shown) and [f.check for f in shown if f.caveat] == claims
+    assert claims == ["one-checkpoint", "recipe", "wide-bound"]  # the checks of the claim: never RAISED
     judged = Soundness(JudgedRun(StoredRun("r", info, {"protocol": "standard"}, pd.DataFrame(), summary), [], models))
     document = judged.render("checklist")
     assert raised_rows(document) == flag_lines(judged.render("md")) == {(f.model, f.check) for f in judged.flags}
     assert (ELLIPTICAL, "not-converged") in raised_rows(document) and str(judged) == judged.render("md")
+    said = verdict(mine)
+    assert said.startswith("RAISED, not shown: Clean accuracy is above chance; ") and "Compared models" not in said
+    assert said.endswith("; CAVEAT: one checkpoint, recipes differ, wide bound")
+
+
+def alike_but_recipes() -> tuple[pd.DataFrame, dict]:
+    """Two models of other kinds, one checkpoint each, trained with other recipes, whose attacks show no failure."""
+    rows = [dict(model=m, attack=a, eps="8/255", eps_value=8 / 255, top1=v, n=100, classes=10, protocol="standard")
+            for m in ("digits-deit", ELLIPTICAL) for a, v in (("clean", 95.0), ("fgsm", 70.0), ("pgd", 60.0))]  # fmt: skip
+    recipes = {ELLIPTICAL: {"recipe": {"epochs": "30"}}, "digits-deit": {"recipe": {"epochs": "300"}}}
+    return pd.DataFrame(rows), {"models": recipes}
+
+
+def test_a_caveat_on_the_claim_reads_as_one_and_is_never_a_flag():
+    """Recipes that differ and one checkpoint are caveats: the claim's table says CAVEAT beside what differs, the
+    verdict names them after "no indicator of a failed attack", check prints them under its flags, not as one."""
+    summary, info = alike_but_recipes()
+    models = judge_summary(summary, info)
+    judged = Soundness(JudgedRun(StoredRun("r", info, {"protocol": "standard"}, pd.DataFrame(), summary), [], models))
+    assert not judged.flags and {(f.model, f.check) for f in judged.caveats} == {
+        (m, c) for m in ("digits-deit", ELLIPTICAL) for c in ("one-checkpoint", "recipe")
+    }
+    document = judged.render("checklist")
+    claims = document.split("\n| claim | covers | status | evidence |\n")[1].split("\n\n")[0]
+    assert "| Compared models share a training recipe | " in claims and "| CAVEAT | recipes differ (" in claims
+    assert " | RAISED | " not in document and "RAISED" not in "".join(verdicts(document))
+    indicators = [c for c in CHECKS.values() if not c.claim]
+    assert verdicts(document) == verdicts(judged.render("html")) == [
+        f"no indicator of a failed attack among the {len(indicators) - one.not_run} checked ({one.not_run} not run); "
+        "CAVEAT: one checkpoint, recipes differ"
+        for one in models
+    ]
+    printed = str(judged).splitlines()
+    assert printed[1] == "Soundness checks: no flags (robeval check RUN --report FILE: every check with its evidence)"
+    assert printed[2] == "Caveats on the claim (no sign of a failed attack): 3" and not flag_lines(str(judged))
+    assert printed[3].startswith("  [one-checkpoint] digits-deit, digits-deit-elliptical: one checkpoint: ")
+    assert printed[4].startswith("  [recipe] digits-deit: recipes differ (this model's vs the other's): ")
+    assert "status-CAVEAT" in judged.render("html") and "CAVEAT (a limit on what the numbers can claim" in CHECKLIST_INTRO
+    assert "RAISED (not shown: a sign the attacks may have failed)" in CHECKLIST_INTRO
+
+
+def test_the_fast_protocols_bound_is_a_caveat_when_wider_than_two_points():
+    """The fast protocol's bound on AutoAttack: ok within 2 points of its worst case, a caveat beyond (naming the
+    examples that would narrow it), ok where everything escalated (no bound needed), n/a for any other protocol."""
+
+    def found(bound: float | None, protocol: str = "fast") -> Finding:
+        row = dict(model="digits-deit", attack="any", eps="8/255", eps_value=8 / 255, top1=50.0, n=100, protocol=protocol)
+        audit = {"audit": Phrases(["audited"]), "aa_bound": float("nan") if bound is None else bound}
+        (one,) = judge_summary(pd.DataFrame([{**row, **(audit if protocol == "fast" else {})}]), {})
+        return next(f for f in one.findings if f.check == "wide-bound")
+
+    wide = found(40.0)
+    assert (wide.status, wide.gist) == ("CAVEAT", "wide bound") and "10.0 points below, wider than 2" in wide.evidence
+    assert re.search(r"about [0-9,]+ examples at eps 8/255 would bring it within 2 points", wide.advice)
+    assert found(48.5).status == "ok" and "within 2 points" in found(48.5).evidence
+    assert found(None).status == "ok" and "the result is AutoAttack's" in found(None).evidence
+    assert found(None, "standard").status == "n/a"
 
 
 def test_advice_fits_the_run_and_one_example_never_raises():

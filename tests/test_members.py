@@ -150,18 +150,19 @@ def test_one_member_each_is_the_paired_comparison_and_says_the_claim_rests_on_on
     assert found.test == "paired" and "top1_mcnemar_p" in found.table
     assert "The claim rests on one checkpoint each" in str(found)
     checked = run.check()
-    assert not [f for f in checked.flags if f.check == "one-checkpoint"]  # a note on the claim's scope, not a flag
-    (note,) = [f for f in checked.notes if f.check == "one-checkpoint" and f.model == "digits-deit"]
-    assert "one checkpoint" in note.evidence and "--checkpoint NAME=A,B,C" in note.advice
+    assert not [f for f in checked.flags if f.check == "one-checkpoint"]  # a caveat on the claim, not a flag
+    (caveat,) = [f for f in checked.caveats if f.check == "one-checkpoint" and f.model == "digits-deit"]
+    assert "one checkpoint" in caveat.evidence and "--checkpoint NAME=A,B,C" in caveat.advice
     said = str(checked)
-    assert "Soundness checks: no flags" in said and "Note: digits-deit, digits-deit-elliptical: one checkpoint" in said
+    assert "Soundness checks: no flags" in said and "Caveats on the claim (no sign of a failed attack): 1" in said
+    assert "  [one-checkpoint] digits-deit, digits-deit-elliptical: one checkpoint" in said
 
 
 def test_the_check_of_several_checkpoints_is_ok_with_members_and_na_alone(three, members):
     run, _ = three
     judged = {(f.model, f.check): f for one in run.check().judged.models for f in one.findings}
     assert judged[("digits-deit", "one-checkpoint")].status == "ok"
-    assert judged[("digits-deit-elliptical", "one-checkpoint")].status == "note"
+    assert judged[("digits-deit-elliptical", "one-checkpoint")].status == "CAVEAT"
     alone = evaluate_full(models=["digits-deit"], n_examples=10, attacks="fgsm", threads=1).check()
     assert next(f for f in alone.judged.models[0].findings if f.check == "one-checkpoint").status == "n/a"
 

@@ -178,11 +178,11 @@ def test_a_bad_compare_format_is_one_line(store, cli):
 
 
 def test_a_run_just_made_is_the_run_read_back(tmp_path):
-    """One Run: made by evaluate_full or read back by open_run, the same type, description (flags, notes,
+    """One Run: made by evaluate_full or read back by open_run, the same type, description (flags, caveats,
     passes per image included), summary and records (issue 55, item 1)."""
     made = robeval.evaluate_full(models=list(MODELS), n_examples=8, attacks="fgsm", store=tmp_path / "s.sqlite")
     back = robeval.open_run(made.run_id, store=tmp_path / "s.sqlite")
     assert type(made) is type(back)
     assert json.dumps(made.info, sort_keys=True, default=str) == json.dumps(back.info, sort_keys=True, default=str)
-    assert {"flags", "notes", "passes_per_image"} <= set(back.info)
+    assert {"flags", "caveats", "passes_per_image"} <= set(back.info)
     assert made.summary.equals(back.summary) and made.records.equals(back.records)

@@ -1,5 +1,5 @@
 """Recipes compared (robeval.models.recipes): two models trained otherwise, members trained otherwise,
-and weights that record no recipe are said in compare's verdict, raised (or noted) by check, and shown
+and weights that record no recipe are said in compare's verdict, caveats (never flags) of check, and shown
 in the report; models trained alike say nothing."""
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def test_two_models_trained_otherwise_are_said_in_compare_check_and_the_report(u
     folder, store, run, _ = unlike
     said = str(run.compare("digits-deit", "digits-rvt"))
     assert "note: A and B were trained with different recipes (A vs B: stochastic depth 0.1 vs 0)" in said
-    (flag,) = [f for f in run.check().flags if f.check == "recipe" and f.model == "digits-deit"]
-    assert "digits-rvt: stochastic depth 0.1 vs 0" in flag.evidence
+    assert not [f for f in run.check().flags if f.check == "recipe"]  # a caveat on the claim, no failed attack
+    (caveat,) = [f for f in run.check().caveats if f.check == "recipe" and f.model == "digits-deit"]
+    assert "digits-rvt: stochastic depth 0.1 vs 0" in caveat.evidence and caveat.gist == "recipes differ"
     written = invoke(["report", run.run_id, "--store", str(store), "--out", "r.html", "--gallery-size", "0"], folder)
     page = (folder / "r.html").read_text()
     assert written.returncode == 0 and page.count("trained with different recipes") >= 1
@@ -62,11 +63,11 @@ def test_an_unknown_recipe_is_said_to_be_unknown(unlike):
     said = str(bare.compare("digits-deit", "digits-deit-elliptical"))
     assert "training recipe of" in said and "digits-deit is unknown" in said
     found = {f.model: f for one in bare.check().judged.models for f in one.findings if f.check == "recipe"}
-    assert found["digits-deit"].status == "note" and "recipe unknown for digits-deit" in found["digits-deit"].evidence
+    assert found["digits-deit"].status == "CAVEAT" and "recipe unknown for digits-deit" in found["digits-deit"].evidence
     assert not [f for f in bare.check().flags if f.check == "recipe"]
 
 
-def test_members_trained_otherwise_are_raised(tmp_path):
+def test_members_trained_otherwise_are_a_caveat(tmp_path):
     from .test_train_seeds import CODE
 
     (tmp_path / "code.py").write_text(CODE)
@@ -78,7 +79,8 @@ def test_members_trained_otherwise_are_raised(tmp_path):
     result = invoke(["run", "-m", "./code.py:linear=lin", "-m", "digits-deit", "--checkpoint", "lin=a.safetensors,b.safetensors",
                      "-n", "8", "--attacks", "fgsm", "--store", "s.sqlite", "--out", "o"], tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "[recipe] lin: recipes differ (this model's vs the other's): its member 2: epochs 3 vs 4" in result.stdout
+    caveats = result.stdout.split("Caveats on the claim (no sign of a failed attack): ")[1]
+    assert "[recipe] lin: recipes differ (this model's vs the other's): its member 2: epochs 3 vs 4" in caveats
     compared = invoke(["compare", "lin", "digits-deit", "--store", "s.sqlite"], tmp_path)
     assert "note: the members of" in compared.stdout and "epochs 3 vs 4" in compared.stdout
 

@@ -1,7 +1,7 @@
 """The soundness findings of a run (robeval.results.soundness) as ``robeval check`` prints them (with
 the lines under every table) and as the checklist document ``robeval check --report FILE`` writes: per
-model every check's status (ok / RAISED / not run / n/a) and evidence, then a verdict line.  Nothing is
-judged here.
+model every check of the attacks with its status (ok / RAISED / not run / n/a) and evidence, then every
+check of the claim (ok / CAVEAT / n/a), then a verdict line.  Nothing is judged here.
 """
 
 from __future__ import annotations
@@ -24,23 +24,29 @@ from .files import skipped_note
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
-    "Indicators after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor et al. 2022 "
-    "(Indicators of Attack Failure). Status: ok, RAISED (a sign the attacks failed), not run (the run lacks "
-    "the evidence; the command that gives it is named), note (what the numbers stand on, not a failure)."
+    "Indicators of a failed attack after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor "
+    "et al. 2022 (Indicators of Attack Failure), each what a sound evaluation shows. Status: ok, RAISED (not "
+    "shown: a sign the attacks may have failed), not run (the run lacks the evidence; the command that gives it is "
+    "named), n/a (it does not apply). Then what the claim stands on: ok, or CAVEAT (a limit on what the numbers "
+    "can claim: one checkpoint, training recipes that differ or are unknown, a wide bound on AutoAttack; no sign "
+    "that an attack failed, never a flag)."
 )
 
 
 def verdict(one: ModelFindings) -> str:
-    """The verdict line of one model: its raised checks, or how many judged it."""
+    """The verdict line of one model: its raised indicators (each not shown) or how many judged it, then the
+    gist of each caveat on its claim."""
     raised = "; ".join(CHECKS[f.check].title for f in one.raised)
-    text = f"RAISED: {raised}" if raised else f"no indicator of a failed attack among the {one.checked} checked"
-    noted = sum(f.noted for f in one.findings)
-    extra = [f"{one.not_run} not run" if one.not_run else "", f"{noted} note{'s' * (noted > 1)}" if noted else ""]
-    return text + (f" ({', '.join(e for e in extra if e)})" if any(extra) else "")
+    text = (
+        f"RAISED, not shown: {raised}" if raised else f"no indicator of a failed attack among the {one.checked} checked"
+    )
+    text += f" ({one.not_run} not run)" if one.not_run else ""
+    caveats = ", ".join(dict.fromkeys(f.gist for f in one.caveats))
+    return text + (f"; CAVEAT: {caveats}" if caveats else "")
 
 
 def shown(finding: Finding) -> str:
-    """A finding's evidence, with what to do when it is raised or noted."""
+    """A finding's evidence, with what to do when it is raised or a caveat."""
     return f"{finding.evidence} — {finding.advice}" if finding.advice else finding.evidence
 
 
@@ -53,13 +59,14 @@ def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
     ]
 
 
-FINDING_HEAD = ("indicator", "covers", "status", "evidence")
-
-
-def findings_table(one: ModelFindings) -> Table:
-    """One model's findings: each check's title, what it covers, its status and evidence."""
-    rows = [[CHECKS[f.check].title, CHECKS[f.check].covers, Status(f.status), shown(f)] for f in one.findings]
-    return Table(FINDING_HEAD, rows, "llll", text_columns=range(len(FINDING_HEAD)))
+def findings_tables(one: ModelFindings) -> list[Table]:
+    """One model's findings, the checks of the attacks (``indicator``) apart from those of the claim
+    (``claim``): each check's title, what it covers, its status and evidence."""
+    return [
+        Table((kind, "covers", "status", "evidence"), rows, "llll", text_columns=range(4))
+        for kind, findings in (("indicator", one.indicators), ("claim", one.claims))
+        if (rows := [[CHECKS[f.check].title, CHECKS[f.check].covers, Status(f.status), shown(f)] for f in findings])
+    ]
 
 
 def checklist_document(judged: JudgedRun) -> Document:
@@ -73,7 +80,7 @@ def checklist_document(judged: JudgedRun) -> Document:
     for one in judged.models:
         document += [
             Heading(one.model),
-            findings_table(one),
+            *findings_tables(one),
             Paragraph(f"Verdict for {one.model}: {verdict(one)}.", strong=True),
         ]
     notes = evidence_note(judged.evidence)
@@ -88,7 +95,7 @@ def checklist_markdown(judged: JudgedRun) -> str:
 @dataclass
 class Soundness:
     """``robeval check``'s answer: a stored run's findings, judged with its evidence runs (the data:
-    ``judged.models``, ``flags``), rendered as ``robeval check`` prints it (``render("md")``, ``str``)
+    ``judged.models``, ``flags``, ``caveats``), rendered as ``robeval check`` prints it (``render("md")``, ``str``)
     or as the checklist document (``render("checklist")``; ``"html"``: its tables in ``robeval report``)."""
 
     judged: JudgedRun
@@ -98,8 +105,8 @@ class Soundness:
         return self.judged.flags
 
     @property
-    def notes(self) -> list[Finding]:
-        return self.judged.notes
+    def caveats(self) -> list[Finding]:
+        return self.judged.caveats
 
     def render(self, format: str = "md") -> str:
         return RENDERINGS.require(format)(self.judged)
@@ -110,8 +117,8 @@ class Soundness:
 
 def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     """What is said under every results table (``robeval run``, ``robeval check``): the image files a run
-    could not read, stopped models, an audited protocol's audit and bound, adaptive gaps and soundness
-    flags (its run.json facts and summary)."""
+    could not read, stopped models, an audited protocol's audit and bound, adaptive gaps, soundness flags and caveats
+    (its run.json facts and summary)."""
     note = skipped_note(run)
     lines = [note] if note else []
     lines += [f"Stopped model {model}: {message}" for model, message in run.get("failed_models", {}).items()]
@@ -129,22 +136,26 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     else:
         lines += [f"Soundness checks: {len(flags)} flag(s)"]
         lines += [f"  [{f['check']}] {f['model']}: {f['message']} — {f['advice']}" for f in flags]
-    return lines + note_lines(run.get("notes", []))
+    return lines + caveat_lines(run.get("caveats", []))
 
 
-def note_lines(notes: list[dict[str, str]]) -> list[str]:
-    """One line per note said alike of several models (what the numbers stand on; never a flag)."""
+def caveat_lines(caveats: list[dict[str, str]]) -> list[str]:
+    """The caveats on the claim under the flags, never counted as one: a line per caveat said alike of
+    several models."""
     said: dict[tuple[str, str, str], list[str]] = {}
-    for note in notes:
-        said.setdefault((note["check"], note["message"], note["advice"]), []).append(note["model"])
-    return [f"Note: {', '.join(models)}: {message}; {advice}" for (_, message, advice), models in said.items()]
+    for found in caveats:
+        said.setdefault((found["check"], found["message"], found["advice"]), []).append(found["model"])
+    head = [f"Caveats on the claim (no sign of a failed attack): {len(said)}"] if said else []
+    return head + [
+        f"  [{check}] {', '.join(models)}: {message} — {advice}" for (check, message, advice), models in said.items()
+    ]
 
 
 def check_lines(judged: JudgedRun) -> str:
     """What ``robeval check`` prints: the run, then the lines under every table with its flags (Markdown lines:
     a name shows as it is wherever the text is pasted)."""
-    run, flags, notes = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.notes]
-    lines = diagnostic_lines({**run.info, "flags": flags, "notes": notes}, run.summary)
+    run, flags, caveats = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.caveats]
+    lines = diagnostic_lines({**run.info, "flags": flags, "caveats": caveats}, run.summary)
     return to_markdown([Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines])])
 
 
@@ -153,7 +164,7 @@ def checklist_html(judged: JudgedRun) -> str:
     document: Document = []
     for one in judged.models:
         verdict_text = f"Verdict: {verdict(one)}."
-        document += [Heading(f"{one.model} (run {judged.run.run_id})", 3), findings_table(one),
+        document += [Heading(f"{one.model} (run {judged.run.run_id})", 3), *findings_tables(one),
                      Paragraph(verdict_text, strong=True, css="verdict")]  # fmt: skip
     notes = evidence_note(judged.evidence)
     return to_html(document + ([Lines(notes)] if notes else []))

@@ -1,6 +1,9 @@
 """The soundness checks' types and registry: each check (robeval.results.indicators) is one registration of
-:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  ``robeval check`` prints
-the raised findings (the run's flags), the checklist and the HTML report render every finding.
+:data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  Two kinds: checks of the
+attacks, RAISED where the attacks may have failed (the run's flags), and checks of the claim, whose CAVEAT
+says what the numbers cannot claim (one checkpoint, recipes, a wide bound) and is never a flag.
+``robeval check`` prints the flags and then the caveats; the checklist and the HTML report render every
+finding.
 
 The thresholds are tests that a change of one example never passes: a gap counts when it exceeds its
 points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 points, more than the
@@ -17,30 +20,32 @@ import pandas as pd
 
 from ..core.registry import Registry
 
-OK, RAISED, NOT_RUN, NOT_APPLICABLE = "ok", "RAISED", "not run", "n/a"
-NOTE = "note"  # what a reader must know of the claim's scope, not a sign of a failed attack: never a flag
+OK, RAISED, NOT_RUN, NOT_APPLICABLE = "ok", "RAISED", "not run", "n/a"  # RAISED: the attacks may have failed
+CAVEAT = "CAVEAT"  # a limit on what the numbers can claim (a check of the claim's): no sign of a failed attack, no flag
 MIN_EXAMPLES = 2  # a gap of fewer examples than this is one example's luck, never a finding
 MASKING_GAP = 1.0  # percentage points
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One check's judgement of one model: ``status`` (ok / RAISED / not run / n/a / note), the ``evidence``
-    from the run (for "not run": the command that gives it), and the ``advice`` a raised one or a note carries."""
+    """One check's judgement of one model: ``status`` (ok / RAISED / not run / n/a, or a check of the claim's
+    CAVEAT), the ``evidence`` from the run (for "not run": the command that gives it), the ``advice`` a raised
+    one or a caveat carries, and a caveat's ``gist``: the few words its verdict names it by."""
 
     status: str
     evidence: str
     advice: str = ""
     check: str = ""  # the registration's name: the flag's name when raised
     model: str = ""
+    gist: str = ""
 
     @property
     def raised(self) -> bool:
         return self.status == RAISED
 
     @property
-    def noted(self) -> bool:
-        return self.status == NOTE
+    def caveat(self) -> bool:
+        return self.status == CAVEAT
 
     def as_flag(self) -> dict[str, str]:
         """The finding as run.json stores a flag (check, model, message, advice)."""
@@ -65,17 +70,22 @@ Judge = Callable[[str, pd.DataFrame, Evidence], Finding]
 
 @dataclass(frozen=True)
 class Check:
-    """A registration: the checklist's wording (``title``), the literature it ``covers``, its judgement
-    of one model's rows, and the advice a raised finding carries unless the judgement gives its own."""
+    """A registration: the checklist's wording (``title``: what a sound evaluation shows), the literature it
+    ``covers``, its judgement of one model's rows, the advice a raised finding or a caveat carries unless the
+    judgement gives its own, and whether it checks the ``claim`` (what the numbers can say: ok, CAVEAT or
+    n/a) rather than the attacks (ok, RAISED, not run or n/a)."""
 
     title: str
     covers: str
     judge: Judge
     advice: str
+    claim: bool = False
 
     def finding(self, name: str, model: str, rows: pd.DataFrame, evidence: Evidence) -> Finding:
         found = self.judge(model, rows, evidence)
-        advice = (found.advice or self.advice) if found.raised or found.noted else ""
+        if (found.raised and self.claim) or (found.caveat and not self.claim):  # a bug: RAISED says attacks failed
+            raise AssertionError(f"check {name} of the {'claim' if self.claim else 'attacks'} found {found.status}")
+        advice = (found.advice or self.advice) if found.raised or found.caveat else ""
         return replace(found, check=name, model=model, advice=advice)
 
 
@@ -85,11 +95,12 @@ CHECKS: Registry[Check] = Registry("soundness check")
 J = TypeVar("J", bound=Judge)
 
 
-def check(name: str, title: str, covers: str, advice: str = "") -> Callable[[J], J]:
-    """Register a judgement as check ``name``; the checklist shows the checks in registration order."""
+def check(name: str, title: str, covers: str, advice: str = "", claim: bool = False) -> Callable[[J], J]:
+    """Register a judgement as check ``name`` (``claim``: a check of what the numbers can claim, whose
+    findings are caveats); the checklist shows the checks in registration order."""
 
     def decorate(judge: J) -> J:
-        CHECKS.add(name, Check(title, covers, judge, advice))
+        CHECKS.add(name, Check(title, covers, judge, advice, claim))
         return judge
 
     return decorate
@@ -97,6 +108,11 @@ def check(name: str, title: str, covers: str, advice: str = "") -> Callable[[J],
 
 def judged(raised: bool, evidence: str, advice: str = "") -> Finding:
     return Finding(RAISED if raised else OK, evidence, advice)
+
+
+def caveat(gist: str, evidence: str, advice: str = "") -> Finding:
+    """A caveat on the claim: ``gist``, the few words the verdict names it by, and its ``evidence``."""
+    return Finding(CAVEAT, evidence, advice, gist=gist)
 
 
 def observed(lines: list[tuple[str, bool]], none: str, advice: str = "") -> Finding:

@@ -15,7 +15,9 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import get_attack_spec, list_attacks
-from ..core.defaults import CLEAN, NOT_ATTACKS
+from ..core.defaults import ANY, CLEAN, NOT_ATTACKS
+from ..core.listed import names_in
+from ..evaluation.fast.summary import BOUND_WIDTH, wide_bound
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text
 from ..models.registry import MODELS
@@ -25,11 +27,11 @@ from .findings import (
     MIN_EXAMPLES,
     NOT_APPLICABLE,
     NOT_RUN,
-    NOTE,
     Evidence,
     Finding,
     Judge,
     beyond,
+    caveat,
     check,
     judged,
     observed,
@@ -419,7 +421,7 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
        "the seed papers' std tables (Hosseini & Hosseini 2024, rebuttal: std over 5 training runs): a comparison of "
        "two training procedures varies from seed to seed",
        "to compare training procedures, evaluate several members per model (robeval train-demo --seeds 0-2; "
-       "--checkpoint NAME=A,B,C) and test the difference with robeval compare")  # fmt: skip
+       "--checkpoint NAME=A,B,C) and test the difference with robeval compare", claim=True)  # fmt: skip
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     base = _base(model, rows)  # (its +adaptive copy is itself)
     family = ev.models.get(base, {}).get("family")
@@ -433,15 +435,15 @@ def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding
     if members > 1:
         return judged(False, f"{members} members: tables show mean ± std, robeval compare tests differences against "
                              "the seed-to-seed variation")  # fmt: skip
-    return Finding(NOTE, "one checkpoint: the numbers are this checkpoint's, not its training procedure's (another "
-                         "seed may move them by several points)")  # fmt: skip
+    return caveat("one checkpoint", "one checkpoint: the numbers are this checkpoint's, not its training procedure's "
+                  "(another seed may move them by several points)")  # fmt: skip
 
 
 @check("recipe", "Compared models share a training recipe",
        "the claim test's premise (robeval compare): a difference between two attention kinds is one of training "
        "procedures only when everything but the attention was trained alike; members differ only in their seed",
        "compare models trained with one recipe (robeval train-demo --epochs/--lr as the other's), or report the "
-       "difference as one of recipes, not of attention kinds")  # fmt: skip
+       "difference as one of recipes, not of attention kinds", claim=True)  # fmt: skip
 def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """The recipe each member's weights record, against each other and against every other model of the run."""
     base = _base(model, rows)
@@ -454,15 +456,41 @@ def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
         theirs = member_recipes(ev.models.get(other, {}))
         lines += [f"{other}: {d}" for d in _unlike(own[0], theirs[:1]) if d]
     if lines:
-        return judged(True, f"recipes differ (this model's vs the other's): {'; '.join(lines)}")
+        return caveat("recipes differ", f"recipes differ (this model's vs the other's): {'; '.join(lines)}")
     unknown = [m for m in [base, *others] if None in member_recipes(ev.models.get(m, {}))]
     if unknown:
-        return Finding(NOTE, f"recipe unknown for {', '.join(unknown)} (the weights record none): that the compared "
-                             "models were trained alike is not shown", "record it: robeval train-demo writes it; a "
-                             "training checkpoint's args do")  # fmt: skip
+        return caveat("recipe unknown", f"recipe unknown for {', '.join(unknown)} (the weights record none): that the "
+                      "compared models were trained alike is not shown", "record it: robeval train-demo writes it; a "
+                      "training checkpoint's args do")  # fmt: skip
     return judged(False, f"one recipe: {recipe_text(own[0])}" + (f", as {', '.join(others)}" if others else ""))
 
 
 def _unlike(first: dict | None, rest: list[dict | None]) -> list[str]:
     """For each recipe of ``rest``, how it differs from ``first`` (empty: alike, or one of them unknown)."""
     return [", ".join(recipe_differences(first, r)) if first and r else "" for r in rest]
+
+
+@check("wide-bound", "The fast protocol's bound on AutoAttack is close to its result",
+       f"the fast protocol's audit (robeval's own): its one-sided 95% lower bound on AutoAttack's robust accuracy, "
+       f"within {BOUND_WIDTH:g} points of the fast result, lets the result stand for AutoAttack's", claim=True)  # fmt: skip
+def audit_bound(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
+    """The bound an audited protocol puts on AutoAttack's robust accuracy against its own worst case, eps by
+    eps (robeval.evaluation.fast.summary.wide_bound: the caption's warning reads the same)."""
+    said = rows["audit"].map(lambda audit: bool(names_in(audit))) if "audit" in rows else False  # its audit stored
+    audited = rows[said & (rows["attack"] == ANY)]
+    if audited.empty:
+        return Finding(NOT_APPLICABLE, "no audited protocol: the numbers are the attacks' own, not a bound on others'")
+    worst = audited[audited["aa_bound"].notna()]
+    if worst.empty:
+        return judged(False, "every stage ran on every survivor: the result is AutoAttack's (no bound needed)")
+    lines, needed = [], []
+    for r in worst.to_dict("records"):
+        wide = wide_bound(r)
+        lines.append(f"eps {r['eps']}: AutoAttack's robust accuracy >= {r['aa_bound']:.2f}% against {r['top1']:.2f}%" +
+                     (f", {wide[0]:.1f} points below, wider than {BOUND_WIDTH:g}" if wide else ""))  # fmt: skip
+        needed += [f"about {wide[1]:,} examples at eps {r['eps']}"] if wide else []
+    if not needed:
+        return judged(False, "; ".join(lines) + f" (within {BOUND_WIDTH:g} points)")
+    return caveat("wide bound", f"wide bound: {'; '.join(lines)}: it says little of AutoAttack's robust accuracy on "
+                  f"{int(worst['n'].max())} examples", f"more examples narrow it ({', '.join(needed)} would bring it "
+                  f"within {BOUND_WIDTH:g} points if the audit breaks none of its sample): --n-examples")  # fmt: skip

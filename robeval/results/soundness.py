@@ -23,23 +23,38 @@ from .summary import add_model_columns
 
 @dataclass
 class ModelFindings:
-    """One model's finding of every check, in registration order."""
+    """One model's finding of every check, in registration order: the checks of the attacks
+    (:attr:`indicators`), then those of the claim (:attr:`claims`)."""
 
     model: str
     findings: list[Finding]
+
+    @property
+    def indicators(self) -> list[Finding]:
+        """The findings of the checks of the attacks (ok, RAISED, not run, n/a)."""
+        return [f for f in self.findings if not CHECKS[f.check].claim]
+
+    @property
+    def claims(self) -> list[Finding]:
+        """The findings of the checks of the claim (ok, CAVEAT, n/a)."""
+        return [f for f in self.findings if CHECKS[f.check].claim]
 
     @property
     def raised(self) -> list[Finding]:
         return [f for f in self.findings if f.raised]
 
     @property
+    def caveats(self) -> list[Finding]:
+        return [f for f in self.findings if f.caveat]
+
+    @property
     def not_run(self) -> int:
-        return sum(f.status == NOT_RUN for f in self.findings)
+        return sum(f.status == NOT_RUN for f in self.indicators)
 
     @property
     def checked(self) -> int:
-        """The checks that judged the model (ok, RAISED or not applicable to it)."""
-        return len(self.findings) - self.not_run
+        """The checks of the attacks that judged the model (ok, RAISED or not applicable to it)."""
+        return len(self.indicators) - self.not_run
 
 
 def judge_summary(
@@ -63,12 +78,12 @@ def judge_summary(
 def run_findings(
     summary: pd.DataFrame, info: dict[str, Any], records: pd.DataFrame | None = None
 ) -> dict[str, list[dict[str, str]]]:
-    """The raised findings (``flags``) and the notes of a run as run.json stores them, from what the API's
-    summarising has at hand."""
+    """The raised findings (``flags``: the attacks may have failed) and the ``caveats`` on the claim of a run
+    as run.json stores them, from what the API's summarising has at hand."""
     judged = judge_summary(summary, info, records)
     return {
         "flags": [f.as_flag() for one in judged for f in one.raised],
-        "notes": [f.as_flag() for one in judged for f in one.findings if f.noted],
+        "caveats": [f.as_flag() for one in judged for f in one.caveats],
     }
 
 
@@ -85,8 +100,8 @@ class JudgedRun:
         return [f for one in self.models for f in one.raised]
 
     @property
-    def notes(self) -> list[Finding]:
-        return [f for one in self.models for f in one.findings if f.noted]
+    def caveats(self) -> list[Finding]:
+        return [f for one in self.models for f in one.caveats]
 
 
 def judge_stored(store: Store, run: StoredRun) -> JudgedRun:

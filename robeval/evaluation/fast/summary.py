@@ -139,16 +139,25 @@ def audit_lines(summary: pd.DataFrame, eps: str | None = None) -> list[str]:
 BOUND_WIDTH = 2.0  # points: a bound further below the fast result than this says little, and is warned of
 
 
+def wide_bound(row: dict[str, Any]) -> tuple[float, int] | None:
+    """How far a row's bound on AutoAttack's robust accuracy lies below its fast result (points), and the
+    examples that would bring it within :data:`BOUND_WIDTH`, where it is wider than that (None: no bound,
+    or within it).  The caption's warning and the checklist's caveat (robeval.results.indicators) read it."""
+    fast, bound = float(row["top1"]), float(row.get("aa_bound", math.nan))
+    if math.isnan(bound) or fast - bound <= BOUND_WIDTH:
+        return None
+    return fast - bound, examples_for_width(fast / 100, PROTOCOLS[row["protocol"]].audit_rate, BOUND_WIDTH / 100)
+
+
 def wide_bound_warning(row: dict[str, Any]) -> str | None:
     """A warning when a row's bound on AutoAttack's robust accuracy is more than :data:`BOUND_WIDTH` points
     below its fast result, with the examples that would bring it within that width."""
-    fast, bound, n = float(row["top1"]), float(row.get("aa_bound", math.nan)), int(row["n"])
-    if math.isnan(bound) or fast - bound <= BOUND_WIDTH:
+    wide = wide_bound(row)
+    if wide is None:
         return None
-    protocol = PROTOCOLS[row["protocol"]]
-    needed = examples_for_width(fast / 100, protocol.audit_rate, BOUND_WIDTH / 100)
+    (gap, needed), fast, bound, n = wide, float(row["top1"]), float(row["aa_bound"]), int(row["n"])
     return (
-        f"warning: {row['protocol']} protocol, {row['model']} eps {row['eps']}: the bound is {fast - bound:.1f} points "
+        f"warning: {row['protocol']} protocol, {row['model']} eps {row['eps']}: the bound is {gap:.1f} points "
         f"below the result ({bound:.2f}% against {fast:.2f}%), wider than {BOUND_WIDTH:g} points, so it says little on "
         f"{n} examples; about {needed:,} examples would bring it within {BOUND_WIDTH:g} points (at this robust "
         "accuracy, if the audit breaks none of its sample)"
