@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn
 from rich.table import Column
 from rich.table import Table as RichTable
@@ -125,18 +126,41 @@ class RichReporter:
 
 
 MODELS_AS_COLUMNS = 3  # more models than this: one row per model (a terminal cannot fit their names as columns)
+PLAIN_BOLD = "*"  # a bold cell's mark where bold cannot show (a pipe, a file: rich writes no styles there)
+PLAIN_BOLD_NOTE = (
+    f"{PLAIN_BOLD} bold, which plain text cannot show: the column's best, separated from the runner-up by the claim "
+    "test (the 95% interval of their difference, robeval compare's, excludes 0)"
+)
+
+
+class Plainly:
+    """A renderable shown as ``styled`` where the console writes styles (a terminal) and as ``plain`` where
+    it writes none (rich's colour system is None off a terminal: bold would vanish, so a mark stands for it)."""
+
+    def __init__(self, styled: RenderableType, plain: RenderableType) -> None:
+        self.styled, self.plain = styled, plain
+
+    def chosen(self, console: Console) -> RenderableType:
+        return self.plain if console.color_system is None else self.styled
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.chosen(console)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.chosen(console))
 
 
 def to_rich(document: Document) -> list[RenderableType]:
     """The document for the terminal, one renderable per block: a grid under its caption's phrases, one a
     line (a phrase wider than the terminal wraps, never cut); a grid of (attack, Top-1 / Top-5) columns
     shows ``top-1 / top-5`` in one cell; a few models become the columns, their names uncut; a bold cell
-    is bold, a noted one marked."""
+    is bold (where bold cannot show, marked :data:`PLAIN_BOLD`, said under the table), a noted one marked."""
     return [RICH[type(block)](block) for block in document]
 
 
 def _captioned_grid(block: Grid) -> RenderableType:
-    return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block))
+    said = [Plainly(Group(), Text(PLAIN_BOLD_NOTE, overflow="fold"))] if block.bold else []  # the plain mark's line
+    return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block), *said)
 
 
 def _rich_of_table(block: Table) -> RichTable:
@@ -153,9 +177,17 @@ RICH: dict[type, Callable[[Any], RenderableType]] = {  # the terminal's way of s
 }
 
 
-def _shown(value: object, mark: str = "") -> Text:
+def _shown(value: object, mark: str = "", plain: bool = False) -> Text:
+    """A cell's text with its mark: bold, or where bold cannot show (``plain``) :data:`PLAIN_BOLD`."""
     shown = shown_number(value) if not isinstance(value, Measured) else value
-    return Text(f"{shown}{MARK if mark == NOTED and str(shown) else ''}", style="bold" if mark == BOLD else "")
+    text = f"{shown}{MARK if mark == NOTED and str(shown) else ''}{PLAIN_BOLD if plain and mark == BOLD else ''}"
+    return Text(text, style="bold" if mark == BOLD and not plain else "")
+
+
+def _cell(marked: list[tuple[object, str]]) -> RenderableType:
+    """One cell of (value, mark) parts joined by `` / ``: bold parts bold, or marked where bold cannot show."""
+    styled, plain = (Text(" / ").join(_shown(value, mark, off) for value, mark in marked) for off in (False, True))
+    return styled if styled.plain == plain.plain else Plainly(styled, plain)
 
 
 def _grid_table(block: Grid) -> RichTable:
@@ -167,8 +199,7 @@ def _grid_table(block: Grid) -> RichTable:
     rows = []
     for model, cells in marked_rows(frame, block.bold, block.noted):
         marked = list(zip(frame.columns, cells))
-        shown = [[_shown(v, mark) for c, (v, mark) in marked if group(c) == a] for a in columns]
-        rows.append([Text(model), *(Text(" / ").join(parts) for parts in shown)])
+        rows.append([Text(model), *(_cell([cell for c, cell in marked if group(c) == a]) for a in columns)])
     if len(rows) <= MODELS_AS_COLUMNS:
         head = ["attack" if both else "", *(str(r[0]) + ("\ntop-1 / top-5" if both else "") for r in rows)]
         return _rich_table(head, [[Text(str(c)), *(r[i + 1] for r in rows)] for i, c in enumerate(columns)])
