@@ -168,6 +168,7 @@ def table_cmd(
     """Generate the paper table (models x attacks, Top-1/Top-5, a column's best in bold where the claim
     test separates it from the runner-up; mean ± std for a model of several members) from stored runs;
     --top1-only, --attacks and --name make it fit a paper's column."""
+    from ..report.captions import recipe_parts
     from ..report.files import check_out_file
     from ..report.paper import FORMATS, checked_format
     from ..report.table_options import TableOptions
@@ -177,7 +178,10 @@ def table_cmd(
         check_out_file(out)  # before the store is read
     with opened(list(run_ids or []), store) as run:
         table = run.table(format, top1_only=top1_only, attacks=attacks, names=name, bold=bold)
+        said = [] if FORMATS[format].marks_bests else recipe_parts(run.summary)  # data formats have no caption
     emit(table, out)
+    for line in said:
+        TerminalConsole(stderr=True).print(f"note: {line}", markup=False, soft_wrap=True)
     if FORMATS[format].note:
         TerminalConsole(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
 

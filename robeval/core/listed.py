@@ -23,6 +23,13 @@ class Phrases(Names):
     separator = "; "
 
 
+class Alternatives(Names):
+    """Texts that differ between the parts of one thing (the recipes of a model's members), shown joined by
+    ``" / "``."""
+
+    separator = " / "
+
+
 def names_in(value: Any) -> Names:
     """A cell's names: the tuple it holds, none for a missing cell (a combined table's row of a run
     without the column)."""

@@ -7,8 +7,15 @@ of :mod:`.claim` where either side has several members; the paired bootstrap ove
 has one checkpoint) excluding 0.  A best the test does not separate from the runner-up (a tie included)
 is marked by a footnote instead.
 
-The marks are columns of the summary (``best_top1``, ``best_top5``: :data:`SEPARATED`, :data:`NOT_SEPARATED`
-or empty), set from the per-example records before the table's options rename the models; each
+Bold is a claim about training procedures, so it is made only between models trained alike: a best the
+test separates whose recipe (or whose members' recipes) differs from that of a model of its column
+(the summary's ``recipe`` column: robeval.results.likeness.recipe_cells) is marked :data:`RECIPES_DIFFER`
+instead, and the caption names the recipes.  The test reads exactly the records a cell shows: those of
+the row's run (``run_id``, where the records carry it) and of the model as the table names it
+(robeval.results.runs.table_records), never those of a model of the same name in another run.
+
+The marks are columns of the summary (``best_top1``, ``best_top5``: :data:`SEPARATED`, :data:`NOT_SEPARATED`,
+:data:`RECIPES_DIFFER` or empty), set from the per-example records before the table's options rename the models; each
 renderer shows them its own way (robeval.report.grid).
 """
 
@@ -19,16 +26,21 @@ import pandas as pd
 from ..core.defaults import ANY
 from ..core.listed import names_in
 from ..results.intervals import claim_interval, member_matrix
+from ..results.likeness import trained_apart
 from ..results.summary import any_attack_records
 from .naming import names_column
 from .paired import bootstrap_ci
 
-SEPARATED, NOT_SEPARATED = "separated", "not separated"
+SEPARATED, NOT_SEPARATED, RECIPES_DIFFER = "separated", "not separated", "recipes differ"
 METRICS = {"top1": "adv_top1", "top5": "adv_top5"}
 FOOTNOTE = (
     "the column's best, not separated from the runner-up by the claim test (the 95% interval of their "
     "difference, robeval compare's, includes 0); bold: a best it separates"
 )  # after the footnote mark (robeval.report.grid.MARK)
+RECIPES_FOOTNOTE = (
+    "recipes differ, see note: the column's best, separated from the runner-up by the claim test, but not bold, "
+    "since a model of its column was trained with another recipe"
+)  # after the recipes mark (robeval.report.grid.RECIPES_MARK)
 
 
 def best_column(metric: str) -> str:
@@ -37,8 +49,8 @@ def best_column(metric: str) -> str:
 
 def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with a best column per metric: each column's (eps, attack) best model marked separated
-    or not from the runner-up (the module docstring); one model alone, or a worst case over other attacks
-    than its neighbours', is not marked."""
+    or not from the runner-up, or separated but trained otherwise than a model of its column (the module
+    docstring); one model alone, or a worst case over other attacks than its neighbours', is not marked."""
     out = summary.copy()
     for metric in METRICS:
         out[best_column(metric)] = ""
@@ -50,8 +62,15 @@ def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
             best = rows[shown == shown.max()]
             runner_up = rows[shown < shown.max()]
             mark = NOT_SEPARATED if len(best) > 1 else _mark(best.iloc[0], runner_up, records, metric)
+            if mark == SEPARATED and _apart(best.iloc[0], rows):
+                mark = RECIPES_DIFFER
             out.loc[best.index, best_column(metric)] = mark
     return out
+
+
+def _apart(best: pd.Series, rows: pd.DataFrame) -> bool:
+    """Whether ``best`` was trained otherwise than a model of its column (or its members than each other)."""
+    return "recipe" in rows and any(trained_apart(best["recipe"], recipe) for recipe in rows["recipe"])
 
 
 def _mark(best: pd.Series, runner_up: pd.DataFrame, records: pd.DataFrame, metric: str) -> str:
@@ -73,8 +92,11 @@ def _mark(best: pd.Series, runner_up: pd.DataFrame, records: pd.DataFrame, metri
 
 
 def _outcomes(records: pd.DataFrame, row: pd.Series, metric: str) -> pd.DataFrame:
-    """A summary row's per-example outcomes as members x examples (its worst case made from its attacks)."""
+    """A summary row's per-example outcomes as members x examples (its worst case made from its attacks): the
+    records of its model as the table names it, of its own run."""
     mine = records[(records["model"] == row["model"]) & (records["eps"] == row["eps"])]
+    if "run_id" in records and pd.notna(row.get("run_id")):
+        mine = mine[mine["run_id"] == row["run_id"]]  # the row's own run: records of two runs are never pooled
     if row["attack"] == ANY:
         mine = any_attack_records(mine, list(names_in(row.get("any_over"))))
     else:

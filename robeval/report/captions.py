@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from itertools import combinations_with_replacement
+
 import pandas as pd
 
 from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
 from ..core.eps import eps_label
+from ..core.listed import names_in
 from ..core.precision import FP32
 from ..evaluation.fast.summary import audit_lines
 from ..evaluation.protocols import get_protocol
+from ..results.likeness import UNKNOWN, trained_apart
 from .document import Formula
 from .naming import NORM_MATH, column, data_label, is_condition, names_column
 
@@ -47,7 +51,7 @@ def caption_parts(summary: pd.DataFrame, eps: str, top5: bool = True) -> list[st
     if (random := column(sel, "checkpoint") == RANDOM_WEIGHTS).any():
         models = ", ".join(dict.fromkeys(sel[random]["model"]))
         parts.append(f"RANDOM WEIGHTS (untrained, a smoke test): {models}")
-    parts += unlike_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
+    parts += unlike_parts(sel) + recipe_parts(sel) + incomplete_parts(sel) + any_coverage_parts(sel)
     return [measured_phrase(sel, eps, top5), *parts]
 
 
@@ -55,6 +59,20 @@ def unlike_parts(rows: pd.DataFrame) -> list[str]:
     """Runs of one table whose shared attacks ran with different settings (robeval.results.likeness):
     one line saying which, in every block, since any block may sit beside another run's."""
     return [f"NOT LIKE WITH LIKE: {note}" for note in dict.fromkeys(column(rows, "unlike")) if note]
+
+
+def recipe_parts(rows: pd.DataFrame) -> list[str]:
+    """The recipes of the rows' models where two of them (or the members of one) were trained otherwise
+    (the summary's ``recipe`` column: robeval.results.likeness.recipe_cells): each model's values of the
+    ingredients that differ; the models whose recipe is unknown, said once."""
+    if "recipe" not in rows:
+        return []
+    cells = {model: names_in(cell) for model, cell in zip(rows["model"], rows["recipe"])}
+    unknown = [model for model, cell in cells.items() if cell == (UNKNOWN,)]
+    shown = "; ".join(f"{model}: {' / '.join(cell)}" for model, cell in cells.items() if cell and model not in unknown)
+    apart = any(trained_apart(a, b) for a, b in combinations_with_replacement(cells.values(), 2))
+    parts = [f"trained with different recipes ({shown})"] if apart else []
+    return parts + ([f"recipe unknown (the weights record none): {', '.join(unknown)}"] if unknown else [])
 
 
 def transfer_parts(rows: pd.DataFrame) -> list[str]:

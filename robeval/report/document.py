@@ -6,7 +6,8 @@ text, and each renderer escapes it in one place (robeval.report.escaping): no do
 hand.
 
 Cells are text, a :class:`~robeval.report.grid.Measured` number, or text typed for how it shows:
-:class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark),
+:class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark;
+:class:`~robeval.report.grid.Apart` the recipes' mark),
 :class:`Status` (a checklist status, coloured by the report's style).  A :class:`Grid` is a paper table's
 block (rows = models, columns one level or two) with its cells to bold and to footnote; its caption is a
 list of phrases, a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as
@@ -86,17 +87,19 @@ class Formula(str):
 @dataclass(frozen=True, eq=False)
 class Grid:
     """A paper table's block: ``frame``'s index the rows (under ``corner``), its columns one level or two
-    (``(attack, Top-1)``), ``caption`` its phrases (joined by ``; ``), ``bold`` and ``noted`` the
-    (row, column) cells a separated best and an unseparated one are (robeval.report.bests)."""
+    (``(attack, Top-1)``), ``caption`` its phrases (joined by ``; ``), ``bold``, ``noted`` and ``apart`` the
+    (row, column) cells a separated best, an unseparated one and a separated one of models trained with
+    different recipes are (robeval.report.bests)."""
 
     frame: pd.DataFrame
     caption: Sequence[str]
     corner: str = "Model"
     bold: frozenset[Cell] = frozenset()
     noted: frozenset[Cell] = frozenset()
+    apart: frozenset[Cell] = frozenset()
 
     def drawn(self, draw: Callable[..., str], caption: str) -> str:
-        return draw(self.frame, caption, self.corner, self.bold, self.noted)
+        return draw(self.frame, caption, self.corner, self.bold, self.noted, self.apart)
 
 
 Block = Heading | Paragraph | Lines | Table | Grid

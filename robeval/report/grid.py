@@ -2,7 +2,8 @@
 (``Top-1 (%)``) or two (``(attack, Top-1)``: grouped under a LaTeX multicolumn), cells as they are
 (every text escaped by its format's function, robeval.report.escaping: a model's name shows as the
 characters it is; a :class:`Measured` number as each format writes it: ``97.80 ± 0.40``, in LaTeX
-``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark.  Every Markdown table robeval
+``$97.80 \\pm 0.40$``), ``bold`` a set of (row, column) cells to mark (``noted`` and ``apart``: cells
+with a footnote mark instead, :data:`MARKS`).  Every Markdown table robeval
 writes is :func:`markdown_table`'s."""
 
 from __future__ import annotations
@@ -55,20 +56,21 @@ def _two_levels(grid: pd.DataFrame) -> bool:
     return isinstance(grid.columns, pd.MultiIndex)
 
 
-BOLD, NOTED = "bold", "noted"  # how a cell is marked: a separated best, a best only footnoted
+# how a cell is marked: a separated best, a best only footnoted, a separated best of models trained apart
+BOLD, NOTED, APART = "bold", "noted", "apart"
 MARK = "†"  # the footnote mark of a best the claim test does not separate (robeval.report.bests)
+RECIPES_MARK = "‡"  # the mark of a best it separates from a model trained with another recipe
+MARKS = {NOTED: MARK, APART: RECIPES_MARK}  # each footnote mark as text
+LATEX_MARKS = {NOTED: r"$^\dagger$", APART: r"$^\ddagger$"}
 
 
 def marked_rows(
-    grid: pd.DataFrame, bold: Collection[Cell], noted: Collection[Cell]
+    grid: pd.DataFrame, bold: Collection[Cell], noted: Collection[Cell], apart: Collection[Cell] = ()
 ) -> list[tuple[str, list[tuple[object, str]]]]:
-    """Per row its label and its cells as (value, mark: :data:`BOLD`, :data:`NOTED` or "")."""
+    """Per row its label and its cells as (value, mark: :data:`BOLD`, :data:`NOTED`, :data:`APART` or "")."""
+    marks = {**dict.fromkeys(apart, APART), **dict.fromkeys(noted, NOTED), **dict.fromkeys(bold, BOLD)}
     return [
-        (
-            str(index),
-            [(value, BOLD if (index, c) in bold else NOTED if (index, c) in noted else "") for c, value in row.items()],
-        )
-        for index, row in grid.iterrows()
+        (str(index), [(value, marks.get((index, c), "")) for c, value in row.items()]) for index, row in grid.iterrows()
     ]
 
 
@@ -78,7 +80,7 @@ def _latex_cell(value: object, mark: str) -> str:
         shown = value.latex(bold)
     else:
         shown = rf"\textbf{{{latex_escape(str(value))}}}" if bold else latex_escape(str(value))
-    return shown + (r"$^\dagger$" if mark == NOTED else "")
+    return shown + LATEX_MARKS.get(mark, "")
 
 
 class Strong(str):
@@ -88,14 +90,22 @@ class Strong(str):
 class Noted(str):
     """A cell's text to show with the footnote mark :data:`MARK` (the renderer escapes it, then marks it)."""
 
+    mark = MARK
+
+
+class Apart(Noted):
+    """A cell's text to show with the mark :data:`RECIPES_MARK` (a best of models trained apart)."""
+
+    mark = RECIPES_MARK
+
 
 def markdown_cell(value: object) -> str:
     """One cell as Markdown: its text escaped (robeval.report.escaping), bold where it is :class:`Strong`,
-    marked where it is :class:`Noted`."""
+    marked where it is :class:`Noted` (or :class:`Apart`)."""
     text = markdown(value)
     if isinstance(value, Strong) and text:
         return f"**{text}**"
-    return text + MARK if isinstance(value, Noted) and text else text
+    return text + value.mark if isinstance(value, Noted) and text else text
 
 
 def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], align: str = "") -> str:
@@ -110,15 +120,21 @@ def markdown_table(head: Sequence[object], rows: Iterable[Iterable[object]], ali
     return "\n".join([line, rule, *body])
 
 
-TYPED = {BOLD: Strong, NOTED: Noted}
+TYPED = {BOLD: Strong, NOTED: Noted, APART: Apart}
 
 
 def to_markdown(
-    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+    grid: pd.DataFrame,
+    caption: str,
+    corner: str = "Model",
+    bold: Collection[Cell] = (),
+    noted: Collection[Cell] = (),
+    apart: Collection[Cell] = (),
 ) -> str:
     """``Table: caption``, then the grid (two-level columns joined: ``Clean Top-1``)."""
     names = [f"{a} {b}" for a, b in grid.columns] if _two_levels(grid) else list(grid.columns)
-    rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in marked_rows(grid, bold, noted))
+    marked = marked_rows(grid, bold, noted, apart)
+    rows = ([index, *(TYPED[m](v) if m else v for v, m in cells)] for index, cells in marked)
     return f"Table: {markdown(caption)}\n\n{markdown_table([corner, *names], rows)}"
 
 
@@ -127,7 +143,12 @@ def _latex_row(cells: Iterable[str]) -> str:
 
 
 def to_latex(
-    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+    grid: pd.DataFrame,
+    caption: str,
+    corner: str = "Model",
+    bold: Collection[Cell] = (),
+    noted: Collection[Cell] = (),
+    apart: Collection[Cell] = (),
 ) -> str:
     """A ``table`` with a plain ``tabular`` (no packages needed); ``caption`` is LaTeX already."""
     corner = latex_escape(corner)
@@ -142,18 +163,23 @@ def to_latex(
         cols = "l" + "r" * len(grid.columns)
     rows = [
         _latex_row([latex_escape(index), *(_latex_cell(v, m) for v, m in cells)])
-        for index, cells in marked_rows(grid, bold, noted)
+        for index, cells in marked_rows(grid, bold, noted, apart)
     ]
     top = [r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline"]
     return "\n".join([*top, *head, r"\hline", *rows, r"\hline", r"\end{tabular}", r"\end{table}"])
 
 
 def to_html(
-    grid: pd.DataFrame, caption: str, corner: str = "Model", bold: Collection[Cell] = (), noted: Collection[Cell] = ()
+    grid: pd.DataFrame,
+    caption: str,
+    corner: str = "Model",
+    bold: Collection[Cell] = (),
+    noted: Collection[Cell] = (),
+    apart: Collection[Cell] = (),
 ) -> str:
     """A ``<table>`` (class ``sortable``: the report's script sorts it by a header click) with the
-    caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``, the ``noted`` ones
-    with the footnote mark."""
+    caption, two-level columns as grouped headers, the ``bold`` cells marked ``best``, the ``noted`` and
+    ``apart`` ones with their footnote marks."""
     if _two_levels(grid):
         spans = Counter(a for a, _ in grid.columns)  # each group's columns, the groups in order
         top = "".join(f'<th colspan="{n}" scope="colgroup">{escape(str(g))}</th>' for g, n in spans.items())
@@ -164,7 +190,7 @@ def to_html(
         head = f'<tr><th scope="col" data-sort>{escape(corner)}</th>{cells}</tr>'
     body = "".join(
         f'<tr><th scope="row">{escape(index)}</th>{"".join(_html_cell(v, m) for v, m in cells)}</tr>'
-        for index, cells in marked_rows(grid, bold, noted)
+        for index, cells in marked_rows(grid, bold, noted, apart)
     )
     return (
         f'<table class="sortable"><caption>{escape(caption)}</caption>'
@@ -175,4 +201,4 @@ def to_html(
 def _html_cell(value: object, mark: str) -> str:
     if mark == BOLD:
         return f'<td class="best"><strong>{escape(str(value))}</strong></td>'
-    return f"<td>{escape(str(value))}{f'<sup>{MARK}</sup>' if mark == NOTED else ''}</td>"
+    return f"<td>{escape(str(value))}{f'<sup>{MARKS[mark]}</sup>' if mark in MARKS else ''}</td>"

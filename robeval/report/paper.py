@@ -18,11 +18,11 @@ from ..core.defaults import MEMBERS, STD, SUMMARY_COLUMNS
 from ..core.errors import UserError
 from ..core.registry import Registry
 from . import robustbench
-from .bests import FOOTNOTE, NOT_SEPARATED, SEPARATED, best_column, mark_bests
+from .bests import FOOTNOTE, NOT_SEPARATED, RECIPES_DIFFER, RECIPES_FOOTNOTE, SEPARATED, best_column, mark_bests
 from .captions import caption_parts
 from .document import RENDERERS, Document, Grid
 from .escaping import csv_text
-from .grid import MARK, Measured
+from .grid import MARK, RECIPES_MARK, Measured
 from .naming import attack_title
 from .shift_table import later_blocks, split
 from .table_options import TableOptions
@@ -40,11 +40,11 @@ class TableFormat:
 
 def attack_grid(
     summary: pd.DataFrame, eps: str, options: TableOptions = TableOptions()
-) -> tuple[pd.DataFrame, set, set]:
+) -> tuple[pd.DataFrame, dict[str, set]]:
     """One eps block: rows = models, columns = (attack title, Top-1 / Top-5) (top-1 alone: the attack
-    titles), the cells to bold (a column's best that the claim test separates from the runner-up) and the
-    cells to footnote (a best it does not): robeval.report.bests, read from the summary's best columns
-    (none where the summary has none, or ``options.bold`` is off)."""
+    titles), and its marked cells by mark (robeval.report.bests, read from the summary's best columns):
+    bold (:data:`SEPARATED`), footnoted (:data:`NOT_SEPARATED`), marked as a best of models trained apart
+    (:data:`RECIPES_DIFFER`); none where the summary has no best columns, or ``options.bold`` is off."""
     sel = summary[summary["eps"] == eps]
     models, attacks, metrics = list(dict.fromkeys(sel["model"])), options.ordered(sel), options.metrics
     values = {(r["model"], r["attack"], m): Measured.of(r, m) for r in sel.to_dict("records") for m, _ in metrics}
@@ -58,9 +58,11 @@ def attack_grid(
         (r["model"], r["attack"], m): r.get(best_column(m), "") for r in sel.to_dict("records") for m, _ in metrics
     }
     marks = marks if options.bold else {}
-    bold = {(model, shown) for model in models for a, m, shown in keys if marks.get((model, a, m)) == SEPARATED}
-    noted = {(model, shown) for model in models for a, m, shown in keys if marks.get((model, a, m)) == NOT_SEPARATED}
-    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), bold, noted
+    marked = {
+        mark: {(model, shown) for model in models for a, m, shown in keys if marks.get((model, a, m)) == mark}
+        for mark in (SEPARATED, NOT_SEPARATED, RECIPES_DIFFER)
+    }
+    return pd.DataFrame(cells, index=models, columns=pd.Index([c for *_, c in keys])), marked
 
 
 def members_part(rows: pd.DataFrame) -> list[str]:
@@ -80,11 +82,13 @@ def paper_document(summary: pd.DataFrame, options: TableOptions = TableOptions()
     attacks, _ = split(summary)
     blocks: Document = []
     for eps in dict.fromkeys(attacks["eps"]):
-        grid, bold, noted = attack_grid(attacks, eps, options)
+        grid, marked = attack_grid(attacks, eps, options)
         parts = caption_parts(attacks, eps, top5=not options.top1_only)
-        parts += [f"{MARK} {FOOTNOTE}"] if noted else []
+        parts += [f"{MARK} {FOOTNOTE}"] if marked[NOT_SEPARATED] else []
+        parts += [f"{RECIPES_MARK} {RECIPES_FOOTNOTE}"] if marked[RECIPES_DIFFER] else []
         parts += members_part(attacks[attacks["eps"] == eps])
-        blocks.append(Grid(grid, parts, bold=frozenset(bold), noted=frozenset(noted)))
+        bold, noted, apart = (frozenset(marked[mark]) for mark in (SEPARATED, NOT_SEPARATED, RECIPES_DIFFER))
+        blocks.append(Grid(grid, parts, bold=bold, noted=noted, apart=apart))
     return blocks + later_blocks(summary)
 
 

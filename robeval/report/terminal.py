@@ -17,7 +17,7 @@ from rich.text import Text
 
 from .document import Document, Grid, Heading, Lines, Paragraph, Table, shown_number
 from .escaping import TerminalConsole
-from .grid import BOLD, MARK, NOTED, Measured, marked_rows
+from .grid import BOLD, MARKS, Measured, marked_rows
 
 
 def compact(value: float) -> str:
@@ -180,7 +180,7 @@ RICH: dict[type, Callable[[Any], RenderableType]] = {  # the terminal's way of s
 def _shown(value: object, mark: str = "", plain: bool = False) -> Text:
     """A cell's text with its mark: bold, or where bold cannot show (``plain``) :data:`PLAIN_BOLD`."""
     shown = shown_number(value) if not isinstance(value, Measured) else value
-    text = f"{shown}{MARK if mark == NOTED and str(shown) else ''}{PLAIN_BOLD if plain and mark == BOLD else ''}"
+    text = f"{shown}{MARKS.get(mark, '') if str(shown) else ''}{PLAIN_BOLD if plain and mark == BOLD else ''}"
     return Text(text, style="bold" if mark == BOLD and not plain else "")
 
 
@@ -197,7 +197,7 @@ def _grid_table(block: Grid) -> RichTable:
     group = (lambda c: c[0]) if both else (lambda c: c)  # an attack's Top-1 and Top-5 share a cell
     columns = list(dict.fromkeys(map(group, frame.columns)))
     rows = []
-    for model, cells in marked_rows(frame, block.bold, block.noted):
+    for model, cells in marked_rows(frame, block.bold, block.noted, block.apart):
         marked = list(zip(frame.columns, cells))
         rows.append([Text(model), *(_cell([cell for c, cell in marked if group(c) == a]) for a in columns)])
     if len(rows) <= MODELS_AS_COLUMNS:

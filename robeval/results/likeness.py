@@ -12,8 +12,9 @@ difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` ref
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ import pandas as pd
 from ..attack_settings import WORK_SPLIT
 from ..core.defaults import CLEAN, NOT_ATTACKS
 from ..core.errors import UserError
+from ..core.listed import Alternatives, names_in
 from ..core.registry import Registry
 from ..models.provenance import changed_file, same_code
-from ..models.recipes import member_recipes, recipe_differences
+from ..models.recipes import SEED, member_recipes, recipe_differences, recipe_text
 from .stored_run import StoredRun
 from .summary import crafting_precision
 
@@ -182,6 +184,61 @@ def recipe_lines(a: Side, b: Side) -> list[str]:
         lines.append(f"note: A and B were trained with different recipes (A vs B: {', '.join(differ)}): the difference "
                      "is one of training procedures that differ in more than the attention")  # fmt: skip
     return lines
+
+
+UNKNOWN = "unknown"  # a recipe no weights file records, as robeval.models.recipes.recipe_text says it
+Recipe = Mapping[str, str]
+
+
+def recipe_cells(models: Mapping[str, Sequence[Recipe | None]]) -> dict[str, Alternatives]:
+    """What differs between the recipes of these models (each model's members' recipes, None where a file
+    records none): per model, its members' values of the ingredients in which any two of the recipes differ
+    (:func:`robeval.models.recipes.recipe_differences`, the seed aside), each distinct text once (``epochs
+    20, lr 0.003``; ``unknown``).  Empty when the models differ in nothing and none is unknown, or when no
+    model records a recipe (nothing can be said: a table of hub weights says nothing)."""
+    known = [recipe for recipes in models.values() for recipe in recipes if recipe]
+    fields = _differing_fields(known)
+    if not known or not fields and all(None not in recipes for recipes in models.values()):
+        return {}
+    return {
+        model: Alternatives(t for t in dict.fromkeys(_member_text(r, fields, known) for r in recipes) if t)
+        for model, recipes in models.items()
+    }
+
+
+def _differing_fields(recipes: list[Recipe]) -> list[str]:
+    """The ingredients (not the seed) that two of ``recipes`` both record and give differently."""
+    keys = dict.fromkeys(key for recipe in recipes for key in recipe if key != SEED)
+    return [
+        key
+        for key in keys
+        if any(
+            recipe_differences({key: a[key]}, {key: b[key]})
+            for a, b in combinations(recipes, 2)
+            if key in a and key in b
+        )
+    ]
+
+
+def _member_text(recipe: Recipe | None, fields: list[str], known: list[Recipe]) -> str:
+    """A member's values of ``fields`` (each spelled as the first recipe that gives it: 1e-3 is 0.001), or
+    ``unknown``; empty where it records none of them."""
+    if recipe is None:
+        return UNKNOWN
+    spelled = {
+        key: next(r[key] for r in known if key in r and not recipe_differences({key: r[key]}, {key: recipe[key]}))
+        for key in fields
+        if key in recipe
+    }
+    return recipe_text(spelled) if spelled else ""
+
+
+def trained_apart(a: object, b: object) -> bool:
+    """Whether two models' cells of :func:`recipe_cells` show them trained otherwise: the members of either
+    trained otherwise than each other, or both recipes known and different (an unknown one is not shown to
+    differ: it is said, not judged)."""
+    known_a, known_b = ([t for t in names_in(cell) if t != UNKNOWN] for cell in (a, b))
+    return len(known_a) > 1 or len(known_b) > 1 or bool(known_a and known_b and known_a != known_b)
 
 
 def settings_note(runs: list[StoredRun]) -> str:
