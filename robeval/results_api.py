@@ -35,7 +35,7 @@ import pandas as pd
 from .core.defaults import DEFAULT_STORE
 from .core.errors import UserError
 from .evaluation.progress import NullReporter, Reporter
-from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs
+from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs, table_records
 from .results.store import IN_MEMORY, Store, existing_store
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ class Run:
         from .report.table_options import TableOptions
 
         options = TableOptions.of(top1_only, attacks, names, bold)
-        return render(self.summary, format, options, self.records_with_evidence)
+        return render(self.summary, format, options, table_records(self.runs))  # bold: each cell's own records
 
     def compare(self, a: str, b: str, seed: int = 0) -> Comparison:
         """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one

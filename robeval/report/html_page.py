@@ -31,7 +31,7 @@ from ..evaluation.regenerable import refusal
 from ..models.registry import GIVEN, registered_spec
 from ..references import split_label
 from ..results.convergence import curves
-from ..results.runs import StoredRun, combine, minimal_norms
+from ..results.runs import StoredRun, combine, minimal_norms, table_records
 from ..results.soundness import judge_stored
 from ..results.store import Store
 from ..results.summary import passes_per_image
@@ -86,7 +86,7 @@ def paper_table(page: Page) -> Section:
         "from the runner-up, else marked †; click a header to sort. "
         "Minimum-norm and distribution-shift tables follow where the runs have them."
     )
-    records = pd.concat([run.records for run in page.runs], ignore_index=True)
+    records = table_records(page.runs)  # each model's records as the table names it, of its own run
     return Section("tables", "Paper table", Markup(render(page.summary, "html", records=records)), note)
 
 

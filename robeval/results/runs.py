@@ -7,11 +7,13 @@ from collections.abc import Callable
 import pandas as pd
 
 from ..core.errors import UserError
+from ..core.records import key_model
 from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
+from ..models.recipes import member_recipes
 from ..options import option_default
 from ..shifts.kinds import CLEAN_DATA_SHIFTS
 from .convergence import curves
-from .likeness import Side, refuse_unlike, settings_note
+from .likeness import Side, recipe_cells, refuse_unlike, settings_note
 from .store import Store
 from .stored_run import StoredRun  # (also imported from here by the readers of runs)
 from .summary import run_summary
@@ -122,10 +124,27 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
         evidence = other.run_id == first.config.get("evidence_for") or first.run_id == other.config.get("evidence_for")
         aspects += () if evidence else UNLESS_EVIDENCE_REFUSES
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
-    frame = _named_models(runs, lambda run: run.summary)
+    frame = _with_recipes(runs, _named_models(runs, lambda run: run.summary))
     if len(runs) > 1:
         frame["unlike"] = settings_note(runs)
     return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
+
+
+def _with_recipes(runs: list[StoredRun], frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``recipe`` column where its models (or the members of one) were trained otherwise, or
+    a recipe is unknown beside a known one: each model's values of the ingredients that differ
+    (robeval.results.likeness.recipe_cells, from each member's recipe in its own run's run.json), keyed by
+    the model as the table names it; no column where the recipes agree or none is recorded."""
+
+    def recipes(run: StoredRun) -> pd.DataFrame:
+        facts, models = run.info.get("models", {}), list(dict.fromkeys(run.summary["model"]))
+        return pd.DataFrame(
+            {"model": models, "recipes": [member_recipes(facts.get(key_model(m)[0], {})) for m in models]}
+        )
+
+    found = _named_models(runs, recipes).drop_duplicates("model")
+    cells = recipe_cells(dict(zip(found["model"], found["recipes"])))
+    return frame.assign(recipe=frame["model"].map(cells)) if cells else frame
 
 
 def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
@@ -147,6 +166,12 @@ def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.Data
                 seen[(model, data)] = (weights, (known[1] if known else set()) | eps)
         named.append(frame_of(run).replace({"model": labels}))
     return pd.concat(named, ignore_index=True)
+
+
+def table_records(runs: list[StoredRun]) -> pd.DataFrame:
+    """The runs' per-example records, each with its run's id and its model named as :func:`combine` names
+    it: what a table's bold is decided on (a model evaluated in two runs is two models, never one pool)."""
+    return _named_models(runs, lambda run: run.records.assign(run_id=run.run_id))
 
 
 def minimal_norms(runs: list[StoredRun]) -> pd.DataFrame:
