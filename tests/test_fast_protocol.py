@@ -246,3 +246,17 @@ def test_two_workers_agree_on_the_escalation_and_give_one_workers_records(tmp_pa
     pd.testing.assert_frame_equal(one, two)
     broken = examples(one, "fab-t", robust=True) - examples(one, "square", robust=True)
     assert examples(one, AUDITS[0]) and broken - examples(one, AUDITS[0])  # audited, broken, escalated
+
+
+def test_robeval_run_prints_the_audit_the_bound_and_the_wide_bound_warning_once_as_table_does(tmp_path):
+    """They are the caption's lines (over the table); the lines under it do not say them again."""
+    tiny = [f"{a}.n_iter=1" for a in ("apgd-ce", "apgd-t-malt", "apgd-t-rest", "fab-t")] + ["square.n_queries=1"]
+    store = str(tmp_path / "s.sqlite")
+    ran = run_cli("run", "-m", "digits-deit", "-n", "4", "--eps", "16/255", "--protocol", "fast", "-q",
+                  *[a for s in tiny for a in ("--set", s)], "--store", store, "--out", str(tmp_path / "out"))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    table = run_cli("table", "--store", store)
+    for printed in (ran.stdout, table.stdout):  # (a caption's long line wraps)
+        assert printed.count("fast protocol, digits-deit eps 16/255") == 2, printed  # the audit, and the warning
+        assert printed.count("AutoAttack's robust accuracy on these") == printed.count("Clopper-Pearson") == 1
+        assert printed.count("warning: fast protocol, digits-deit eps 16/255: the bound is") == 1

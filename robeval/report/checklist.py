@@ -117,12 +117,11 @@ class Soundness:
 
 def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     """What is said under every results table (``robeval run``, ``robeval check``): the image files a run
-    could not read, stopped models, an audited protocol's audit and bound, adaptive gaps, soundness flags and caveats
-    (its run.json facts and summary)."""
+    could not read, stopped models, adaptive gaps, soundness flags and caveats (its run.json facts and summary).  An
+    audited protocol's audit and bound are its tables' caption's (robeval.report.captions), said once."""
     note = skipped_note(run)
     lines = [note] if note else []
     lines += [f"Stopped model {model}: {message}" for model, message in run.get("failed_models", {}).items()]
-    lines += audit_lines(summary)  # an audited protocol (fast): its audit and the bound on AutoAttack's
     gaps = adaptive_gaps(summary)
     if not gaps.empty:
         lines.append("Adaptive attack (gradients through M) vs default:")
@@ -152,11 +151,12 @@ def caveat_lines(caveats: list[dict[str, str]]) -> list[str]:
 
 
 def check_lines(judged: JudgedRun) -> str:
-    """What ``robeval check`` prints: the run, then the lines under every table with its flags (Markdown lines:
-    a name shows as it is wherever the text is pasted)."""
+    """What ``robeval check`` prints: the run, an audited protocol's audit and bound, then the lines under every
+    table with its flags (Markdown lines: a name shows as it is wherever the text is pasted)."""
     run, flags, caveats = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.caveats]
     lines = diagnostic_lines({**run.info, "flags": flags, "caveats": caveats}, run.summary)
-    return to_markdown([Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *lines])])
+    audit = audit_lines(run.summary)  # an audited protocol (fast): what its tables' caption says, here without a table
+    return to_markdown([Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *audit, *lines])])
 
 
 def checklist_html(judged: JudgedRun) -> str:
