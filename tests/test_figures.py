@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgba
 
 from robeval.report import plots, style
 from robeval.report.paired import bootstrap_mean_ci
@@ -42,3 +43,40 @@ def test_no_figure_without_information():
     fig = plots.accuracy_vs_eps(_summary([4 / 255, 8 / 255]), "top1")
     assert [ax.get_title() for ax in fig.axes] == ["PGD", "FMN"]
     assert plots.accuracy_vs_eps(_summary([4 / 255, 8 / 255]), "top5") is None  # flat, and FMN's top-5 is no attack's
+
+
+def _colours(fig) -> dict[str, tuple]:
+    """Each legend entry's colour (a bar's fill, a line's stroke), the intervals' grey entry left out."""
+    handles = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    found = {}
+    for label, handle in handles.items():
+        if hasattr(handle, "patches"):  # a bar chart's bars
+            found[label] = tuple(handle.patches[0].get_facecolor())
+        elif not label.startswith("95%"):  # a line, or a line with error bars
+            found[label] = to_rgba(getattr(handle, "lines", [handle])[0].get_color())
+    return found
+
+
+def _row(model: str, attack: str, eps: int, top1: float, corruption: str = "", severity: int = 0) -> dict:
+    return dict(model=model, attack=attack, eps=f"{eps}/255", eps_value=eps / 255, top1=top1, top5=99.0, n=50,
+                corruption=corruption, severity=severity, norm="Linf", protocol="standard")  # fmt: skip
+
+
+def test_a_model_keeps_its_look_in_every_figure_whichever_models_each_has():
+    from robeval.report.convergence import convergence_figure
+    from robeval.results.convergence import LAST_TENTH
+
+    rows = [_row(m, a, e, 90.0 - e - 20 * (a == "pgd")) for m in "abc" for e in (4, 8) for a in ("clean", "pgd")]
+    rows = [r for r in rows if r["model"] != "c" or r["eps"] == "8/255"]  # c at 8/255 only
+    rows += [_row(m, "gaussian_noise@1", 8, 50.0, "gaussian_noise", 1) for m in "ca"]  # c first among the conditions
+    summary = pd.DataFrame(rows)
+    expected = {m: to_rgba(style.model_style(i)["color"]) for i, m in enumerate("abc")}
+    drawn = plots.figures(summary)
+    assert set(_colours(drawn["bars_eps_4_255"])) == {"a", "b"} and set(_colours(drawn["bars_eps_8_255"])) == set("abc")
+    assert set(_colours(drawn["accuracy_vs_severity"])) == {"c", "a"}
+    for stem, fig in drawn.items():
+        assert _colours(fig) == {m: expected[m] for m in _colours(fig)}, stem
+    curves = pd.DataFrame([dict(model="c", eps="8/255", attack="pgd", point=p, position=p, robust_top1=50.0,
+                                axis="iterations", setting="steps 10") for p in (0, LAST_TENTH, LAST_TENTH + 1)])  # fmt: skip
+    assert _colours(convergence_figure(curves)) == {"c": expected["a"]}  # alone, c would take the first colour
+    assert _colours(convergence_figure(curves, summary["model"])) == {"c": expected["c"]}  # the table's: its own

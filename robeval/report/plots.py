@@ -2,10 +2,12 @@
 of several members: for seeds and examples together, its members as dots; one checkpoint: the bootstrap
 over examples; each figure says which: :func:`.style.interval_note`): :func:`figures` builds every one the
 runs support (the HTML report inlines their SVG), :func:`make_plots` writes them as files.  A figure that
-would carry no information is not drawn."""
+would carry no information is not drawn.  Each builder takes ``order``, the models of the whole table
+(:func:`.style.model_looks`): a model has the same colour, marker and line style in every figure."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -47,10 +49,9 @@ def _lower_limit(values: pd.Series) -> float:
     return max(0.0, 10.0 * ((low - 2.0) // 10.0))
 
 
-def _line(ax, x: pd.Series, rows: pd.DataFrame, metric: str, model: str, index: int) -> None:
+def _line(ax, x: pd.Series, rows: pd.DataFrame, metric: str, model: str, look: dict) -> None:
     """A model's line with its 95% intervals (:func:`.style.interval_bars`) and, for a model of several
-    members, each member's value as a dot, in the model's colour, marker and line style."""
-    look = style.model_style(index)
+    members, each member's value as a dot, in the model's colour, marker and line style (``look``)."""
     ax.errorbar(x, rows[metric], yerr=style.interval_bars(rows, metric), capsize=2, markersize=4, linewidth=1.2,
                 label=model, **look)  # fmt: skip
     _member_dots(ax, list(x), rows, metric, look["color"])
@@ -65,13 +66,13 @@ def _member_dots(ax, x: list[float], rows: pd.DataFrame, metric: str, color) -> 
             ax.plot([position] * len(values), values, ls="", marker=".", markersize=3, alpha=0.7, color=color)
 
 
-def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list[str]) -> None:
+def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, looks: dict[str, dict]) -> None:
     scale = 255.0 if summary["norm"].iloc[0] == "Linf" else 1.0
-    for i, model in enumerate(models):
+    for model, look in looks.items():
         sel = summary[(summary["model"] == model) & (summary["attack"] == attack)].sort_values("eps_value")
         clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
         sel = pd.concat([clean.assign(eps_value=0.0), sel]) if len(sel) else sel
-        _line(ax, sel["eps_value"] * scale, sel, metric, model, i)
+        _line(ax, sel["eps_value"] * scale, sel, metric, model, look)
     ax.set_title(attack_title(attack))
     ticks = [0.0, *sorted(set(summary["eps_value"]))]
     ax.set_xticks([t * scale for t in ticks], [f"{t * scale:g}" for t in ticks])
@@ -79,7 +80,7 @@ def _eps_panel(ax, summary: pd.DataFrame, attack: str, metric: str, models: list
 
 
 @style.drawn
-def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
+def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1", order: Iterable[str] = ()):
     """One panel per attack whose values vary, a line per model from its clean accuracy at eps = 0;
     None for a single-eps run (a curve of one point is no curve)."""
     if summary["eps_value"].nunique() < 2:
@@ -87,10 +88,10 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
     attacks = [a for a in ordered_attacks(summary) if a != CLEAN and _informative(summary, a, metric)]
     if not attacks:
         return None
-    models, top = _models(summary), "top-1" if metric == "top1" else "top-5"
+    looks, top = style.model_looks(_models(summary), order), "top-1" if metric == "top1" else "top-5"
     fig, axes = style.figure(2.2, len(attacks), f"robust {top} (%)")
     for ax, attack in zip(axes, attacks):
-        _eps_panel(ax, summary, attack, metric, models)
+        _eps_panel(ax, summary, attack, metric, looks)
     axes[0].set_ylim(_lower_limit(summary[summary["attack"].isin([*attacks, CLEAN])][metric]), 100)  # (shared)
     style.label_intervals(axes[0], summary)
     protocol = summary["protocol"].iloc[0] if "protocol" in summary else ""
@@ -100,14 +101,14 @@ def accuracy_vs_eps(summary: pd.DataFrame, metric: str = "top1"):
 
 
 @style.drawn
-def bars_for_eps(sel: pd.DataFrame):
+def bars_for_eps(sel: pd.DataFrame, order: Iterable[str] = ()):
     """Models x attacks at one eps: a bar per model in each attack's group, with its interval."""
-    attacks, models = ordered_attacks(sel), _models(sel)
-    width = 0.8 / max(1, len(models))
+    attacks, looks = ordered_attacks(sel), style.model_looks(_models(sel), order)
+    models, width = list(looks), 0.8 / max(1, len(looks))
     fig, (ax,) = style.figure(2.6, ylabel="top-1 accuracy (%)")
     for i, model in enumerate(models):
         rows = sel[sel["model"] == model].drop_duplicates("attack").set_index("attack").reindex(attacks)  # clean: once
-        color, x = style.model_style(i)["color"], [j + i * width for j in range(len(attacks))]
+        color, x = looks[model]["color"], [j + i * width for j in range(len(attacks))]
         ax.bar(x, rows["top1"].astype(float).tolist(), width, label=model, color=color,
                yerr=style.interval_bars(rows, "top1"), error_kw=dict(lw=0.6, capsize=1))  # fmt: skip
         _member_dots(ax, x, rows, "top1", "black")
@@ -125,21 +126,21 @@ def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 @style.drawn
-def accuracy_vs_severity(summary: pd.DataFrame):
+def accuracy_vs_severity(summary: pd.DataFrame, order: Iterable[str] = ()):
     """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
     family's corruptions run), from the model's clean accuracy at severity 0."""
     rows = _severity_rows(summary)
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
-    families, models = list(dict.fromkeys(rows["family"])), _models(rows)
+    families, looks = list(dict.fromkeys(rows["family"])), style.model_looks(_models(rows), order)
     fig, axes = style.figure(2.2, len(families))
     for ax, family in zip(axes, families):
-        for i, model in enumerate(models):
+        for model, look in looks.items():
             sel = rows[(rows["family"] == family) & (rows["model"] == model)]
             mean = sel.groupby("severity").agg(top1=("top1", "mean"), n=("n", "sum")).reset_index()
             clean = summary[(summary["model"] == model) & (summary["attack"] == CLEAN)].head(1)
             if len(clean):
                 mean = pd.concat([clean[["top1", "n"]].assign(severity=0), mean], ignore_index=True)
-            _line(ax, mean["severity"], mean, "top1", model, i)
+            _line(ax, mean["severity"], mean, "top1", model, look)
         members = dict.fromkeys(rows[rows["family"] == family]["corruption"])
         ax.set_title(f"{family}: " + ", ".join(c.replace("_", " ") for c in members), fontsize=style.FONT_SIZE - 2)
         ax.set_xticks(range(0, max(SEVERITIES) + 1))
@@ -153,7 +154,7 @@ def accuracy_vs_severity(summary: pd.DataFrame):
 
 
 @style.drawn
-def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
+def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, order: Iterable[str] = ()):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
     run's fixed-eps white-box attacks as points at their eps (same colour and marker per model)."""
     norm = summary["norm"].iloc[0]
@@ -161,11 +162,11 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
     top = 1.1 * max(float(finite.quantile(0.99)) if len(finite) else 0.0, float(summary["eps_value"].max()))
     grid, scale = np.linspace(0.0, top, 200), 255.0 if norm == "Linf" else 1.0
     fig, (ax,) = style.figure(3.0, ylabel="robust top-1 (%)")
-    models = [m for m in _models(summary) if m in set(norms["model"])]  # the colours of the other figures
+    looks = style.model_looks(norms["model"], [*order, *_models(summary)])  # the colours of the other figures
     searches = list(dict.fromkeys(norms["attack"]))
     white = [a for a in attacks_of_kind(set(summary["attack"]), "white-box") if a not in set(norms["attack"])]
     for (model, attack), rows in norms.groupby(["model", "attack"], sort=False):
-        look = style.model_style(models.index(model) if model in models else len(models))
+        look = looks[model]
         line = look["linestyle"] if len(searches) == 1 else style.LINESTYLES[searches.index(attack) % 4]
         ax.plot(grid * scale, curve(rows["min_norm"], grid), color=look["color"], ls=line,
                 label=f"{model}: {attack_title(attack)}")  # fmt: skip
@@ -180,19 +181,20 @@ def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame):
 
 def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[str, object]:
     """Every figure the runs support, by file stem; ``norms`` (per-example minimal norms,
-    results.runs.minimal_norms) adds the minimum-norm curve."""
+    results.runs.minimal_norms) adds the minimum-norm curve.  Each model has its look of the whole
+    ``summary`` (:func:`.style.model_looks`) in each figure."""
     attacks, _ = split(summary)
-    found = {}
+    found, order = {}, _models(summary)
     if len(attacks):
-        found["robust_top1_vs_eps"] = accuracy_vs_eps(attacks, "top1")
-        found["robust_top5_vs_eps"] = accuracy_vs_eps(attacks, "top5")
+        found["robust_top1_vs_eps"] = accuracy_vs_eps(attacks, "top1", order)
+        found["robust_top5_vs_eps"] = accuracy_vs_eps(attacks, "top5", order)
         for eps in dict.fromkeys(attacks["eps"]):
             safe = eps.replace("/", "_").replace(".", "p")
-            found[f"bars_eps_{safe}"] = bars_for_eps(attacks[attacks["eps"] == eps])
+            found[f"bars_eps_{safe}"] = bars_for_eps(attacks[attacks["eps"] == eps], order)
     if norms is not None and len(norms) and len(attacks):
-        found["robust_top1_vs_min_norm"] = minimum_norm_curves(attacks, norms)
+        found["robust_top1_vs_min_norm"] = minimum_norm_curves(attacks, norms, order)
     if is_condition(summary).any():
-        found["accuracy_vs_severity"] = accuracy_vs_severity(summary)
+        found["accuracy_vs_severity"] = accuracy_vs_severity(summary, order)
     return {stem: fig for stem, fig in found.items() if fig is not None}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -86,6 +86,15 @@ def model_style(index: int) -> dict[str, Any]:
         marker=MARKERS[index % len(MARKERS)],
         linestyle=LINESTYLES[(index // len(MARKERS)) % len(LINESTYLES)],
     )
+
+
+def model_looks(shown: Iterable[str], order: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """Each model a figure shows with its look (:func:`model_style`) by its place in ``order``, the models
+    of the table the figure is drawn from (its summary's ``model`` column, labels as the table gives them):
+    so a model has one look in every figure of a page or a plot folder, whichever of the models each figure
+    has; a model not in ``order`` comes after them."""
+    ranked = list(dict.fromkeys([*order, *shown]))
+    return {model: model_style(ranked.index(model)) for model in dict.fromkeys(shown)}
 
 
 def binomial_interval(accuracy: float, n: int, seed: int = 0) -> tuple[float, float]:
