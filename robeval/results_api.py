@@ -239,7 +239,7 @@ class Run:
         paths = make_plots(self.summary, folder, minimal_norms(self.runs))
         with existing_store(self.store) as db:
             curves = convergence_curves(db, self.runs)
-        return paths + write_convergence_plots(curves, folder)
+        return paths + write_convergence_plots(curves, folder, order=self.summary["model"])  # the tables' colours
 
     def check(self) -> Soundness:
         """The soundness findings of the run, judged with its evidence runs (those ``run_missing`` made)
@@ -288,10 +288,11 @@ class Run:
         code: Sequence[str] = (),
     ) -> Path:
         """One self-contained HTML page of the runs (tables, figures, checklist, every model compared with
-        ``baseline`` (default the first model), a gallery of every model with ``gallery_size``
-        regenerated examples under ``gallery_attack``, configuration): ``robeval report``.  ``code``: the
-        user's code (``PATH.py:CALLABLE=NAME``) the gallery may import to build a model of the run again; a
-        model of the user's code not named here is not drawn (reading a store never imports code it names)."""
+        ``baseline`` (default the first model; of several runs, every pair of models), a gallery of every
+        model with ``gallery_size`` regenerated examples under ``gallery_attack``, configuration): ``robeval
+        report``.  ``code``: the user's code (``PATH.py:CALLABLE=NAME``) the gallery may import to build a
+        model of the run again; a model of the user's code not named here is not drawn (reading a store never
+        imports code it names)."""
         from .core.atomic_files import atomic_write
         from .report.html_page import html_report
 

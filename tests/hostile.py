@@ -88,29 +88,51 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 """
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000"]  # fmt: skip
+# On load: per paper table (the report's #tables section) its width and its box's, and the text of every
+# cell whose content runs onto a second line: a line box lying wholly below the cell's first one.
+CELL_LINES = """
+window.addEventListener('load', () => {
+  const out = {width: window.innerWidth, cells: 0, wrapped: [], tables: []};
+  document.querySelectorAll('#tables table').forEach(table => {
+    out.tables.push([table.getBoundingClientRect().width, table.closest('.scroll').clientWidth]);
+    table.querySelectorAll('td').forEach(td => {
+      const range = document.createRange(); range.selectNodeContents(td);
+      const lines = Array.from(range.getClientRects()).filter(r => r.width > 0 && r.height > 0);
+      out.cells += 1;
+      if (lines.some(r => r.top >= lines[0].bottom - 1)) out.wrapped.push(td.textContent);
+    });
+  });
+  const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+"""
 
 
-def probed_copy(page: Path, folder: Path) -> Path:
+def flags(width: int = 1280) -> list[str]:
+    return [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1600",
+            "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000"]  # fmt: skip
+
+
+def probed_copy(page: Path, folder: Path, probe: str = PROBE) -> Path:
     """``page`` with the probe first in its head and the probe's hash added to its script policy (the page's
     own policy otherwise as it is: any other script stays forbidden)."""
-    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    digest = base64.b64encode(hashlib.sha256(probe.encode()).digest()).decode()
     text = page.read_text().replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
     copy = folder / f"probed-{page.name}"
-    copy.write_text(text.replace("<head>", f"<head><script>{PROBE}</script>", 1))
+    copy.write_text(text.replace("<head>", f"<head><script>{probe}</script>", 1))
     return copy
 
 
-def open_in_chromium(page: Path, folder: Path) -> dict:
-    """What the probe saw when headless Chromium opened ``page`` offline (errors, blocked sources, sizes,
-    scripts, elements with handlers or remote images, the document's title and text)."""
-    dom = subprocess.run([CHROMIUM, *FLAGS, "--dump-dom", probed_copy(page, folder).as_uri()],
+def open_in_chromium(page: Path, folder: Path, probe: str = PROBE, width: int = 1280) -> dict:
+    """What the probe saw when headless Chromium opened ``page`` offline in a window ``width`` pixels wide
+    (:data:`PROBE`: errors, blocked sources, sizes, scripts, elements with handlers or remote images, the
+    document's title and text; :data:`CELL_LINES`: the paper tables' cells that wrap)."""
+    dom = subprocess.run([*flags(width), "--dump-dom", probed_copy(page, folder, probe).as_uri()],
                          capture_output=True, text=True, timeout=180)  # fmt: skip
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
     assert found, dom.stderr[-2000:]
     return json.loads(html.unescape(found.group(1)))
 
 
-def screenshot(page: Path, shot: Path) -> None:
-    subprocess.run([CHROMIUM, *FLAGS, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+def screenshot(page: Path, shot: Path, width: int = 1280) -> None:
+    subprocess.run([*flags(width), f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)

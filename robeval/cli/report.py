@@ -24,13 +24,17 @@ def report_cmd(
     ),
     gallery_size: int = WholeOption(6, "--gallery-size", help="Examples in the gallery (0: no gallery)."),
     baseline: Optional[str] = typer.Option(
-        None, "--baseline", help="The model every other model is compared with (default: the run's first model)."
+        None,
+        "--baseline",
+        help="The model of the first run every other model is compared with (default: its first model); of "
+        "several runs, every pair of models is compared, the baseline's first.",
     ),
     code: Optional[list[str]] = typer.Option(None, "--model", "-m", help=NAMED_CODE_HELP),
 ) -> None:
     """Write one HTML page (opens offline: styles, script and figures inline) with the paper table, the
     figures, the convergence curves, the checklist, the efficiency table, every model compared with a
-    baseline, a gallery of regenerated adversarial examples of every model and each run's configuration."""
+    baseline (of several runs: every pair of models), a gallery of regenerated adversarial examples of
+    every model and each run's configuration."""
     from ..results_api import check_report_out
 
     check_report_out(out, gallery_size)  # before the store is read

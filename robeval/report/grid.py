@@ -45,6 +45,13 @@ class Measured:
     def __str__(self) -> str:
         return self.shown if self.std is None else f"{self.shown} ± {self.std:.2f}"
 
+    def html(self) -> str:
+        """The value as HTML, the std over members in a smaller font (as papers print it: the report's style
+        sizes ``span.std``), so that a cell of mean ± std stays one short line."""
+        if self.std is None:
+            return escape(self.shown)
+        return f'{escape(self.shown)}<span class="std"> ± {escape(f"{self.std:.2f}")}</span>'
+
     def latex(self, bold: bool) -> str:
         if self.std is None:
             return rf"\textbf{{{self.shown}}}" if bold else self.shown
@@ -199,6 +206,7 @@ def to_html(
 
 
 def _html_cell(value: object, mark: str) -> str:
+    text = value.html() if isinstance(value, Measured) else escape(str(value))
     if mark == BOLD:
-        return f'<td class="best"><strong>{escape(str(value))}</strong></td>'
-    return f"<td>{escape(str(value))}{f'<sup>{MARKS[mark]}</sup>' if mark in MARKS else ''}</td>"
+        return f'<td class="best"><strong>{text}</strong></td>'
+    return f"<td>{text}{f'<sup>{MARKS[mark]}</sup>' if mark in MARKS else ''}</td>"

@@ -15,7 +15,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,13 @@ import pandas as pd
 from markupsafe import Markup
 
 from ..core.errors import UserError
-from ..core.records import EFFICIENCY_COLUMNS
+from ..core.records import EFFICIENCY_COLUMNS, key_model
 from ..core.registry import Registry
 from ..evaluation.regenerable import refusal
 from ..models.registry import GIVEN, registered_spec
 from ..references import split_label
 from ..results.convergence import curves
-from ..results.runs import StoredRun, combine, minimal_norms, table_records
+from ..results.runs import StoredRun, combine, minimal_norms, model_labels, table_records
 from ..results.soundness import judge_stored
 from ..results.store import Store
 from ..results.summary import passes_per_image
@@ -63,6 +63,15 @@ class Page:
     gallery_size: int = 6
     baseline: str | None = None  # the model every other is compared with (None: the first run's first)
     code: tuple[str, ...] = ()  # ``--model REFERENCE[=NAME]``: the user's code the gallery may import
+    labels: list[dict[str, str]] = field(init=False)  # per run, each model's label in the tables
+
+    def __post_init__(self) -> None:
+        self.labels = model_labels(self.runs)
+
+    def owner(self, label: str) -> tuple[StoredRun, str]:
+        """The (first) run and the model name in it of a model the tables show as ``label``."""
+        return next((run, model) for run, labels in zip(self.runs, self.labels) for model, shown in labels.items()
+                    if shown == label)  # fmt: skip
 
 
 Builder = Callable[[Page], Section | None]
@@ -97,11 +106,10 @@ def members(page: Page) -> Section | None:
     rows = page.summary[page.summary["members"].fillna(1) > 1] if "members" in page.summary else page.summary.iloc[0:0]
     if rows.empty:
         return None
-    facts = {m: f for run in page.runs for m, f in run.info.get("models", {}).items()}
     document: Document = [
         block
-        for model, group in rows.groupby("model", sort=False)
-        for block in (Heading(str(model), 3), Table.of(member_table(group, facts.get(model, {})), ("member",)))
+        for label, group in rows.groupby("model", sort=False)
+        for block in (Heading(str(label), 3), Table.of(member_table(group, _facts(page, str(label))), ("member",)))
     ]
     body = to_html(document)
     return Section(
@@ -110,6 +118,13 @@ def members(page: Page) -> Section | None:
         "top-5 (%) under each attack: the tables show their mean ± sample std, the figures their 95% interval for "
         "seeds and examples with each member as a dot.",
     )  # fmt: skip
+
+
+def _facts(page: Page, label: str) -> dict[str, Any]:
+    """What its run recorded of the model the tables show as ``label`` (a model told apart by its run id
+    included: its facts are its own run's)."""
+    run, model = page.owner(label)
+    return run.info.get("models", {}).get(key_model(model)[0], {})
 
 
 def member_table(rows: pd.DataFrame, facts: dict[str, Any]) -> pd.DataFrame:
@@ -148,8 +163,8 @@ def figures(page: Page) -> Section | None:
 @section
 def convergence(page: Page) -> Section | None:
     parts = []
-    for run in page.runs:
-        svg = convergence_svg(curves(page.store, run.run_id))
+    for run, labels in zip(page.runs, page.labels):  # the models as the tables name them, in their colours
+        svg = convergence_svg(curves(page.store, run.run_id).replace({"model": labels}), page.summary["model"])
         if svg:
             parts.append(f'<figure data-figure="convergence-{escape(run.run_id)}">{svg}<figcaption>run '
                          f"{escape(run.run_id)}: robust top-1 along each attack's iterations or queries</figcaption>"
@@ -243,11 +258,55 @@ def baseline_of(run: StoredRun, wanted: str | None) -> str:
     return wanted or models[0]
 
 
-def _compared(page: Page, baseline: str, model: str) -> Markup:
-    """One model against the baseline: its table (top-1) and the claim in words, or why not possible."""
-    run, title = page.runs[0], Heading(f"{model} vs {baseline}", 3)
+@dataclass(frozen=True)
+class Compared:
+    """A model of the page as its tables key it: its run, its name there and its label in the tables, and
+    the eps it was evaluated at."""
+
+    run_id: str
+    model: str
+    label: str
+    eps: frozenset[str]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.run_id}:{self.model}"
+
+
+def _entries(page: Page) -> list[Compared]:
+    """Every (run, model) of the page, in the order of its tables' models."""
+    order = list(dict.fromkeys(page.summary["model"]))
+    found = [
+        Compared(run.run_id, model, label, frozenset(run.summary.loc[run.summary["model"] == model, "eps"]))
+        for run, labels in zip(page.runs, page.labels)
+        for model, label in labels.items()
+    ]
+    return sorted(found, key=lambda e: order.index(e.label))
+
+
+def compared_pairs(page: Page, baseline: str) -> list[tuple[Compared, Compared]]:
+    """What the page compares, (A, B): of one run, every other model against ``baseline``; of several, every
+    two models the tables tell apart (by run and label) that share an eps, the baseline's pairs first with
+    it as A.  A label a table shows from two runs (one model at other eps) is two entries: each pair is
+    tested on exactly its two runs' records, never on one model's records of two runs pooled."""
+    entries = _entries(page)
+    first = next(e for e in entries if e.run_id == page.runs[0].run_id and e.model == baseline)
+    ordered = [first, *[e for e in entries if e is not first]]
+    pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :] if a.label != b.label and a.eps & b.eps]
+    return pairs if len(page.runs) > 1 else [(a, b) for a, b in pairs if a is first]
+
+
+def _shown(entry: Compared, entries: list[Compared]) -> str:
+    """An entry's label, with its run where the tables show the label from several runs."""
+    twice = sum(e.label == entry.label for e in entries) > 1
+    return f"{entry.label} [run {entry.run_id}]" if twice else entry.label
+
+
+def _compared(page: Page, a: Compared, b: Compared, entries: list[Compared]) -> Markup:
+    """B against A: its table (top-1) and the claim in words, or why not possible."""
+    title = Heading(f"{_shown(b, entries)} vs {_shown(a, entries)}", 3)
     try:
-        found = comparison(page.store, f"{run.run_id}:{baseline}", f"{run.run_id}:{model}", loaded={run.run_id: run})
+        found = comparison(page.store, a.ref, b.ref, loaded={run.run_id: run for run in page.runs})
     except UserError as exc:
         return Markup(to_html([title, Paragraph(f"not possible: {exc}", css="note")]))
     wanted = [c for c in found.table.columns if not c.startswith("top5") and c != "top1_df"]
@@ -255,21 +314,30 @@ def _compared(page: Page, baseline: str, model: str) -> Markup:
     return Markup(to_html([title, Table.of(found.table[wanted], ("eps", "attack")), *said]))
 
 
+TESTS_SAID = (
+    "on the same examples: differences B - A in top-1 points. One checkpoint a side: 95% paired bootstrap interval "
+    "and exact McNemar p; several members a side: the means over members and a 95% interval for seeds and "
+    "examples together (docs/results.md)."
+)
+
+
 @section
 def paired(page: Page) -> Section | None:
-    run = page.runs[0]
-    baseline = baseline_of(run, page.baseline)
-    others = [m for m in dict.fromkeys(run.summary["model"]) if m != baseline]
-    if not others:
+    baseline = baseline_of(page.runs[0], page.baseline)
+    pairs, entries = compared_pairs(page, baseline), _entries(page)
+    if not pairs:
         return None
-    body = Markup("").join(_compared(page, baseline, model) for model in others)
-    return Section(
-        "compare", f"Every model against {baseline}", body,
-        f"Each of the run's other models ({len(others)}; B) against the baseline {baseline} (A; robeval report "
-        "--baseline NAME names another) on the same examples: differences B - A in top-1 points. One checkpoint a "
-        "side: 95% paired bootstrap interval and exact McNemar p; several members a side: the means over members and "
-        "a 95% interval for seeds and examples together (docs/results.md).",
-    )  # fmt: skip
+    body = Markup("").join(_compared(page, a, b, entries) for a, b in pairs)
+    if len(page.runs) == 1:
+        note = (f"Each of the run's other models ({len(pairs)}; B) against the baseline {baseline} (A; robeval "
+                f"report --baseline NAME names another) {TESTS_SAID}")  # fmt: skip
+        return Section("compare", f"Every model against {baseline}", body, note)
+    note = (
+        f"Every two models of the tables (by run and label; {len(pairs)} pairs that share an eps), each tested on "
+        f"its own two runs' records; {baseline} of run {page.runs[0].run_id} (A; --baseline NAME names another) "
+        f"first. B against A {TESTS_SAID}"
+    )
+    return Section("compare", "Every model against every other", body, note)
 
 
 GALLERY_PREFERENCE = ("pgd", "apgd-ce", "apgd-t", "fgsm", "spsa")  # the first the run has is drawn

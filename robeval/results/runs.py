@@ -148,10 +148,16 @@ def _with_recipes(runs: list[StoredRun], frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.DataFrame]) -> pd.DataFrame:
-    """``frame_of`` each run in one frame, each model named as a combined table names it: the same model
-    (name, weights, shift) at other eps keeps its name; one evaluated twice at an eps, or with other
-    weights, is told apart by its run id (a corruption run's clean and attack rows are of the clean data,
-    as a run without a shift's are)."""
+    """``frame_of`` each run in one frame, each model named as a combined table names it (:func:`model_labels`)."""
+    named = [frame_of(run).replace({"model": labels}) for run, labels in zip(runs, model_labels(runs))]
+    return pd.concat(named, ignore_index=True)
+
+
+def model_labels(runs: list[StoredRun]) -> list[dict[str, str]]:
+    """Per run, each of its models' label in a combined table: the same model (name, weights, shift) at
+    other eps keeps its name; one evaluated twice at an eps, or with other weights, is told apart by its
+    run id (a corruption run's clean and attack rows are of the clean data, as a run without a shift's
+    are).  A report keys its pairs by (run, label) and colours each label alike in every figure."""
     seen: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (model, data) -> (weights, eps seen)
     named = []
     for run in runs:
@@ -161,11 +167,11 @@ def _named_models(runs: list[StoredRun], frame_of: Callable[[StoredRun], pd.Data
             data = "" if _shift(run) in CLEAN_DATA_SHIFTS else _shift(run)
             known = seen.get((model, data))
             clash = known is not None and (known[0] != weights or known[1] & eps)
-            labels[model] = f"{model} ({run.run_id})" if clash else model
+            labels[str(model)] = f"{model} ({run.run_id})" if clash else str(model)
             if not clash:
                 seen[(model, data)] = (weights, (known[1] if known else set()) | eps)
-        named.append(frame_of(run).replace({"model": labels}))
-    return pd.concat(named, ignore_index=True)
+        named.append(labels)
+    return named
 
 
 def table_records(runs: list[StoredRun]) -> pd.DataFrame:
