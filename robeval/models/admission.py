@@ -5,8 +5,9 @@ before the results store is opened, so a mistake is one line and leaves no run b
 
 * a checkpoint (:func:`admit_checkpoint`): a file of a checkpoint's kind whose header or archive
   records declare sizes that fit it (checked before anything is read or inflated:
-  :func:`~.checkpoint.check_checkpoint_file`), holding only allowed objects, whose names and shapes
-  fit the model's network (built on the meta device: no memory, no weights);
+  :func:`~.checkpoint.check_checkpoint_file`), holding only allowed objects, whose tensors pass one rule
+  (:func:`~.checkpoint.check_fit`): the names and shapes of the model's network (built on the meta
+  device: no memory, no weights), dense, each of its parameter's kind (floating-point, integer, bool);
 * a model's stated facts against its input (:func:`admit_config`): one mean and std per channel,
   finite numbers;
 * a network from code robeval has not seen (:func:`built_network`, :func:`check_output`): a plugin's
@@ -38,14 +39,29 @@ from .registry import ModelSpec, get_spec
 CHECKED_BATCH = 2  # images in the output check's zero batch
 
 
-def admit_checkpoint(net: nn.Module, name: str, checkpoint: str, key: str | None, trust: bool) -> None:
-    """``checkpoint`` is one ``net`` (model ``name``) can load: read as little as its format allows
-    (:func:`~.checkpoint.inspect_checkpoint`), its weights' names and shapes those of ``net``."""
-    check_fit(net.state_dict(), inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
+def admit_checkpoint(own: Mapping[str, torch.Tensor], name: str, checkpoint: str, key: str | None, trust: bool) -> None:
+    """``checkpoint`` is one model ``name`` (its network's tensors: ``own``) can load: read as little as its
+    format allows (:func:`~.checkpoint.inspect_checkpoint`), its tensors admitted as those of ``own``
+    (:func:`~.checkpoint.check_fit`)."""
+    check_fit(own, inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
+
+
+def network_tensors(name: str, options: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The tensors of model ``name``'s network built on the meta device (names, shapes, dtypes; no memory)."""
+    from . import build_network
+
+    with torch.device("meta"):
+        return build_network(name, **options).state_dict()
 
 
 def admit_members(
-    model: str, label: str, paths: Sequence[str], digest: Callable[[str], str], key: str | None, trust: bool
+    model: str,
+    label: str,
+    paths: Sequence[str],
+    digest: Callable[[str], str],
+    key: str | None,
+    trust: bool,
+    network: Callable[[], Mapping[str, torch.Tensor]],
 ) -> None:
     """``paths``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
     own weights: a file that records another robeval model's name is refused, naming it and both names (a
@@ -53,7 +69,8 @@ def admit_members(
     in one kind of record (:class:`~.checkpoint.RecordedModel`), and two members of the same bytes
     (``digest``: a file's SHA-256) or of the same weights in other bytes (another format, another
     wrapper's names; ``key``: where a training checkpoint keeps them), one set of weights counted twice,
-    whose spread would read 0.  One file given twice (two spellings, a link) is refused before:
+    whose spread would read 0: each member's tensors admitted as those of ``network`` (the model's, built
+    when asked) before they are hashed.  One file given twice (two spellings, a link) is refused before:
     robeval.evaluation.config.member_paths."""
     recorded = {path: recorded_model(path, trust) for path in paths}
     for path, found in recorded.items():
@@ -66,7 +83,16 @@ def admit_members(
     _refuse_two_models(label, recorded)
     if len(paths) > 1:
         _refuse_repeated(label, paths, digest, "bytes")
-        _refuse_repeated(label, paths, lambda path: weights_sha256(read_weights(path, key, trust)), "weights")
+        own = network()
+        _refuse_repeated(label, paths, lambda path: weights_sha256(_admitted(own, model, path, key, trust)), "weights")
+
+
+def _admitted(own: Mapping[str, torch.Tensor], model: str, path: str, key: str | None, trust: bool) -> dict:
+    """The weights ``path`` holds, admitted as ``own``'s (:func:`~.checkpoint.check_fit`) before anything reads
+    their values (a sparse tensor hashed is a traceback)."""
+    state = read_weights(path, key, trust)
+    check_fit(own, state, model, f"checkpoint {path}")
+    return state
 
 
 def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None]) -> None:
@@ -193,9 +219,5 @@ def admit_model(
             torch.manual_seed(0)
             built_network(spec, name, options)
     if checkpoint is not None:
-        from . import build_network
-
-        with torch.device("meta"):
-            net = build_network(name, **options)
-        admit_checkpoint(net, name, checkpoint, key, trust)
+        admit_checkpoint(network_tensors(name, options), name, checkpoint, key, trust)
     return spec

@@ -12,9 +12,11 @@ import hashlib
 import math
 import pickle
 import re
+import warnings
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from torch import nn
 
 from ..core.errors import UserError
 from ..core.json_input import load_json
+from ..core.printable import visible_controls
 
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")
@@ -82,8 +85,12 @@ def checkpoint_format(path: Path) -> str | None:
 MAX_INFLATION = 4  # the declared inflated size of all records, at most this many times the file's size
 SAFETENSORS_HEADER_LIMIT = 100 << 20  # the safetensors library's own limit on its JSON header
 METADATA = "__metadata__"  # a safetensors header's strings (train-demo's: the model's name and its recipe)
-SAFETENSORS_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
-                     "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}  # fmt: skip
+SAFETENSORS_DTYPES = {
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "F8_E5M2": torch.float8_e5m2,
+    "F8_E4M3": torch.float8_e4m3fn, "I16": torch.int16, "U16": torch.uint16, "F16": torch.float16,
+    "BF16": torch.bfloat16, "I32": torch.int32, "U32": torch.uint32, "F32": torch.float32, "F64": torch.float64,
+    "I64": torch.int64, "U64": torch.uint64, "C64": torch.complex64,
+}  # fmt: skip
 
 
 def _check_archive(path: Path) -> None:
@@ -117,30 +124,31 @@ def safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
     return header, size - 8 - length
 
 
-def safetensors_entries(path: Path) -> dict[str, tuple[int, ...]]:
-    """The tensors a safetensors file declares (name -> shape), from its header alone: each one's bytes
-    (dtype x shape) must lie inside the file's data section, so a header that claims terabytes is one
-    line before anything is read."""
+def safetensors_entries(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors a safetensors file declares, from its header alone, each as a stand-in of its dtype and
+    shape (one element, expanded: no memory): each one's bytes (dtype x shape) must lie inside the file's
+    data section, so a header that claims terabytes is one line before anything is read."""
     header, data = safetensors_header(path)
-    return {name: _entry_shape(path, name, entry, data) for name, entry in header.items() if name != METADATA}
+    return {name: _entry(path, name, entry, data) for name, entry in header.items() if name != METADATA}
 
 
-def _entry_shape(path: Path, name: str, entry: Any, data: int) -> tuple[int, ...]:
+def _entry(path: Path, name: str, entry: Any, data: int) -> torch.Tensor:
     try:
         dtype, shape, (begin, end) = entry["dtype"], tuple(int(n) for n in entry["shape"]), entry["data_offsets"]
-        need = math.prod(shape) * SAFETENSORS_BYTES[dtype]
+        need = math.prod(shape) * SAFETENSORS_DTYPES[dtype].itemsize
         fits = min(shape, default=0) >= 0 and 0 <= int(begin) <= int(end) <= data and int(end) - int(begin) == need
-    except (KeyError, TypeError, ValueError):
+        stand_in = torch.empty((), dtype=SAFETENSORS_DTYPES[dtype]).expand(shape) if fits else None
+    except (KeyError, TypeError, ValueError, RuntimeError):  # a dimension of 0 beside one beyond 2^63 too
         raise not_a_checkpoint(
             path, f"damaged safetensors header: entry {name!r} is not dtype, shape, data_offsets"
         ) from None
-    if not fits:
+    if stand_in is None:
         raise not_a_checkpoint(
             path,
             f"truncated or damaged safetensors file: its header declares tensor {name!r} of {need:,} bytes at "
             f"{begin}..{end}, and the file holds {data:,} bytes of data; refused before anything was read",
         )
-    return shape
+    return stand_in
 
 
 def _describe(path: Path) -> str:
@@ -181,7 +189,10 @@ def _load_torch(path: Path, trust: bool, mmap: bool = False) -> Any:
         # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
         return _load_trusted(path)
     try:
-        with torch.serialization.safe_globals(SAFE_GLOBALS):
+        with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
+            # torch's notes on what a file holds (sparse tensors validated, quantized ones deprecated): what
+            # matters of them is the admission's one line (check_fit)
+            warnings.simplefilter("ignore", UserWarning)
             return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as exc:
         global_name = re.search(r"GLOBAL ([\w.]+)", str(exc))
@@ -208,7 +219,20 @@ def _load_file(path: Path, trust: bool) -> Any:
 
 
 def _is_state_dict(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and len(obj) > 0 and all(isinstance(v, torch.Tensor) for v in obj.values())
+    """Tensors named by texts (a name of another kind would be no parameter's)."""
+    return (
+        isinstance(obj, Mapping)
+        and len(obj) > 0
+        and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
+    )
+
+
+def _keys(obj: Mapping) -> str:
+    """A dict's first keys as a message shows them: a text cut short, any other key its type's name (a tuple a
+    pickle made of itself ten times over, nested, would be gigabytes as text)."""
+    return ", ".join(
+        visible_controls(k[:80]) if isinstance(k, str) else f"<{type(k).__name__}>" for k in islice(obj, 10)
+    )
 
 
 def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoint") -> dict[str, torch.Tensor]:
@@ -217,7 +241,7 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
         raise UserError(f"{source} holds a {type(obj).__name__}, not a state dict or a dict of them")
     if key is not None:
         if key not in obj:
-            raise UserError(f"{source} has no key {key!r}; it has: {', '.join(map(str, list(obj)[:10]))}")
+            raise UserError(f"{source} has no key {key!r}; it has: {_keys(obj)}")
         chosen = obj[key]
     elif _is_state_dict(obj):
         chosen = obj
@@ -225,12 +249,12 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
         found = [k for k in STATE_DICT_KEYS if k in obj and _is_state_dict(obj[k])]
         if not found:
             raise UserError(
-                f"{source} has no weights under {', '.join(STATE_DICT_KEYS)} and is not a bare state dict; "
-                f"keys: {', '.join(map(str, list(obj)[:10]))} (choose one with --checkpoint-key)"
+                f"{source} has no weights under {', '.join(STATE_DICT_KEYS)} and is not a bare state dict (tensors "
+                f"named by texts); keys: {_keys(obj)} (choose one with --checkpoint-key)"
             )
         chosen = obj[found[0]]
     if not _is_state_dict(chosen):
-        raise UserError(f"{source}[{key!r}] is not a state dict of tensors")
+        raise UserError(f"{source}[{key!r}] is not a state dict (tensors named by texts)")
     out = {}
     for name, tensor in chosen.items():
         for prefix in STRIP_PREFIXES:
@@ -294,11 +318,12 @@ def checkpoint_object(p: Path, trust: bool) -> Any:
 
 
 def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
-    """The weights ``read_checkpoint`` would give, as far as their names and shapes go, read as little as
-    the format allows: a safetensors file's header alone (meta tensors), else :func:`checkpoint_object`."""
+    """The weights ``read_checkpoint`` would give, as far as their names, shapes, dtypes and layouts go, read
+    as little as the format allows: a safetensors file's header alone (stand-ins: :func:`safetensors_entries`),
+    else :func:`checkpoint_object`."""
     p = check_checkpoint_file(path)
     if checkpoint_format(p) == "safetensors":
-        obj: Any = {name: torch.empty(shape, device="meta") for name, shape in safetensors_entries(p).items()}
+        obj: Any = safetensors_entries(p)
     else:
         obj = checkpoint_object(p, trust)
     return select_state_dict(obj, key, source=f"checkpoint {p}")
@@ -390,8 +415,21 @@ def _likely_cause(
 
 
 def check_fit(own: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
-    """Every key and shape of ``own`` (a network's state dict, on the meta device or not) matching
-    ``state``, or one :class:`UserError` naming the first mismatches and their likely cause."""
+    """The one rule a checkpoint's tensors pass before anything reads their values: each tensor of ``state``
+    one that loads as its namesake of ``own`` (a network's state dict, on the meta device or not) as it is
+    (:func:`tensor_refusal`: first, as a nested tensor has no shape to compare), or one line naming it and
+    what it is; then every key and shape of ``own`` matching ``state``, or one :class:`UserError` naming the
+    first mismatches and their likely cause."""
+    for name, tensor in state.items():
+        mine = own.get(name)
+        what = tensor_refusal(tensor, mine)
+        if what is not None:
+            held = (
+                f"; {model_name} holds a dense tensor of {tensor_kind(mine.dtype)} ({mine.dtype})"
+                if mine is not None
+                else ""
+            )
+            raise UserError(f"{source}: tensor {name} is {what}{held}: it cannot be loaded as it is")
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     shape_diff = [k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
@@ -405,6 +443,33 @@ def check_fit(own: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor]
             parts.append(f"{len(shape_diff)} of other shape (e.g. {', '.join(shape_diff[:3])})")
         cause = _likely_cause(own, state, shape_diff)
         raise UserError(f"{source} does not fit {model_name}: {'; '.join(parts)} — {cause}")
+
+
+def tensor_kind(dtype: torch.dtype) -> str:
+    """What a dtype's values are: bool values, complex numbers, floating-point numbers (any precision) or
+    integers."""
+    if dtype == torch.bool:
+        return "bool values"
+    return (
+        "complex numbers" if dtype.is_complex else "floating-point numbers" if dtype.is_floating_point else "integers"
+    )
+
+
+def tensor_refusal(tensor: torch.Tensor, own: torch.Tensor | None) -> str | None:
+    """What ``tensor`` is when it cannot be loaded as ``own`` (None when it can): it must be dense and strided
+    (not sparse, nested, quantized or meta) and, where ``own`` is given, of its kind (:func:`tensor_kind`): a
+    complex tensor would lose its imaginary part in real weights, an int8 one would truncate float weights."""
+    if tensor.is_nested:
+        return "a nested tensor"
+    if tensor.layout != torch.strided:
+        return f"a {str(tensor.layout).removeprefix('torch.')} tensor, not a dense one"
+    if tensor.is_quantized:
+        return f"a quantized tensor ({tensor.dtype})"
+    if tensor.is_meta:
+        return "a meta tensor (it holds no values)"
+    if own is not None and tensor_kind(tensor.dtype) != tensor_kind(own.dtype):
+        return f"a tensor of {tensor_kind(tensor.dtype)} ({tensor.dtype})"
+    return None
 
 
 def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
