@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..core.defaults import CLEAN
-from ..evaluation.protocols import get_protocol
+from ..evaluation.protocols import PROTOCOLS
 from ..report.captions import caption_parts
 from ..report.document import Document, Grid
 from ..report.naming import attack_title
@@ -25,7 +25,7 @@ def caption(
     notes, and what the digits version changes."""
     parts = [table.title, f"source: {table.source}", *extra]
     notes = list(table.notes)
-    if summary is not None and not get_protocol(summary["protocol"].iloc[0]).valid_threat_model:
+    if summary is not None and not PROTOCOLS.require(summary["protocol"].iloc[0]).valid_threat_model:
         notes.insert(0, "--protocol standard gives the valid threat model")
     if digits:
         notes.append(

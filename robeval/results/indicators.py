@@ -14,14 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..attacks import get_attack_spec, list_attacks
+from ..attacks import ATTACKS, list_attacks
 from ..core.defaults import ANY, CLEAN, NOT_ATTACKS
 from ..core.listed import names_in
 from ..evaluation.fast.summary import BOUND_WIDTH, wide_bound
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text
 from ..models.registry import MODELS
-from ..shifts.kinds import get_shift
+from ..shifts.kinds import SHIFT_KINDS
 from .convergence import lengthen, standard_error, still_falling, why_no_curves
 from .findings import (
     MIN_EXAMPLES,
@@ -75,7 +75,7 @@ def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
     if "classes" not in summary:
         return summary.iloc[0:0]
     shift = summary["shift"].fillna("") if "shift" in summary else pd.Series("", index=summary.index)
-    own = shift.map(lambda s: not s or get_shift(s).has_conditions)
+    own = shift.map(lambda s: not s or SHIFT_KINDS.require(s).has_conditions)
     return summary[(summary["attack"] == CLEAN) & own & summary["classes"].notna() & (summary["classes"] > 1)]
 
 
@@ -288,7 +288,7 @@ def minimum_norm_comparison(top1: pd.Series, n: int) -> list[tuple[str, float, s
     fixed-eps white-box attack, its top-1, the noise allowed between them) for each minimum-norm attack beside a
     fixed-eps one."""
     white = attacks_of_kind(set(top1.index), "white-box")
-    searches = [a for a in white if get_attack_spec(a).minimum_norm]
+    searches = [a for a in white if ATTACKS.require(a).minimum_norm]
     fixed = [a for a in white if a not in searches]
     if not fixed or not searches:
         return []
@@ -308,7 +308,7 @@ def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
             lines.append((f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})",
                           abs(value - best) > noise))  # fmt: skip
             if value > best + noise:
-                budget = next(k for k in ("steps", "n_iter") if k in get_attack_spec(search).defaults)
+                budget = next(k for k in ("steps", "n_iter") if k in ATTACKS.require(search).defaults)
                 advice.append(f"{search} stopped early: raise its budget (--set {search}.{budget}=200) before reading "
                               "the curve (in L2, fab-mn copes with saturated pixels better than fmn)")  # fmt: skip
             elif value < best - noise:
