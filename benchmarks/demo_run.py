@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved_samples  # noqa: E402
 
 from robeval import DEFAULT_MODELS, DEFAULT_N_EXAMPLES  # noqa: E402
-from robeval.attacks import get_attack_spec  # noqa: E402
+from robeval.attacks import ATTACKS  # noqa: E402
 from robeval.models import load_model  # noqa: E402
 
 PASS_SIZES = (256, 512, 1024, 2048, 8192)
@@ -51,7 +51,7 @@ def forward_passes(model: torch.nn.Module, size: int) -> None:
 
 
 def pass_sizes(repeats: int) -> None:
-    default = get_attack_spec("spsa").defaults["max_batch"]
+    default = ATTACKS.require("spsa").defaults["max_batch"]
     print(f"SPSA pass size (spsa.max_batch, default {default}): forward microseconds per image, median of {repeats}")
     for name in DEFAULT_MODELS:
         model = load_model(name)

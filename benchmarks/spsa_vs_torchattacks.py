@@ -33,7 +33,7 @@ from robeval.core.eps import parse_one
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
 from robeval.evaluation.attack_guards import PassCounter
-from robeval.evaluation.protocols import get_protocol
+from robeval.evaluation.protocols import PROTOCOLS
 
 MODELS = ("digits-deit", "digits-deit-elliptical")
 
@@ -68,7 +68,7 @@ def contenders(counted, args, eps, x, y, idx, seed):
 
 def authors(counted, args, eps, x, y, idx, seed) -> dict:
     """robeval's SPSA with the settings ``--protocol nielsen2024`` gives it (here on [0,1] pixels)."""
-    settings = {**get_protocol("nielsen2024").settings_for("spsa"), "iterations": args.iterations,
+    settings = {**PROTOCOLS.require("nielsen2024").settings_for("spsa"), "iterations": args.iterations,
                 "samples": args.samples}
     attack = create("spsa", counted, eps=eps, seed=seed, **settings)
     return timed(counted, lambda: attack(x, y, examples=idx))

@@ -21,7 +21,7 @@ from robeval.evaluation.config import make_config
 from robeval.evaluation.fast.audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
 from robeval.evaluation.fast.bound import AuditBound
 from robeval.evaluation.fast.summary import audit_lines
-from robeval.evaluation.protocols import get_protocol
+from robeval.evaluation.protocols import PROTOCOLS
 from robeval.results.store import Store
 
 from .conftest import one_line_error, run_cli
@@ -84,10 +84,10 @@ def examples(records: pd.DataFrame, attack: str, robust: bool | None = None) -> 
 
 def test_fast_runs_its_own_attacks_with_the_pass_targets_skipped_by_the_audit():
     config = make_config(protocol="fast")
-    assert config.attacks == ATTACKS == list(get_protocol("fast").default_attacks)
+    assert config.attacks == ATTACKS == list(PROTOCOLS.require("fast").default_attacks)
     assert config.settings["apgd-t-malt"]["n_target_classes"] == FAST_TARGETS
     assert config.settings["apgd-t-rest"]["skip_malt_targets"] == FAST_TARGETS
-    assert get_protocol("fast").autoattack_version is None  # no AutoAttack version: benchmark() cannot run it
+    assert PROTOCOLS.require("fast").autoattack_version is None  # no AutoAttack version: benchmark() cannot run it
     for options, words in ((dict(attacks="pgd"), "drop --attacks"), (dict(cascade=True), "drop --cascade"),
                            (dict(shift="corruptions"), "--protocol standard"),
                            (dict(settings={"apgd-t-malt": {"n_target_classes": 2}}), "skip_malt_targets (3)")):  # fmt: skip

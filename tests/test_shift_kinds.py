@@ -30,7 +30,7 @@ from robeval.models.registry import MODELS
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.paper import render
 from robeval.report.shift_table import REPORTED, corruption_grid, shift_caption, shift_grid
-from robeval.shifts import COMMON, CORRUPTION_SETS, EXTRA, SHIFT_KINDS, get_shift
+from robeval.shifts import COMMON, CORRUPTION_SETS, EXTRA, SHIFT_KINDS
 from robeval.shifts.catalog import Condition
 from robeval.shifts.condition_images import CorruptedImages
 from robeval.shifts.corrupt import corrupt_tensor
@@ -97,7 +97,7 @@ def run(model, data, shift, **options):
 
 @pytest.mark.parametrize("name", list(SHIFT_KINDS))
 def test_every_kind_carries_its_facts(name):
-    kind = get_shift(name)
+    kind = SHIFT_KINDS.require(name)
     assert kind.name == name and kind.title and kind.description and kind.reported_as in REPORTED
     if kind.has_conditions:
         default = kind.conditions()
@@ -230,7 +230,7 @@ def test_cifar_c_selection_first_and_severity_rows(tmp_path):
     labels = write_cifar_c(tmp_path / "c", ["fog"], n=30)
     config = SimpleNamespace(data=str(tmp_path / "c"), corruptions=["fog"], severities=[3], subset=None, class_map=None,
                              n_examples=5, selection="first")
-    kind = get_shift("cifar10-c")
+    kind = SHIFT_KINDS.require("cifar10-c")
     data = kind.load(config, None)
     assert data.indices == [0, 1, 2, 3, 4] and data.input_size == (3, 32, 32) and data.label_space.num_classes == 10
     images = kind.condition_dataset(data, Condition("fog@3", "fog", 3), config)
@@ -265,13 +265,13 @@ def test_cifar_c_files_that_are_missing_or_not_the_published_arrays_are_one_line
     write_cifar_c(tmp_path / "c", ["fog"])
     damage(tmp_path / "c")
     with pytest.raises(UserError, match=message) as raised:
-        get_shift("cifar10-c").load(cifar_c_config(tmp_path / "c"), None)
+        SHIFT_KINDS.require("cifar10-c").load(cifar_c_config(tmp_path / "c"), None)
     assert "\n" not in str(raised.value)
 
 
 def test_cifar_c_refuses_folder_options_a_missing_folder_and_an_imagenet_model(tmp_path):
     write_cifar_c(tmp_path / "c", ["fog"])
-    kind = get_shift("cifar10-c")
+    kind = SHIFT_KINDS.require("cifar10-c")
     with pytest.raises(UserError, match="--class-map apply to an image folder, not to --shift cifar10-c"):
         kind.load(cifar_c_config(tmp_path / "c", class_map="m.txt"), None)
     with pytest.raises(UserError, match="--shift cifar10-c: data folder not found"):
@@ -328,7 +328,7 @@ def test_generated_corruptions_keep_cifar_and_mnist_shapes(corruption):
 def _condition_row(corruption: str, severity: int, top1: float, shift: str, source: str) -> dict:
     """A summary row of a shifted condition, with the facts robeval.results.summary gives it."""
     return dict(model="m", eps="4/255", attack=f"{corruption}@{severity}", corruption=corruption, severity=severity,
-                top1=top1, shift=shift, data=f"{source} ({get_shift(shift).title})", source=source, n=10)
+                top1=top1, shift=shift, data=f"{source} ({SHIFT_KINDS.require(shift).title})", source=source, n=10)
 
 
 def test_several_corruption_benchmarks_in_one_table_keep_their_own_columns():

@@ -17,7 +17,7 @@ from robeval.attacks.convergence import CurveWatch, reading
 from robeval.data.digits import digits_split
 from robeval.data.subsets import balanced_subset
 from robeval.evaluation.attack_guards import PassCounter
-from robeval.evaluation.protocols import get_protocol
+from robeval.evaluation.protocols import PROTOCOLS
 from robeval.results.runs import load_run
 from robeval.results.store import Store
 
@@ -36,7 +36,7 @@ def demo_digits(n: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
 
 def authors_settings(**overrides) -> dict:
     """The SPSA settings ``--protocol nielsen2024`` runs (the authors' procedure), with ``overrides``."""
-    return {**get_protocol("nielsen2024").settings_for("spsa"), **overrides}
+    return {**PROTOCOLS.require("nielsen2024").settings_for("spsa"), **overrides}
 
 
 def robust_top1(model, x_adv: torch.Tensor, y: torch.Tensor) -> float:
@@ -45,7 +45,7 @@ def robust_top1(model, x_adv: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def test_nielsen2024_runs_the_authors_procedure_and_standard_robevals():
-    theirs, ours = authors_settings(), get_protocol("standard").settings_for("spsa")
+    theirs, ours = authors_settings(), PROTOCOLS.require("standard").settings_for("spsa")
     assert theirs["samples"] == 128 and theirs["random_start"] and theirs["estimate_at_2x"]
     assert not theirs["keep_best"] and not theirs["early_stop"]
     assert ours == {}  # the class's defaults: best iterate, early stop, from the image

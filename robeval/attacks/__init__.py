@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from ..core.lazy import lazy_attributes
 from . import catalog  # noqa: F401  (robeval's attacks, as data)
 from .registry import (
+    ATTACKS,
     SUITE,
     AttackSpec,
     create,
-    get_attack_spec,
     list_attacks,
     parse_attack_list,
     register_attack,
@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 __getattr__ = lazy_attributes(__name__, {name: f".base:{name}" for name in ("Attack", "margin", "seeded_rng")})
 
 __all__ = [
+    "ATTACKS",
     "SUITE",
     "Attack",
     "AttackSpec",
     "create",
-    "get_attack_spec",
     "list_attacks",
     "margin",
     "parse_attack_list",

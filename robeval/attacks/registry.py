@@ -155,10 +155,6 @@ def list_attacks() -> list[AttackSpec]:
     return [ATTACKS[n] for n in SUITE if n in ATTACKS] + [s for n, s in ATTACKS.items() if n not in SUITE]
 
 
-def get_attack_spec(name: str) -> AttackSpec:
-    return ATTACKS.require(name)
-
-
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
     """The attacks of ``--attacks``: None or ``"all"`` -> the suite; ``"none"`` -> no attack; else a comma
     list of registered names (no duplicates, in order)."""
@@ -180,7 +176,7 @@ def parse_attack_list(text: str | list[str] | None) -> list[str]:
 def resolve_settings(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The settings attack ``name`` runs with: its defaults updated by ``overrides``, judged by
     :func:`robeval.attack_settings.apply_settings`."""
-    return apply_settings(name, get_attack_spec(name).defaults, overrides)
+    return apply_settings(name, ATTACKS.require(name).defaults, overrides)
 
 
 def create(
@@ -195,7 +191,7 @@ def create(
 ):
     """Build attack ``name`` as a callable ``(x, y) -> x_adv`` on tensors in ``clip`` (default [0,1]);
     ``source``: a transfer attack's source model (robeval.attacks.transfer.SourceModel)."""
-    spec = get_attack_spec(name)
+    spec = ATTACKS.require(name)
     if norm not in spec.norms:
         raise UserError(f"attack {name} does not support norm {norm} (it supports {', '.join(spec.norms)})")
     if spec.kind == "transfer":

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..attack_settings import parse_set_items
-from ..attacks import get_attack_spec, parse_attack_list, resolve_settings
+from ..attacks import ATTACKS, parse_attack_list, resolve_settings
 from ..core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
 from ..core.eps import parse_eps_list
 from ..core.errors import UserError
@@ -34,9 +34,9 @@ from ..options import COMPILE_MODES, EvalConfig, option_default
 from ..references import refuse_label_clashes, refuse_repeated_names, split_label
 from ..robustbench_ext.subsets import resolve_subset
 from ..shifts.catalog import parse_severities
-from ..shifts.kinds import SHIFT_KINDS, get_shift
+from ..shifts.kinds import SHIFT_KINDS
 from .fast.audit import check_audited
-from .protocols import get_protocol
+from .protocols import PROTOCOLS
 
 CHOICES = {
     "weights": ("default", "random"),
@@ -138,7 +138,9 @@ def _attacks(values: Mapping[str, Any]) -> list[str]:
     attacks = values.get("attacks")
     if attacks is None:
         attacks = (
-            "none" if values.get("shift") else (",".join(get_protocol(values["protocol"]).default_attacks) or "all")
+            "none"
+            if values.get("shift")
+            else (",".join(PROTOCOLS.require(values["protocol"]).default_attacks) or "all")
         )
     return parse_attack_list(attacks if isinstance(attacks, str) else list(attacks))
 
@@ -150,7 +152,7 @@ def _settings(values: Mapping[str, Any], attacks: list[str]) -> dict[str, dict[s
     given = values.get("settings") or {}
     typed = not isinstance(given, Mapping)
     overrides = parse_set_items(list(given)) if typed else {a: dict(s) for a, s in given.items()}
-    protocol = get_protocol(values["protocol"])
+    protocol = PROTOCOLS.require(values["protocol"])
     out: dict[str, dict[str, Any]] = {}
     for attack in dict.fromkeys([*attacks, *overrides]):
         settings = resolve_settings(attack, {**protocol.settings_for(attack), **overrides.get(attack, {})})
@@ -180,7 +182,7 @@ def _by_model(values: Mapping[str, Any], models: list[str]) -> dict[str, Any]:
 def _shift_forms(values: Mapping[str, Any]) -> dict[str, Any]:
     """--corruptions and --severities of a shift that has them (the kind's own corruption set)."""
     shift = values.get("shift")
-    if shift is None or not (kind := get_shift(shift)).has_conditions:
+    if shift is None or not (kind := SHIFT_KINDS.require(shift)).has_conditions:
         return {}
     return dict(
         corruptions=kind.corruption_set.parse(values.get("corruptions")),
@@ -243,9 +245,9 @@ def remake(config: EvalConfig, models: list[str] | None = None, **changes: Any) 
 
 def check_config(config: EvalConfig) -> None:
     """The rules between options, one line for the first one broken."""
-    protocol = get_protocol(config.protocol)
+    protocol = PROTOCOLS.require(config.protocol)
     for attack in config.attacks:
-        spec = get_attack_spec(attack)
+        spec = ATTACKS.require(attack)
         if config.norm not in spec.norms:
             raise UserError(
                 f"attack {attack} does not support norm {config.norm} (it supports {', '.join(spec.norms)})"
@@ -280,14 +282,14 @@ def check_model_options(config: EvalConfig) -> None:
 
 def check_protocol_options(config: EvalConfig) -> None:
     """An audited protocol's (fast) rules for the run's options (robeval.evaluation.fast.audit)."""
-    protocol = get_protocol(config.protocol)
+    protocol = PROTOCOLS.require(config.protocol)
     if protocol.audit_stages:
         check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
 
 
 def check_transfer(config: EvalConfig) -> None:
     """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
-    transfer = [a for a in config.attacks if get_attack_spec(a).kind == "transfer"]
+    transfer = [a for a in config.attacks if ATTACKS.require(a).kind == "transfer"]
     if transfer and not config.source_model:
         raise UserError(
             f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on"
@@ -296,7 +298,7 @@ def check_transfer(config: EvalConfig) -> None:
         raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
     if transfer:
         check_model_name(transfer_source(config)[0])
-        if get_protocol(config.protocol).space != "pixel":
+        if PROTOCOLS.require(config.protocol).space != "pixel":
             raise UserError(
                 f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
                 "two models normalise their inputs differently"
@@ -317,7 +319,7 @@ def check_shift(config: EvalConfig) -> None:
             with_conditions = " / ".join(k for k, s in SHIFT_KINDS.items() if s.has_conditions)
             raise UserError(f"--corruptions / --severities choose conditions of --shift {with_conditions}")
         return
-    get_shift(config.shift).check(config)
+    SHIFT_KINDS.require(config.shift).check(config)
 
 
 def model_order(models: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attacks import create, get_attack_spec
+from ..attacks import ATTACKS, create
 from ..attacks.base import Attack
 from ..attacks.convergence import CurveWatch
 from ..attacks.transfer import SourceModel
@@ -142,7 +142,7 @@ class ModelRun:
 
     def _crafted_on(self, attack: str) -> nn.Module:
         """The counted model, watched when ``attack`` draws a convergence curve."""
-        cls: type[Attack] = get_attack_spec(attack).cls
+        cls: type[Attack] = ATTACKS.require(attack).cls
         if cls.curve_axis is not None and curves_omitted(self.plan.precision) is None:
             return CurveWatch.for_attack(self.counted, cls, self.plan.settings[attack])
         return self.counted
@@ -150,7 +150,7 @@ class ModelRun:
     def _rechecked(self, attack: str) -> bool:
         """Under a reduced precision, a fixed-eps white-box attack runs again on the target as counted
         (strict fp32, its passes uncounted): the fp32 re-check."""
-        spec = get_attack_spec(attack)
+        spec = ATTACKS.require(attack)
         return self.plan.precision.reduced and spec.kind == "white-box" and not spec.minimum_norm
 
     def _attack(self, attack: str, eps: Eps, model: nn.Module, source: SourceModel | None = None):

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..attacks import get_attack_spec
+from ..attacks import ATTACKS
 from ..core.defaults import CLEAN
 from ..core.errors import UserError
 from ..core.precision import Precision, get_precision
@@ -26,10 +26,10 @@ from ..models.given import given_from_spec
 from ..models.provenance import model_code
 from ..options import EvalConfig
 from ..shifts.catalog import Condition
-from ..shifts.kinds import ShiftKind, get_shift
+from ..shifts.kinds import SHIFT_KINDS, ShiftKind
 from .compiled import compiles
 from .config import make_config, transfer_source
-from .protocols import Protocol, get_protocol
+from .protocols import PROTOCOLS, Protocol
 
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
 # (benchmarks/batch_size.py: deit-tiny, 2 threads, 1.08-1.16x the img/s of batch 64) while autograd
@@ -97,7 +97,7 @@ class RunPlan:
     def library_draws(self, attack: str) -> bool:
         """Whether ``attack`` draws as AutoAttack's own code does (robeval.evaluation.units): an attack from
         that code, under ``--cascade`` or where the protocol names it (an audited protocol's FAB-T and Square)."""
-        from_library = getattr(get_attack_spec(attack).cls, "library_draws", False)
+        from_library = getattr(ATTACKS.require(attack).cls, "library_draws", False)
         return from_library and (self.config.cascade or attack in self.protocol.library_draws)
 
     @property
@@ -195,7 +195,7 @@ def resolve_device(device: str) -> torch.device:
 
 def _in_memory(config: EvalConfig) -> bool:
     """Whether the run's images are arrays in memory (digits, CIFAR, MNIST, CIFAR-10-C, CIFAR-10.1)."""
-    return is_in_memory(config.data) or (config.shift is not None and get_shift(config.shift).in_memory)
+    return is_in_memory(config.data) or (config.shift is not None and SHIFT_KINDS.require(config.shift).in_memory)
 
 
 def resolve_workers(config: EvalConfig) -> int:
@@ -231,7 +231,7 @@ def model_jobs(config: EvalConfig, protocol: Protocol, given: Mapping[str, list[
     adaptive again with its adaptive options under the white-box attacks (named ``<model>+adaptive``),
     with the same members; an audited protocol runs whole (its audit ends with a black-box attack)."""
     jobs = [model_job(config, protocol, m, given or {}) for m in config.models]
-    white = [a for a in config.attacks if get_attack_spec(a).kind == "white-box" or protocol.audit_stages]
+    white = [a for a in config.attacks if ATTACKS.require(a).kind == "white-box" or protocol.audit_stages]
     for job in [j for j in jobs if config.adaptive and white and j.given is None and get_spec(j.model).is_adaptive]:
         options = {**job.options, **(get_spec(job.model).adaptive or {})}
         jobs.append(ModelJob(model_key(job.name, adaptive=True), job.model, options, white, job.members))
@@ -242,11 +242,11 @@ def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None =
     """The run's plan: one line for anything that cannot run here (the device, the precision on it,
     the models' code and names).  ``given``: the modules given from Python (each model's members), by
     the names ``config.models`` has for them."""
-    protocol = get_protocol(config.protocol)
+    protocol = PROTOCOLS.require(config.protocol)
     device = resolve_device(config.device)
     get_precision(config.precision, on_gpu=device.type == "cuda")
     config = replace(config, batch_size=resolve_batch_size(config, device))
-    shift = get_shift(config.shift) if config.shift is not None else None
+    shift = SHIFT_KINDS.require(config.shift) if config.shift is not None else None
     conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
     if config.source_model:
         get_spec(transfer_source(config)[0])

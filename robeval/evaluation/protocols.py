@@ -191,10 +191,6 @@ register_protocol(
 )
 
 
-def get_protocol(name: str) -> Protocol:
-    return PROTOCOLS.require(name)
-
-
 def autoattack_options(version: str) -> dict[str, Any]:
     """The run options of AutoAttack's ``version``: its protocol, and its attacks where they are not the
     protocol's own (None: the protocol's)."""
@@ -207,5 +203,5 @@ RESTART_PROTOCOLS = ("standard", "aa-plus")  # one restart per attack vs AutoAtt
 
 def restarted_attacks() -> list[str]:
     """The attacks that aa-plus runs with more restarts than the standard protocol."""
-    plus = get_protocol("aa-plus")
+    plus = PROTOCOLS.require("aa-plus")
     return [a for a in plus.default_attacks if "n_restarts" in plus.settings_for(a)]

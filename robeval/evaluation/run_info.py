@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import __version__
-from ..attacks import get_attack_spec
+from ..attacks import ATTACKS
 from ..core.machine import cpu_peak_bytes
 from .plan import RunPlan
 from .protocols import Protocol
@@ -88,7 +88,7 @@ class RunLog:
 def randomness(plan: RunPlan) -> dict[str, str]:
     """Where each attack's draws come from (AutoAttack's own where :meth:`RunPlan.library_draws`)."""
     attacks = plan.config.attacks
-    return {a: CASCADE_RANDOMNESS if plan.library_draws(a) else get_attack_spec(a).randomness for a in attacks}
+    return {a: CASCADE_RANDOMNESS if plan.library_draws(a) else ATTACKS.require(a).randomness for a in attacks}
 
 
 def protocol_facts(protocol: Protocol, attacks: list[str]) -> dict[str, Any]:
@@ -121,7 +121,7 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "config": {**asdict(config), "eps": eps, "checkpoints": config.stored_checkpoints()},
         "protocol": protocol_facts(protocol, config.attacks),
         "attack_settings": dict(plan.settings),
-        "attack_implementations": {a: get_attack_spec(a).implementation for a in config.attacks},
+        "attack_implementations": {a: ATTACKS.require(a).implementation for a in config.attacks},
         "randomness": randomness(plan),
         "shift": None if plan.shift is None else plan.shift.info(config),
         "models": log.models,

@@ -33,7 +33,7 @@ from timm.layers import to_2tuple, trunc_normal_
 from timm.models.swin_transformer import SwinTransformer, WindowAttention, get_relative_position_index
 from torch import nn
 
-from .attention.kinds import get_kind
+from .attention.kinds import ATTENTION_KINDS
 from .attention.variants import VARIANTS, SliceAttention, SuperAttention
 from .digits import as_digits
 
@@ -89,7 +89,7 @@ WINDOW_VARIANTS: dict[str, type[nn.Module]] = {
 
 def swin_with_attention(net: SwinTransformer, kind: str) -> SwinTransformer:
     """Replace every block's ``WindowAttention`` of ``net`` by the ``kind`` variant (random weights)."""
-    get_kind(kind)
+    ATTENTION_KINDS.require(kind)
     blocks: list[Any] = [m for m in net.modules() if isinstance(getattr(m, "attn", None), WindowAttention)]
     for block in blocks:  # in the network's order: seeded random weights are those of the nested stage/block loop
         old = block.attn

@@ -11,7 +11,7 @@ from ..core.eps import eps_label
 from ..core.listed import names_in
 from ..core.precision import FP32
 from ..evaluation.fast.summary import audit_lines
-from ..evaluation.protocols import get_protocol
+from ..evaluation.protocols import PROTOCOLS
 from ..results.likeness import UNKNOWN, trained_apart
 from .document import Formula
 from .naming import NORM_MATH, column, data_label, is_condition, names_column
@@ -39,7 +39,7 @@ def caption_parts(summary: pd.DataFrame, eps: str, top5: bool = True) -> list[st
     protocol = sel["protocol"].iloc[0] if "protocol" in sel and len(sel) else "standard"
     data = sel["data"].iloc[0] if "data" in sel and len(sel) else ""
     parts = [f"data: {data_label(data)}, n = {n}", f"protocol: {protocol}"]
-    facts = get_protocol(protocol)
+    facts = PROTOCOLS.require(protocol)
     if not facts.valid_threat_model:
         parts[-1] += " (reproduction of the paper's protocol; eps in normalized units, not a pixel-space threat model)"
     if facts.audit_stages:

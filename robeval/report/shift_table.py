@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..core.defaults import CLEAN
-from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS, get_shift
+from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .document import Grid
 from .minimum_norm import minimum_norm_caption, minimum_norm_grid
@@ -38,7 +38,7 @@ def model_metrics(rows: pd.DataFrame, kind: str | None = None) -> CorruptionMetr
     if conditions.empty:
         return None
     rows = rows[rows["eps"] == conditions["eps"].iloc[0]]
-    conditions, shift = conditions[conditions["eps"] == rows["eps"].iloc[0]], get_shift(kind)
+    conditions, shift = conditions[conditions["eps"] == rows["eps"].iloc[0]], SHIFT_KINDS.require(kind)
     clean = rows[(rows["attack"] == CLEAN) & column(rows, "shift").isin(CLEAN_DATA_SHIFTS)]
     imagenet = all(shift.on_imagenet(str(d)) for d in conditions["source"])
     clean_top1 = float(clean["top1"].iloc[0]) if len(clean) else None
@@ -73,7 +73,7 @@ def _other_image_cells(rows: pd.DataFrame) -> dict[str, str]:
         mine = mine[(mine["eps"] == mine["eps"].iloc[0]) | (mine["attack"] != CLEAN)] if len(mine) else mine
         for r in mine[~is_condition(mine)].itertuples():
             what = "" if r.attack == CLEAN else f" {attack_title(r.attack)} {r.eps}"
-            cells.setdefault(f"{get_shift(kind).title}{what} Top-1", f"{r.top1:.2f}")
+            cells.setdefault(f"{SHIFT_KINDS.require(kind).title}{what} Top-1", f"{r.top1:.2f}")
     return cells
 
 
@@ -85,7 +85,7 @@ def _shift_cells(rows: pd.DataFrame) -> dict[str, str]:
         cells["Clean Top-1"] = f"{hit['top1'].iloc[0]:.2f}"
     cells.update(_other_image_cells(rows))
     for kind in condition_kinds(rows):
-        metrics, shift = model_metrics(rows, kind), get_shift(kind)
+        metrics, shift = model_metrics(rows, kind), SHIFT_KINDS.require(kind)
         if metrics is not None:
             cells.update(REPORTED[shift.reported_as](shift.title, metrics))
     many_eps = clean["eps"].nunique() > 1
@@ -109,7 +109,7 @@ def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
         cells = {}
         for kind in kinds:
             metrics = model_metrics(summary[summary["model"] == model], kind)
-            prefix = f"{get_shift(kind).title}: " if len(kinds) > 1 else ""
+            prefix = f"{SHIFT_KINDS.require(kind).title}: " if len(kinds) > 1 else ""
             for c, v in (metrics.per_corruption if metrics is not None else {}).items():
                 cells[prefix + c.replace("_", " ")] = f"{v:.2f}"
         if cells:
@@ -118,7 +118,7 @@ def corruption_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def _kind_part(summary: pd.DataFrame, kind: str) -> str:
-    rows, shift = summary[column(summary, "shift") == kind], get_shift(kind)
+    rows, shift = summary[column(summary, "shift") == kind], SHIFT_KINDS.require(kind)
     n = f"n = {int(rows['n'].max())}"
     where = f"data: {data_label(rows['data'].iloc[0])}, {n}" if "data" in rows else n
     reported = shift.has_conditions and shift.reported_as != "mce"
@@ -129,7 +129,7 @@ def _kind_part(summary: pd.DataFrame, kind: str) -> str:
 def shift_caption(summary: pd.DataFrame) -> list[str]:
     """The shift table's caption, phrase by phrase (a renderer joins them, or puts each on a line)."""
     benchmarks = condition_kinds(summary)
-    mce = any(get_shift(k).reported_as == "mce" for k in benchmarks)
+    mce = any(SHIFT_KINDS.require(k).reported_as == "mce" for k in benchmarks)
     parts = ["Distribution shift: top-1 accuracy (%)" + (f", ImageNet-C as {REPORTED_PHRASE['mce']}" if mce else "")]
     parts += [_kind_part(summary, kind) for kind in dict.fromkeys(column(summary, "shift")) if kind]
     metrics = [model_metrics(summary[summary["model"] == m], k) for m in summary["model"].unique() for k in benchmarks]

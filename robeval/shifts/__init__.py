@@ -20,7 +20,7 @@ from .catalog import (
     parse_corruptions,
     parse_severities,
 )
-from .kinds import SHIFT_KINDS, ShiftKind, get_shift, run_conditions
+from .kinds import SHIFT_KINDS, ShiftKind, run_conditions
 
 __all__ = [
     "ALEXNET_CLEAN_ERROR",
@@ -37,7 +37,6 @@ __all__ = [
     "ShiftKind",
     "class_set",
     "condition_name",
-    "get_shift",
     "parse_corruptions",
     "parse_severities",
     "run_conditions",

@@ -331,12 +331,8 @@ for _kind in (
     SHIFT_KINDS.add(_kind.name, _kind)
 
 
-def get_shift(name: str) -> ShiftKind:
-    return SHIFT_KINDS.require(name)
-
-
 def run_conditions(config: Mapping[str, Any]) -> list[Condition]:
     """The conditions of a stored run (its configuration as the store keeps it); none without a shift."""
     if not config.get("shift"):
         return []
-    return get_shift(str(config["shift"])).conditions(config.get("corruptions"), config.get("severities"))
+    return SHIFT_KINDS.require(str(config["shift"])).conditions(config.get("corruptions"), config.get("severities"))

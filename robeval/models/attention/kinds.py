@@ -25,9 +25,9 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from ...core.lazy import placed
-from .registry import ATTENTION_KINDS, AttentionKind, get_kind, register_kind
+from .registry import ATTENTION_KINDS, AttentionKind, register_kind
 
-__all__ = ["ATTENTION_KINDS", "AttentionKind", "get_kind", "register_kind"]  # the registry, torch-free: .registry
+__all__ = ["ATTENTION_KINDS", "AttentionKind", "register_kind"]  # the registry, torch-free: .registry
 
 
 def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
@@ -102,12 +102,12 @@ def finish(net: nn.Module, kind: AttentionKind, options: dict[str, Any]) -> nn.M
 
 def timm_with_attention(kind_name: str, arch: str, **options: Any) -> nn.Module:
     """timm ``arch`` (random weights) with attention ``kind_name`` in every block."""
-    kind = get_kind(kind_name)
+    kind = ATTENTION_KINDS.require(kind_name)
     return finish(timm.create_model(arch, pretrained=False, attn_layer=layer_class(kind)), kind, options)
 
 
 def vit_with_attention(kind_name: str, vit: dict[str, Any], drop_path_rate: float = 0.0, **options: Any) -> nn.Module:
     """A ``VisionTransformer(**vit)`` (random weights) with attention ``kind_name`` in every block."""
-    kind = get_kind(kind_name)
+    kind = ATTENTION_KINDS.require(kind_name)
     net = VisionTransformer(**vit, drop_path_rate=drop_path_rate, attn_layer=layer_class(kind))
     return finish(net, kind, options)

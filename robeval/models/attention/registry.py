@@ -32,7 +32,3 @@ def register_kind(kind: AttentionKind) -> AttentionKind:
     if kind.options and kind.configure is None:
         raise ValueError(f"attention kind {kind.name!r} has options but no configure function")
     return ATTENTION_KINDS.add(kind.name, kind)
-
-
-def get_kind(name: str) -> AttentionKind:
-    return ATTENTION_KINDS.require(name)
