@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.colors import to_rgba
 
 from robeval.report import plots, style
-from robeval.report.paired import bootstrap_mean_ci
+from robeval.results.statistics import bootstrap_mean_ci
 
 
 def test_error_bars_are_the_bootstrap_of_the_examples():

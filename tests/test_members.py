@@ -21,7 +21,7 @@ from scipy.stats import norm
 import robeval
 from robeval.api import evaluate_full
 from robeval.core.errors import UserError
-from robeval.results.intervals import claim_interval
+from robeval.results.statistics import claim_interval
 from robeval.results.store import Store
 
 from .conftest import one_line_error, run_cli
@@ -268,8 +268,8 @@ def test_a_cascade_of_members_gives_each_member_the_records_of_its_own_cascade(m
 def test_the_report_shows_every_members_figures_and_the_figures_say_what_their_bars_cover(three, tmp_path):
     from robeval.report import plots
     from robeval.report.html_page import html_report
-    from robeval.results.intervals import member_interval, member_matrix
     from robeval.results.runs import load_run
+    from robeval.results.statistics import member_interval, member_matrix
 
     run, store = three
     row = run.summary.set_index(["model", "attack"]).loc[("digits-deit", "pgd")]

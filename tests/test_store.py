@@ -18,7 +18,8 @@ import pytest
 from PIL import Image
 
 from robeval.core.errors import UserError
-from robeval.report.paired import bootstrap_ci, compare, mcnemar_exact
+from robeval.report.paired import compare
+from robeval.results.statistics import bootstrap_ci, mcnemar_exact
 from robeval.results.store import Store
 from robeval.results.store_schema import SCHEMA_VERSION
 

@@ -1,11 +1,11 @@
 """Which best of a table's column is a claim: bold only where the claim test separates it.
 
 A paper table bolds the best model of each column, and a reader takes bold for "more robust".  That is a
-claim about the models, so it is made only where :mod:`.paired`'s test would make it: the best against
+claim about the models, so it is made only where ``robeval compare``'s test would make it: the best against
 the runner-up on the same examples, the 95% interval of their difference (the two-level claim interval
-of :mod:`.claim` where either side has several members; the paired bootstrap over examples where each
-has one checkpoint) excluding 0.  A best the test does not separate from the runner-up (a tie included)
-is marked by a footnote instead.
+where either side has several members; the paired bootstrap over examples where each has one
+checkpoint) excluding 0 (robeval.results.statistics.separates).  A best the test does not separate from
+the runner-up (a tie included) is marked by a footnote instead.
 
 Bold is a claim about training procedures, so it is made only between models trained alike: a best the
 test separates whose recipe (or whose members' recipes) differs from that of a model of its column
@@ -25,11 +25,10 @@ import pandas as pd
 
 from ..core.defaults import ANY
 from ..core.listed import names_in
-from ..results.intervals import claim_interval, member_matrix
 from ..results.likeness import trained_apart
+from ..results.statistics import member_matrix, separates
 from ..results.summary import any_attack_records
 from .naming import names_column
-from .paired import bootstrap_ci
 
 SEPARATED, NOT_SEPARATED, RECIPES_DIFFER = "separated", "not separated", "recipes differ"
 METRICS = {"top1": "adv_top1", "top5": "adv_top5"}
@@ -80,15 +79,8 @@ def _mark(best: pd.Series, runner_up: pd.DataFrame, records: pd.DataFrame, metri
     second = runner_up.loc[runner_up[metric].idxmax()]
     sides = [_outcomes(records, row, metric) for row in (second, best)]
     shared = sorted(set(sides[0].columns) & set(sides[1].columns))
-    if len(shared) < 2:
-        return NOT_SEPARATED
     a, b = (side[shared].to_numpy(dtype=float) for side in sides)
-    if len(a) > 1 or len(b) > 1:
-        found = claim_interval(a, b)
-        low, high = found["low"], found["high"]
-    else:
-        low, high = bootstrap_ci(a[0].astype(bool), b[0].astype(bool))
-    return SEPARATED if low > 0 or high < 0 else NOT_SEPARATED
+    return SEPARATED if separates(a, b) else NOT_SEPARATED
 
 
 def _outcomes(records: pd.DataFrame, row: pd.Series, metric: str) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The claim test's rows and words: "attention B is more robust than attention A", made from models with
 several members (checkpoints, one per training seed) evaluated on the same examples.  The statistics
 (the difference of the means and its interval for seeds and examples together) are
-robeval.results.intervals'; here each (eps, attack) becomes a row of ``robeval compare`` and a verdict.
+robeval.results.statistics'; here each (eps, attack) becomes a row of ``robeval compare`` and a verdict.
 docs/results.md reports a simulation of the interval's coverage (tests/test_members.py runs one case).
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.defaults import ANY
-from ..results.intervals import claim_interval, member_matrix
+from ..results.statistics import claim_interval, excludes_zero, member_matrix
 from .document import Document, compared_head, comparison_blocks
 from .grid import Measured
 
@@ -31,7 +31,7 @@ def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict
             row[f"{metric}_{side}"] = round(float(means.mean()), 2)
             row[f"{metric}_{side}_std"] = round(float(np.std(means, ddof=1)), 2) if len(means) > 1 else math.nan
         row.update({f"{metric}_{k}": round(v, 4 if k == "df" else 2) for k, v in found.items()})
-        row[f"{metric}_beyond"] = bool(found["low"] > 0 or found["high"] < 0)
+        row[f"{metric}_beyond"] = excludes_zero(found["low"], found["high"])
     row.update(n=len(examples_a), members_a=len(a), members_b=len(b))
     return row
 

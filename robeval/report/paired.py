@@ -1,9 +1,8 @@
 """Comparison of two evaluated models on the same examples.
 
 Models of one checkpoint each are paired: for every eps and attack, top-1 / top-5 of A and B, the
-difference B - A, a seeded 95% bootstrap confidence interval of the difference (examples resampled
-with replacement), and the exact McNemar test (a two-sided binomial test on the discordant pairs,
-scipy.special) on the paired outcomes.  That compares two checkpoints; a claim about two training procedures
+difference B - A, its seeded 95% bootstrap interval and the exact McNemar test on the paired outcomes
+(robeval.results.statistics).  That compares two checkpoints; a claim about two training procedures
 needs several members a side, whose comparison (robeval.report.claim) tests the difference of the
 means against the seed-to-seed variation.
 """
@@ -12,43 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 
 from ..core.defaults import ANY, CLEAN
 from ..core.errors import UserError
 from ..models.registry import PREFIXES
 from ..references import is_reference
-from ..results.intervals import paired_p_value
 from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
+from ..results.statistics import bootstrap_ci, mcnemar_exact
 from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from .claim import claim_row
 from .document import Document, compared_head, comparison_blocks
 from .naming import column
-
-BOOTSTRAP_SAMPLES = 2000
-
-
-def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``: twice the one-sided sign test of
-    the larger side of the discordant pairs (robeval.results.intervals.paired_p_value), at most 1."""
-    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    return min(1.0, 2.0 * paired_p_value(max(only_a, only_b), min(only_a, only_b)))
-
-
-def bootstrap_mean_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of mean(values), in percent (points), resampling the examples."""
-    draws = np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
-    means = values.astype(float)[draws].mean(axis=1) * 100.0
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
-def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
-    return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed)
 
 
 def names_run(ref: str) -> bool:

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .paired import BOOTSTRAP_SAMPLES  # noqa: E402  (the one resample count, as robeval compare draws)
+from ..results.statistics import BOOTSTRAP_SAMPLES  # noqa: E402  (the one resample count, as robeval compare draws)
 
 FULL_WIDTH = 7.0  # inches: a two-column paper's text width
 FONT_SIZE = 8

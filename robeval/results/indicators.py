@@ -36,7 +36,7 @@ from .findings import (
     judged,
     observed,
 )
-from .intervals import paired_p_value
+from .statistics import paired_p_value
 from .summary import add_model_columns
 
 GRADIENT_FAILURE_SHARE = 0.01  # more than 1% of examples with zero or NaN input gradients

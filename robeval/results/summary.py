@@ -6,7 +6,7 @@ worst case over its own attacks), then combined over the members (:data:`OVER_ME
 their mean).  A run with such a model adds ``members``, the sample standard deviations ``top1_std`` and
 ``top5_std`` (n - 1; NaN for one member), each member's own values, ``member_top1`` and
 ``member_top5`` (lists in member order), and the 95% interval of the mean for seeds and examples
-together, ``top1_low`` ... ``top5_high`` (robeval.results.intervals: the claim test's two levels); a run
+together, ``top1_low`` ... ``top5_high`` (robeval.results.statistics: the claim test's two levels); a run
 whose models have one member each has the columns it always had.
 """
 
@@ -31,7 +31,7 @@ from ..options import option_default
 from ..robustbench_ext.subsets import example_choice
 from ..shifts.kinds import run_conditions
 from .convergence import last_tenth
-from .intervals import member_interval, member_matrix
+from .statistics import member_interval, member_matrix
 
 Done = dict[tuple[str, str, str], int]  # (model, eps, attack) -> batches stored over every member
 Covered = dict[tuple[str, str], list[str]]  # (model, eps) -> the attacks its worst case is over
@@ -162,7 +162,7 @@ def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
 def member_spread(members: list[dict[str, Any]], records: pd.DataFrame) -> dict[str, Any]:
     """The columns a model of several members adds (the module docstring): how many, the sample std
     (n - 1: NaN for one member) of their top-1 and top-5 (%), each one's value, and the 95% interval of
-    the mean for seeds and examples together (``<metric>_low``, ``<metric>_high``: robeval.results.intervals,
+    the mean for seeds and examples together (``<metric>_low``, ``<metric>_high``: robeval.results.statistics,
     from ``records``, the unit's records of every member)."""
     out: dict[str, Any] = {MEMBERS: len(members)}
     for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):

@@ -1,9 +1,17 @@
-"""The statistics of a claim about training procedures: "attention B is more robust than attention A", made
-from models with several members (checkpoints, one per training seed) evaluated on the same examples.
+"""The statistics of comparing models on the same examples: every test and interval a comparison, a
+table's bold and a figure's error bars rest on.
 
-The difference of the means over members, ``D = mean(B's members) - mean(A's members)`` (percentage
-points), varies for two reasons: which seeds were trained, and which examples were drawn.  By the law
-of total variance its variance is the seed term plus the example term:
+Models of one checkpoint a side are paired on examples: the difference of their accuracies B - A with a
+seeded 95% percentile bootstrap interval (:func:`bootstrap_ci`: the examples resampled with replacement,
+:data:`BOOTSTRAP_SAMPLES` draws), and the exact McNemar test on the discordant pairs (:func:`mcnemar_exact`,
+two-sided; its one-sided sign test, :func:`paired_p_value`, is the precision check's).  That compares two
+checkpoints.
+
+A claim about training procedures ("attention B is more robust than attention A") is made from models with
+several members (checkpoints, one per training seed) evaluated on the same examples.  The difference of
+the means over members, ``D = mean(B's members) - mean(A's members)`` (percentage points), varies for two
+reasons: which seeds were trained, and which examples were drawn.  By the law of total variance its
+variance is the seed term plus the example term:
 
 * seed term ``s_A^2 / k_A + s_B^2 / k_B``: the sample variances (n - 1) of the members' accuracies on
   these examples, over ``k`` members each.  With three members a bootstrap over members misses much of
@@ -11,20 +19,19 @@ of total variance its variance is the seed term plus the example term:
   ``(k - 1) / k`` of the plain estimate, its percentiles come from ten distinct resamples, and its
   quantile is a normal one where Student's t with 2 degrees of freedom is 4.3).  A side of one member
   has no spread of its own: it is taken to vary as the other side does (said in the verdict); with one
-  member a side nothing is left to estimate it from and the test is the paired one of :mod:`robeval.report.paired`.
+  member a side nothing is left to estimate it from and the test is the paired one above.
 * example term: the variance of ``d``, each example's difference of the two sides' member-mean
   outcomes (paired on examples), over ``n`` — the variance a paired bootstrap over examples estimates
   (its limit, without Monte Carlo noise) — less each side's residual mean square of its members x
   examples table over its ``k``: a member's own departures on each example are part of the members'
   spread on these examples, which the seed term counts already.
 
-The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the Welch-Satterthwaite
-degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the difference
-exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0.
-docs/results.md reports a simulation of its coverage (tests/test_members.py runs one case).
-
-With one checkpoint a side the test is paired on examples: its exact sign test is :func:`paired_p_value`
-(McNemar's, two-sided, in robeval.report.paired; the precision check's, one-sided).
+The interval (:func:`claim_interval`) is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the
+Welch-Satterthwaite degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the
+difference exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0.
+One model's interval over its members (:func:`member_interval`) counts the same two terms.  A column's
+best is bold where :func:`separates` finds it apart from the runner-up.  docs/results.md reports a
+simulation of the claim interval's coverage (tests/test_members.py runs one case).
 """
 
 from __future__ import annotations
@@ -35,6 +42,35 @@ import numpy as np
 import pandas as pd
 
 LEVEL = 0.95
+BOOTSTRAP_SAMPLES = 2000  # the one resample count: compare's intervals and the figures' error bars
+
+
+def bootstrap_mean_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of mean(values), in percent (points), resampling the examples."""
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
+    means = values.astype(float)[draws].mean(axis=1) * 100.0
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
+    return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed)
+
+
+def paired_p_value(worse: int, better: int) -> float:
+    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
+    discordant pairs going one way when either way is equally likely (scipy.special's binomial tail,
+    which imports in a fraction of scipy.stats' time)."""
+    from scipy.special import bdtrc
+
+    return float(bdtrc(worse - 1, worse + better, 0.5)) if worse > 0 else 1.0
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided exact McNemar p-value for paired booleans ``a``, ``b``: twice the one-sided sign test of
+    the larger side of the discordant pairs (:func:`paired_p_value`), at most 1."""
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    return min(1.0, 2.0 * paired_p_value(max(only_a, only_b), min(only_a, only_b)))
 
 
 def member_matrix(records: pd.DataFrame, column: str) -> tuple[np.ndarray, list[int]]:
@@ -113,10 +149,18 @@ def _t_quantile(q: float, df: float) -> float:
     return float(stdtrit(df, q))
 
 
-def paired_p_value(worse: int, better: int) -> float:
-    """One-sided exact sign test (McNemar): the chance of ``worse`` or more of ``worse + better``
-    discordant pairs going one way when either way is equally likely (scipy.special's binomial tail,
-    which imports in a fraction of scipy.stats' time)."""
-    from scipy.special import bdtrc
+def excludes_zero(low: float, high: float) -> bool:
+    """Whether an interval of a difference lies wholly on one side of 0: the difference is a finding."""
+    return bool(low > 0 or high < 0)
 
-    return float(bdtrc(worse - 1, worse + better, 0.5)) if worse > 0 else 1.0
+
+def separates(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the claim test separates ``b`` from ``a`` (members x examples, the same examples in the same
+    order): the 95% interval of their difference excludes 0 (:func:`claim_interval` where either side has
+    several members, :func:`bootstrap_ci` where each has one checkpoint); never on fewer than 2 examples."""
+    if a.shape[1] < 2:
+        return False
+    if len(a) > 1 or len(b) > 1:
+        found = claim_interval(a, b)
+        return excludes_zero(found["low"], found["high"])
+    return excludes_zero(*bootstrap_ci(a[0].astype(bool), b[0].astype(bool)))
