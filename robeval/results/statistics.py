@@ -1,11 +1,8 @@
-"""The statistics of comparing models on the same examples: every test and interval a comparison, a
-table's bold and a figure's error bars rest on.
+"""Every test and interval a comparison, a table's bold and a figure's error bars rest on.
 
-Models of one checkpoint a side are paired on examples: the difference of their accuracies B - A with a
-seeded 95% percentile bootstrap interval (:func:`bootstrap_ci`: the examples resampled with replacement,
-:data:`BOOTSTRAP_SAMPLES` draws), and the exact McNemar test on the discordant pairs (:func:`mcnemar_exact`,
-two-sided; its one-sided sign test, :func:`paired_p_value`, is the precision check's).  That compares two
-checkpoints.
+Models of one checkpoint a side are paired on examples: the difference B - A with a seeded 95% percentile
+bootstrap interval (the examples resampled with replacement) and the exact McNemar test on the discordant
+pairs (two-sided; its one-sided sign test is the precision check's).  That compares two checkpoints.
 
 A claim about training procedures ("attention B is more robust than attention A") is made from models with
 several members (checkpoints, one per training seed) evaluated on the same examples.  The difference of
@@ -26,12 +23,11 @@ variance is the seed term plus the example term:
   examples table over its ``k``: a member's own departures on each example are part of the members'
   spread on these examples, which the seed term counts already.
 
-The interval (:func:`claim_interval`) is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the
-Welch-Satterthwaite degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the
-difference exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0.
-One model's interval over its members (:func:`member_interval`) counts the same two terms.  A column's
-best is bold where :func:`separates` finds it apart from the runner-up.  docs/results.md reports a
-simulation of the claim interval's coverage (tests/test_members.py runs one case).
+The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the Welch-Satterthwaite
+degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the difference
+exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0, and a
+column's best is bold where it does against the runner-up (:func:`separates`).  docs/results.md reports
+a simulation of its coverage (tests/test_members.py runs one case).
 """
 
 from __future__ import annotations
@@ -100,53 +96,45 @@ def interaction(side: np.ndarray) -> float:
     return float((residual**2).sum()) / ((k - 1) * (n - 1))
 
 
-def example_term(a: np.ndarray, b: np.ndarray) -> float:
-    """The example term of the variance of D (points squared; the module docstring), never below 0."""
-    per_example = b.mean(axis=0) - a.mean(axis=0)
+def example_term(per_example: np.ndarray, own: float) -> float:
+    """The example term (points squared; the module docstring): the variance of each example's member-mean
+    outcome (or difference of two) over n, less ``own``, the members' own departures; never below 0."""
     n = len(per_example)
-    if n < 2:
-        return 0.0
-    own = interaction(a) / len(a) + interaction(b) / len(b)
-    return 100.0**2 * max(float(np.var(per_example, ddof=1)) - own, 0.0) / n
+    return 100.0**2 * max(float(np.var(per_example, ddof=1)) - own, 0.0) / n if n > 1 else 0.0
+
+
+def welch_satterthwaite(terms: list[tuple[float, int]]) -> tuple[float, float, float]:
+    """The standard error, Welch-Satterthwaite degrees of freedom and 95% half-width (Student's t) of a sum
+    of variance terms, each with its degrees of freedom.  scipy.special's ``stdtrit``, which scipy.stats'
+    ``t.ppf`` computes with: its module imports in a fraction of scipy.stats' half second."""
+    from scipy.special import stdtrit
+
+    variance = sum(v for v, _ in terms)
+    denominator = sum(v * v / df for v, df in terms)
+    df = variance**2 / denominator if denominator > 0 else math.inf
+    se = math.sqrt(variance)
+    return se, df, (float(stdtrit(df, 0.5 + LEVEL / 2)) if math.isfinite(df) else 1.959964) * se
 
 
 def claim_interval(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """D, its standard error, degrees of freedom and 95% interval for sides ``a`` and ``b`` (members x
     examples, the same examples in the same order; at least one side with two members)."""
     diff = 100.0 * (b.mean() - a.mean())
-    terms = [*seed_terms(a, b), (example_term(a, b), max(a.shape[1] - 1, 1))]
-    variance = sum(v for v, _ in terms)
-    denominator = sum(v * v / df for v, df in terms)  # Welch-Satterthwaite
-    df = variance**2 / denominator if denominator > 0 else math.inf
-    se = math.sqrt(variance)
-    half = float(_t_quantile(0.5 + LEVEL / 2, df)) * se if math.isfinite(df) else 1.959964 * se
+    example = example_term(b.mean(axis=0) - a.mean(axis=0), interaction(a) / len(a) + interaction(b) / len(b))
+    se, df, half = welch_satterthwaite([*seed_terms(a, b), (example, max(a.shape[1] - 1, 1))])
     return {"diff": diff, "se": se, "df": df, "low": diff - half, "high": diff + half}
 
 
 def member_interval(side: np.ndarray) -> tuple[float, float]:
     """The 95% interval (points) of one model's mean accuracy over its members on these examples (members x
     examples, 0/1), for seeds and examples together as :func:`claim_interval` counts a difference: the seed
-    term s^2/k, the example term (each example's member-mean outcome, less the members' own departures),
-    Student's t with their Welch-Satterthwaite degrees of freedom."""
+    term s^2/k, the example term, Student's t with their Welch-Satterthwaite degrees of freedom."""
     k, n = side.shape
     mean = 100.0 * float(side.mean())
     seed = float(np.var(100.0 * side.mean(axis=1), ddof=1)) / k if k > 1 else 0.0
-    per_example = side.mean(axis=0)
-    example = 100.0**2 * max(float(np.var(per_example, ddof=1)) - interaction(side) / k, 0.0) / n if n > 1 else 0.0
-    terms = [(seed, max(k - 1, 1)), (example, max(n - 1, 1))]
-    variance = seed + example
-    denominator = sum(v * v / df for v, df in terms)
-    df = variance**2 / denominator if denominator > 0 else math.inf
-    half = (float(_t_quantile(0.5 + LEVEL / 2, df)) if math.isfinite(df) else 1.959964) * math.sqrt(variance)
+    example = example_term(side.mean(axis=0), interaction(side) / k)
+    _, _, half = welch_satterthwaite([(seed, max(k - 1, 1)), (example, max(n - 1, 1))])
     return mean - half, mean + half
-
-
-def _t_quantile(q: float, df: float) -> float:
-    """Student's t quantile (scipy.special's ``stdtrit``, which scipy.stats' ``t.ppf`` computes with; its
-    module imports in a fraction of scipy.stats' half second)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, q))
 
 
 def excludes_zero(low: float, high: float) -> bool:
