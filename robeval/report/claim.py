@@ -2,7 +2,6 @@
 several members (checkpoints, one per training seed) evaluated on the same examples.  The statistics
 (the difference of the means and its interval for seeds and examples together) are
 robeval.results.statistics'; here each (eps, attack) becomes a row of ``robeval compare`` and a verdict.
-docs/results.md reports a simulation of the interval's coverage (tests/test_members.py runs one case).
 """
 
 from __future__ import annotations

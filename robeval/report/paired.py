@@ -1,10 +1,6 @@
-"""Comparison of two evaluated models on the same examples.
-
-Models of one checkpoint each are paired: for every eps and attack, top-1 / top-5 of A and B, the
-difference B - A, its seeded 95% bootstrap interval and the exact McNemar test on the paired outcomes
-(robeval.results.statistics).  That compares two checkpoints; a claim about two training procedures
-needs several members a side, whose comparison (robeval.report.claim) tests the difference of the
-means against the seed-to-seed variation.
+"""``robeval compare``: two evaluated models found, their records paired on examples, a row per eps and
+attack.  One checkpoint a side: top-1 / top-5 of A and B, B - A, its bootstrap interval and McNemar's p
+(robeval.results.statistics); several members a side: the claim's row (robeval.report.claim).
 """
 
 from __future__ import annotations

@@ -143,9 +143,8 @@ def excludes_zero(low: float, high: float) -> bool:
 
 
 def separates(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether the claim test separates ``b`` from ``a`` (members x examples, the same examples in the same
-    order): the 95% interval of their difference excludes 0 (:func:`claim_interval` where either side has
-    several members, :func:`bootstrap_ci` where each has one checkpoint); never on fewer than 2 examples."""
+    """Whether the 95% interval of b - a (members x examples, the same examples in order) excludes 0: the
+    claim interval where either side has several members, else the bootstrap; never on under 2 examples."""
     if a.shape[1] < 2:
         return False
     if len(a) > 1 or len(b) > 1:
