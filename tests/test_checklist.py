@@ -10,7 +10,7 @@ import pandas as pd
 
 from robeval.api import evaluate_full
 from robeval.core.listed import Phrases
-from robeval.report.checklist import CHECKLIST_INTRO, Soundness, checklist_markdown, verdict
+from robeval.report.checklist import CHECKLIST_INTRO, Soundness, verdict
 from robeval.results.findings import CHECKS, Finding
 from robeval.results.soundness import JudgedRun, judge_summary
 from robeval.results.stored_run import StoredRun
@@ -217,7 +217,7 @@ def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_pat
     assert set(companion["run_id"]) == {standard.run_id}
 
     def restarts_row(companion: pd.DataFrame | None) -> str:
-        document = checklist_markdown(JudgedRun(run, [], judge_summary(run.summary, companion=companion)))
+        document = Soundness(JudgedRun(run, [], judge_summary(run.summary, companion=companion))).render("checklist")
         return document.split("| Restarts do not change the result |")[1]
 
     row = restarts_row(companion)

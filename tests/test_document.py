@@ -13,7 +13,6 @@ import pandas as pd
 from rich.console import Console
 
 from robeval.report.document import (
-    RENDERERS,
     Formula,
     Grid,
     Heading,
@@ -21,11 +20,13 @@ from robeval.report.document import (
     Paragraph,
     Status,
     Table,
+    Values,
     to_csv,
     to_html,
     to_latex,
     to_markdown,
 )
+from robeval.report.formats import FORMATS
 from robeval.report.grid import Measured, Strong
 from robeval.report.terminal import to_rich
 
@@ -70,11 +71,16 @@ def test_html_escapes_every_text_and_marks_statuses_for_the_style():
     assert '<td class="text status-RAISED">RAISED</td>' in page and '<p class="verdict"><strong>' in page
 
 
-def test_every_renderer_renders_every_block():
-    for name, render in RENDERERS.items():
-        shown = render([*DOCUMENT, GRID])
-        assert "45.00" in shown and "97.80" in shown, name  # a table's and a grid's cells
-        assert ("line two" in shown) is (name != "csv"), name  # a CSV holds the tables alone
+def test_the_drawing_formats_draw_every_block_and_the_data_formats_write_the_values():
+    values = Values(pd.DataFrame({"model": [NAME], "top1": [float("nan")], "min_norm": [float("inf")]}))
+    for name in ("md", "html", "latex"):
+        shown = FORMATS[name].render([*DOCUMENT, GRID, values])
+        assert "45.00" in shown and "97.80" in shown and "line two" in shown and "min_norm" not in shown, name
+    tables = FORMATS["csv"].render([*DOCUMENT, GRID])  # no values: the tables and grids
+    assert "45.00" in tables and "97.80" in tables and "line two" not in tables
+    assert FORMATS["csv"].render([*DOCUMENT, GRID, values]) == f"model,top1,min_norm\n{NAME},,inf\n"
+    rows = f'[\n  {{\n    "model": "{NAME}",\n    "top1": null,\n    "min_norm": "inf"\n  }}\n]\n'
+    assert FORMATS["json"].render([*DOCUMENT, GRID, values]) == rows  # standard JSON: no NaN, no Infinity
 
 
 def test_a_grid_in_markdown_bolds_and_marks_its_cells_and_escapes_its_caption():

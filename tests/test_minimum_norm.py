@@ -18,7 +18,7 @@ from robeval.api import evaluate_full
 from robeval.attacks import create
 from robeval.attacks.minimum_norm import _fixed_l2_fmn, search_norms, within_eps
 from robeval.data.digits import digits_split
-from robeval.report.checklist import checklist_markdown
+from robeval.report.checklist import Soundness
 from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
 from robeval.report.plots import make_plots
@@ -94,7 +94,7 @@ def test_a_search_that_stops_early_and_fixed_eps_attacks_that_miss_are_both_flag
     assert missed["check"] == "minimum-norm-mismatch" and "pgd missed fooling points that fmn found" in missed["advice"]
     assert not run_findings(summary(41.0, 40.0), {})["flags"]
     run = StoredRun("r", {}, {"protocol": "standard"}, pd.DataFrame(), summary(60.0, 40.0))
-    text = checklist_markdown(JudgedRun(run, [], judge_summary(run.summary)))
+    text = Soundness(JudgedRun(run, [], judge_summary(run.summary))).render("checklist")
     assert "| Minimum-norm curve meets the fixed-eps attacks |" in text and "| RAISED | eps 8/255: fmn 60.00 vs pgd 40.00" in text
 
 

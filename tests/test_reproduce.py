@@ -185,7 +185,7 @@ def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_sev
 
 
 def test_a_column_of_models_with_several_members_shows_mean_and_std():
-    from robeval.report.document import RENDERERS
+    from robeval.report.document import to_latex, to_markdown
     from robeval.reproduce.columns import runs_grid
     from robeval.reproduce.render import document
 
@@ -195,5 +195,5 @@ def test_a_column_of_models_with_several_members_shows_mean_and_std():
                             for i, m in enumerate(models)])  # fmt: skip
     grid, notes = runs_grid(table, {"digits": summary}, digits=True)
     assert [str(c) for c in grid.iloc[:, 0]] == ["97.80 ± 0.40", "96.80 ± 0.50", "95.80 ± 0.60", "94.80 ± 0.70"]
-    assert "| Standard | 97.80 ± 0.40 |" in RENDERERS["md"](document(grid, ["caption"])) and notes == []
-    assert r"Super & $94.80 \pm 0.70$ \\" in RENDERERS["latex"](document(grid, ["caption"]))
+    assert "| Standard | 97.80 ± 0.40 |" in to_markdown(document(grid, ["caption"])) and notes == []
+    assert r"Super & $94.80 \pm 0.70$ \\" in to_latex(document(grid, ["caption"]))

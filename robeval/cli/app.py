@@ -72,6 +72,14 @@ def emit(text: str, out: Optional[Path]) -> None:
     console.print(f"Wrote {out}")
 
 
+def show(document: Any) -> None:
+    """Print a document (robeval.report.document) on the console, through the terminal's renderer."""
+    from ..report.terminal import to_rich
+
+    for block in to_rich(document):
+        console.print(block)
+
+
 def _optional_resume_value(argv: list[str]) -> list[str]:
     """``--resume`` alone means ``--resume latest`` (the newest unfinished run with the same configuration)."""
     out = list(argv)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from ..core.errors import UserError
-from .app import WholeOption, app, console, emit
+from .app import WholeOption, app, emit, show
 
 
 @app.command("profile")
@@ -25,8 +24,8 @@ def profile_cmd(
     from ..evaluation.profiling import profile
     from ..models import expand_model_patterns
     from ..models.admission import admit_model
-    from ..report.escaping import csv_text
-    from ..report.profile_table import profile_markdown
+    from ..report.formats import offered
+    from ..report.profile_table import profile_document
 
     names = expand_model_patterns(list(model))
     for name in names:
@@ -40,14 +39,13 @@ def profile_cmd(
 
         if not torch.cuda.is_available():
             raise UserError("--device cuda requested but no CUDA GPU is available")
-    if format not in ("md", "csv"):
-        raise UserError(f"unknown format {format!r}; choose md or csv")
+    written = offered(format, ("md", "csv"))
     if out is not None:
         from ..report.files import check_out_file
 
         check_out_file(out)  # before the minutes of profiling
     df = profile(names, batch_size=batch_size, device=device, repeats=repeats)
-    emit(profile_markdown(df) if format == "md" else csv_text(df), out)
+    emit(written.render(profile_document(df)), out)
 
 
 def _settings(values: dict) -> str:
@@ -65,26 +63,28 @@ def models_cmd() -> None:
     """List the models: name, family, parameters, input size, options, weights, what it is, and the
     package it comes from (robeval, or an installed plugin's)."""
     from ..models import list_models  # registrations as data: torch loads only for an installed plugin's
+    from ..report.document import Table
 
-    table = Table(title=MODELS_TITLE)
-    for col in ("name", "family", "params", "input", "options (adaptive)", "weights", "description", "package"):
-        table.add_column(col)
+    rows = []
     for m in list_models():
         options = _settings(m.options) + (f" ({_settings(m.adaptive)})" if m.adaptive else "")
         params = "-" if m.params is None else f"{m.params / 1e6:.2f}M"
         size = "x".join(map(str, m.config.input_size)) if m.config and m.config.input_size else "-"
-        table.add_row(m.name, m.family, params, size, options, m.weights.describe(), m.description, m.package)
-    console.print(table)
+        rows.append([m.name, m.family, params, size, options, m.weights.describe(), m.description, m.package])
+    head = ("name", "family", "params", "input", "options (adaptive)", "weights", "description", "package")
+    show([Table(head, rows, text_columns=range(len(head)), title=MODELS_TITLE)])
 
 
 @app.command("attacks")
 def attacks_cmd() -> None:
     """List the attacks: kind, norms, default settings, implementation and what each does."""
     from ..attacks import list_attacks  # registrations as data: no torch
+    from ..report.document import Table
 
-    table = Table(title="robeval attacks (override settings with --set ATTACK.KEY=VALUE)")
-    for col in ("name", "kind", "norms", "defaults", "implementation", "description"):
-        table.add_column(col)
-    for a in list_attacks():
-        table.add_row(a.name, a.kind, ",".join(a.norms), _settings(a.defaults), a.implementation, a.description)
-    console.print(table)
+    head = ("name", "kind", "norms", "defaults", "implementation", "description")
+    rows = [
+        [a.name, a.kind, ",".join(a.norms), _settings(a.defaults), a.implementation, a.description]
+        for a in list_attacks()
+    ]
+    title = "robeval attacks (override settings with --set ATTACK.KEY=VALUE)"
+    show([Table(head, rows, text_columns=range(len(head)), title=title)])

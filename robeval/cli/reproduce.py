@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import UserError
 from ..options import EvalConfig
-from .app import WholeOption, app, console
+from .app import WholeOption, app, console, show
 
 SETTINGS = {  # what --list says a table of each kind runs
     "attacks": lambda t: f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
@@ -29,15 +28,15 @@ SETTINGS = {  # what --list says a table of each kind runs
 
 
 def _list_tables() -> None:
+    from ..report.document import Table
     from ..reproduce import list_tables
 
-    table = Table(title="paper tables (robeval reproduce NAME)")
-    for col in ("name", "kind", "rows", "what it runs", "what it is"):
-        table.add_column(col)
+    rows = []
     for t in list_tables():
         runs = SETTINGS[t.kind](t) + (f"; mean ± std over {t.members} checkpoints per model" if t.members > 1 else "")
-        table.add_row(t.name, t.kind, ", ".join(r.label for r in t.rows), runs, t.title)
-    console.print(table)
+        rows.append([t.name, t.kind, ", ".join(r.label for r in t.rows), runs, t.title])
+    head = ("name", "kind", "rows", "what it runs", "what it is")
+    show([Table(head, rows, text_columns=range(len(head)), title="paper tables (robeval reproduce NAME)")])
 
 
 # The run options a reproduction takes (their declarations and help are robeval.options'), with the

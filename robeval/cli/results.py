@@ -14,7 +14,7 @@ import typer
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
-from .app import WholeOption, app, console, emit
+from .app import WholeOption, app, console, emit, show
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,10 +97,7 @@ def runs_cmd(
     if df.empty:  # an empty listing is an answer, said plainly (exit code 0: the store was read)
         console.print(f"no runs in {store}{note}", markup=False, soft_wrap=True)
         return
-    from ..report.terminal import to_rich
-
-    for block in to_rich(runs_document(df, f"runs in {store}{note}")):
-        console.print(block)
+    show(runs_document(df, f"runs in {store}{note}"))
 
 
 RUNS_HEAD = ("run", "status", "progress", "age", "protocol", "models", "eps", "attacks")
@@ -170,20 +167,20 @@ def table_cmd(
     --top1-only, --attacks and --name make it fit a paper's column."""
     from ..report.captions import recipe_parts
     from ..report.files import check_out_file
-    from ..report.paper import FORMATS, checked_format
+    from ..report.paper import checked_format
     from ..report.table_options import TableOptions
 
-    checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read
+    written = checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read
     if out is not None:
         check_out_file(out)  # before the store is read
     with opened(list(run_ids or []), store) as run:
         table = run.table(format, top1_only=top1_only, attacks=attacks, names=name, bold=bold)
-        said = [] if FORMATS[format].marks_bests else recipe_parts(run.summary)  # data formats have no caption
+        said = recipe_parts(run.summary) if written.values else []  # data formats have no caption
     emit(table, out)
     for line in said:
         TerminalConsole(stderr=True).print(f"note: {line}", markup=False, soft_wrap=True)
-    if FORMATS[format].note:
-        TerminalConsole(stderr=True).print(FORMATS[format].note, markup=False, soft_wrap=True)
+    if written.note:
+        TerminalConsole(stderr=True).print(written.note, markup=False, soft_wrap=True)
 
 
 @app.command("compare")
@@ -203,16 +200,16 @@ def compare_cmd(
     for models of several members the difference of the means with an interval for seeds and examples,
     and whether it exceeds the seed-to-seed variation (against a RobustBench model-info file: the run's
     accuracies with their CI against the published ones)."""
-    from ..report.comparison import FORMATS
+    from ..report.comparison import COMPARE_FORMATS
+    from ..report.formats import offered
     from ..results_api import pair_runs
 
-    FORMATS.require(format)  # a bad format is refused before the store is read
+    written = offered(format, COMPARE_FORMATS)  # a bad format is refused before the store is read
     runs, picked = pair_runs(store, a, b)
     with opened(runs, store, say=False) as run:
         compared = run.compare(a, b, seed)
-    if picked is not None and format == "md":  # which run, and why, on the first line
-        compared.preface = picked
-    elif picked is not None:  # a data format holds data only: the choice is said on stderr
+    compared.preface = picked  # which run, and why, on the document's first line
+    if picked is not None and written.values:  # a data format holds data only: the choice is said on stderr
         TerminalConsole(stderr=True).print(picked, markup=False, highlight=False, soft_wrap=True)
     emit(compared.render(format), out)
 

@@ -6,13 +6,13 @@ check of the claim (ok / CAVEAT / n/a), then a verdict line.  Nothing is judged 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ..core.registry import Registry
+from ..core.errors import lookup
 from ..evaluation.fast.summary import audit_lines
 from ..results.findings import CHECKS, Finding
 from ..results.indicators import adaptive_gaps
@@ -87,16 +87,12 @@ def checklist_document(judged: JudgedRun) -> Document:
     return document + ([Lines(notes)] if notes else [])
 
 
-def checklist_markdown(judged: JudgedRun) -> str:
-    """The checklist document (``robeval check --report FILE``) as Markdown."""
-    return to_markdown(checklist_document(judged))
-
-
 @dataclass
 class Soundness:
     """``robeval check``'s answer: a stored run's findings, judged with its evidence runs (the data:
     ``judged.models``, ``flags``, ``caveats``), rendered as ``robeval check`` prints it (``render("md")``, ``str``)
-    or as the checklist document (``render("checklist")``; ``"html"``: its tables in ``robeval report``)."""
+    or as the checklist document (``render("checklist")``; ``"html"``: its tables in ``robeval report``):
+    each a document (:data:`DOCUMENTS`), in its format."""
 
     judged: JudgedRun
 
@@ -109,7 +105,8 @@ class Soundness:
         return self.judged.caveats
 
     def render(self, format: str = "md") -> str:
-        return RENDERINGS.require(format)(self.judged)
+        document = lookup(DOCUMENTS, format, "check format")(self.judged)
+        return to_html(document) if format == "html" else to_markdown(document)
 
     def __str__(self) -> str:
         return self.render()
@@ -150,27 +147,25 @@ def caveat_lines(caveats: list[dict[str, str]]) -> list[str]:
     ]
 
 
-def check_lines(judged: JudgedRun) -> str:
+def check_document(judged: JudgedRun) -> Document:
     """What ``robeval check`` prints: the run, an audited protocol's audit and bound, then the lines under every
     table with its flags (Markdown lines: a name shows as it is wherever the text is pasted)."""
     run, flags, caveats = judged.run, [f.as_flag() for f in judged.flags], [f.as_flag() for f in judged.caveats]
     lines = diagnostic_lines({**run.info, "flags": flags, "caveats": caveats}, run.summary)
     audit = audit_lines(run.summary)  # an audited protocol (fast): what its tables' caption says, here without a table
-    return to_markdown([Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *audit, *lines])])
+    return [Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *audit, *lines])]
 
 
-def checklist_html(judged: JudgedRun) -> str:
-    """The checklist's tables as HTML (``robeval report``'s checklist section)."""
+def checklist_section(judged: JudgedRun) -> Document:
+    """The checklist's tables as ``robeval report``'s checklist section shows them (in HTML)."""
     document: Document = []
     for one in judged.models:
         verdict_text = f"Verdict: {verdict(one)}."
         document += [Heading(f"{one.model} (run {judged.run.run_id})", 3), *findings_tables(one),
                      Paragraph(verdict_text, strong=True, css="verdict")]  # fmt: skip
     notes = evidence_note(judged.evidence)
-    return to_html(document + ([Lines(notes)] if notes else []))
+    return document + ([Lines(notes)] if notes else [])
 
 
-RENDERINGS: Registry[Callable[[JudgedRun], str]] = Registry("check format")
-RENDERINGS.add("md", check_lines)
-RENDERINGS.add("checklist", checklist_markdown)
-RENDERINGS.add("html", checklist_html)
+# what Soundness.render shows: check's lines, the checklist (both Markdown), the report's section (HTML)
+DOCUMENTS = {"md": check_document, "checklist": checklist_document, "html": checklist_section}

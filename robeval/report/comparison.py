@@ -1,20 +1,20 @@
-"""``robeval compare``'s answer as data with its renderings, one :class:`Comparison` for each test:
-``paired`` (:mod:`.paired`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`)."""
+"""``robeval compare``'s answer as data and as a document, one :class:`Comparison` for each test:
+``paired`` (:mod:`.paired`), ``members`` (:mod:`.claim`) and ``published`` (:mod:`.published_compare`);
+written in the formats of :data:`COMPARE_FORMATS` (robeval.report.formats)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..core.registry import Registry
 from ..results.store import Store
 from ..results.stored_run import StoredRun
 from ..robustbench_ext.leaderboard import is_model_info_path
 from .claim import claim_document, headline, one_side_note, verdict
-from .document import Lines, Paragraph, to_markdown
-from .escaping import csv_text
+from .document import Document, Lines, Paragraph, Values
+from .formats import offered
 from .paired import compare, paired_document
 from .published_compare import compare_published, published_document
 
@@ -30,7 +30,7 @@ class Comparison:
     """Models ``a`` and ``b`` (as ``RUN_ID:MODEL``, or a model-info file) compared: ``table`` holds the
     numbers per eps and attack of the ``test`` (the module docstring; ``members``: ``top1_beyond`` says
     whether the difference exceeds the seed-to-seed variation).  ``lines``: any difference in the models'
-    code; ``preface``: what the Markdown says first (``robeval compare``: which run it took, and why);
+    code; ``preface``: what the document says first (``robeval compare``: which run it took, and why);
     ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
 
     a: str
@@ -42,7 +42,7 @@ class Comparison:
     preface: str | None = None
 
     def render(self, format: str = "md") -> str:
-        return FORMATS.require(format)(self)
+        return offered(format, COMPARE_FORMATS).render(self.document)
 
     def __str__(self) -> str:
         return self.render()
@@ -60,21 +60,17 @@ class Comparison:
         notes = [note for note in dict.fromkeys(one_side_note(r, self.a, self.b) for r in rows) if note]
         return [verdict(r, self.a, self.b) for r in rows] + notes
 
+    @property
+    def document(self) -> Document:
+        """The comparison as ``robeval compare`` prints it: its test's document, then the verdicts and what
+        differs; its numbers as the values the data formats write."""
+        lines = self.verdicts + self.lines
+        preface = [Paragraph(self.preface)] if self.preface else []
+        return [*preface, *DOCUMENTS[self.test](self.table), *([Lines(lines)] if lines else []), Values(self.table)]
+
 
 DOCUMENTS = {"paired": paired_document, "members": claim_document, "published": published_document}  # by test
-
-
-def _markdown(c: Comparison) -> str:
-    """The comparison as ``robeval compare`` prints it: its document, then the verdicts and what differs."""
-    lines = c.verdicts + c.lines
-    preface = [Paragraph(c.preface)] if c.preface else []
-    return to_markdown(preface + DOCUMENTS[c.test](c.table) + ([Lines(lines)] if lines else []))
-
-
-FORMATS: Registry[Callable[[Comparison], str]] = Registry("format")
-FORMATS.add("md", _markdown)
-FORMATS.add("csv", lambda c: csv_text(c.table))
-FORMATS.add("json", lambda c: c.table.to_json(orient="records", indent=2) + "\n")
+COMPARE_FORMATS = ("md", "csv", "json")
 
 
 def comparison(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping[str, StoredRun] = {}) -> Comparison:

@@ -1,9 +1,9 @@
 """One document model for what robeval writes as text: a document is a list of blocks (headings,
-paragraphs, lines, tables of typed cells, paper-table grids under their captions), built by the code that
-knows the facts and rendered late, by one renderer per format (:data:`RENDERERS`: Markdown, HTML, LaTeX,
-CSV; the terminal's, with rich, is robeval.report.terminal.to_rich).  Every text in a block is plain
-text, and each renderer escapes it in one place (robeval.report.escaping): no document builds markup by
-hand.
+paragraphs, lines, tables of typed cells, paper-table grids under their captions, and the values behind
+them), built by the code that knows the facts and rendered late, by one renderer per format (Markdown,
+HTML, LaTeX, CSV, JSON here; the registry of formats is robeval.report.formats; the terminal's, with
+rich, is robeval.report.terminal.to_rich).  Every text in a block is plain text, and each renderer
+escapes it in one place (robeval.report.escaping): no document builds markup by hand.
 
 Cells are text, a :class:`~robeval.report.grid.Measured` number, or text typed for how it shows:
 :class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark;
@@ -16,16 +16,18 @@ math).  The grid's cells and rules are drawn by robeval.report.grid, each format
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from ..core.registry import Registry
 from . import grid as grids
 from .escaping import csv_text, html, latex, markdown, markdown_line
 from .grid import Cell, markdown_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Status(str):
@@ -63,6 +65,7 @@ class Table:
     align: str = ""  # Markdown: "l" or "r" per column (default: the first left, the others right)
     text_columns: Sequence[int] = field(default_factory=tuple)  # HTML, terminal: the columns aligned as text
     sortable: bool = False  # HTML: sorted by a click on a header (the report's script)
+    title: str = ""  # the terminal: the title centred above the table (a listing's)
 
     @classmethod
     def of(cls, frame, text_columns: Sequence[str] = (), sortable: bool = True) -> Table:
@@ -102,8 +105,26 @@ class Grid:
         return draw(self.frame, caption, self.corner, self.bold, self.noted, self.apart)
 
 
-Block = Heading | Paragraph | Lines | Table | Grid
+@dataclass(frozen=True, eq=False)
+class Values:
+    """The values behind a document, as they are (a summary, a comparison's numbers, a profile): what the
+    data formats (CSV, JSON, RobustBench's) write, and the drawing formats leave out."""
+
+    frame: pd.DataFrame
+
+
+Block = Heading | Paragraph | Lines | Table | Grid | Values
 Document = list[Block]
+
+
+def drawn(document: Document) -> list[Block]:
+    """The blocks a drawing format shows (Markdown, HTML, LaTeX, the terminal): all but the values."""
+    return [block for block in document if not isinstance(block, Values)]
+
+
+def values_of(document: Document) -> pd.DataFrame:
+    """The values a document carries (the first :class:`Values`)."""
+    return next(block.frame for block in document if isinstance(block, Values))
 
 
 def latex_phrase(phrase: str) -> str:
@@ -124,7 +145,7 @@ MARKDOWN: Drawing = {
 
 def to_markdown(document: Document) -> str:
     """The document as Markdown: blocks a blank line apart, a line break at the end."""
-    return "\n\n".join(MARKDOWN[type(block)](block) for block in document) + "\n"
+    return "\n\n".join(MARKDOWN[type(block)](block) for block in drawn(document)) + "\n"
 
 
 def shown_number(value: object) -> object:
@@ -170,7 +191,7 @@ HTML: Drawing = {
 
 def to_html(document: Document) -> str:
     """The document as an HTML fragment (the report's sections embed it)."""
-    return "".join(HTML[type(block)](block) for block in document)
+    return "".join(HTML[type(block)](block) for block in drawn(document))
 
 
 LATEX: Drawing = {
@@ -184,6 +205,8 @@ LATEX: Drawing = {
 
 def _as_grid(table: Table) -> Grid:
     """A table as a grid: its first column the rows, under its first header."""
+    import pandas as pd  # here: a listing (robeval models) starts without pandas
+
     frame = pd.DataFrame([list(row)[1:] for row in table.rows], columns=list(table.head)[1:])
     frame.index = pd.Index([list(row)[0] for row in table.rows])
     return Grid(frame, (), corner=str(table.head[0]))
@@ -191,12 +214,15 @@ def _as_grid(table: Table) -> Grid:
 
 def to_latex(document: Document) -> str:
     """The document as LaTeX (a grid or table a ``table`` float, needing no package), blocks a blank line apart."""
-    return "\n\n".join(LATEX[type(block)](block) for block in document) + "\n"
+    return "\n\n".join(LATEX[type(block)](block) for block in drawn(document)) + "\n"
 
 
 def to_csv(document: Document) -> str:
-    """The document's tables and grids as CSV, a blank line apart (a two-level column's name joined:
-    ``Clean Top-1``; the rows' label column unnamed); its text blocks hold no data and are left out."""
+    """The document's values as CSV where it carries them; else its tables and grids, a blank line apart (a
+    two-level column's name joined: ``Clean Top-1``; the rows' label column unnamed).  Text blocks hold no
+    data and are left out."""
+    if any(isinstance(block, Values) for block in document):
+        return csv_text(values_of(document))
     grids_of = [
         block if isinstance(block, Grid) else _as_grid(block) for block in document if isinstance(block, (Grid, Table))
     ]
@@ -205,9 +231,22 @@ def to_csv(document: Document) -> str:
 
 def _grid_csv(block: Grid) -> str:
     flat = block.frame.copy()
-    if isinstance(flat.columns, pd.MultiIndex):
+    if flat.columns.nlevels > 1:
         flat.columns = [f"{a} {b}" for a, b in flat.columns]
     return csv_text(flat, index=True, index_label="")
+
+
+def to_json(document: Document) -> str:
+    """The document's values as standard JSON, a list of rows: a missing number (NaN) is null, an unbounded
+    one (a minimum-norm attack that found nothing) the string "inf"."""
+
+    def plain(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None if math.isnan(value) else str(value)
+        return value
+
+    rows = [{k: plain(v) for k, v in row.items()} for row in values_of(document).to_dict(orient="records")]
+    return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
 
 
 def compared_head(top1: Sequence[str], top5: Sequence[str]) -> tuple[str, ...]:
@@ -223,10 +262,3 @@ def comparison_blocks(
     then ``cells(row, metric)`` for top-1 and for top-5."""
     rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
     return [Paragraph(heading), Table(head, rows, align)]
-
-
-RENDERERS: Registry[Callable[[Document], str]] = Registry("document format")
-RENDERERS.add("md", to_markdown)
-RENDERERS.add("html", to_html)
-RENDERERS.add("latex", to_latex)
-RENDERERS.add("csv", to_csv)

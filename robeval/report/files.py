@@ -10,8 +10,9 @@ from typing import Any
 from ..core.atomic_files import atomic_write, folder_refusal
 from ..core.errors import UserError
 from ..core.printable import visible_controls
-from .escaping import markdown_line
-from .paper import render
+from .bests import mark_bests
+from .document import Paragraph, to_markdown
+from .paper import paper_document, render
 
 
 def check_out_file(path: Path) -> Path:
@@ -76,7 +77,7 @@ def write_run_files(result: Any, out: Path) -> dict[str, Path]:
     paths = {"csv": out / "results.csv", "md": out / "results.md", "json": out / "run.json"}
     atomic_write(paths["csv"], render(summary, "csv"))
     note = skipped_note(result.info)
-    table = render(summary, "md", records=result.records)
-    atomic_write(paths["md"], table + (f"\n{markdown_line(note)}\n" if note else ""))
+    table = paper_document(mark_bests(summary, result.records))
+    atomic_write(paths["md"], to_markdown(table + ([Paragraph(note)] if note else [])))
     atomic_write(paths["json"], json.dumps(result.info, indent=2, default=str) + "\n")
     return paths

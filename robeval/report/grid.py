@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..core.defaults import STD
 from .escaping import html as escape
 from .escaping import latex as latex_escape
 from .escaping import markdown
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Cell = tuple[object, object]
 
@@ -34,6 +35,8 @@ class Measured:
     @classmethod
     def of(cls, row: Mapping[str, Any], metric: str) -> Measured:
         """``row[metric]``, with the std over the model's members where ``row`` has ``<metric>_std``."""
+        import pandas as pd  # here: a listing that draws no grid (robeval models) starts without pandas
+
         std = row.get(metric + STD)
         return cls(float(row[metric]), None if std is None or pd.isna(std) else float(std))
 
@@ -60,7 +63,7 @@ class Measured:
 
 
 def _two_levels(grid: pd.DataFrame) -> bool:
-    return isinstance(grid.columns, pd.MultiIndex)
+    return grid.columns.nlevels > 1  # (attack, Top-1)
 
 
 # how a cell is marked: a separated best, a best only footnoted, a separated best of models trained apart

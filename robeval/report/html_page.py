@@ -36,7 +36,7 @@ from ..results.soundness import judge_stored
 from ..results.store import Store
 from ..results.summary import passes_per_image
 from . import plots, style
-from .checklist import CHECKLIST_INTRO, RENDERINGS
+from .checklist import CHECKLIST_INTRO, checklist_section
 from .comparison import comparison
 from .convergence import convergence_svg
 from .document import Document, Heading, Paragraph, Table, to_html
@@ -184,9 +184,8 @@ def checklist(page: Page) -> Section:
     ``robeval check --report`` judges it."""
     ids = {run.run_id for run in page.runs}
     judged = [judge_stored(page.store, r) for r in page.runs if r.config.get("evidence_for") not in ids]
-    return Section(
-        "checklist", "Soundness checklist", Markup("".join(map(RENDERINGS["html"], judged))), CHECKLIST_INTRO
-    )
+    body = Markup("".join(to_html(checklist_section(one)) for one in judged))
+    return Section("checklist", "Soundness checklist", body, CHECKLIST_INTRO)
 
 
 def _registered(model: str, meta: dict[str, Any]) -> bool:

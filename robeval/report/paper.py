@@ -1,41 +1,26 @@
 """Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold, one
 block per eps, then the minimum-norm block and the shift tables; a model of several members shows
-mean ± std.  What a table shows is :class:`.table_options.TableOptions`; the formats are registered
-below (:data:`FORMATS`); this module assembles the blocks, :mod:`.grid` renders them.
+mean ± std.  What a table shows is :class:`.table_options.TableOptions`; a table is written in any format
+of robeval.report.formats (:data:`TABLE_FORMATS`): the drawing ones get these blocks, the data ones the
+summary's values.
 """
 
 from __future__ import annotations
-
-import json
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
 
 import pandas as pd
 
 from ..core.defaults import MEMBERS, STD, SUMMARY_COLUMNS
 from ..core.errors import UserError
-from ..core.registry import Registry
-from . import robustbench
 from .bests import FOOTNOTE, NOT_SEPARATED, RECIPES_DIFFER, RECIPES_FOOTNOTE, SEPARATED, best_column, mark_bests
 from .captions import caption_parts
-from .document import RENDERERS, Document, Grid
-from .escaping import csv_text
+from .document import Document, Grid, Values
+from .formats import Format, offered
 from .grid import MARK, RECIPES_MARK, Measured
 from .naming import attack_title
 from .shift_table import later_blocks, split
 from .table_options import TableOptions
 
-Renderer = Callable[[pd.DataFrame, TableOptions], str]
-
-
-@dataclass(frozen=True)
-class TableFormat:
-    render: Renderer
-    note: str = ""  # what a format's reader must know, said on stderr (not in the file)
-    takes_options: bool = True  # whether --top1-only, --attacks and --name apply to it
-    marks_bests: bool = False  # whether it bolds a column's best (robeval.report.bests)
+TABLE_FORMATS = ("md", "latex", "html", "csv", "json", "robustbench")  # html: robeval report's
 
 
 def attack_grid(
@@ -92,15 +77,11 @@ def paper_document(summary: pd.DataFrame, options: TableOptions = TableOptions()
     return blocks + later_blocks(summary)
 
 
-def _rendered(summary: pd.DataFrame, options: TableOptions, fmt: str) -> str:
-    return RENDERERS[fmt](paper_document(summary, options))
-
-
-def to_csv(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    """Every summary column (each model's per-member values too, where the summary has them), the
-    leading ones first; the attack rows in the order ``options`` asks."""
+def summary_values(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> Values:
+    """The summary as the data formats write it: every column (each model's per-member values too, where
+    the summary has them), the leading ones first; the attack rows in the order ``options`` asks."""
     ordered = [c for c in SUMMARY_COLUMNS if c in summary] + [c for c in summary.columns if c not in SUMMARY_COLUMNS]
-    return csv_text(_attack_order(summary, options)[ordered])
+    return Values(_attack_order(summary, options)[ordered])
 
 
 def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
@@ -113,42 +94,24 @@ def _attack_order(summary: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
     return summary.iloc[keys.sort_values(["eps", "model", "attack"], kind="stable").index]
 
 
-def to_json(summary: pd.DataFrame, options: TableOptions = TableOptions()) -> str:
-    """Standard JSON: a missing number (NaN) is null, an unbounded one (a minimum-norm attack that
-    found nothing) the string "inf"."""
-
-    def plain(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return None if math.isnan(value) else str(value)
-        return value
-
-    rows = [{k: plain(v) for k, v in row.items()} for row in _attack_order(summary, options).to_dict(orient="records")]
-    return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
-
-
-FORMATS: Registry[TableFormat] = Registry("table format")
-for _fmt in ("md", "latex", "html"):  # html: robeval report's
-    FORMATS.add(_fmt, TableFormat(partial(_rendered, fmt=_fmt), marks_bests=True))
-FORMATS.add("csv", TableFormat(to_csv))
-FORMATS.add("json", TableFormat(to_json))
-FORMATS.add("robustbench", TableFormat(lambda summary, _: robustbench.to_model_info(summary), robustbench.NOTE, False))
-
-
 def render(
     summary: pd.DataFrame, fmt: str, options: TableOptions = TableOptions(), records: pd.DataFrame | None = None
 ) -> str:
     """``summary`` as format ``fmt``, showing what ``options`` ask (checked against it: one line for an
     attack or model it lacks, or for options given to a format whose layout is fixed); with the per-example
     ``records`` behind it, each column's best is bold where the claim test separates it (robeval.report.bests;
-    without them nothing is bold)."""
+    without them, and in a data format, nothing is bold)."""
     table_format = checked_format(fmt, options)
-    marked = mark_bests(summary, records) if records is not None and table_format.marks_bests else summary
-    return table_format.render(options.applied(marked), options)
+    if table_format.values:
+        return table_format.render([summary_values(options.applied(summary), options)])
+    marked = mark_bests(summary, records) if records is not None else summary
+    return table_format.render(paper_document(options.applied(marked), options))
 
 
-def checked_format(fmt: str, options: TableOptions = TableOptions()) -> TableFormat:
-    """Format ``fmt``, refused in one line when unknown or when ``options`` ask what its fixed layout lacks."""
-    table_format = FORMATS.require(fmt)
-    if options != TableOptions() and not table_format.takes_options:
+def checked_format(fmt: str, options: TableOptions = TableOptions()) -> Format:
+    """Format ``fmt``, refused in one line when a table has none such or when ``options`` ask what its fixed
+    layout lacks."""
+    table_format = offered(fmt, TABLE_FORMATS, "table format")
+    if options != TableOptions() and table_format.fixed_layout:
         raise UserError(f"-f {fmt} has a fixed layout: --top1-only, --attacks, --name and --no-bold do not apply to it")
     return table_format

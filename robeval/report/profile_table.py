@@ -1,12 +1,12 @@
-"""``robeval profile``'s table in Markdown: each model's parameters, FLOPs, throughput (median ± half the
+"""``robeval profile``'s table as a document: each model's parameters, FLOPs, throughput (median ± half the
 range of the interleaved repeats) and pass memory, with its change against the first model, the baseline
-(robeval.evaluation.profiling measures them)."""
+(robeval.evaluation.profiling measures them); the measurements themselves are its values (``-f csv``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .document import Document, Paragraph, Table, to_markdown
+from .document import Document, Paragraph, Table, Values
 
 # (head, column, digits, the column of its spread in %)
 CELLS = (
@@ -27,13 +27,9 @@ def _cell(r: pd.Series, col: str, digits: int, spread_col: str | None, baseline:
     return text if baseline or change is None or pd.isna(change) else f"{text} ({change:+.1f}%)"
 
 
-def profile_markdown(df: pd.DataFrame) -> str:
-    """The profile of :func:`robeval.evaluation.profiling.profile` as ``robeval profile`` prints it."""
-    return to_markdown(profile_document(df))
-
-
 def profile_document(df: pd.DataFrame) -> Document:
-    """The profile's heading (what was timed, and how) and its table."""
+    """The profile of :func:`robeval.evaluation.profiling.profile` as ``robeval profile`` prints it: its
+    heading (what was timed, and how), its table, and the measurements as they are."""
     first = df.iloc[0]
     heading = (
         f"Efficiency (batch {first['batch_size']}, {first['device']}; median of {first['repeats']} "
@@ -43,4 +39,4 @@ def profile_document(df: pd.DataFrame) -> Document:
         [r["model"], *(_cell(r, col, digits, spread, i == 0) for _, col, digits, spread in CELLS)]
         for i, (_, r) in enumerate(df.iterrows())
     ]
-    return [Paragraph(heading), Table(["model", *(head for head, *_ in CELLS)], rows)]
+    return [Paragraph(heading), Table(["model", *(head for head, *_ in CELLS)], rows), Values(df)]

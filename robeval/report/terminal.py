@@ -1,5 +1,6 @@
 """Rich output: progress bars while a run works, and the terminal's renderer of a document (the results
-table when a run is done: :func:`to_rich` of robeval.report.paper.paper_document)."""
+table when a run is done: :func:`to_rich` of robeval.report.paper.paper_document; the listings of models,
+attacks, paper tables and runs): every rich table robeval prints is built here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn
@@ -15,8 +15,8 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from .document import Document, Grid, Heading, Lines, Paragraph, Table, shown_number
-from .escaping import TerminalConsole
+from .document import Document, Grid, Heading, Lines, Paragraph, Table, drawn, shown_number
+from .escaping import TerminalConsole, terminal
 from .grid import BOLD, MARKS, Measured, marked_rows
 
 
@@ -155,33 +155,38 @@ def to_rich(document: Document) -> list[RenderableType]:
     line (a phrase wider than the terminal wraps, never cut); a grid of (attack, Top-1 / Top-5) columns
     shows ``top-1 / top-5`` in one cell; a few models become the columns, their names uncut; a bold cell
     is bold (where bold cannot show, marked :data:`PLAIN_BOLD`, said under the table), a noted one marked."""
-    return [RICH[type(block)](block) for block in document]
+    return [RICH[type(block)](block) for block in drawn(document)]
 
 
 def _captioned_grid(block: Grid) -> RenderableType:
     said = [Plainly(Group(), Text(PLAIN_BOLD_NOTE, overflow="fold"))] if block.bold else []  # the plain mark's line
-    return Group(*[Text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block), *said)
+    return Group(*[_text(part, style="bold", overflow="fold") for part in block.caption], _grid_table(block), *said)
 
 
 def _rich_of_table(block: Table) -> RichTable:
     rows = [[_shown(v) for v in row] for row in block.rows]
-    return _rich_table([str(h) for h in block.head], rows, left=frozenset(block.text_columns))
+    return _rich_table([str(h) for h in block.head], rows, left=frozenset(block.text_columns), title=block.title)
 
 
 RICH: dict[type, Callable[[Any], RenderableType]] = {  # the terminal's way of showing each kind of block
     Grid: _captioned_grid,
     Table: _rich_of_table,
-    Lines: lambda block: Text("\n".join(block.lines)),
-    Heading: lambda block: Text(block.text, style="bold"),
-    Paragraph: lambda block: Text(block.text, style="bold" if block.strong else ""),
+    Lines: lambda block: _text("\n".join(block.lines)),
+    Heading: lambda block: _text(block.text, style="bold"),
+    Paragraph: lambda block: _text(block.text, style="bold" if block.strong else ""),
 }
+
+
+def _text(value: object, **style: Any) -> Text:
+    """A text as the terminal shows it: its hidden characters as escapes (robeval.report.escaping.terminal)."""
+    return Text(terminal(value), **style)
 
 
 def _shown(value: object, mark: str = "", plain: bool = False) -> Text:
     """A cell's text with its mark: bold, or where bold cannot show (``plain``) :data:`PLAIN_BOLD`."""
     shown = shown_number(value) if not isinstance(value, Measured) else value
     text = f"{shown}{MARKS.get(mark, '') if str(shown) else ''}{PLAIN_BOLD if plain and mark == BOLD else ''}"
-    return Text(text, style="bold" if mark == BOLD and not plain else "")
+    return _text(text, style="bold" if mark == BOLD and not plain else "")
 
 
 def _cell(marked: list[tuple[object, str]]) -> RenderableType:
@@ -193,25 +198,25 @@ def _cell(marked: list[tuple[object, str]]) -> RenderableType:
 def _grid_table(block: Grid) -> RichTable:
     """The grid's rows (models) and columns, the two metrics of an attack in one cell; transposed when it
     has few models."""
-    frame, both = block.frame, isinstance(block.frame.columns, pd.MultiIndex)
+    frame, both = block.frame, block.frame.columns.nlevels > 1
     group = (lambda c: c[0]) if both else (lambda c: c)  # an attack's Top-1 and Top-5 share a cell
     columns = list(dict.fromkeys(map(group, frame.columns)))
     rows = []
     for model, cells in marked_rows(frame, block.bold, block.noted, block.apart):
         marked = list(zip(frame.columns, cells))
-        rows.append([Text(model), *(_cell([cell for c, cell in marked if group(c) == a]) for a in columns)])
+        rows.append([_text(model), *(_cell([cell for c, cell in marked if group(c) == a]) for a in columns)])
     if len(rows) <= MODELS_AS_COLUMNS:
         head = ["attack" if both else "", *(str(r[0]) + ("\ntop-1 / top-5" if both else "") for r in rows)]
-        return _rich_table(head, [[Text(str(c)), *(r[i + 1] for r in rows)] for i, c in enumerate(columns)])
+        return _rich_table(head, [[_text(c), *(r[i + 1] for r in rows)] for i, c in enumerate(columns)])
     return _rich_table([block.corner.lower(), *map(str, columns)], rows, "cells: top-1 / top-5" if both else None)
 
 
 def _rich_table(
-    head: list[str], rows: list[list], caption: str | None = None, left: frozenset[int] = frozenset()
+    head: list[str], rows: list[list], caption: str | None = None, left: frozenset[int] = frozenset(), title: str = ""
 ) -> RichTable:
-    """A rich table: the first column the rows' names (bold, wrapped where long), the others right-aligned
-    but the ``left`` ones (text)."""
-    table = RichTable(caption=caption)
+    """A rich table under its ``title`` (if any): the first column the rows' names (bold, wrapped where long),
+    the others right-aligned but the ``left`` ones (text)."""
+    table = RichTable(title=title or None, caption=caption)
     table.add_column(head[0], style="bold")
     for i, column in enumerate(head[1:], start=1):
         table.add_column(column, justify="left" if i in left else "right")

@@ -95,6 +95,3 @@ LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accura
 def document(grid: pd.DataFrame, phrases: list[str]) -> Document:
     """The table as a document: its grid (rows unnamed) under its caption."""
     return [Grid(grid, phrases, corner="")]
-
-
-FILES = {"md": "md", "csv": "csv", "tex": "latex"}  # each file the table is written as: its renderer

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic_files import atomic_write
-from ..report.document import RENDERERS
 from ..report.files import prepare_out_dir
+from ..report.formats import FORMATS
 from . import render
 from .tables import PaperTable
 
@@ -49,7 +49,7 @@ def write(rep: Reproduction, folder: str | None) -> Reproduction:
     """``table.md``, ``table.csv`` and ``table.tex`` in ``folder`` (nothing when None)."""
     if folder is not None:
         where = prepare_out_dir(Path(folder))
-        for suffix, fmt in render.FILES.items():
-            rep.files[suffix] = where / f"table.{suffix}"
-            atomic_write(rep.files[suffix], RENDERERS[fmt](render.document(rep.grid, rep.caption)))
+        for written in (FORMATS["md"], FORMATS["csv"], FORMATS["latex"]):
+            rep.files[written.suffix] = where / f"table.{written.suffix}"
+            atomic_write(rep.files[written.suffix], written.render(render.document(rep.grid, rep.caption)))
     return rep
