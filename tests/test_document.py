@@ -18,7 +18,6 @@ from robeval.report.document import (
     Heading,
     Lines,
     Paragraph,
-    Status,
     Table,
     Values,
     to_csv,
@@ -27,7 +26,7 @@ from robeval.report.document import (
     to_markdown,
 )
 from robeval.report.formats import FORMATS
-from robeval.report.grid import Measured, Strong
+from robeval.report.grid import Measured, Status, Strong
 from robeval.report.terminal import to_rich
 
 from .conftest import typeset

@@ -17,7 +17,7 @@ from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
 from ..report.escaping import TerminalConsole
-from .app import WholeOption, app, console
+from .app import WholeOption, app, console, show
 from .diagnostics import print_diagnostics
 from .stopping import invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
 
@@ -140,11 +140,10 @@ def _report(result, store: Path, demo: bool) -> None:
     """The tables, the checks and where everything went (the files are written by the API)."""
     from ..report.bests import mark_bests
     from ..report.paper import paper_document
-    from ..report.terminal import passes_lines, to_rich
+    from ..report.terminal import passes_lines
 
     paths = result.files
-    for table in to_rich(paper_document(mark_bests(result.summary, result.records))):  # results.md's marks
-        console.print(table)
+    show(paper_document(mark_bests(result.summary, result.records)))  # results.md's marks
     print_diagnostics(result.info, result.summary)
     for line in passes_lines(result.info.get("passes_per_image", {})):
         console.print(line, markup=False, soft_wrap=True)

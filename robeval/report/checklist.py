@@ -19,8 +19,9 @@ from ..results.indicators import adaptive_gaps
 from ..results.soundness import JudgedRun, ModelFindings
 from ..results.stored_run import StoredRun
 from .captions import incomplete_parts
-from .document import Document, Heading, Lines, Paragraph, Status, Table, to_html, to_markdown
+from .document import Document, Heading, Lines, Paragraph, Table, to_html, to_markdown
 from .files import skipped_note
+from .grid import Status
 from .naming import attack_title
 
 CHECKLIST_INTRO = (
@@ -72,17 +73,22 @@ def findings_tables(one: ModelFindings) -> list[Table]:
 def checklist_document(judged: JudgedRun) -> Document:
     """The checklist document of a run's findings, first what the run left incomplete."""
     run = judged.run
-    document: Document = [Heading(f"Evaluation checklist: run {run.run_id} (protocol {run.protocol})", 1)]
-    document += [
+    return [
+        Heading(f"Evaluation checklist: run {run.run_id} (protocol {run.protocol})", 1),
         Paragraph(CHECKLIST_INTRO),
         *(Paragraph(f"{part}.", strong=True) for part in incomplete_parts(run.summary)),
+        *checklist_section(judged, in_report=False),
     ]
+
+
+def checklist_section(judged: JudgedRun, in_report: bool = True) -> Document:
+    """Per model its findings' tables under its name and its verdict, then the runs made as evidence: the
+    checklist's body, or (``in_report``) ``robeval report``'s checklist section, a model named with its run."""
+    document: Document = []
     for one in judged.models:
-        document += [
-            Heading(one.model),
-            *findings_tables(one),
-            Paragraph(f"Verdict for {one.model}: {verdict(one)}.", strong=True),
-        ]
+        heading = Heading(f"{one.model} (run {judged.run.run_id})", 3) if in_report else Heading(one.model)
+        said = f"Verdict: {verdict(one)}." if in_report else f"Verdict for {one.model}: {verdict(one)}."
+        document += [heading, *findings_tables(one), Paragraph(said, strong=True, css="verdict")]
     notes = evidence_note(judged.evidence)
     return document + ([Lines(notes)] if notes else [])
 
@@ -154,17 +160,6 @@ def check_document(judged: JudgedRun) -> Document:
     lines = diagnostic_lines({**run.info, "flags": flags, "caveats": caveats}, run.summary)
     audit = audit_lines(run.summary)  # an audited protocol (fast): what its tables' caption says, here without a table
     return [Lines([f"Run {run.run_id} ({run.protocol}, {run.status}):", *audit, *lines])]
-
-
-def checklist_section(judged: JudgedRun) -> Document:
-    """The checklist's tables as ``robeval report``'s checklist section shows them (in HTML)."""
-    document: Document = []
-    for one in judged.models:
-        verdict_text = f"Verdict: {verdict(one)}."
-        document += [Heading(f"{one.model} (run {judged.run.run_id})", 3), *findings_tables(one),
-                     Paragraph(verdict_text, strong=True, css="verdict")]  # fmt: skip
-    notes = evidence_note(judged.evidence)
-    return document + ([Lines(notes)] if notes else [])
 
 
 # what Soundness.render shows: check's lines, the checklist (both Markdown), the report's section (HTML)

@@ -5,13 +5,11 @@ HTML, LaTeX, CSV, JSON here; the registry of formats is robeval.report.formats; 
 rich, is robeval.report.terminal.to_rich).  Every text in a block is plain text, and each renderer
 escapes it in one place (robeval.report.escaping): no document builds markup by hand.
 
-Cells are text, a :class:`~robeval.report.grid.Measured` number, or text typed for how it shows:
-:class:`~robeval.report.grid.Strong` (bold), :class:`~robeval.report.grid.Noted` (the footnote mark;
-:class:`~robeval.report.grid.Apart` the recipes' mark),
-:class:`Status` (a checklist status, coloured by the report's style).  A :class:`Grid` is a paper table's
-block (rows = models, columns one level or two) with its cells to bold and to footnote; its caption is a
-list of phrases, a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as
-math).  The grid's cells and rules are drawn by robeval.report.grid, each format's function there.
+Cells are text, a number, or a cell typed for how it shows (robeval.report.grid: a ``Measured`` number,
+``Strong``, ``Noted``, ``Apart``, a checklist ``Status``).  A :class:`~robeval.report.grid.Grid` is a paper
+table's block (rows = models, columns one level or two) with its cells to bold and to footnote; its caption
+is a list of phrases, a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as
+math).  Every table and grid is drawn by robeval.report.grid, each format's function there.
 """
 
 from __future__ import annotations
@@ -24,18 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import grid as grids
 from .escaping import csv_text, html, latex, markdown, markdown_line
-from .grid import Cell, markdown_table
+from .grid import Grid, html_table, markdown_table
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-class Status(str):
-    """A checklist status (ok, RAISED, not run, n/a, note): HTML gives it the class its colour is."""
-
-    @property
-    def css(self) -> str:
-        return "status-" + self.replace(" ", "-").replace("/", "-")
 
 
 @dataclass(frozen=True)
@@ -88,24 +78,6 @@ class Formula(str):
 
 
 @dataclass(frozen=True, eq=False)
-class Grid:
-    """A paper table's block: ``frame``'s index the rows (under ``corner``), its columns one level or two
-    (``(attack, Top-1)``), ``caption`` its phrases (joined by ``; ``), ``bold``, ``noted`` and ``apart`` the
-    (row, column) cells a separated best, an unseparated one and a separated one of models trained with
-    different recipes are (robeval.report.bests)."""
-
-    frame: pd.DataFrame
-    caption: Sequence[str]
-    corner: str = "Model"
-    bold: frozenset[Cell] = frozenset()
-    noted: frozenset[Cell] = frozenset()
-    apart: frozenset[Cell] = frozenset()
-
-    def drawn(self, draw: Callable[..., str], caption: str) -> str:
-        return draw(self.frame, caption, self.corner, self.bold, self.noted, self.apart)
-
-
-@dataclass(frozen=True, eq=False)
 class Values:
     """The values behind a document, as they are (a summary, a comparison's numbers, a profile): what the
     data formats (CSV, JSON, RobustBench's) write, and the drawing formats leave out."""
@@ -135,7 +107,7 @@ def latex_phrase(phrase: str) -> str:
 Drawing = dict[type, Callable[[Any], str]]  # a format's way of writing each kind of block
 
 MARKDOWN: Drawing = {
-    Grid: lambda block: block.drawn(grids.to_markdown, "; ".join(block.caption)),
+    Grid: grids.to_markdown,
     Heading: lambda block: f"{'#' * block.level} {markdown(block.text)}",
     Paragraph: lambda block: f"**{markdown(block.text)}**" if block.strong else markdown_line(block.text),
     Lines: lambda block: "\n".join(markdown_line(line) for line in block.lines),
@@ -148,44 +120,17 @@ def to_markdown(document: Document) -> str:
     return "\n\n".join(MARKDOWN[type(block)](block) for block in drawn(document)) + "\n"
 
 
-def shown_number(value: object) -> object:
-    """A float as a table shows it: two decimals, or four significant digits when smaller than 0.001; a
-    missing one empty; anything else as it is."""
-    if not isinstance(value, float):
-        return value
-    if value != value:  # NaN
-        return ""
-    return f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.2f}"
-
-
-def _html_cell(value: object, text: bool) -> str:
-    classes = " ".join([*(["text"] if text else []), *([value.css] if isinstance(value, Status) else [])])
-    shown = html(shown_number(value))
-    return f'<td class="{classes}">{shown}</td>' if classes else f"<td>{shown}</td>"
-
-
-def _html_table(block: Table) -> str:
-    th = '<th scope="col" data-sort>' if block.sortable else '<th class="text">'
-    head = "".join(f"{th}{html(h)}</th>" for h in block.head)
-    rows = "".join(
-        "<tr>" + "".join(_html_cell(v, i in block.text_columns) for i, v in enumerate(row)) + "</tr>"
-        for row in block.rows
-    )
-    opening = '<table class="sortable">' if block.sortable else "<table>"
-    return f"{opening}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-
-
 def _html_paragraph(block: Paragraph) -> str:
     body = f"<strong>{html(block.text)}</strong>" if block.strong else html(block.text)
     return f'<p class="{html(block.css)}">{body}</p>' if block.css else f"<p>{body}</p>"
 
 
 HTML: Drawing = {
-    Grid: lambda block: block.drawn(grids.to_html, "; ".join(block.caption)),
+    Grid: grids.to_html,
     Heading: lambda block: f"<h{block.level}>{html(block.text)}</h{block.level}>",
     Paragraph: _html_paragraph,
     Lines: lambda block: "".join(f"<p>{html(line)}</p>" for line in block.lines),
-    Table: _html_table,
+    Table: lambda block: html_table(block.head, block.rows, block.text_columns, block.sortable),
 }
 
 
@@ -195,11 +140,11 @@ def to_html(document: Document) -> str:
 
 
 LATEX: Drawing = {
-    Grid: lambda block: block.drawn(grids.to_latex, "; ".join(map(latex_phrase, block.caption))),
+    Grid: lambda block: grids.to_latex(block, "; ".join(map(latex_phrase, block.caption))),
     Heading: lambda block: rf"\paragraph{{{latex(block.text)}}}",
     Paragraph: lambda block: rf"\textbf{{{latex(block.text)}}}" if block.strong else latex(block.text),
     Lines: lambda block: " \\\\\n".join(latex(line) for line in block.lines),  # a line break: \\
-    Table: lambda block: _as_grid(block).drawn(grids.to_latex, ""),
+    Table: lambda block: grids.to_latex(_as_grid(block), ""),
 }
 
 

@@ -1,8 +1,5 @@
-"""The one registry of output formats (:data:`FORMATS`): each format's renderer of a document
-(robeval.report.document), and the facts a command needs of it.  What a command offers is the part of
-it the command allows (:func:`offered`): ``table`` all of them, ``compare`` md, csv and json, ``profile``
-md and csv; ``reproduce`` writes md, csv and latex files.  The terminal's renderer, whose output is rich's
-renderables rather than text, is robeval.report.terminal.to_rich."""
+"""The one registry of output formats: each format's renderer of a document (robeval.report.document) and
+what a command needs to know of it.  A command offers the part it allows (:func:`offered`)."""
 
 from __future__ import annotations
 
@@ -17,10 +14,8 @@ from .document import Document, to_csv, to_html, to_json, to_latex, to_markdown,
 
 @dataclass(frozen=True)
 class Format:
-    """An output format: its renderer, the suffix of a file in it, whether it writes a document's values
-    (its :class:`~robeval.report.document.Values`: a summary as it is, no bold, no caption) rather than what
-    the document draws, whether its layout is fixed (a table's --top1-only, --attacks, --name and --no-bold
-    do not apply), and what its reader must know (said on stderr, not in the file)."""
+    """``render``, its files' ``suffix``; whether it writes a document's ``values`` (no bold, no caption)
+    rather than drawing its blocks; a ``fixed_layout`` (a table's options do not apply); a ``note`` for stderr."""
 
     render: Callable[[Document], str]
     suffix: str
@@ -36,8 +31,7 @@ FORMATS.add("html", Format(to_html, "html"))
 FORMATS.add("csv", Format(to_csv, "csv", values=True))
 FORMATS.add("json", Format(to_json, "json", values=True))
 FORMATS.add(
-    "robustbench",
-    Format(lambda document: robustbench.to_model_info(values_of(document)), "json", True, True, robustbench.NOTE),
+    "robustbench", Format(lambda d: robustbench.to_model_info(values_of(d)), "json", True, True, robustbench.NOTE)
 )
 
 

@@ -15,9 +15,9 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from .document import Document, Grid, Heading, Lines, Paragraph, Table, drawn, shown_number
+from .document import Document, Grid, Heading, Lines, Paragraph, Table, drawn
 from .escaping import TerminalConsole, terminal
-from .grid import BOLD, MARKS, Measured, marked_rows
+from .grid import BOLD, MARKS, Measured, marked_rows, shown_number
 
 
 def compact(value: float) -> str:
@@ -202,7 +202,7 @@ def _grid_table(block: Grid) -> RichTable:
     group = (lambda c: c[0]) if both else (lambda c: c)  # an attack's Top-1 and Top-5 share a cell
     columns = list(dict.fromkeys(map(group, frame.columns)))
     rows = []
-    for model, cells in marked_rows(frame, block.bold, block.noted, block.apart):
+    for model, cells in marked_rows(block):
         marked = list(zip(frame.columns, cells))
         rows.append([_text(model), *(_cell([cell for c, cell in marked if group(c) == a]) for a in columns)])
     if len(rows) <= MODELS_AS_COLUMNS:
