@@ -260,3 +260,6 @@ def test_robeval_run_prints_the_audit_the_bound_and_the_wide_bound_warning_once_
         assert printed.count("fast protocol, digits-deit eps 16/255") == 2, printed  # the audit, and the warning
         assert printed.count("AutoAttack's robust accuracy on these") == printed.count("Clopper-Pearson") == 1
         assert printed.count("warning: fast protocol, digits-deit eps 16/255: the bound is") == 1
+    checked = run_cli("check", "--store", store)  # no table: the audit lines, then the flags and caveats
+    for printed in (ran.stdout, checked.stdout):  # the wide bound is the caption's warning, not a second caveat line
+        assert "[wide-bound]" not in printed and printed.count("the bound is") == 1, printed

@@ -141,12 +141,16 @@ def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     return lines + caveat_lines(run.get("caveats", []))
 
 
+CAPTIONED = ("wide-bound",)  # caveats an audited protocol's tables' caption states (audit_lines): said there once
+
+
 def caveat_lines(caveats: list[dict[str, str]]) -> list[str]:
     """The caveats on the claim under the flags, never counted as one: a line per caveat said alike of
-    several models."""
+    several models (those the caption above, or check's audit lines, already said are not said again)."""
     said: dict[tuple[str, str, str], list[str]] = {}
     for found in caveats:
-        said.setdefault((found["check"], found["message"], found["advice"]), []).append(found["model"])
+        if found["check"] not in CAPTIONED:
+            said.setdefault((found["check"], found["message"], found["advice"]), []).append(found["model"])
     head = [f"Caveats on the claim (no sign of a failed attack): {len(said)}"] if said else []
     return head + [
         f"  [{check}] {', '.join(models)}: {message} — {advice}" for (check, message, advice), models in said.items()
