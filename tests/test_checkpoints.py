@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,10 @@ from safetensors.torch import save_file
 import robeval
 from robeval.core.errors import UserError
 from robeval.models import build_network
-from robeval.models.checkpoint import sha256_of
 from robeval.results.store import Store
 
 from .conftest import run_cli
+from .reference_runs import bitwise_equal
 
 MODEL = "digits-deit"
 
@@ -48,7 +49,7 @@ def test_layouts_load(tmp_path, state, layout):
     torch.save(payload, path)
     model = robeval.load_model(MODEL, checkpoint=path)
     assert _same_weights(model, state)
-    assert model.meta.checkpoint_sha256 == sha256_of(path)
+    assert model.meta.checkpoint_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_safetensors_and_key_choice(tmp_path, state):
@@ -178,13 +179,16 @@ def test_trust_checkpoint_warns(tmp_path):
     assert trusted.returncode == 0 and "warning: --trust-checkpoint" in trusted.stderr
 
 
-def test_a_checkpoint_rewritten_between_the_check_and_the_load_is_refused(tmp_path, state, monkeypatch):
-    """The run records the SHA-256 it checked; weights written over the file before the model loads
-    (another job saving to it) would be evaluated under that record: refused before any record."""
+def test_a_checkpoint_rewritten_after_the_run_read_it_is_evaluated_as_the_bytes_it_hashed(tmp_path, state, monkeypatch):
+    """The run reads a checkpoint once, at admission: the weights it evaluates are the bytes whose SHA-256 it
+    records, even when another job writes over the file before the model loads."""
     import robeval.evaluation.plan as plan
 
-    path, other = tmp_path / "w.pth", {k: v + 1 for k, v in state.items()}
+    path, other = tmp_path / "w.pth", {k: torch.zeros_like(v) for k, v in state.items()}
     torch.save(state, path)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    options = dict(models=[MODEL], checkpoints={MODEL: str(path)}, n_examples=8, attacks="fgsm", progress=False)
+    alone = robeval.evaluate_full(**options).records
     real_load = plan.load_model
 
     def rewritten_first(*args, **kwargs):
@@ -192,8 +196,7 @@ def test_a_checkpoint_rewritten_between_the_check_and_the_load_is_refused(tmp_pa
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(plan, "load_model", rewritten_first)
-    store = tmp_path / "s.sqlite"
-    with pytest.raises(UserError, match="changed after the run checked it"):
-        robeval.evaluate_full(models=[MODEL], checkpoints={MODEL: str(path)}, n_examples=4, attacks="fgsm",
-                              store=str(store), progress=False)  # fmt: skip
-    assert Store(store, read_only=True).records(Store(store, read_only=True).runs()["id"].iloc[-1]).empty
+    run = robeval.evaluate_full(**options)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() != sha  # written over before the load
+    assert run.info["models"][MODEL]["checkpoint_sha256"] == sha
+    assert bitwise_equal(run.records.drop(columns="run_id"), alone.drop(columns="run_id")) is None

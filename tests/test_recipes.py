@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import robeval
-from robeval.models.recipes import recipe_differences, recorded_recipe
+from robeval.models.checkpoint import open_checkpoint
+from robeval.models.recipes import recipe_differences
 from robeval.zoo import zoo_path
 
 from .conftest import invoke
@@ -17,17 +18,17 @@ from .conftest import invoke
 def test_a_files_recipe_is_read_from_robevals_metadata_and_from_a_training_checkpoints_args(tmp_path):
     import argparse
 
-    assert recorded_recipe(zoo_path("digits-deit")) == {"epochs": "300", "lr": "0.001", "stochastic depth": "0.1",
+    assert open_checkpoint(zoo_path("digits-deit")).recipe == {"epochs": "300", "lr": "0.001", "stochastic depth": "0.1",
                                                         "seed": "0", "data": "digits (training split)"}  # fmt: skip
     state = robeval.load_model("digits-deit").net.state_dict()
     args = argparse.Namespace(model="deit_tiny_patch16_224", epochs=300, lr=5e-4, sched="cosine", data_set="IMNET",
                               seed=0, drop_path=0.1, batch_size=256, output_dir="out")  # fmt: skip
     torch.save({"model": state, "args": args}, tmp_path / "checkpoint.pth")
     torch.save(state, tmp_path / "bare.pth")
-    found = recorded_recipe(tmp_path / "checkpoint.pth")
+    found = open_checkpoint(tmp_path / "checkpoint.pth").recipe
     assert found == {"epochs": "300", "lr": "0.0005", "schedule": "cosine", "batch size": "256",
                      "stochastic depth": "0.1", "data": "IMNET", "seed": "0"}  # fmt: skip
-    assert recorded_recipe(tmp_path / "bare.pth") is None
+    assert open_checkpoint(tmp_path / "bare.pth").recipe is None
     assert recipe_differences({"epochs": "30", "lr": "1e-3", "seed": "1"}, {"epochs": "300", "lr": "0.001", "seed": "2"}) == [
         "epochs 30 vs 300"]  # the seed is what members differ in; 1e-3 is 0.001  # fmt: skip
 

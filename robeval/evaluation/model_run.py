@@ -128,8 +128,7 @@ class ModelRun:
     def _load(self) -> NormalizedModel:
         if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
             return wrap_given(self.member.given, self.device)
-        key, options = self.config.checkpoint_key, self.job.options
-        return self.plan.load(self.job.model, self.member.checkpoint, checkpoint_key=key, **options)
+        return self.plan.load(self.job.model, self.member.checkpoint, **self.job.options)
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space

@@ -21,7 +21,7 @@ from ..core.precision import Precision, get_precision
 from ..core.records import audit_unit, model_key
 from ..data.published import is_in_memory
 from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
-from ..models.checkpoint import sha256_of
+from ..models.checkpoint import OpenedCheckpoint, open_checkpoint
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
 from ..options import EvalConfig
@@ -41,8 +41,9 @@ FOLDER_BATCH = {False: 16, True: 64}  # keyed by "runs on CUDA"
 @dataclass(frozen=True)
 class Member:
     """One checkpoint of a model (one training seed of its procedure): its index among the model's
-    members, the weights file it loads (None: the model's default weights), or the module the plan
-    carries for it (given from Python, or built from the user's code when the run was planned)."""
+    members, the weights file it loads (None: the model's default weights; the file as read once:
+    :meth:`RunPlan.opened`), or the module the plan carries for it (given from Python, or built from the
+    user's code when the run was planned)."""
 
     index: int = 0
     checkpoint: str | None = None
@@ -76,7 +77,10 @@ class RunPlan:
     jobs: list[ModelJob]
     shift: ShiftKind | None
     conditions: list[Condition]
-    digests: dict[str, str] = field(default_factory=dict, repr=False)  # checkpoint path -> SHA-256, read once
+    # checkpoint path -> the file as one read gave it (:meth:`opened`): read at admission (the preflight) or
+    # by the user's code's load when the run was planned, and taken from here by the model's load and the
+    # SHA-256 the run records
+    checkpoints: dict[str, OpenedCheckpoint] = field(default_factory=dict, repr=False)
 
     def units(self, job: ModelJob) -> list[str]:
         """What one model's run evaluates on every batch at every eps: the clean images (unless the
@@ -122,19 +126,12 @@ class RunPlan:
 
     def load(self, name: str, checkpoint: str | None, **options: Any) -> NormalizedModel:
         """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network),
-        refused when its checkpoint is no longer the file the run checked and recorded."""
+        with the weights of ``checkpoint`` as the run read them once (:meth:`opened`): the bytes it hashed."""
         config = self.config
         torch.manual_seed(config.seed)
-        pretrained, trusted = config.weights != "random", config.trust_checkpoint
-        model = load_model(
-            name, checkpoint, device=self.device, pretrained=pretrained, trust_checkpoint=trusted, **options
-        )
-        if checkpoint is not None and model.meta.checkpoint_sha256 != self.checkpoint_sha256(checkpoint):
-            raise UserError(
-                f"checkpoint {checkpoint} changed after the run checked it (its SHA-256 then and when loaded differ): "
-                "nothing of it is evaluated; run again once it is written"
-            )
-        return model
+        opened = self.opened(checkpoint) if checkpoint is not None else None
+        pretrained = config.weights != "random"
+        return load_model(name, opened, device=self.device, pretrained=pretrained, **options)
 
     def identity(self) -> dict[str, Any]:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan
@@ -153,11 +150,13 @@ class RunPlan:
         }
         return {name: code for name, code in found.items() if code}
 
-    def checkpoint_sha256(self, path: str) -> str:
-        """The SHA-256 of checkpoint ``path``, read once per plan (the members' check and the run's record)."""
-        if path not in self.digests:
-            self.digests[path] = sha256_of(path)
-        return self.digests[path]
+    def opened(self, path: str) -> OpenedCheckpoint:
+        """Checkpoint ``path`` read once per plan (robeval.models.checkpoint.open_checkpoint, with the run's
+        ``--checkpoint-key`` and ``--trust-checkpoint``): admitted, loaded and recorded from that one read."""
+        if path not in self.checkpoints:
+            config = self.config
+            self.checkpoints[path] = open_checkpoint(path, config.checkpoint_key, config.trust_checkpoint)
+        return self.checkpoints[path]
 
     def loaded_checkpoints(self) -> dict[str, dict[str, str]]:
         """Every checkpoint file the run loads, with its SHA-256, by what loads it: ``MODEL`` (``MODEL member
@@ -171,7 +170,7 @@ class RunPlan:
         source, checkpoint = transfer_source(self.config) if self.config.source_model else (None, None)
         if checkpoint is not None:
             loaders[f"--source-model {source}"] = checkpoint
-        return {who: {"path": path, "sha256": self.checkpoint_sha256(path)} for who, path in loaders.items()}
+        return {who: {"path": path, "sha256": self.opened(path).sha256} for who, path in loaders.items()}
 
     def outline(self, batches: int) -> dict[str, Any]:
         """What the run sets out to do, stored at once: every model's units, on ``batches`` batches each
@@ -216,7 +215,7 @@ def model_job(config: EvalConfig, protocol: Protocol, name: str, given: Mapping[
     a registered model with the protocol's model options where it has them; a member per checkpoint."""
     attacks = list(config.attacks)
     if name in given:
-        return ModelJob(name, name, {}, attacks, [Member(i, m.checkpoint, m) for i, m in enumerate(given[name])])
+        return ModelJob(name, name, {}, attacks, [Member(i, None, m) for i, m in enumerate(given[name])])
     spec = get_spec(config.references.get(name, name))
     paths: list[str | None] = list(config.checkpoints.get(name, [])) or [None]
     if spec.reference is not None:
@@ -251,7 +250,10 @@ def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None =
     if config.source_model:
         get_spec(transfer_source(config)[0])
     jobs = model_jobs(config, protocol, given)
-    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions)
+    read = {
+        m.given.checkpoint.path: m.given.checkpoint for j in jobs for m in j.members if m.given and m.given.checkpoint
+    }
+    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions, read)
 
 
 def planned_identity(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 Every model's input size and classes are read from its registration (data: no network is built), or
 from the module the plan carries (the user's, checked by one forward pass when it was planned).  Each
 registered model is admitted (robeval.models.admission: a plugin's network built and run once on a
-zero batch, its checkpoint read as little as its format allows and matched against its network); the
-data is opened once, the subset chosen, and its labels checked against each model's classes.  What is
-learnt (the data) is handed to the run, which reuses it for every model.
+zero batch, each checkpoint read once and matched against its network); the data is opened once, the
+subset chosen, and its labels checked against each model's classes.  What is learnt is handed to the
+run: the data, which it reuses for every model, and every checkpoint as it was read, which the plan
+keeps for the model's load (:meth:`~.plan.RunPlan.opened`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..models import build_network, list_models, meta_of, model_meta
 from ..models.admission import admit_members, admit_model, network_tensors
+from ..models.checkpoint import OpenedCheckpoint
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig, option_fields
 from .compiled import warn_compiling_on_cpu
@@ -32,11 +34,11 @@ def preflight(plan: RunPlan) -> EvalData:
     config = plan.config
     warn_compiling_on_cpu(config.compile, plan.device)
     admit_checkpoints_as_members(plan)
-    metas = [_job_meta(job, config) for job in plan.jobs]
+    metas = [_job_meta(job, plan) for job in plan.jobs]
     data = plan.shift.load(config, metas[0]) if plan.shift is not None else load_data(config, metas[0])
     check_settings_fit(plan, metas)
     if config.source_model:
-        metas.append(_source_meta(config, metas))
+        metas.append(_source_meta(plan, metas))
     for meta in metas:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(
@@ -59,17 +61,17 @@ def _way_forward(meta: ModelMeta, input_size: tuple[int, ...]) -> str:
 
 
 def admit_checkpoints_as_members(plan: RunPlan) -> None:
-    """Every model's checkpoints (and the transfer source's) hold that model, each its own weights
-    (robeval.models.admission.admit_members), before any is admitted against its network alone."""
-    config, digest, key = plan.config, plan.checkpoint_sha256, plan.config.checkpoint_key
+    """Every model's checkpoints (and the transfer source's), each read once (:meth:`~.plan.RunPlan.opened`),
+    hold that model, each its own weights (robeval.models.admission.admit_members), before any is admitted
+    against its network alone."""
+    config = plan.config
     jobs = {job.name: job for job in plan.jobs}
     for name, paths in config.checkpoints.items():
-        network = partial(_job_tensors, jobs[name])
-        admit_members(config.references.get(name, name), name, paths, digest, key, config.trust_checkpoint, network)
+        opened = [plan.opened(path) for path in paths]
+        admit_members(config.references.get(name, name), name, opened, partial(_job_tensors, jobs[name]))
     source, checkpoint = transfer_source(config) if config.source_model else (None, None)
     if source is not None and checkpoint is not None:
-        network = partial(network_tensors, source, {})
-        admit_members(source, source, [checkpoint], digest, key, config.trust_checkpoint, network)
+        admit_members(source, source, [plan.opened(checkpoint)], partial(network_tensors, source, {}))
 
 
 def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
@@ -78,20 +80,20 @@ def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
     return job.given.module.state_dict() if job.given is not None else network_tensors(job.model, job.options)
 
 
-def _job_meta(job: ModelJob, config: EvalConfig) -> ModelMeta:
+def _job_meta(job: ModelJob, plan: RunPlan) -> ModelMeta:
     """A model's facts, each of its members' checkpoints admitted."""
     if job.given is not None:
         return job.given.meta()  # checked when it was planned (its checkpoint loaded, its output seen)
-    how = f"--checkpoint {job.model}=PATH"
-    return [_checked_meta(job.model, job.options, m.checkpoint, config, how) for m in job.members][0]
+    opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
+    return _checked_meta(job.model, job.options, opened, plan.config, f"--checkpoint {job.model}=PATH")
 
 
-def _checked_meta(name: str, options: dict, checkpoint: str | None, config: EvalConfig, how_to_pass: str):
-    """A model admitted (robeval.models.admission: its checkpoint, a plugin's network), or its default
+def _checked_meta(name: str, options: dict, opened: list[OpenedCheckpoint], config: EvalConfig, how_to_pass: str):
+    """A model admitted (robeval.models.admission: its checkpoints, a plugin's network), or its default
     weights' existence, and what it is: its registration's facts, or for a model whose facts come with its
     network (hub models, the user's code as a transfer source) the network built to read them."""
-    spec = admit_model(name, options, checkpoint, config.checkpoint_key, config.trust_checkpoint)
-    if checkpoint is None and not spec.has_default_weights and config.weights != "random":
+    spec = admit_model(name, options, opened)
+    if not opened and not spec.has_default_weights and config.weights != "random":
         raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
     if spec.config is not None:
         return meta_of(spec, spec.config, options)
@@ -102,10 +104,11 @@ def _checked_meta(name: str, options: dict, checkpoint: str | None, config: Eval
     return model_meta(net, spec, options)
 
 
-def _source_meta(config: EvalConfig, targets: list):
+def _source_meta(plan: RunPlan, targets: list):
     """The transfer source, checked like a model, taking inputs of the targets' size."""
-    name, checkpoint = transfer_source(config)
-    meta = _checked_meta(name, {}, checkpoint, config, f"--source-model {name}=PATH")
+    name, checkpoint = transfer_source(plan.config)
+    opened = [plan.opened(checkpoint)] if checkpoint is not None else []
+    meta = _checked_meta(name, {}, opened, plan.config, f"--source-model {name}=PATH")
     for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):
             raise UserError(

@@ -3,11 +3,11 @@ a model, in one place, made by every path that evaluates or trains one (``robeva
 ``robeval.evaluate`` through the preflight, ``benchmark()``, ``reproduce``, ``train-demo``, ``profile``)
 before the results store is opened, so a mistake is one line and leaves no run behind:
 
-* a checkpoint (:func:`admit_checkpoint`): a file of a checkpoint's kind whose header or archive
-  records declare sizes that fit it (checked before anything is read or inflated:
-  :func:`~.checkpoint.check_checkpoint_file`), holding only allowed objects, whose tensors pass one rule
-  (:func:`~.checkpoint.check_fit`): the names and shapes of the model's network (built on the meta
-  device: no memory, no weights), dense, each of its parameter's kind (floating-point, integer, bool);
+* a checkpoint, read once (:func:`~.checkpoint.open_checkpoint`: a file of a checkpoint's kind whose
+  header or archive records declare sizes that fit it, checked before anything is loaded or inflated,
+  holding only allowed objects), whose tensors pass one rule (:func:`~.checkpoint.check_fit`): the names
+  and shapes of the model's network (built on the meta device: no memory, no weights), dense, each of
+  its parameter's kind (floating-point, integer, bool);
 * a model's stated facts against its input (:func:`admit_config`): one mean and std per channel,
   finite numbers;
 * a network from code robeval has not seen (:func:`built_network`, :func:`check_output`): a plugin's
@@ -16,6 +16,9 @@ before the results store is opened, so a mistake is one line and leaves no run b
 
 * a model's members (:func:`admit_members`): checkpoints of that model (where a file records which),
   of one model among themselves, each its own weights.
+
+The checks read what one read of each file gave (:class:`~.checkpoint.OpenedCheckpoint`), which the plan
+carries on to the model's load.
 
 JSON inputs are read within limits by :mod:`robeval.json_input`; the models of one run have one name
 each (:func:`robeval.references.refuse_repeated_names`).
@@ -33,17 +36,10 @@ from torch import nn
 from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import names_one_model
-from .checkpoint import RecordedModel, check_fit, inspect_checkpoint, read_weights, recorded_model, weights_sha256
+from .checkpoint import OpenedCheckpoint, RecordedModel, check_fit
 from .registry import ModelSpec, get_spec
 
 CHECKED_BATCH = 2  # images in the output check's zero batch
-
-
-def admit_checkpoint(own: Mapping[str, torch.Tensor], name: str, checkpoint: str, key: str | None, trust: bool) -> None:
-    """``checkpoint`` is one model ``name`` (its network's tensors: ``own``) can load: read as little as its
-    format allows (:func:`~.checkpoint.inspect_checkpoint`), its tensors admitted as those of ``own``
-    (:func:`~.checkpoint.check_fit`)."""
-    check_fit(own, inspect_checkpoint(checkpoint, key, trust), name, f"checkpoint {checkpoint}")
 
 
 def network_tensors(name: str, options: Mapping[str, Any]) -> dict[str, torch.Tensor]:
@@ -57,22 +53,18 @@ def network_tensors(name: str, options: Mapping[str, Any]) -> dict[str, torch.Te
 def admit_members(
     model: str,
     label: str,
-    paths: Sequence[str],
-    digest: Callable[[str], str],
-    key: str | None,
-    trust: bool,
+    opened: Sequence[OpenedCheckpoint],
     network: Callable[[], Mapping[str, torch.Tensor]],
 ) -> None:
-    """``paths``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
+    """``opened``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
     own weights: a file that records another robeval model's name is refused, naming it and both names (a
     file that records none says nothing: unknown is no mismatch); so are members that record two models
     in one kind of record (:class:`~.checkpoint.RecordedModel`), and two members of the same bytes
-    (``digest``: a file's SHA-256) or of the same weights in other bytes (another format, another
-    wrapper's names; ``key``: where a training checkpoint keeps them), one set of weights counted twice,
-    whose spread would read 0: each member's tensors admitted as those of ``network`` (the model's, built
-    when asked) before they are hashed.  One file given twice (two spellings, a link) is refused before:
-    robeval.evaluation.config.member_paths."""
-    recorded = {path: recorded_model(path, trust) for path in paths}
+    (their SHA-256) or of the same weights in other bytes (another format, another wrapper's names), one
+    set of weights counted twice, whose spread would read 0: each member's tensors admitted as those of
+    ``network`` (the model's, built when asked) before they are hashed.  One file given twice (two
+    spellings, a link) is refused before: robeval.evaluation.config.member_paths."""
+    recorded = {checkpoint.path: checkpoint.recorded for checkpoint in opened}
     for path, found in recorded.items():
         if found is not None and found.names_robeval_model and not names_one_model(found.name, (model, label)):
             shown = label if label == model else f"{label} ({model})"
@@ -81,18 +73,12 @@ def admit_members(
                 f"it holds another model's weights"
             )
     _refuse_two_models(label, recorded)
-    if len(paths) > 1:
-        _refuse_repeated(label, paths, digest, "bytes")
+    if len(opened) > 1:
+        _refuse_repeated(label, opened, lambda checkpoint: checkpoint.sha256, "bytes")
         own = network()
-        _refuse_repeated(label, paths, lambda path: weights_sha256(_admitted(own, model, path, key, trust)), "weights")
-
-
-def _admitted(own: Mapping[str, torch.Tensor], model: str, path: str, key: str | None, trust: bool) -> dict:
-    """The weights ``path`` holds, admitted as ``own``'s (:func:`~.checkpoint.check_fit`) before anything reads
-    their values (a sparse tensor hashed is a traceback)."""
-    state = read_weights(path, key, trust)
-    check_fit(own, state, model, f"checkpoint {path}")
-    return state
+        for checkpoint in opened:
+            check_fit(own, checkpoint.state, model, f"checkpoint {checkpoint.path}")  # before the weights are hashed
+        _refuse_repeated(label, opened, lambda checkpoint: checkpoint.weights_sha256, "weights")
 
 
 def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None]) -> None:
@@ -109,18 +95,20 @@ def _refuse_two_models(label: str, recorded: Mapping[str, RecordedModel | None])
             )
 
 
-def _refuse_repeated(label: str, paths: Sequence[str], fingerprint: Callable[[str], str], held: str) -> None:
+def _refuse_repeated(
+    label: str, opened: Sequence[OpenedCheckpoint], fingerprint: Callable[[OpenedCheckpoint], str], held: str
+) -> None:
     """Two members whose files hold the same ``held`` (``fingerprint``: its SHA-256): one set of weights
     counted as two members."""
     seen: dict[str, str] = {}
-    for path in paths:
-        sha = fingerprint(path)
+    for checkpoint in opened:
+        sha = fingerprint(checkpoint)
         if sha in seen:
             raise UserError(
-                f"--checkpoint {label}: {seen[sha]} and {path} hold the same {held} (SHA-256 {sha[:12]}): one set "
-                "of weights counted as two members; each member is a checkpoint of its own"
+                f"--checkpoint {label}: {seen[sha]} and {checkpoint.path} hold the same {held} (SHA-256 {sha[:12]}): "
+                "one set of weights counted as two members; each member is a checkpoint of its own"
             )
-        seen[sha] = path
+        seen[sha] = checkpoint.path
 
 
 def admit_config(config: ModelConfig, name: str) -> ModelConfig:
@@ -203,14 +191,11 @@ def is_plugin_network(spec: ModelSpec) -> bool:
 
 
 def admit_model(
-    name: str,
-    options: dict[str, Any] | None = None,
-    checkpoint: str | None = None,
-    key: str | None = None,
-    trust: bool = False,
+    name: str, options: dict[str, Any] | None = None, checkpoints: Sequence[OpenedCheckpoint] = ()
 ) -> ModelSpec:
     """A registered model (or a plugin's) as a run, train-demo or profile would use it: a plugin's network
-    built and run once (seeded: the same check each time), ``checkpoint`` fitting its network.  A model of
+    built and run once (seeded: the same check each time), each of ``checkpoints`` (read once:
+    :func:`~.checkpoint.open_checkpoint`) fitting its network (:func:`~.checkpoint.check_fit`).  A model of
     the user's code is checked as it is built (robeval.models.given)."""
     spec = get_spec(name)
     options = dict(options or {})
@@ -218,6 +203,7 @@ def admit_model(
         with torch.random.fork_rng():
             torch.manual_seed(0)
             built_network(spec, name, options)
-    if checkpoint is not None:
-        admit_checkpoint(network_tensors(name, options), name, checkpoint, key, trust)
+    own = network_tensors(name, options) if checkpoints else {}
+    for checkpoint in checkpoints:
+        check_fit(own, checkpoint.state, name, f"checkpoint {checkpoint.path}")
     return spec

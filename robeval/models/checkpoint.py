@@ -1,24 +1,32 @@
 """Safe checkpoint reading and strict loading with messages a user can act on.
 
-Files are read with ``torch.load(weights_only=True)`` (or safetensors): nothing in a file is ever
-executed.  Training checkpoints of the DeiT / Elliptical-Attention recipe hold ``args`` (an
-``argparse.Namespace``) next to the weights; that one class is allowed as plain data.
+A checkpoint is read once (:func:`open_checkpoint`): one open, its bytes read once, hashed, and loaded from
+those same bytes (``torch.load(weights_only=True)`` or ``safetensors.torch.load``: nothing in a file is ever
+executed), so the weights a run evaluates are the bytes whose SHA-256 it records.  What a file declares is
+checked before anything is loaded or inflated: its kind by its first bytes, a safetensors header's sizes
+before the rest of the file is read, a torch zip's records from its central directory.  Training
+checkpoints of the DeiT / Elliptical-Attention recipe hold ``args`` (an ``argparse.Namespace``) next to the
+weights; that one class is allowed as plain data.  The result, :class:`OpenedCheckpoint`, is the value the
+plan carries from admission to the model's load.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import math
+import os
 import pickle
 import re
 import warnings
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 from torch import nn
@@ -26,19 +34,12 @@ from torch import nn
 from ..core.errors import UserError
 from ..core.json_input import load_json
 from ..core.printable import visible_controls
+from .recipes import args_recipe, robeval_recipe
 
 STATE_DICT_KEYS = ("model", "state_dict", "model_ema")  # tried in this order
 STRIP_PREFIXES = ("module.", "_orig_mod.")
 WRAPPED_PREFIX = "net."  # robeval's NormalizedModel keeps the network as .net (mean/std are not saved)
 SAFE_GLOBALS: list[Any] = [argparse.Namespace]
-
-
-def sha256_of(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def weights_sha256(state: Mapping[str, torch.Tensor]) -> str:
@@ -52,35 +53,48 @@ def weights_sha256(state: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _load_trusted(path: Path) -> Any:
-    """Full unpickling, which can run code from the file: reached only through --trust-checkpoint."""
-    return torch.load(path, map_location="cpu", weights_only=False)  # noqa: S614 - explicit user opt-in
+@dataclass(frozen=True)
+class RecordedModel:
+    """The model a checkpoint says it holds: ``name`` as ``where`` in the file records it.  robeval's
+    metadata (safetensors ``model``, written by train-demo and the zoo's scripts) names robeval models;
+    a training checkpoint's ``args.model`` (DeiT's and timm's training scripts) names a model of that
+    code's own registry (the Elliptical authors' DeiT-Elliptical is ``deit_mahala_overlayers_tiny_patch16_
+    224_wrapper``), which robeval can compare with another file's, not with its own names."""
+
+    name: str
+    where: str  # ROBEVAL_METADATA or TRAINING_ARGS
+
+    @property
+    def names_robeval_model(self) -> bool:
+        return self.where == ROBEVAL_METADATA
+
+
+ROBEVAL_METADATA, TRAINING_ARGS = "metadata", "args.model"
+
+
+@dataclass(frozen=True, eq=False)
+class OpenedCheckpoint:
+    """A checkpoint file as one read of it gave it: the path it was given by, its format, the SHA-256 of the
+    bytes read, the weights loaded from those bytes (``--checkpoint-key``'s entry, DDP prefixes stripped),
+    the model and the training recipe it records (None: none recorded).  Made where a run admits its models
+    (robeval.evaluation.preflight), carried by the plan to the model's load; nothing reads the file again."""
+
+    path: str
+    format: str  # "safetensors", "torch-zip" or "torch-pickle"
+    sha256: str
+    state: Mapping[str, torch.Tensor]
+    recorded: RecordedModel | None
+    recipe: dict[str, str] | None
+
+    @cached_property
+    def weights_sha256(self) -> str:
+        """The digest of its weights (:func:`weights_sha256`), asked once they are admitted (check_fit)."""
+        return weights_sha256(self.state)
 
 
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default (zip) format
 PICKLE_PROTOCOL_2_PLUS = 0x80  # the first byte of a pickle of protocol >= 2: torch's legacy format
-
-
-def checkpoint_format(path: Path) -> str | None:
-    """``"torch-zip"``, ``"torch-pickle"`` or ``"safetensors"`` from the file's first bytes, else None.
-
-    Sniffing before loading keeps files of another kind (text, CSV, images) away from the unpickler,
-    whose errors on them are misleading (``KeyError: 101``) or crashes."""
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    if head.startswith(ZIP_MAGIC):
-        return "torch-zip"
-    if head[:1] == bytes([PICKLE_PROTOCOL_2_PLUS]) and len(head) > 1 and 2 <= head[1] <= 5:
-        return "torch-pickle"
-    if len(head) > 8 and head[8:9] == b"{":  # safetensors: u64 little-endian header size, then JSON
-        header_size = int.from_bytes(head[:8], "little")
-        if 0 < header_size <= path.stat().st_size - 8:
-            return "safetensors"
-        return "truncated-safetensors"
-    return None
-
-
-# What a file may declare before anything of it is read or inflated.  torch.save stores its zip records
+# What a file may declare before anything of it is loaded or inflated.  torch.save stores its zip records
 # as they are (inflated size = stored size); a record that inflates further is what a zip bomb is.
 MAX_INFLATION = 4  # the declared inflated size of all records, at most this many times the file's size
 SAFETENSORS_HEADER_LIMIT = 100 << 20  # the safetensors library's own limit on its JSON header
@@ -93,15 +107,27 @@ SAFETENSORS_DTYPES = {
 }  # fmt: skip
 
 
-def _check_archive(path: Path) -> None:
+def checkpoint_format(head: bytes) -> str | None:
+    """``"torch-zip"``, ``"torch-pickle"`` or ``"safetensors"`` from a file's first bytes (``head``), else None.
+
+    Sniffing before loading keeps files of another kind (text, CSV, images) away from the unpickler,
+    whose errors on them are misleading (``KeyError: 101``) or crashes."""
+    if head.startswith(ZIP_MAGIC):
+        return "torch-zip"
+    if head[:1] == bytes([PICKLE_PROTOCOL_2_PLUS]) and len(head) > 1 and 2 <= head[1] <= 5:
+        return "torch-pickle"
+    return "safetensors" if head[8:9] == b"{" else None  # safetensors: u64 little-endian header size, then JSON
+
+
+def _check_archive(path: Path, data: bytes) -> None:
     """A torch zip's records from its central directory alone (nothing inflated): what they declare
     inflated stays within :data:`MAX_INFLATION` times the file, so loading cannot take more memory."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             records = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         raise not_a_checkpoint(path, f"truncated or damaged zip archive: {_first_line(exc)}") from None
-    stored = max(path.stat().st_size, 1)
+    stored = max(len(data), 1)
     declared = sum(r.file_size for r in records)
     if declared > MAX_INFLATION * stored:
         raise UserError(
@@ -110,50 +136,44 @@ def _check_archive(path: Path) -> None:
         )
 
 
-def safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
-    """A safetensors file's JSON header, read within the file's size and the library's limit, and the
-    bytes of the data section after it."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        length = int.from_bytes(fh.read(8), "little")
-        if length > min(size - 8, SAFETENSORS_HEADER_LIMIT):
-            raise not_a_checkpoint(path, "truncated safetensors file: its header is longer than the file")
-        header = load_json(fh.read(length), f"the safetensors header of {path}")
+def _safetensors_head(path: Path, head: bytes, fh: IO[bytes], size: int) -> tuple[bytes, Any]:
+    """A safetensors file's first bytes through its JSON header (read on from ``head``), and its metadata:
+    the header read within the file's size and the library's limit, each tensor's bytes (dtype x shape)
+    inside the file's data section, so a header that claims terabytes is one line before the rest is read."""
+    length = int.from_bytes(head[:8], "little")
+    if not 0 < length <= min(size - 8, SAFETENSORS_HEADER_LIMIT):
+        raise not_a_checkpoint(path, "truncated safetensors file: its header is longer than the file")
+    head += fh.read(max(0, 8 + length - len(head)))
+    header = load_json(head[8 : 8 + length], f"the safetensors header of {path}")
     if not isinstance(header, dict):
         raise not_a_checkpoint(path, "damaged safetensors header: not a JSON object")
-    return header, size - 8 - length
+    for name, entry in header.items():
+        if name != METADATA:
+            _check_entry(path, name, entry, size - 8 - length)
+    return head, header.get(METADATA)
 
 
-def safetensors_entries(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors a safetensors file declares, from its header alone, each as a stand-in of its dtype and
-    shape (one element, expanded: no memory): each one's bytes (dtype x shape) must lie inside the file's
-    data section, so a header that claims terabytes is one line before anything is read."""
-    header, data = safetensors_header(path)
-    return {name: _entry(path, name, entry, data) for name, entry in header.items() if name != METADATA}
-
-
-def _entry(path: Path, name: str, entry: Any, data: int) -> torch.Tensor:
+def _check_entry(path: Path, name: str, entry: Any, data: int) -> None:
     try:
         dtype, shape, (begin, end) = entry["dtype"], tuple(int(n) for n in entry["shape"]), entry["data_offsets"]
         need = math.prod(shape) * SAFETENSORS_DTYPES[dtype].itemsize
         fits = min(shape, default=0) >= 0 and 0 <= int(begin) <= int(end) <= data and int(end) - int(begin) == need
-        stand_in = torch.empty((), dtype=SAFETENSORS_DTYPES[dtype]).expand(shape) if fits else None
-    except (KeyError, TypeError, ValueError, RuntimeError):  # a dimension of 0 beside one beyond 2^63 too
+        if fits and max(shape, default=0) >= 1 << 63:  # a dimension of 0 beside one no tensor can have
+            raise ValueError(shape)
+    except (KeyError, TypeError, ValueError):
         raise not_a_checkpoint(
             path, f"damaged safetensors header: entry {name!r} is not dtype, shape, data_offsets"
         ) from None
-    if stand_in is None:
+    if not fits:
         raise not_a_checkpoint(
             path,
             f"truncated or damaged safetensors file: its header declares tensor {name!r} of {need:,} bytes at "
             f"{begin}..{end}, and the file holds {data:,} bytes of data; refused before anything was read",
         )
-    return stand_in
 
 
-def _describe(path: Path) -> str:
-    """What a file that is no checkpoint looks like, for the error message."""
-    head = path.read_bytes()[:512]
+def _describe(head: bytes) -> str:
+    """What a file that is no checkpoint looks like (``head``: its first bytes), for the error message."""
     if not head:
         return "the file is empty"
     try:
@@ -175,25 +195,26 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].split(". ")[0][:160]
 
 
-def _load_safetensors(path: Path) -> Any:
-    from safetensors.torch import load_file
+def _load_safetensors(path: Path, data: bytes) -> Any:
+    from safetensors.torch import load
 
     try:
-        return load_file(str(path), device="cpu")
+        return load(data)
     except Exception as exc:  # the library raises several kinds on a damaged file
         raise not_a_checkpoint(path, f"damaged or truncated safetensors file: {_first_line(exc)}") from None
 
 
-def _load_torch(path: Path, trust: bool, mmap: bool = False) -> Any:
+def _load_torch(path: Path, data: bytes, trust: bool) -> Any:
     if trust:
-        # --trust-checkpoint only (issue 5): the user asked for full unpickling and was warned.
-        return _load_trusted(path)
+        # --trust-checkpoint only (issue 5): the user asked for full unpickling, which can run code from the
+        # file, and was warned
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)  # noqa: S614 - explicit opt-in
     try:
         with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
             # torch's notes on what a file holds (sparse tensors validated, quantized ones deprecated): what
             # matters of them is the admission's one line (check_fit)
             warnings.simplefilter("ignore", UserWarning)
-            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         global_name = re.search(r"GLOBAL ([\w.]+)", str(exc))
         if global_name or "Unsupported global" in str(exc) or "Unsupported class" in str(exc):
@@ -205,17 +226,6 @@ def _load_torch(path: Path, trust: bool, mmap: bool = False) -> Any:
         raise not_a_checkpoint(path, f"damaged pickle: {_first_line(exc)}") from None
     except Exception as exc:  # truncated zip, damaged records: the reader raises many kinds
         raise not_a_checkpoint(path, f"truncated or damaged: {_first_line(exc)}") from None
-
-
-def _load_file(path: Path, trust: bool) -> Any:
-    kind = checkpoint_format(path)
-    if kind == "truncated-safetensors":
-        raise not_a_checkpoint(path, "truncated safetensors file: its header is longer than the file")
-    if kind == "safetensors":
-        return _load_safetensors(path)
-    if kind is None:
-        raise not_a_checkpoint(path, _describe(path))
-    return _load_torch(path, trust)
 
 
 def _is_state_dict(obj: Any) -> bool:
@@ -266,9 +276,8 @@ def select_state_dict(obj: Any, key: str | None = None, source: str = "checkpoin
     return out
 
 
-def check_checkpoint_file(path: str | Path) -> Path:
-    """The file exists, is a checkpoint by its first bytes, and what its header or archive records
-    declare fits the file (:func:`safetensors_entries`, :func:`_check_archive`): nothing is loaded."""
+def _existing(path: str | Path) -> Path:
+    """``path`` as a file to read: one line for a link to nothing, a missing file, a folder, an empty file."""
     p = Path(path)
     if p.is_symlink() and not p.exists():
         raise UserError(f"checkpoint {p} is a symbolic link to nothing (a missing target or a loop)")
@@ -278,90 +287,50 @@ def check_checkpoint_file(path: str | Path) -> Path:
         raise UserError(f"checkpoint path is not a file: {p}")
     if p.stat().st_size == 0:
         raise not_a_checkpoint(p, "the file is empty")
-    try:
-        kind = checkpoint_format(p)
-        if kind is None:
-            raise not_a_checkpoint(p, _describe(p))
-        if kind == "truncated-safetensors":
-            raise not_a_checkpoint(p, "truncated safetensors file: its header is longer than the file")
-        if kind == "torch-zip":
-            _check_archive(p)
-        elif kind == "safetensors":
-            safetensors_entries(p)
-    except OSError as exc:
-        raise UserError(f"cannot read checkpoint {p}: {exc.strerror or exc}") from None
     return p
 
 
-def read_checkpoint(
-    path: str | Path, key: str | None = None, trust: bool = False
-) -> tuple[dict[str, torch.Tensor], str]:
-    """Read weights from ``path``; returns (state dict, SHA-256 of the file)."""
-    return read_weights(path, key, trust), sha256_of(path)
+def _read(p: Path, fh: IO[bytes]) -> tuple[str, bytes, Any]:
+    """The file's format, all its bytes (each read once) and a safetensors file's metadata, what it declares
+    checked first (:func:`checkpoint_format`, :func:`_safetensors_head`, :func:`_check_archive`)."""
+    size = os.fstat(fh.fileno()).st_size
+    head = fh.read(16)
+    kind = checkpoint_format(head)
+    if kind is None:
+        raise not_a_checkpoint(p, _describe(head + fh.read(512 - len(head))))
+    metadata = None
+    if kind == "safetensors":
+        head, metadata = _safetensors_head(p, head, fh, size)
+    data = head + fh.read()
+    if kind == "torch-zip":
+        _check_archive(p, data)
+    return kind, data, metadata
 
 
-def read_weights(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
-    """The weights ``path`` holds (a bare state dict, or ``key`` of a training checkpoint)."""
-    p = check_checkpoint_file(path)
-    return select_state_dict(_load_file(p, trust), key, source=f"checkpoint {p}")
-
-
-def checkpoint_object(p: Path, trust: bool) -> Any:
-    """What a torch checkpoint file holds, read as little as its format allows: a torch zip memory-mapped
-    (its pickle unpickled under the same rules, the tensors not read), an older torch file loaded."""
-    if checkpoint_format(p) == "torch-zip" and not trust:
-        try:
-            return _load_torch(p, trust, mmap=True)
-        except UserError:  # what memory-mapping refuses (a file of an older torch) is said by a plain read
-            pass
-    return _load_file(p, trust)
-
-
-def inspect_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> dict[str, torch.Tensor]:
-    """The weights ``read_checkpoint`` would give, as far as their names, shapes, dtypes and layouts go, read
-    as little as the format allows: a safetensors file's header alone (stand-ins: :func:`safetensors_entries`),
-    else :func:`checkpoint_object`."""
-    p = check_checkpoint_file(path)
-    if checkpoint_format(p) == "safetensors":
-        obj: Any = safetensors_entries(p)
+def open_checkpoint(path: str | Path, key: str | None = None, trust: bool = False) -> OpenedCheckpoint:
+    """Checkpoint ``path`` read once (module docstring): its bytes hashed and loaded, the weights ``key`` names
+    (or a bare state dict's, or those of a training checkpoint's ``model``, ``state_dict``, ``model_ema``),
+    the model and recipe it records.  ``trust``: full unpickling (``--trust-checkpoint``)."""
+    p = _existing(path)
+    try:
+        with open(p, "rb") as fh:
+            kind, data, metadata = _read(p, fh)
+    except OSError as exc:
+        raise UserError(f"cannot read checkpoint {p}: {exc.strerror or exc}") from None
+    sha = hashlib.sha256(data).hexdigest()
+    if kind == "safetensors":
+        obj = _load_safetensors(p, data)
+        metadata = metadata if isinstance(metadata, dict) else {}
+        name, where, recipe = metadata.get("model"), ROBEVAL_METADATA, robeval_recipe(metadata)
     else:
-        obj = checkpoint_object(p, trust)
-    return select_state_dict(obj, key, source=f"checkpoint {p}")
-
-
-@dataclass(frozen=True)
-class RecordedModel:
-    """The model a checkpoint says it holds: ``name`` as ``where`` in the file records it.  robeval's
-    metadata (safetensors ``model``, written by train-demo and the zoo's scripts) names robeval models;
-    a training checkpoint's ``args.model`` (DeiT's and timm's training scripts) names a model of that
-    code's own registry (the Elliptical authors' DeiT-Elliptical is ``deit_mahala_overlayers_tiny_patch16_
-    224_wrapper``), which robeval can compare with another file's, not with its own names."""
-
-    name: str
-    where: str  # ROBEVAL_METADATA or TRAINING_ARGS
-
-    @property
-    def names_robeval_model(self) -> bool:
-        return self.where == ROBEVAL_METADATA
-
-
-ROBEVAL_METADATA, TRAINING_ARGS = "metadata", "args.model"
-
-
-def recorded_model(path: str | Path, trust: bool = False) -> RecordedModel | None:
-    """The model ``path`` records that it holds (:class:`RecordedModel`), or None where it records none
-    (a bare state dict, a safetensors file without robeval's metadata)."""
-    p = check_checkpoint_file(path)
-    if checkpoint_format(p) == "safetensors":
-        metadata = safetensors_header(p)[0].get(METADATA)
-        name = metadata.get("model") if isinstance(metadata, dict) else None
-        return RecordedModel(name, ROBEVAL_METADATA) if isinstance(name, str) else None
-    obj = checkpoint_object(p, trust)
-    args = obj.get("args") if isinstance(obj, Mapping) else None
-    name = vars(args).get("model") if isinstance(args, argparse.Namespace) else None
-    if isinstance(args, Mapping):
-        name = args.get("model")
-    return RecordedModel(name, TRAINING_ARGS) if isinstance(name, str) else None
+        obj = _load_torch(p, data, trust)
+        args = obj.get("args") if isinstance(obj, Mapping) else None
+        values = vars(args) if isinstance(args, argparse.Namespace) else args if isinstance(args, Mapping) else {}
+        name, where, recipe = values.get("model"), TRAINING_ARGS, args_recipe(values)
+    del data
+    state = select_state_dict(obj, key, source=f"checkpoint {p}")
+    recorded = RecordedModel(name, where) if isinstance(name, str) else None
+    return OpenedCheckpoint(str(path), kind, sha, state, recorded, recipe)
 
 
 def _added_prefix(longer: set[str], shorter: set[str]) -> str | None:

@@ -24,9 +24,8 @@ from torch import nn
 from ..core.errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
-from .checkpoint import load_state_dict_strict, read_checkpoint, weights_sha256
+from .checkpoint import OpenedCheckpoint, load_state_dict_strict, open_checkpoint, weights_sha256
 from .provenance import model_code
-from .recipes import recorded_recipe
 from .registry import GIVEN, ModelSpec
 from .wrapper import ModelMeta, config_of, meta_from_config
 
@@ -44,8 +43,7 @@ class GivenModel:
     config: ModelConfig  # every field filled
     sha256: str
     weights: str  # how the meta describes them
-    checkpoint: str | None = None
-    checkpoint_sha256: str | None = None
+    checkpoint: OpenedCheckpoint | None = None  # the file its weights were loaded from, read once
     code: dict[str, str] | None = None  # the user's code file it was built by (path, SHA-256): user_code.code_record
 
     @property
@@ -62,12 +60,12 @@ class GivenModel:
             self.family,
             self.config,
             weights=self.weights,
-            checkpoint=self.checkpoint,
-            checkpoint_sha256=self.checkpoint_sha256 or self.sha256,
+            checkpoint=self.checkpoint.path if self.checkpoint else None,
+            checkpoint_sha256=self.checkpoint.sha256 if self.checkpoint else self.sha256,
             source=self.source,
             params=self.params,
             code=self.code,
-            recipe=recorded_recipe(self.checkpoint),
+            recipe=self.checkpoint.recipe if self.checkpoint else None,
         )
 
 
@@ -85,11 +83,12 @@ def complete_config(
 
 
 def _checkpoint(module: nn.Module, name: str, checkpoint: str | None, key: str | None, trust: bool):
+    """``checkpoint`` read once and loaded into ``module`` strictly (None: no checkpoint)."""
     if checkpoint is None:
         return None
-    state, sha = read_checkpoint(checkpoint, key=key, trust=trust)
-    load_state_dict_strict(module, state, name, f"checkpoint {checkpoint}")
-    return sha
+    opened = open_checkpoint(checkpoint, key, trust)
+    load_state_dict_strict(module, opened.state, name, f"checkpoint {opened.path}")
+    return opened
 
 
 def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint: str | None = None) -> GivenModel:
@@ -99,12 +98,12 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         module = spec.builder()
-    sha = _checkpoint(module, name, checkpoint, run.checkpoint_key, run.trust_checkpoint)
+    opened = _checkpoint(module, name, checkpoint, run.checkpoint_key, run.trust_checkpoint)
     config = complete_config(module, name, run.model_config.get(name))
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)
     sha256 = weights_sha256(module.state_dict())
-    return GivenModel(name, source, spec.family, module, config, sha256, weights, checkpoint, sha, model_code(spec))
+    return GivenModel(name, source, spec.family, module, config, sha256, weights, opened, model_code(spec))
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:

@@ -10,10 +10,9 @@ import torch
 
 from ..core.errors import UserError
 from ..model_config import ModelConfig
-from .checkpoint import load_state_dict_strict, read_checkpoint
+from .checkpoint import OpenedCheckpoint, load_state_dict_strict, open_checkpoint
 from .given import GivenModel, complete_config
 from .provenance import model_code
-from .recipes import recorded_recipe
 from .registry import ModelSpec, get_spec
 from .weights import load_default_weights
 from .wrapper import ModelMeta, NormalizedModel, meta_from_config
@@ -73,7 +72,7 @@ def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> Normali
 
 def load_model(
     name: str,
-    checkpoint: str | Path | None = None,
+    checkpoint: str | Path | OpenedCheckpoint | None = None,
     checkpoint_key: str | None = None,
     trust_checkpoint: bool = False,
     device: str | torch.device = "cpu",
@@ -85,7 +84,8 @@ def load_model(
     ``name``: a registered model, a plugin's, or the user's code (``PATH.py:CALLABLE``,
     ``PKG.MODULE:CALLABLE``: its weights are what the code gives).  ``checkpoint``: a .pth/.pt/.safetensors
     file (bare state dict, or a dict with ``model``, ``model_ema`` or ``state_dict``; pick with
-    ``checkpoint_key``); loaded strictly.  Without it the model's default weights are used (timm hub, or
+    ``checkpoint_key``), or one already read (:func:`~.checkpoint.open_checkpoint`: a run's, read once when
+    it was admitted); loaded strictly.  Without it the model's default weights are used (timm hub, or
     the embedded demo zoo); ``pretrained=False`` gives random weights instead (smoke tests, profiling,
     making checkpoints): ``meta.weights`` is then ``"random"`` and every table says so.  ``options`` are
     the model's own (``robeval models``).
@@ -93,20 +93,26 @@ def load_model(
     spec = get_spec(name)
     opts = _check_options(spec, options)
     net = spec.builder(**opts)
+    opened: OpenedCheckpoint | None = None
     if checkpoint is not None:
-        state, sha = read_checkpoint(checkpoint, key=checkpoint_key, trust=trust_checkpoint)
-        load_state_dict_strict(net, state, spec.name, f"checkpoint {checkpoint}")
-        weights, ckpt_path = f"checkpoint {checkpoint}", str(checkpoint)
+        opened = (
+            checkpoint
+            if isinstance(checkpoint, OpenedCheckpoint)
+            else open_checkpoint(checkpoint, checkpoint_key, trust_checkpoint)
+        )
+        load_state_dict_strict(net, opened.state, spec.name, f"checkpoint {opened.path}")
+        weights = f"checkpoint {opened.path}"
     elif spec.reference is not None:
-        weights, ckpt_path, sha = f"from its code ({spec.reference})", None, None
+        weights = f"from its code ({spec.reference})"
     elif not pretrained:
-        weights, ckpt_path, sha = "random", None, None
+        weights = "random"
     else:
-        ckpt_path, sha = load_default_weights(net, spec.name, spec.weights)
+        opened = load_default_weights(net, spec.name, spec.weights)
         weights = spec.weights.describe()
     meta = model_meta(net, spec, opts)
-    meta.weights, meta.checkpoint, meta.checkpoint_sha256 = weights, ckpt_path, sha
-    meta.recipe = recorded_recipe(ckpt_path, trust_checkpoint)
+    meta.weights = weights
+    if opened is not None:
+        meta.checkpoint, meta.checkpoint_sha256, meta.recipe = opened.path, opened.sha256, opened.recipe
     if meta.params is None:  # a plugin's kind: no count as data
         meta.params = sum(p.numel() for p in net.parameters())
     model = NormalizedModel(net, meta).eval().to(device)

@@ -5,16 +5,14 @@ robeval's own files (``train-demo``, the zoo's scripts) keep it in their safeten
 lr, stochastic depth, seed; the zoo's older files name the script whose recipe they were trained with,
 robeval.zoo.STOCHASTIC_DEPTH_BY_SCRIPT); a DeiT / timm training checkpoint keeps its command line as
 ``args``.  A file that records neither (a bare state dict, hub weights) has an unknown recipe: a
-comparison says so rather than guess.  Read as :mod:`.checkpoint` reads any file: nothing executed
-(imported when a file is read: comparing recipes needs no torch).
+comparison says so rather than guess.  :mod:`.checkpoint` reads a file's records once and hands them here
+(comparing recipes needs no torch).
 """
 
 from __future__ import annotations
 
-import argparse
 import reprlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..core.defaults import DEMO_RECIPE
@@ -38,22 +36,9 @@ DIGITS_DATA = "digits (training split)"
 MAX_TEXT = 200  # characters of a recorded value shown
 
 
-def recorded_recipe(path: str | Path | None, trust: bool = False) -> dict[str, str] | None:
-    """The recipe ``path`` records (ingredient -> value as text), or None where it records none."""
-    from .checkpoint import METADATA, check_checkpoint_file, checkpoint_format, checkpoint_object, safetensors_header
-
-    if path is None or not Path(path).is_file():
-        return None
-    p = check_checkpoint_file(path)
-    if checkpoint_format(p) == "safetensors":
-        metadata = safetensors_header(p)[0].get(METADATA)
-        return robeval_recipe(metadata) if isinstance(metadata, dict) else None
-    obj = checkpoint_object(p, trust)
-    args = obj.get("args") if isinstance(obj, Mapping) else None
-    values = vars(args) if isinstance(args, argparse.Namespace) else args if isinstance(args, Mapping) else None
-    if not values:
-        return None
-    found = {shown: _text(values[key], kind) for key, (shown, kind) in TRAINING_ARGS.items() if key in values}
+def args_recipe(args: Mapping[str, Any]) -> dict[str, str] | None:
+    """The recipe a training checkpoint's ``args`` record (its fields by name), or None where they record none."""
+    found = {shown: _text(args[key], kind) for key, (shown, kind) in TRAINING_ARGS.items() if key in args}
     return found or None
 
 

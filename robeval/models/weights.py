@@ -3,7 +3,8 @@
 
 A source kind is a registration too: ``timm`` (the Hugging Face hub through timm, or its local
 cache), ``embedded`` (``robeval/zoo/<name>.safetensors``); robeval.robustbench_ext adds
-``robustbench``.  Every loader returns a state dict, which is loaded strictly into the built network.
+``robustbench``.  Every loader returns a state dict, which is loaded strictly into the built network, and
+the file it read it from (read once: robeval.models.checkpoint.open_checkpoint), if any.
 Torch-free to import: a registration states its weights without loading torch (listings, checks).
 """
 
@@ -20,6 +21,8 @@ from ..zoo import zoo_path
 if TYPE_CHECKING:
     import torch
     from torch import nn
+
+    from .checkpoint import OpenedCheckpoint
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def embedded_weights(name: str) -> Weights:
     return Weights("embedded", name)
 
 
-Loaded = tuple[dict[str, "torch.Tensor"], str | None, str | None]  # state dict, file it came from, its SHA-256
+Loaded = tuple[dict[str, "torch.Tensor"], "OpenedCheckpoint | None"]  # state dict, the file it came from
 Loader = Callable[[str], Loaded]
 WEIGHT_SOURCES: Registry[Loader] = Registry("weight source")
 
@@ -60,29 +63,29 @@ WEIGHT_SOURCES: Registry[Loader] = Registry("weight source")
 def _timm(name: str) -> Loaded:
     from .hub import timm_pretrained
 
-    return timm_pretrained(name).state_dict(), None, None
+    return timm_pretrained(name).state_dict(), None
 
 
 def _embedded(name: str) -> Loaded:
-    from .checkpoint import read_checkpoint
+    from .checkpoint import open_checkpoint
 
     path = zoo_path(name)
     if not path.exists():
         raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_models.py {name}")
-    state, sha = read_checkpoint(path)
-    return state, str(path), sha
+    opened = open_checkpoint(path)
+    return dict(opened.state), opened
 
 
 WEIGHT_SOURCES.add("timm", _timm)
 WEIGHT_SOURCES.add("embedded", _embedded)
 
 
-def load_default_weights(net: nn.Module, name: str, weights: Weights) -> tuple[str | None, str | None]:
-    """Load ``weights`` into ``net`` (model ``name``) strictly; returns the file and SHA-256 they came from."""
+def load_default_weights(net: nn.Module, name: str, weights: Weights) -> OpenedCheckpoint | None:
+    """Load ``weights`` into ``net`` (model ``name``) strictly; returns the file they came from, if any."""
     from .checkpoint import load_state_dict_strict
 
     if not weights.exists:
         raise UserError(f"{name} has no public weights; pass --checkpoint {name}=PATH")
-    state, path, sha = WEIGHT_SOURCES.require(weights.kind)(weights.source)
+    state, opened = WEIGHT_SOURCES.require(weights.kind)(weights.source)
     load_state_dict_strict(net, state, name, f"{weights.describe()}")
-    return path, sha
+    return opened

@@ -168,7 +168,7 @@ def robustbench_weights(source: str) -> Loaded:
             )
     except Exception as exc:  # unknown name, network, checksum: all mean no weights here
         raise _failed(entry, exc) from None
-    return net.state_dict(), None, None
+    return net.state_dict(), None
 
 
 def robustbench_spec(model_name: str) -> ModelSpec:
