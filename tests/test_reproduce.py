@@ -9,7 +9,8 @@ from robeval.api import reproduce
 from robeval.core.errors import UserError
 from robeval.models import count_parameters
 from robeval.report.naming import attack_title
-from robeval.reproduce import get_table, list_tables
+from robeval.reproduce import TABLES as PAPER_TABLES
+from robeval.reproduce import list_tables
 from robeval.results.store import Store
 
 from .conftest import FAST_SETTINGS, run_cli
@@ -90,7 +91,7 @@ def test_every_table_reproduces_on_digits_in_its_layout(name, tmp_path, monkeypa
     from robeval.evaluation import profiling
 
     monkeypatch.setattr(profiling, "MIN_TIMED_SECONDS", 0.01)  # the layout is tested here, not the timing
-    table = get_table(name)
+    table = PAPER_TABLES.require(name)
     rep = reproduce(name, data="digits", out=tmp_path / "o" / "{run_id}", **digits_options(table, tmp_path))
     assert set(rep.files) == {"md", "csv", "tex"} and all(p.exists() for p in rep.files.values())
     labels = [r.label for r in table.rows]
@@ -132,7 +133,7 @@ def test_standard_protocol_checkpoints_by_row_label_and_unknown_tables(tmp_path)
     assert "protocol: standard" in rep.text and "not a pixel-space threat model" not in rep.text
     assert rep.result.info["models"]["digits-deit-elliptical"]["checkpoint"] == path
     with pytest.raises(UserError, match="unknown paper table 'elliptical-table'.*did you mean"):
-        get_table("elliptical-table")
+        PAPER_TABLES.require("elliptical-table")
 
 
 @pytest.fixture()
@@ -168,7 +169,7 @@ def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_sev
     assert {"hosseini-std-mnist", "hosseini-std-cifar100"} <= set(MEMBER_TABLES)
     listing = run_cli("reproduce", "--list")
     for name in MEMBER_TABLES:
-        table = get_table(name)
+        table = PAPER_TABLES.require(name)
         assert [r.label for r in table.rows] == ["Standard", "Optimised", "Efficient", "Super"]
         assert len(table.columns) == 1 and table.columns[0].published == name.rsplit("-", 1)[1]
         assert table.column_models(table.digits_columns[0], digits=True) == [
@@ -189,7 +190,7 @@ def test_a_column_of_models_with_several_members_shows_mean_and_std():
     from robeval.reproduce.columns import runs_grid
     from robeval.reproduce.render import document
 
-    table = get_table("hosseini-std-mnist")
+    table = PAPER_TABLES.require("hosseini-std-mnist")
     models = table.column_models(table.digits_columns[0], digits=True)
     summary = pd.DataFrame([dict(model=m, attack="clean", eps="8/255", top1=97.8 - i, top1_std=0.4 + i / 10, members=5)
                             for i, m in enumerate(models)])  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 
 from robeval.core.defaults import CLEAN
 from robeval.core.errors import UserError
-from robeval.reproduce import get_table
+from robeval.reproduce import TABLES
 from robeval.reproduce.efficiency import efficiency_grid
 from robeval.reproduce.run import reproduce
 from robeval.results.summary import add_condition_columns
@@ -68,7 +68,7 @@ def test_shift_table_runs_each_column_on_its_own_data(tmp_path):
     for call in recorder.calls:  # ordinary runs: the table's models, no attacks, the checkpoint by row label
         assert call["models"] == ["deit-tiny", "deit-tiny-elliptical"] and call["attacks"] == "none"
         assert call["checkpoints"] == {"deit-tiny-elliptical": ["e.pth"]} and call["n_examples"] == 10
-    assert list(rep.grid.columns) == [c.title for c in get_table("elliptical-imagenet-shift").columns]
+    assert list(rep.grid.columns) == [c.title for c in TABLES.require("elliptical-imagenet-shift").columns]
     assert rep.grid.loc["DeiT"].tolist() == [f"{R_TOP1:.2f}", f"{A_TOP1:.2f}", "100.00", f"{100 - EXTRA_TOP1:.2f}"]
     assert rep.files["md"] == tmp_path / "run1" / "table.md"
     assert "not among the benchmark's published normalisers" in rep.text and "digits" not in rep.text
@@ -120,7 +120,7 @@ def test_table_1_reads_each_data_set_with_its_models():
 
 
 def test_side_by_side_efficiency_changes_against_the_same_size():
-    table = get_table("elliptical-efficiency")
+    table = TABLES.require("elliptical-efficiency")
     models = table.models(digits=False)
     speed = {m: 100.0 / (i + 1) for i, m in enumerate(models)}  # it/s = images/s / batch
     profile = pd.DataFrame({

@@ -103,10 +103,10 @@ def reproduce_cmd(**values: Any) -> None:
     if values["list_"] or values["name"] is None:
         _list_tables()
         return
-    from ..reproduce import get_table
+    from ..reproduce import TABLES
 
     name, store = values["name"], values["store"]
-    table = get_table(name)
+    table = TABLES.require(name)
     # a table that runs gets a folder of its own per reproduction (runs never overwrite); a profile does not
     out = values["out"] or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.runner != "profile" else "")
     result = _efficiency(name, values, out) if table.runner == "profile" else _stored_runs(table, values, out)

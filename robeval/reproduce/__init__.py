@@ -3,6 +3,6 @@ layouts, the runner (robeval.api.reproduce)."""
 
 from . import elliptical, hosseini  # noqa: F401  (the registrations)
 from .request import Reproduction
-from .tables import Column, PaperTable, Row, get_table, list_tables, register_table
+from .tables import TABLES, Column, PaperTable, Row, list_tables, register_table
 
-__all__ = ["Column", "PaperTable", "Reproduction", "Row", "get_table", "list_tables", "register_table"]
+__all__ = ["TABLES", "Column", "PaperTable", "Reproduction", "Row", "list_tables", "register_table"]

@@ -22,7 +22,7 @@ from ..report.files import prepare_out_dir
 from . import render
 from .column_runs import column_runs
 from .request import Reproduction, Request, write
-from .tables import PaperTable, get_table
+from .tables import TABLES, PaperTable
 
 PROFILE_OPTIONS = {"batch_size": 8, "device": "cpu", "repeats": 5, "memory": True}  # robeval profile's
 
@@ -49,7 +49,7 @@ def reproduce(
     the tables that run, and to :func:`robeval.evaluation.profiling.profile` (``batch_size``,
     ``device``, ``repeats``, ``memory``) for efficiency tables.  Call it as
     :func:`robeval.api.reproduce`, which gives ``evaluate``."""
-    table = get_table(name)
+    table = TABLES.require(name)
     digits = _digits_version(table, data, data_for or {})
     resolved = resolve_checkpoints(table, digits, checkpoints or {})
     check_members(table, digits, resolved)

@@ -148,6 +148,3 @@ def register_table(table: PaperTable) -> PaperTable:
 def list_tables() -> list[PaperTable]:
     return list(TABLES.values())
 
-
-def get_table(name: str) -> PaperTable:
-    return TABLES.require(name)
