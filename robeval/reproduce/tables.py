@@ -147,4 +147,3 @@ def register_table(table: PaperTable) -> PaperTable:
 
 def list_tables() -> list[PaperTable]:
     return list(TABLES.values())
-
