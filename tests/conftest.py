@@ -163,7 +163,9 @@ def one_line_error(result: subprocess.CompletedProcess, *words: str) -> bool:
 # test_tutorial 97 s, test_registries 55, test_convergence 43, test_fast_protocol 31, then 11-21 s each)
 SLOW_FIRST = ("test_tutorial.py", "test_registries.py", "test_convergence.py", "test_fast_protocol.py",
               "test_members.py", "test_store.py", "test_distributed.py", "test_failing_commands.py",
-              "test_open_run.py", "test_hostile_errors.py", "test_compiled.py", "test_weight_gradients.py",
+              "test_open_run.py", "test_hostile_errors.py", "test_html_report.py", "test_live_run.py",
+              "test_table_recipes.py", "test_lookalike_names.py", "test_read_once.py", "test_checkpoint_contents.py",
+              "test_compiled.py", "test_weight_gradients.py",
               "test_cascade.py", "test_interruptions.py", "test_layout.py", "test_rvt.py", "test_attacks.py",
               "test_hostile_text.py")  # fmt: skip
 
