@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,31 +28,28 @@ if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 co
     console = TerminalConsole(width=200)
 
 
-def whole_option(value: Any) -> Any:
-    """A whole-number option's text read as robeval reads every number (robeval.core.numbers: ASCII
-    digits and a sign; typer's own reading takes ``1_0`` as 10)."""
-    if value is None or isinstance(value, int):  # a default
-        return value
-    number = whole_number(str(value))
-    if number is None:
-        raise typer.BadParameter(f"{value!r} is not a whole number (ASCII digits, an optional sign)")
-    return number
+def _number_parser(read: Callable[[str], Any], default_type: type, what: str) -> Callable[[Any], Any]:
+    """An option's text read as robeval reads every number (robeval.core.numbers: ASCII digits, a sign, for
+    decimals a point and an exponent; typer's own reading takes ``1_0`` as 10 and ``5_0e-4`` as 0.005)."""
+
+    def parse(value: Any) -> Any:
+        if value is None or isinstance(value, default_type):  # a default
+            return value
+        number = read(str(value))
+        if number is None:
+            raise typer.BadParameter(f"{value!r} is not {what}")
+        return number
+
+    return parse
+
+
+whole_option = _number_parser(whole_number, int, "a whole number (ASCII digits, an optional sign)")
+decimal_option = _number_parser(decimal_number, float, "a decimal number (ASCII digits, a point, an exponent)")
 
 
 def WholeOption(default: Any, *flags: str, **options: Any) -> Any:
     """``typer.Option`` of a whole number, read by :func:`whole_option`."""
     return typer.Option(default, *flags, parser=whole_option, **options)
-
-
-def decimal_option(value: Any) -> Any:
-    """A decimal option's text read as robeval reads every number (robeval.core.numbers: ASCII digits, a
-    point and an exponent; typer's own reading takes ``5_0e-4`` as 0.005 and `` 0.005`` as 0.005)."""
-    if value is None or isinstance(value, float):  # a default
-        return value
-    number = decimal_number(str(value))
-    if number is None:
-        raise typer.BadParameter(f"{value!r} is not a decimal number (ASCII digits, a point, an exponent)")
-    return number
 
 
 def DecimalOption(default: Any, *flags: str, **options: Any) -> Any:
