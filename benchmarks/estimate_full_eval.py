@@ -33,7 +33,7 @@ from robeval.attacks import SUITE
 from robeval.core.defaults import CLEAN, DEFAULT_STORE
 from robeval.core.errors import UserError
 from robeval.results.runs import load_run
-from robeval.results.store import existing_store
+from robeval.store import existing_store
 from robeval.results.summary import passes_per_image
 
 TABLE_E = ("deit-small", "deit-small-elliptical")

@@ -38,7 +38,7 @@ def robeval(*args: str) -> None:
 
 
 def predictions(store: Path, run_id: str) -> dict[tuple[str, str, int], int]:
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     records = Store(store).records(run_id)
     return {(r.model, r.attack, r.example): r.adv_pred for r in records.itertuples()}

@@ -32,10 +32,9 @@ from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what 
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
 from .models.given import GivenModel
 from .options import EvalConfig, newest_matching, option_default
-from .results.store import IN_MEMORY, Store, existing_store
-from .results.store_files import check_writable_store, worker_store_path
-from .results.stored_run import StoredRun
 from .results_api import Run, made_run, progress_reporter
+from .store import IN_MEMORY, Store, StoredRun, existing_store
+from .store.files import check_writable_store, worker_store_path
 
 
 def evaluate_run(
@@ -55,7 +54,7 @@ def evaluate_run(
     given from Python, by model name (:func:`robeval.models.split_models`).
 
     ``out``: a folder for results.csv, results.md and run.json (``{run_id}`` in it stands for the new
-    run's id); ``store``: a results-store path (or :class:`~robeval.results.store.Store`) that receives
+    run's id); ``store``: a results-store path (or :class:`~robeval.store.Store`) that receives
     every finished unit, opened once everything else is checked (none: a store in memory, kept by the
     returned run); ``resume``: a run id in that store to continue ("latest": the newest unfinished run
     with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the

@@ -36,7 +36,7 @@ from .core.defaults import DEFAULT_STORE
 from .core.errors import UserError
 from .evaluation.progress import NullReporter, Reporter
 from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs, table_records
-from .results.store import IN_MEMORY, Store, existing_store
+from .store import IN_MEMORY, Store, existing_store
 
 if TYPE_CHECKING:
     from .report.checklist import Soundness
@@ -73,8 +73,8 @@ def pair_runs(store: str | Path, a: str, b: str) -> tuple[list[str], str | None]
     protocol, eps, ...)."""
     from .report.paired import names_run
     from .results.runs import run_of_pair
-    from .results.store import existing_store
     from .robustbench_ext.leaderboard import is_model_info_path
+    from .store import existing_store
 
     named = runs_named(a, b)
     if named or any(is_model_info_path(r) or names_run(r) for r in (a, b)):

@@ -65,7 +65,7 @@ def _evaluate(**options: Any) -> Any:
 
 def _stored(path: Path) -> dict[str, pd.DataFrame]:
     """The newest run of the store at ``path``: its records and curve points, in the store's order."""
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = Store(path)
     try:
@@ -83,7 +83,7 @@ def _stored_run(folder: Path, **options: Any) -> dict[str, pd.DataFrame]:
 
 def _resumed(folder: Path, stop_after: int, **options: Any) -> dict[str, pd.DataFrame]:
     """Interrupted after ``stop_after`` units, then resumed in the same store."""
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     path = folder / "s.sqlite"
     try:

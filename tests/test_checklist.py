@@ -13,7 +13,7 @@ from robeval.core.listed import Phrases
 from robeval.report.checklist import CHECKLIST_INTRO, Soundness, verdict
 from robeval.results.findings import CHECKS, Finding
 from robeval.results.soundness import JudgedRun, judge_summary
-from robeval.results.stored_run import StoredRun
+from robeval.store import StoredRun
 
 from .conftest import run_cli
 
@@ -205,7 +205,7 @@ def test_the_checklist_and_the_report_judge_a_run_with_its_evidence_runs_alike(t
 
 def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_path):
     from robeval.results.runs import resolve_runs, restart_companion
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = Store(tmp_path / "s.sqlite")
     common = dict(models="digits-deit", attacks="apgd-ce", eps="8/255", n_examples=20, store=store,

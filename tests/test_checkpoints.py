@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 import robeval
 from robeval.core.errors import UserError
 from robeval.models import build_network
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 from .reference_runs import bitwise_equal

@@ -9,7 +9,7 @@ import torch
 import robeval
 from robeval.evaluation.model_checks import model_checks
 from robeval.results.soundness import run_findings
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 

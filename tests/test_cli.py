@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import robeval
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 

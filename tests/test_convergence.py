@@ -24,8 +24,8 @@ from robeval.results.convergence import curves, standard_error, still_falling, s
 from robeval.results.indicators import converged
 from robeval.results.runs import load_run
 from robeval.results.soundness import run_findings
-from robeval.results.store import Store
-from robeval.results.store_schema import SCHEMA_VERSION
+from robeval.store import Store
+from robeval.store.schema import SCHEMA_VERSION
 
 from .conftest import FAST_SETTINGS
 

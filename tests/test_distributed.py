@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 from .stop_point import held_model, held_ranks, start_held, wait_until

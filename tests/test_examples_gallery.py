@@ -36,7 +36,7 @@ def stored(tmp_path_factory) -> tuple[Path, str]:
 
 
 def _records(store: Path, run_id: str, attack: str):
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     db = Store(store)
     try:
@@ -141,7 +141,7 @@ def test_a_regenerated_record_that_differs_is_named_and_exits_1(stored, cli, tmp
 
 
 def _empty_run(store: Path) -> str:
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     db = Store(store)
     try:

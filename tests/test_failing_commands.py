@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from robeval.api import evaluate_full
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error
 from .test_shifts import StopAfter

@@ -22,7 +22,7 @@ from robeval.evaluation.fast.audit import AUDIT_STAGES, FAST_PASS, FAST_TARGETS
 from robeval.evaluation.fast.bound import AuditBound
 from robeval.evaluation.fast.summary import audit_lines
 from robeval.evaluation.protocols import PROTOCOLS
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error, run_cli
 from .reference_runs import StopAfter

@@ -182,7 +182,7 @@ def test_a_run_that_ends_while_a_reader_holds_the_store_is_whole_in_the_store_fi
 def test_a_reader_that_never_lets_go_is_said_and_the_next_run_folds_the_records_in(tmp_path, cli, monkeypatch):
     """SQLite copies no record past a snapshot a reader still reads: the run waits for it (here 0.3 s),
     then says where the records are; the next run, once that reader ends, folds them in."""
-    monkeypatch.setattr("robeval.results.store.JOURNAL_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr("robeval.store.JOURNAL_WAIT_SECONDS", 0.3)
     store = tmp_path / "s.sqlite"
     assert cli("run", "-m", "digits-deit", *QUICK, "--store", str(store)).returncode == 0
     reader = sqlite3.connect(f"file:{store}?mode=ro", uri=True, isolation_level=None)

@@ -24,7 +24,7 @@ from robeval.report import plots, style
 from robeval.report.convergence import convergence_figure
 from robeval.report.gallery import gallery
 from robeval.results.runs import convergence_curves, minimal_norms
-from robeval.results.store import Store
+from robeval.store import Store
 from tests.conftest import FAST_SETTINGS, invoke, one_line_error
 
 CODE = """

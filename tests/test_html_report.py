@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error, require_tool
 from .hostile import CHROMIUM, open_in_chromium, screenshot

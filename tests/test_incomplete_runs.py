@@ -16,7 +16,7 @@ from robeval.attacks import autoattack
 from robeval.report.captions import is_incomplete
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .test_shifts import StopAfter
 

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 from .stop_point import held_model, held_ranks, start_held, wait_until

@@ -13,7 +13,7 @@ import robeval
 from robeval.core.errors import UserError
 from robeval.data.folders import load_folder_data
 from robeval.data.labels import check_classes, folder_label_space
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import run_cli
 

@@ -24,6 +24,7 @@ LAYERS = [
     ("robeval.report",),
     ("robeval.results",),
     ("robeval.evaluation",),
+    ("robeval.store",),
     ("robeval.robustbench_ext",),
     ("robeval.shifts",),
     ("robeval.attacks",),

@@ -12,7 +12,7 @@ import pytest
 import robeval
 from robeval.results.likeness import ASPECTS, Side, differences
 from robeval.results.runs import load_run
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error
 

@@ -101,7 +101,7 @@ def test_a_table_name_with_a_hidden_character_is_refused(place, char):
 @pytest.mark.parametrize("char", HIDDEN, ids=code_point)
 def test_a_stored_name_with_a_hidden_character_is_refused_by_every_reader(place, char):
     """Every reader refuses U+200B; each other character is read by one reader in turn (the readers share
-    the one check: robeval.results.store.Store.check_names)."""
+    the one check: robeval.store.Store.check_names)."""
     rewrite_names(place / "s.sqlite", {"digits-deit": f"digits{char}-deit"}, "a-run", "digits")
     for args in READERS if char == "\u200b" else [READERS[HIDDEN.index(char) % len(READERS)]]:
         refused(place, [*args, "--store", "s.sqlite"], code_point(char))

@@ -22,7 +22,7 @@ import robeval
 from robeval.api import evaluate_full
 from robeval.core.errors import UserError
 from robeval.results.statistics import claim_interval
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error, run_cli
 from .reference_runs import StopAfter, bitwise_equal

@@ -24,9 +24,8 @@ from robeval.report.paper import render
 from robeval.report.plots import make_plots
 from robeval.results.indicators import noise_points
 from robeval.results.soundness import JudgedRun, judge_summary, run_findings
-from robeval.results.store import Store
-from robeval.results.store_schema import MIGRATIONS, SCHEMA_VERSION
-from robeval.results.stored_run import StoredRun
+from robeval.store import Store, StoredRun
+from robeval.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 EPS = ["2/255", "4/255", "8/255", "16/255"]
 

@@ -14,7 +14,7 @@ from PIL import Image
 import robeval
 from robeval.api import evaluate_full
 from robeval.core.errors import UserError
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error
 

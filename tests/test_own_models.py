@@ -105,7 +105,7 @@ def test_a_file_model_runs_from_the_command_line_and_as_a_module_gives_the_same_
     assert result.returncode == 0, result.stderr
     assert "./mynet.py:build" in result.stdout and "pgd" in result.stdout
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     stored = load_run(Store(store), Store(store).runs()["id"].iloc[-1])
     meta = stored.info["models"]["./mynet.py:build"]
@@ -225,7 +225,7 @@ def test_a_failing_run_with_run_id_in_out_leaves_no_folder(tmp_path):
 def test_stored_runs_of_the_users_code_resume_compare_check_and_report(net_file, cli, monkeypatch):
     from robeval.report.html_page import html_report
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     monkeypatch.chdir(net_file)
     store = net_file / "s.sqlite"

@@ -15,7 +15,7 @@ from robeval.models.weights import embedded_weights
 from robeval.report.paper import render
 from robeval.results.runs import combine, resolve_runs
 from robeval.results.soundness import run_findings
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error
 

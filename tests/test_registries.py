@@ -27,7 +27,7 @@ from robeval.models.weights import NO_WEIGHTS
 from robeval.report.naming import attack_title
 from robeval.report.paper import render
 from robeval.results.runs import resolve_runs
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import FAST_SETTINGS
 

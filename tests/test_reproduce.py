@@ -11,7 +11,7 @@ from robeval.models import count_parameters
 from robeval.report.naming import attack_title
 from robeval.reproduce import TABLES as PAPER_TABLES
 from robeval.reproduce import list_tables
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import FAST_SETTINGS, run_cli
 

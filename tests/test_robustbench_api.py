@@ -42,7 +42,7 @@ def runs(tmp_path_factory):
 
 def _stored(path):
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = Store(path)
     return load_run(store, store.runs()["id"].iloc[-1])
@@ -146,7 +146,7 @@ def test_benchmark_refuses_what_it_cannot_run_in_one_line(args, words):
 
 def test_aa_state_path_resumes_the_unfinished_run_with_the_same_configuration(runs, monkeypatch):
     import robeval.api
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = runs["root"] / "bench.sqlite"
     run_id = Store(store).runs()["id"].iloc[-1]
@@ -385,7 +385,7 @@ def test_benchmark_on_cifar10_takes_the_first_n_test_images(tmp_path):
 def test_table_robustbench_of_a_corruption_run(tmp_path):
     from robeval.report.paper import render
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = tmp_path / "s.sqlite"
     result = robeval.evaluate_full(models=["digits-deit"], n_examples=6, shift="corruptions", selection="first",
@@ -445,7 +445,7 @@ def test_the_examples_caveat_reads_the_runs_data_as_values(source, split, select
 def test_an_entry_with_random_weights_or_other_examples_is_marked_unreliable(tmp_path):
     from robeval.report.robustbench import to_model_info
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = Store(tmp_path / "s.sqlite")
     result = robeval.evaluate_full(models=["digits-deit"], data="digits", n_examples=N, attacks=",".join(AA),

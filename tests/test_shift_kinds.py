@@ -370,7 +370,7 @@ def test_a_shift_without_clean_images_is_stored(tmp_path):
               store=str(tmp_path / "s.sqlite"))
     assert res.records["linf"].isna().all()  # no clean image: the shift's size is not measured
     from robeval.results.runs import load_run
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     stored = load_run(Store(tmp_path / "s.sqlite"), res.run_id)
     assert stored.records["linf"].isna().all() and stored.records["l2"].isna().all()

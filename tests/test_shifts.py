@@ -188,7 +188,7 @@ def test_a_corruption_failing_on_one_image_skips_counts_and_names_it(monkeypatch
 
 def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
     from robeval.results.runs import combine, resolve_runs
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     write_images(tmp_path / "a", list(class_set("imagenet-a"))[:2])
     write_images(tmp_path / "val", list(class_set("imagenet-a"))[:2], seed=3)
@@ -210,7 +210,7 @@ def test_runs_of_different_shifts_combine_into_one_table(tmp_path):
 def test_a_corruption_run_combines_with_an_attack_run_at_the_same_or_other_eps(tmp_path):
     from robeval.report.robustbench import model_info_entries
     from robeval.results.runs import combine, resolve_runs
-    from robeval.results.store import Store
+    from robeval.store import Store
 
     store = str(tmp_path / "s.sqlite")
     common = dict(models="digits-deit", n_examples=8, store=store, progress=False, threads=1)

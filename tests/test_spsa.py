@@ -19,7 +19,7 @@ from robeval.data.subsets import balanced_subset
 from robeval.evaluation.attack_guards import PassCounter
 from robeval.evaluation.protocols import PROTOCOLS
 from robeval.results.runs import load_run
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import one_line_error, run_cli
 

@@ -20,8 +20,8 @@ from PIL import Image
 from robeval.core.errors import UserError
 from robeval.report.paired import compare
 from robeval.results.statistics import bootstrap_ci, mcnemar_exact
-from robeval.results.store import Store
-from robeval.results.store_schema import SCHEMA_VERSION
+from robeval.store import Store
+from robeval.store.schema import SCHEMA_VERSION
 
 from .conftest import run_cli, typeset
 from .stop_point import held_model, held_ranks, start_held, wait_until
@@ -147,7 +147,7 @@ def test_schema_is_versioned(tmp_path):
 @contextmanager
 def old_store(path, version: int):
     """A store of schema ``version`` with one run ``r`` and one record of model ``m`` (PGD at 8/255)."""
-    from robeval.results.store_schema import MIGRATIONS
+    from robeval.store.schema import MIGRATIONS
 
     with sqlite3.connect(path) as conn:
         for step in range(version):

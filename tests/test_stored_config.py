@@ -15,7 +15,7 @@ from robeval.evaluation.plan import make_plan, planned_identity
 from robeval.evaluation.protocols import PROTOCOLS
 from robeval.options import EvalConfig, newest_matching, option_default
 from robeval.reproduce.column_runs import newest_matching_run
-from robeval.results.store import Store
+from robeval.store import Store
 
 OPTIONS = dict(models=["digits-deit", "digits-deit-elliptical"], attacks="fgsm,pgd", eps="2/255,8/255",
                n_examples=12, settings={"pgd": {"steps": 3}}, seed=3)

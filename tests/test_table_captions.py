@@ -12,7 +12,7 @@ from robeval.report.captions import caption_parts
 from robeval.report.naming import data_label
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run, resolve_runs
-from robeval.results.store import Store
+from robeval.store import Store
 
 from .conftest import FAST_SETTINGS
 

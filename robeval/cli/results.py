@@ -85,7 +85,7 @@ def runs_cmd(
     all_: bool = typer.Option(False, "--all", help="Also list failed runs that stored nothing."),
 ) -> None:
     """List stored runs with status, progress (finished/total units) and age."""
-    from ..results.store import existing_store
+    from ..store import existing_store
 
     with existing_store(store) as db:  # read-only: a path that is no store is refused, nothing is written
         df = db.runs()
@@ -104,9 +104,9 @@ RUNS_HEAD = ("run", "status", "progress", "age", "protocol", "models", "eps", "a
 
 
 def runs_document(df: pd.DataFrame, title: str) -> Document:
-    """The runs of ``df`` (:meth:`robeval.results.store.Store.runs`) under ``title``, a row each."""
+    """The runs of ``df`` (:meth:`robeval.store.Store.runs`) under ``title``, a row each."""
     from ..report.document import Heading, Table
-    from ..results.store import Store
+    from ..store import Store
 
     rows = []
     for r in df.itertuples():

@@ -99,7 +99,7 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
     """What comes before the run: local workers (--nproc; the store shown writable before any starts: in this
     process the run's own check does it), the --trust-checkpoint warning, SIGTERM handling."""
     from ..evaluation.distributed import launched_by_torchrun
-    from ..results.store_files import check_writable_store
+    from ..store.files import check_writable_store
 
     if nproc > 1 and not launched_by_torchrun():
         check_writable_store(store)
@@ -123,7 +123,7 @@ def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> 
     if signum is None:
         return code
     if run_id is not None:
-        from ..results.store import Store
+        from ..store import Store
 
         db = Store(store)
         try:

@@ -51,7 +51,7 @@ class PluginWarning(OneLineWarning):
 
 class StoreWarning(OneLineWarning):
     """A results store that could not be left as robeval leaves it (its records not all folded into the
-    file itself: robeval.results.store.Store.fold_journal)."""
+    file itself: robeval.store.Store.fold_journal)."""
 
 
 # What the user's code (a model file or module, its callable, its forward, a plugin) may raise, caught

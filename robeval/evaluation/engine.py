@@ -21,13 +21,13 @@ from __future__ import annotations
 from ..data.examples import EvalData
 from ..models import GivenModel
 from ..options import EvalConfig
+from ..store import Store
 from .conditions import evaluate_conditions
 from .distributed import SINGLE, DistContext
 from .fast.steps import pass_step, second_pass
 from .plan import RunPlan, make_plan
 from .preflight import preflight
 from .progress import NullReporter, Reporter
-from .run_store import RunStore
 from .session import start_session
 from .units import cascade_unit, run_unit
 
@@ -43,7 +43,7 @@ def prepare(config: EvalConfig, given: dict[str, list[GivenModel]] | None = None
 def evaluate_plan(
     plan: RunPlan,
     data: EvalData,
-    store: RunStore,
+    store: Store,
     resume: str | None,
     reporter: Reporter,
     ctx: DistContext = SINGLE,

@@ -30,6 +30,7 @@ from ..data.examples import EvalData
 from ..models.provenance import checkpoint_change, code_change
 from ..models.registry import registered_spec
 from ..options import identity_difference, newest_matching
+from ..store import Store
 from .attack_guards import ModelFailure
 from .config import transfer_source
 from .distributed import DistContext, announce_run
@@ -38,13 +39,12 @@ from .plan import Member, ModelJob, RunPlan
 from .profiling import run_gflops
 from .progress import Reporter, model_bars, unit_key
 from .run_info import RunLog, describe_run
-from .run_store import RunStore
 from .units import UnitRecords
 
 UnitsOf = Callable[[Batch], Iterable[tuple[Eps, str]]]  # the (eps, unit) a batch runs, in order
 
 
-def latest_matching_run(store: RunStore, identity: dict[str, Any]) -> str:
+def latest_matching_run(store: Store, identity: dict[str, Any]) -> str:
     """The newest unfinished run in ``store`` with this configuration (``--resume`` alone)."""
     unfinished = store.unfinished_runs()
     found = newest_matching(unfinished, identity)
@@ -89,7 +89,7 @@ def recorded_checkpoints(previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _open(plan: RunPlan, store: RunStore, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
+def _open(plan: RunPlan, store: Store, resume: str | None, outline: dict[str, Any]) -> tuple[str, set, dict]:
     """The run created (with the code of its models and the SHA-256 of its checkpoints, which a resume
     compares), or ``resume`` checked and reopened: its id, the units it has stored, its stored
     description.  A resume is checked before anything is written (a worker's file merged, the run held)."""
@@ -118,7 +118,7 @@ class Session:
 
     plan: RunPlan
     data: EvalData
-    store: RunStore
+    store: Store
     run_id: str
     done: set[Unit]
     log: RunLog
@@ -279,7 +279,7 @@ def member_facts(model: ModelRun, before: dict[str, Any] | None) -> dict[str, An
 
 
 def start_session(
-    plan: RunPlan, data: EvalData, store: RunStore, resume: str | None, reporter: Reporter, ctx: DistContext
+    plan: RunPlan, data: EvalData, store: Store, resume: str | None, reporter: Reporter, ctx: DistContext
 ) -> Session:
     """Create the run in ``store``, or check and reopen ``resume``; every worker learns the run's id
     from rank 0.  The run's outline is stored at once, so an interrupted run's tables can tell what it

@@ -17,7 +17,7 @@ from ..evaluation.fast.summary import audit_lines
 from ..results.findings import CHECKS, Finding
 from ..results.indicators import adaptive_gaps
 from ..results.soundness import JudgedRun, ModelFindings
-from ..results.stored_run import StoredRun
+from ..store import StoredRun
 from .captions import incomplete_parts
 from .document import Document, Heading, Lines, Paragraph, Table, to_html, to_markdown
 from .files import skipped_note

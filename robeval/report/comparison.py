@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..results.store import Store
-from ..results.stored_run import StoredRun
 from ..robustbench_ext.leaderboard import is_model_info_path
+from ..store import Store, StoredRun
 from .claim import claim_document, headline, one_side_note, verdict
 from .document import Document, Lines, Paragraph, Values
 from .formats import offered

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..core.atomic_files import atomic_write
 from ..results.recrafting import Recrafted, RecraftPlan, plan_recrafting, recraft
-from ..results.store import Store
+from ..store import Store
 from .gallery_figure import class_names, draw
 
 

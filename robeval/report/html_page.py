@@ -33,8 +33,8 @@ from ..references import split_label
 from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms, model_labels, table_records
 from ..results.soundness import judge_stored
-from ..results.store import Store
 from ..results.summary import passes_per_image
+from ..store import Store
 from . import plots, style
 from .checklist import CHECKLIST_INTRO, checklist_section
 from .comparison import comparison

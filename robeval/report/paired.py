@@ -16,9 +16,9 @@ from ..references import is_reference
 from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
 from ..results.statistics import bootstrap_ci, mcnemar_exact
-from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
+from ..store import Store
 from .claim import claim_row
 from .document import Document, compared_head, comparison_blocks
 from .naming import column

@@ -20,11 +20,11 @@ from ..core.errors import UserError
 from ..evaluation.protocols import AUTOATTACK_VERSIONS
 from ..results.runs import StoredRun
 from ..results.statistics import bootstrap_mean_ci
-from ..results.store import Store
 from ..results.summary import any_attack_records
 from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbench_dataset
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..shifts.kinds import run_conditions
+from ..store import Store
 from .document import Document, Paragraph, Table
 from .paired import find_model, finished_attacks
 from .robustbench import is_3dcc, standard_problem

@@ -20,7 +20,7 @@ from .request import Reproduction, Request, write
 from .tables import Column
 
 if TYPE_CHECKING:
-    from ..results.store import Store
+    from ..store import Store
 
 PER_COLUMN = ("data", "models", "attacks", "eps")  # what every column's run sets itself
 
@@ -68,7 +68,7 @@ def newest_matching_run(store: str | Path | Store, options: dict[str, Any]) -> s
     """The newest run in ``store`` (finished or not) with the configuration ``options`` give, if any."""
     from ..evaluation.plan import planned_identity
     from ..options import newest_matching
-    from ..results.store import Store, existing_store
+    from ..store import Store, existing_store
 
     if not isinstance(store, Store) and not Path(store).exists():
         return None  # no store yet: nothing to continue

@@ -1,2 +1,2 @@
-"""Results: the store and what is read back from it (each module's purpose: docs/layout.md);
+"""Results: what is read back from the store (each module's purpose: docs/layout.md);
 robeval.open_run (robeval.results_api) is the one-line way in."""

@@ -24,8 +24,8 @@ from ..attacks import list_attacks
 from ..attacks.registry import ATTACKS, CURVE_POINTS
 from ..core.precision import PRECISIONS, curves_omitted
 from ..evaluation.config import model_order
+from ..store import Store, existing_store
 from .findings import MIN_EXAMPLES
-from .store import Store, existing_store
 
 LAST_TENTH = CURVE_POINTS * 9 // 10  # the point at nine tenths of the budget
 KEYS = ["model", "eps", "attack"]
@@ -71,7 +71,7 @@ def in_run_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 
 def curves(store: Store | str | Path, run_id: str) -> pd.DataFrame:
-    """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.results.store.Store`
+    """The convergence curves of run ``run_id`` in ``store`` (a :class:`~robeval.store.Store`
     or its path): one row per model, eps, attack and point, columns :data:`CURVE_FRAME`; empty for a
     run without curves, a UserError for a run the store does not have."""
     with existing_store(store) as opened:

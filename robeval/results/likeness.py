@@ -27,7 +27,7 @@ from ..core.listed import Alternatives, names_in
 from ..core.registry import Registry
 from ..models.provenance import changed_file, same_code
 from ..models.recipes import SEED, member_recipes, recipe_differences, recipe_text
-from .stored_run import StoredRun
+from ..store import StoredRun
 from .summary import crafting_precision
 
 

@@ -22,9 +22,9 @@ from ..evaluation.regenerable import refusal
 from ..evaluation.regenerate import Check, Crafted, Request, check, regenerate
 from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
+from ..store import Store, existing_store
 from .runs import StoredRun, load_run
 from .selection import Selection, select_examples
-from .store import Store, existing_store
 
 
 @dataclass

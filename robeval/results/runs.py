@@ -12,10 +12,12 @@ from ..evaluation.protocols import RESTART_PROTOCOLS, restarted_attacks
 from ..models.recipes import member_recipes
 from ..options import option_default
 from ..shifts.kinds import CLEAN_DATA_SHIFTS
+from ..store import (
+    Store,
+    StoredRun,  # (also imported from here by the readers of runs)
+)
 from .convergence import curves
 from .likeness import Side, recipe_cells, refuse_unlike, settings_note
-from .store import Store
-from .stored_run import StoredRun  # (also imported from here by the readers of runs)
 from .summary import run_summary
 
 

@@ -13,11 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..store import Store, StoredRun
 from . import indicators  # noqa: F401  (importing it registers every check)
 from .findings import CHECKS, NOT_RUN, Evidence, Finding
 from .runs import load_run, minimum_norm_records, restart_companion
-from .store import Store
-from .stored_run import StoredRun
 from .summary import add_model_columns
 
 

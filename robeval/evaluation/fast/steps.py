@@ -32,10 +32,10 @@ from typing import Any
 
 from ...core.eps import Eps
 from ...core.records import RECORD_COLUMNS, Columns, audit_unit, audited_stage
+from ...store import Store
 from ..model_run import Batch, ModelRun
 from ..plan import RunPlan
 from ..progress import model_bars
-from ..run_store import RunStore
 from ..session import Session
 from ..units import UnitRecords, carried_over, cascade_unit, run_unit
 from .audit import AuditCounts, audit_sample
@@ -90,7 +90,7 @@ class FirstPass:
         return AuditCounts(stages, len(units[0]), tuple(sum(not r["adv_top1"] for r in rows) for rows in units))
 
 
-def read_first_pass(store: RunStore, run_id: str, plan: RunPlan, model: ModelRun) -> FirstPass:
+def read_first_pass(store: Store, run_id: str, plan: RunPlan, model: ModelRun) -> FirstPass:
     """The stored units of ``model``'s member that the second pass reads."""
     stages, job = plan.protocol.audit_stages, model.job
     units = [plan.protocol.pass_end, *(audit_unit(s) for s in stages), *stages]

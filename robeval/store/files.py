@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from ..core.atomic_files import folder_refusal, nearest_folder
 from ..core.errors import UserError
-from .store_schema import OUR_TABLES
+from .schema import OUR_TABLES
 
 BUSY_SECONDS = 60.0  # how long a connection waits for another's lock
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -4,8 +4,8 @@ Every table and figure is computed from the records stored here.  A run's work i
 ``(model, eps, attack, batch, member)``; a unit's records and its completion mark are written in one
 transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
 skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
-one store at once.  Split by job: the schema and its migrations (:mod:`.store_schema`), the file checks
-before SQLite opens it (:mod:`.store_files`), the process that holds a run (:mod:`.store_holder`), and
+one store at once.  Split by job: the schema and its migrations (:mod:`.schema`), the file checks
+before SQLite opens it (:mod:`.files`), the process that holds a run (:mod:`.holder`), and
 here the store itself: its runs, units, records and curves written and read.
 """
 
@@ -21,6 +21,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,9 @@ from ..core.errors import StoreFull, StoreWarning, UserError
 from ..core.json_input import load_json
 from ..core.printable import as_one, read_alike, refuse_hidden
 from ..core.records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
-from .store_files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
-from .store_holder import holder_alive, now, stored_holder, this_process
-from .store_schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
+from .files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
+from .holder import holder_alive, now, stored_holder, this_process
+from .schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
 
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
 JOURNAL_WAIT_SECONDS = BUSY_SECONDS  # how long a writer that closes waits for readers that pin its last records
@@ -374,3 +375,21 @@ def existing_store(store: Store | str | Path, writable: bool = False) -> Iterato
         raise UserError(f"cannot read results store {store}: {exc}") from None
     finally:
         opened.close()
+
+
+@dataclass
+class StoredRun:
+    run_id: str
+    info: dict[str, Any]
+    config: dict[str, Any]
+    records: pd.DataFrame
+    summary: pd.DataFrame
+    status: str = "finished"  # running | finished | interrupted | failed (the store's)
+
+    @property
+    def protocol(self) -> str:
+        return self.config["protocol"]
+
+    @property
+    def data(self) -> str:
+        return self.info.get("data", {}).get("data", self.config.get("data", ""))

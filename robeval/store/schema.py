@@ -1,6 +1,6 @@
 """The results store's schema: the tables of schema 1 and the migrations that bring a store of any
 version to :data:`SCHEMA_VERSION` (``PRAGMA user_version``; ``MIGRATIONS[v]`` moves a store from version
-``v`` to ``v + 1``), and the keys and columns the store reads and writes (robeval.results.store)."""
+``v`` to ``v + 1``), and the keys and columns the store reads and writes (robeval.store)."""
 
 from __future__ import annotations
 
