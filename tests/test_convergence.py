@@ -16,7 +16,7 @@ from robeval.attacks.convergence import CURVE_POINTS, CurveWatch, grid, reading,
 from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
 from robeval.models import load_model, register_model
-from robeval.models.digits import DIGITS, DIGITS_CFG
+from robeval.models.catalog import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.convergence import convergence_figure, convergence_svg, write_convergence_plots

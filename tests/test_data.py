@@ -105,7 +105,7 @@ def test_robustbench_models_import_past_its_broken_init(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = get_spec("robustbench:Salman2020Do_R50")  # the zoo imports: no one-line refusal
     assert spec.family == "robustbench" and getattr(sys.modules["robustbench"], "__file__", None) is None
-    from robeval.models.weights import load_default_weights
+    from robeval.models.loading import load_default_weights
 
     with pytest.raises(UserError, match="could not load RobustBench model"):
         load_default_weights(None, spec.name, spec.weights)  # the entry's weights, through RobustBench's loader

@@ -327,8 +327,9 @@ def test_train_demo_writes_weights_that_run_loads(tmp_path, cli):
 
 def test_the_torch_free_check_of_a_run_knows_the_file_and_the_models_registered_from_python(tmp_path, cli):
     from robeval.models import register_model
-    from robeval.models.digits import DIGITS, digits_vit
+    from robeval.models.catalog import DIGITS
     from robeval.models.registry import MODELS
+    from robeval.models.vits import digits_vit
     from robeval.models.weights import NO_WEIGHTS
 
     assert one_line_error(cli("run", "--model", "./nowhere.py:build"), "model file not found: nowhere.py")

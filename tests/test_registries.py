@@ -21,7 +21,7 @@ from robeval.evaluation.plan import make_plan
 from robeval.model_config import ModelConfig
 from robeval.models import build_network, config_of, get_spec, list_models, register_model
 from robeval.models.attention.kinds import ATTENTION_KINDS
-from robeval.models.digits import DIGITS, DIGITS_CFG
+from robeval.models.catalog import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.naming import attack_title

@@ -153,9 +153,9 @@ def test_train_demo_default_is_the_recipe_the_shipped_demo_models_were_trained_w
     import inspect
 
     from robeval.cli.train import train_demo_cmd
-    from robeval.models.digits import digits_vit
     from robeval.models.seed_training import recipe_note, shipped_recipe
     from robeval.models.training import train_demo, train_network
+    from robeval.models.vits import digits_vit
 
     defaults = inspect.signature(train_demo_cmd).parameters
     assert (defaults["epochs"].default.default, defaults["lr"].default.default) == DEMO_RECIPE[:2]

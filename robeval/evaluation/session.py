@@ -27,8 +27,8 @@ from ..core.precision import slower_here
 from ..core.records import Unit
 from ..core.threads import FixedThreads, ThreadGovernor
 from ..data.examples import EvalData
+from ..models.names import registered_spec
 from ..models.provenance import checkpoint_change, code_change
-from ..models.registry import registered_spec
 from ..options import identity_difference, newest_matching
 from ..store import Store
 from .attack_guards import ModelFailure

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from ..core.lazy import lazy_attributes
 from ..model_config import ModelConfig
 from . import catalog  # noqa: F401  (robeval's models, as data)
-from .names import expand_model_patterns
-from .registry import ModelSpec, get_spec, list_models, register_model
+from .names import expand_model_patterns, get_spec, list_models
+from .registry import ModelSpec, register_model
 from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
 
 if TYPE_CHECKING:

@@ -37,7 +37,8 @@ from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
 from ..references import names_one_model
 from .checkpoint import OpenedCheckpoint, RecordedModel, check_fit
-from .registry import ModelSpec, get_spec
+from .names import get_spec
+from .registry import ModelSpec
 
 CHECKED_BATCH = 2  # images in the output check's zero batch
 

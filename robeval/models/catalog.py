@@ -1,7 +1,7 @@
 """Every model and attention kind robeval registers, as data (torch-free): facts, weights, options and
 where the builder is (:class:`~.registry.Lazy`), so ``robeval models`` lists them and ``robeval run``
-checks model names before torch loads.  The builders (torch) are in the modules named here: deit.py,
-digits.py, deit_attention.py, distilled.py, rvt.py, small_vits.py, swin.py and attention/.  The order
+checks model names before torch loads.  The builders (torch) are in the modules named here: hub.py,
+vits.py, rvt.py, swin.py and attention/.  The order
 here is the order ``robeval models`` and ``'digits-*'`` list them.
 
 The image facts of the timm architectures are timm's own pretrained configs (:data:`TIMM_IMAGENET`;
@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model_config import IMAGENET_CONFIG, IMAGENET_MEAN, IMAGENET_STD, ModelConfig
-from .attention.registry import ATTENTION_KINDS, AttentionKind, register_kind
-from .registry import Lazy, add_model
+from .registry import ATTENTION_KINDS, AttentionKind, Lazy, add_model, register_kind
 from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
 
 DEIT_SIZES = ("tiny", "small", "base")
@@ -123,7 +122,7 @@ def digits_with_kind(kind: AttentionKind) -> None:
     """``digits-deit-<kind>``: the shipped kinds' weights are embedded; a plugin's come from train-demo."""
     name = f"digits-deit-{kind.name}"
     weights = embedded_weights(name) if kind.package == "robeval" else NO_WEIGHTS
-    build = Lazy(f"{M}.deit_attention:digits_variant_vit", {"kind": kind.name})
+    build = Lazy(f"{M}.vits:digits_variant_vit", {"kind": kind.name})
     with_kind(name, kind, build, f"digits DeiT with {kind.what} attention {DIGITS_DEIT}", DIGITS, weights)
 
 
@@ -172,19 +171,19 @@ def _kinds() -> None:
 def _deit() -> None:
     for size in DEIT_SIZES:
         arch = deit_arch(size)
-        build, weights = Lazy(f"{M}.deit:timm_network", {"arch": arch}), timm_weights(arch, "ImageNet-1k")
+        build, weights = Lazy(f"{M}.hub:timm_network", {"arch": arch}), timm_weights(arch, "ImageNet-1k")
         plain(f"deit-{size}", build, "deit", f"timm {arch}", TIMM_IMAGENET, weights)
         elliptical(
             f"deit-{size}-elliptical",
-            Lazy(f"{M}.deit:elliptical_timm", {"arch": arch}),
+            Lazy(f"{M}.vits:elliptical_timm", {"arch": arch}),
             f"{arch} with elliptical attention in blocks 1..11",
             TIMM_IMAGENET,
         )
-    digits("digits-deit", "deit", Lazy(f"{M}.digits:digits_vit"), f"DeiT for 8x8 digits {DIGITS_DEIT}")
+    digits("digits-deit", "deit", Lazy(f"{M}.vits:digits_vit"), f"DeiT for 8x8 digits {DIGITS_DEIT}")
     digits(
         "digits-deit-elliptical",
         "deit-elliptical",
-        Lazy(f"{M}.digits:digits_vit", {"elliptical": True}),
+        Lazy(f"{M}.vits:digits_vit", {"elliptical": True}),
         f"DeiT-Elliptical for 8x8 digits {DIGITS_DEIT}",
         options=ELLIPTICAL_OPTIONS,
         adaptive=ADAPTIVE_OPTIONS,
@@ -202,13 +201,13 @@ def _attention_families() -> None:
 def _distilled_and_rvt() -> None:
     for size in DEIT_SIZES:
         arch = f"deit_{size}_distilled_patch16_224"
-        build, weights = Lazy(f"{M}.deit:timm_network", {"arch": arch}), timm_weights(arch, "ImageNet-1k")
+        build, weights = Lazy(f"{M}.hub:timm_network", {"arch": arch}), timm_weights(arch, "ImageNet-1k")
         description = f"timm {arch}: class and distillation heads averaged"
         plain(f"deit-{size}-distilled", build, "deit-distilled", description, TIMM_IMAGENET, weights)
     digits(
         "digits-deit-distilled",
         "deit-distilled",
-        Lazy(f"{M}.distilled:digits_distilled_vit"),
+        Lazy(f"{M}.vits:digits_distilled_vit"),
         "distilled DeiT for 8x8 digits (teacher: digits-deit; heads averaged)",
     )
     for size, masked in RVT_MASKED.items():
@@ -236,16 +235,16 @@ def _distilled_and_rvt() -> None:
 def _small_vits() -> None:
     for data in SMALL_DATA:
         facts, vit = ModelConfig.from_cfg(small_config(data)), f"{VIT_LITE} for {data}"
-        build = Lazy(f"{M}.small_vits:small_vit", {"data": data})
+        build = Lazy(f"{M}.vits:small_vit", {"data": data})
         plain(f"{data}-vit", build, "deit", f"{vit} (standard attention)", facts, NO_WEIGHTS)
         elliptical(
             f"{data}-vit-elliptical",
-            Lazy(f"{M}.small_vits:small_vit", {"data": data, "elliptical": True}),
+            Lazy(f"{M}.vits:small_vit", {"data": data, "elliptical": True}),
             f"{vit} with elliptical attention in blocks 1..6",
             facts,
         )
         for kind in map(ATTENTION_KINDS.require, HOSSEINI_KINDS):
-            build = Lazy(f"{M}.small_vits:small_vit_with_kind", {"data": data, "kind": kind.name})
+            build = Lazy(f"{M}.vits:small_vit_with_kind", {"data": data, "kind": kind.name})
             with_kind(
                 f"{data}-vit-{kind.name}", kind, build, f"{vit} with {kind.what} attention ({kind.source})", facts
             )

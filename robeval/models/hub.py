@@ -1,7 +1,11 @@
-"""Weights and configurations from the Hugging Face hub (timm's pretrained models, ``hf-hub:`` names).
+"""timm's networks, and their weights and configurations from the Hugging Face hub; the names that
+reach any of them: ``timm:<arch>`` (any timm architecture) and ``hf-hub:<owner>/<repo>`` (timm models on
+the hub), registered as prefixes in :mod:`.names`.  RobustBench's names (``robustbench:<name>``) are
+robeval.robustbench_ext's.
 
-One place for the offline case: a machine without the hub uses timm's local cache only (no network
-retries) and an absent entry becomes a one-line :class:`~robeval.errors.UserError`.
+They resolve lazily: nothing is downloaded until a model is built.  One place for the offline case: a
+machine without the hub uses timm's local cache only (no network retries) and an absent entry becomes a
+one-line :class:`~robeval.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from torch import nn
 
 from ..core.errors import UserError
 from ..model_config import ModelConfig
+from .registry import ModelSpec
+from .weights import Loaded, timm_weights
 
 HUB_HOST = ("huggingface.co", 443)
 
@@ -72,6 +78,11 @@ def timm_pretrained(arch: str, **kwargs) -> nn.Module:
     )
 
 
+def pretrained_state(arch: str) -> Loaded:
+    """timm's pretrained weights of ``arch`` (the ``timm`` weight source), from no file of robeval's."""
+    return timm_pretrained(arch).state_dict(), None
+
+
 def hub_architecture(name: str) -> nn.Module:
     """A randomly initialised ``hf-hub:`` model (timm still reads its config from the hub or cache)."""
     return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")
@@ -86,3 +97,35 @@ def timm_config(arch: str) -> ModelConfig | None:
     if cfg is None:
         return None
     return ModelConfig.from_cfg(cfg.to_dict())
+
+
+def timm_network(arch: str) -> nn.Module:
+    """timm's ``arch``, randomly initialised (DeiT, distilled DeiT, ``timm:<arch>``)."""
+    return timm.create_model(arch, pretrained=False)
+
+
+def timm_spec(arch: str) -> ModelSpec:
+    """The spec of ``timm:<arch>``: any timm architecture, its facts timm's pretrained config."""
+    if arch not in timm.list_models():
+        hint = timm.list_models(f"*{arch}*")[:3]
+        extra = f" (did you mean {', '.join(hint)}?)" if hint else ""
+        raise UserError(f"unknown timm architecture {arch!r}{extra}")
+
+    def build() -> nn.Module:
+        return timm_network(arch)
+
+    return ModelSpec(f"timm:{arch}", "timm", build, weights=timm_weights(arch), config=timm_config(arch))
+
+
+def hf_hub_spec(repo: str) -> ModelSpec:
+    """The spec of ``hf-hub:<repo>``."""
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise UserError(f"hf-hub model names look like hf-hub:OWNER/REPO, not hf-hub:{repo}")
+    name = f"hf-hub:{repo}"
+
+    def build() -> nn.Module:
+        return hub_architecture(name)
+
+    return ModelSpec(
+        name, "hf-hub", build, weights=timm_weights(name), description=f"timm model from the Hugging Face hub ({repo})"
+    )

@@ -9,12 +9,15 @@ from typing import Any
 import torch
 
 from ..core.errors import UserError
+from ..core.lazy import placed
 from ..model_config import ModelConfig
+from ..zoo import zoo_path
 from .checkpoint import OpenedCheckpoint, load_state_dict_strict, open_checkpoint
 from .given import GivenModel, complete_config
+from .names import get_spec
 from .provenance import model_code
-from .registry import ModelSpec, get_spec
-from .weights import load_default_weights
+from .registry import ModelSpec
+from .weights import WEIGHT_SOURCES, Loaded, Weights
 from .wrapper import ModelMeta, NormalizedModel, meta_from_config
 
 
@@ -60,6 +63,24 @@ def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> Mo
         params=spec.params,
         code=model_code(spec),
     )
+
+
+def embedded_state(name: str) -> Loaded:
+    """The embedded weights of ``name`` (the ``embedded`` weight source), read once from the zoo's file."""
+    path = zoo_path(name)
+    if not path.exists():
+        raise UserError(f"embedded checkpoint {path.name} is missing; run scripts/train_demo_models.py {name}")
+    opened = open_checkpoint(path)
+    return dict(opened.state), opened
+
+
+def load_default_weights(net: torch.nn.Module, name: str, weights: Weights) -> OpenedCheckpoint | None:
+    """Load ``weights`` into ``net`` (model ``name``) strictly; returns the file they came from, if any."""
+    if not weights.exists:
+        raise UserError(f"{name} has no public weights; pass --checkpoint {name}=PATH")
+    state, opened = placed(WEIGHT_SOURCES[weights.kind])(weights.source)
+    load_state_dict_strict(net, state, name, f"{weights.describe()}")
+    return opened
 
 
 def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:

@@ -18,7 +18,7 @@ from ..core.defaults import PLUGIN_GROUPS
 from ..core.errors import UserError, lookup
 from ..references import PREFIX_NAMES, check_callable_named, check_reference_file, is_reference
 from .catalog import family_names
-from .registry import EXTENSIONS, GIVEN, MODELS, PREFIXES, Extension, Lazy, ModelSpec
+from .registry import GIVEN, MODELS, PREFIXES, Lazy, ModelSpec
 
 GLOB = "*?["
 M = "robeval.models"
@@ -37,15 +37,39 @@ def plugin_names() -> list[str]:
     return [*models, *(name for kind in kinds for name in family_names(kind))]
 
 
-def resolve_plugin(name: str) -> ModelSpec | None:
-    """The plugin model ``name`` (its plugin imported now), or None when no installed plugin gives it."""
-    return Lazy(f"{M}.plugins:resolve")(name) if name in plugin_names() else None
-
-
-def load_plugins() -> None:
-    """Every installed plugin's models registered (their modules imported now; none installed: nothing)."""
+def list_models() -> list[ModelSpec]:
+    """Every registered model, the installed plugins' included (their modules imported now; none
+    installed: nothing imported)."""
     if plugin_names():
         Lazy(f"{M}.plugins:load_all")()
+    return list(MODELS.values())
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec for ``name``: a registered model, a prefix's, the user's code or an installed plugin's
+    (their modules imported now); a :class:`UserError` with close suggestions when unknown."""
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in PREFIXES:
+        return PREFIXES[prefix](rest)
+    if name not in MODELS:
+        if is_reference(name):
+            return Lazy(f"{M}.user_code:reference_spec")(name)
+        if name in plugin_names():
+            return Lazy(f"{M}.plugins:resolve")(name)
+        check_callable_named(name)
+    return MODELS.require(name)
+
+
+def registered_spec(name: str) -> ModelSpec | None:
+    """The registration behind a stored run's model name, or None; found without importing any code of
+    the user's (a name that is a ``PATH.py:CALLABLE`` reference has none): what readers of stored runs
+    (tables, the report, the checklist) ask, so reading a run never runs code it names."""
+    if is_reference(name):
+        return None
+    try:
+        return get_spec(name)
+    except UserError:
+        return None
 
 
 def known_names() -> list[str]:
@@ -86,10 +110,8 @@ def expand_model_patterns(patterns: list[str]) -> list[str]:
     return names
 
 
-# Names that are not registered one by one: ``timm:``, ``hf-hub:`` and ``module:`` names, the user's own
-# code and the installed plugins' (each module imported when such a name is first resolved).
-PREFIXES.add("timm", Lazy(f"{M}.deit:timm_spec"))
-PREFIXES.add("hf-hub", Lazy(f"{M}.external:hf_hub_spec"))
+# Names that are not registered one by one: ``timm:``, ``hf-hub:`` and ``module:`` names (each module
+# imported when such a name is first resolved).
+PREFIXES.add("timm", Lazy(f"{M}.hub:timm_spec"))
+PREFIXES.add("hf-hub", Lazy(f"{M}.hub:hf_hub_spec"))
 PREFIXES.add(GIVEN, Lazy(f"{M}.user_code:module_spec"))
-EXTENSIONS.add("user code", Extension(Lazy(f"{M}.user_code:reference_spec"), lambda: None))
-EXTENSIONS.add("plugins", Extension(resolve_plugin, load_plugins))

@@ -26,7 +26,7 @@ from torch import nn
 from ..core.defaults import PLUGIN_GROUPS
 from ..core.errors import USER_CODE_RAISES, PluginWarning, UserError, raised
 from .attention.kinds import ATTENTION_KINDS, AttentionKind, layer_class, register_kind, takes_timm_calls
-from .deit_attention import family_names, register_family
+from .catalog import family_names, register_family
 from .registry import MODELS, ModelSpec
 from .user_code import code_spec, describe
 

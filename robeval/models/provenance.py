@@ -34,7 +34,7 @@ def distribution(package: str) -> dict[str, str]:
 def layer_record(spec: ModelSpec) -> dict[str, str] | None:
     """The file of the attention layer a plugin's kind builds ``spec`` with, and its SHA-256."""
     from .attention.kinds import layer_class
-    from .attention.registry import ATTENTION_KINDS
+    from .registry import ATTENTION_KINDS
 
     if spec.attention is None or spec.attention not in ATTENTION_KINDS:
         return None

@@ -7,13 +7,19 @@ registration, as timm's pretrained configs are, so listings and checks read them
 network; where its weights come from is data too (:class:`~.weights.Weights`), read by one loader.
 
 Torch-free: robeval's own registrations (:mod:`.catalog`) name their builders by place
-(:class:`Lazy`: ``robeval.models.deit:timm_network`` with its arguments), imported when a network is
+(:class:`Lazy`: ``robeval.models.hub:timm_network`` with its arguments), imported when a network is
 first built, so the command line lists and checks model names before torch loads.  A model defined in
 Python registers its builder itself (``@register_model``).
 
-Names not registered one by one resolve through prefixes (``timm:<arch>``) and through extensions,
-tried in turn when a name is not registered: installed plugins (:mod:`.plugins`) and the user's own
-code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``; :mod:`.user_code`).
+The attention kinds (:class:`AttentionKind`, :data:`ATTENTION_KINDS`) are registered here too, as data: a
+kind's options, which of them let attacks see through a data-dependent weight, the paper, the package;
+its layer class and configure function may be named by place (``robeval.models.attention.kernel:
+KDEAttention``), imported when a network is built (:func:`robeval.models.attention.kinds.layer_class`).
+robeval's own kinds are registered in :mod:`.catalog`; a plugin's when it is loaded.
+
+Names not registered one by one resolve through prefixes (``timm:<arch>``), the user's own code
+(``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``; :mod:`.user_code`) and installed plugins (:mod:`.plugins`):
+:func:`.names.get_spec`.
 """
 
 from __future__ import annotations
@@ -21,13 +27,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
-from ..core.errors import UserError
 from ..core.lazy import placed
 from ..core.registry import Registry
 from ..model_config import ModelConfig
-from ..references import check_callable_named, is_reference
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights
 
@@ -80,15 +84,24 @@ GIVEN = "module"  # the prefix of a module given from Python: module:<label>@<ha
 
 
 @dataclass(frozen=True)
-class Extension:
-    """Where names come from that are not registered at import: ``resolve(name)`` gives the spec (or
-    None when the name is not its), ``load_all()`` registers everything it has (for listings)."""
+class AttentionKind:
+    name: str  # e.g. "kde"; models are deit-<size>-<name> and digits-deit-<name>
+    layer: type | str  # the layer class, or its place "module:Class"
+    what: str  # a phrase for the model description: "<arch> with <what> attention (<source>)"
+    source: str
+    options: dict[str, Any] = field(default_factory=dict)
+    configure: Optional[Callable[..., Any] | str] = None  # configure(net, **options) on a built network (or its place)
+    adaptive: Optional[dict[str, Any]] = None
+    package: str = "robeval"  # the distribution that registers it (a plugin's)
 
-    resolve: Callable[[str], ModelSpec | None]
-    load_all: Callable[[], None]
+
+ATTENTION_KINDS: Registry[AttentionKind] = Registry("attention kind", "robeval models")
 
 
-EXTENSIONS: Registry[Extension] = Registry("model source")
+def register_kind(kind: AttentionKind) -> AttentionKind:
+    if kind.options and kind.configure is None:
+        raise ValueError(f"attention kind {kind.name!r} has options but no configure function")
+    return ATTENTION_KINDS.add(kind.name, kind)
 
 
 def register_model(
@@ -146,36 +159,3 @@ def signature_options(builder: Builder) -> dict[str, Any]:
     """The keyword parameters of ``builder``, with their defaults."""
     params = inspect.signature(builder).parameters.values()
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-
-
-def list_models() -> list[ModelSpec]:
-    """Every registered model, the installed plugins' included (loaded now)."""
-    for extension in EXTENSIONS.values():
-        extension.load_all()
-    return list(MODELS.values())
-
-
-def get_spec(name: str) -> ModelSpec:
-    """The spec for ``name``; a :class:`UserError` with close suggestions when unknown."""
-    prefix, sep, rest = name.partition(":")
-    if sep and prefix in PREFIXES:
-        return PREFIXES[prefix](rest)
-    if name not in MODELS:
-        for extension in EXTENSIONS.values():
-            spec = extension.resolve(name)
-            if spec is not None:
-                return spec
-        check_callable_named(name)
-    return MODELS.require(name)
-
-
-def registered_spec(name: str) -> ModelSpec | None:
-    """The registration behind a stored run's model name, or None; found without importing any code of
-    the user's (a name that is a ``PATH.py:CALLABLE`` reference has none): what readers of stored runs
-    (tables, the report, the checklist) ask, so reading a run never runs code it names."""
-    if is_reference(name):
-        return None
-    try:
-        return get_spec(name)
-    except UserError:
-        return None

@@ -190,16 +190,11 @@ DIGITS_RVT = RVTConfig(
 )  # the digits DeiT's width (48), depth and heads; a 2x2 patch stem
 
 
-def build_rvt(cfg: RVTConfig, pretrained_cfg: dict) -> nn.Module:
-    net = RVT(cfg)
-    return set_config(net, pretrained_cfg)
-
-
 def rvt_network(size: str, masked_block: int = 0) -> nn.Module:
     """The authors' RVT at ``size`` (``masked_block`` > 0: the _plus version), with their evaluation transform."""
-    return build_rvt(replace(RVT_SIZES[size], masked_block=masked_block), IMAGENET_CONFIG)
+    return set_config(RVT(replace(RVT_SIZES[size], masked_block=masked_block)), IMAGENET_CONFIG)
 
 
 def digits_rvt(plus: bool) -> nn.Module:
     """RVT for 8x8 digits (``plus``: masks in blocks 0-1)."""
-    return build_rvt(replace(DIGITS_RVT, masked_block=2 if plus else 0), DIGITS_CFG)
+    return set_config(RVT(replace(DIGITS_RVT, masked_block=2 if plus else 0)), DIGITS_CFG)

@@ -35,7 +35,8 @@ from torch import nn
 
 from .attention.kinds import ATTENTION_KINDS
 from .attention.variants import VARIANTS, SliceAttention, SuperAttention
-from .digits import as_digits
+from .catalog import DIGITS_CFG
+from .wrapper import set_config
 
 DIGITS_SWIN: dict[str, Any] = dict(
     img_size=8,
@@ -110,4 +111,4 @@ def digits_swin(kind: Optional[str] = None, drop_path_rate: float = 0.0) -> nn.M
     net = SwinTransformer(**DIGITS_SWIN, drop_path_rate=drop_path_rate)
     if kind is not None:
         swin_with_attention(net, kind)
-    return as_digits(net)
+    return set_config(net, DIGITS_CFG)

@@ -31,7 +31,8 @@ from ..core.defaults import DEMO_RECIPE
 from ..core.errors import UserError
 from ..data.digits import digits_split
 from ..model_config import ModelConfig
-from .digits import DIGITS, DIGITS_ARCH, DIGITS_CFG
+from .catalog import DIGITS, DIGITS_CFG
+from .vits import DIGITS_ARCH
 
 BATCH, WEIGHT_DECAY, WARMUP_EPOCHS, SMOOTHING, CLIP = 64, 0.05, 5, 0.1, 1.0
 MEAN, STD = DIGITS_CFG["mean"][0], DIGITS_CFG["std"][0]  # the demo's normalization
@@ -172,7 +173,7 @@ def _digits_network(name: str, seed: int) -> tuple[nn.Module, ModelConfig]:
     user's code's facts and output checked), with its facts."""
     from .admission import built_network
     from .given import complete_config
-    from .registry import get_spec
+    from .names import get_spec
 
     spec = get_spec(name)
     if spec.config is not None:

@@ -28,7 +28,8 @@ from ..core.errors import UserError
 from ..core.records import EFFICIENCY_COLUMNS, key_model
 from ..core.registry import Registry
 from ..evaluation.regenerable import refusal
-from ..models.registry import GIVEN, registered_spec
+from ..models.names import registered_spec
+from ..models.registry import GIVEN
 from ..references import split_label
 from ..results.convergence import curves
 from ..results.runs import StoredRun, combine, minimal_norms, model_labels, table_records

@@ -11,4 +11,4 @@ from ..models.registry import PREFIXES, Lazy
 from ..models.weights import WEIGHT_SOURCES
 
 PREFIXES.add("robustbench", Lazy(f"{__name__}.models:robustbench_spec"))
-WEIGHT_SOURCES.add("robustbench", Lazy(f"{__name__}.models:robustbench_weights"))
+WEIGHT_SOURCES["robustbench"] = f"{__name__}.models:robustbench_weights"

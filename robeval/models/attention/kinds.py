@@ -2,7 +2,7 @@
 
 A kind names its layer class, its options (with defaults), how to apply them to a built network,
 which options let attacks see through a data-dependent weight (``--adaptive``), the paper it comes
-from and the package that registers it.  ``robeval.models.deit_attention`` turns every kind into a
+from and the package that registers it.  ``robeval.models.catalog`` turns every kind into a
 whole family, ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``, so adding a kind is one
 registration (robeval's own in :mod:`robeval.models.catalog`, as data), or one entry point in group ``robeval.attention`` of an installed package
 (:mod:`robeval.models.plugins`): a layer class that timm's ``VisionTransformer`` accepts as
@@ -25,9 +25,9 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from ...core.lazy import placed
-from .registry import ATTENTION_KINDS, AttentionKind, register_kind
+from ..registry import ATTENTION_KINDS, AttentionKind, register_kind
 
-__all__ = ["ATTENTION_KINDS", "AttentionKind", "register_kind"]  # the registry, torch-free: .registry
+__all__ = ["ATTENTION_KINDS", "AttentionKind", "register_kind"]  # the registry, torch-free: models.registry
 
 
 def takes_timm_calls(layer: type[nn.Module]) -> type[nn.Module]:
