@@ -200,3 +200,28 @@ def test_a_checkpoint_rewritten_after_the_run_read_it_is_evaluated_as_the_bytes_
     assert hashlib.sha256(path.read_bytes()).hexdigest() != sha  # written over before the load
     assert run.info["models"][MODEL]["checkpoint_sha256"] == sha
     assert bitwise_equal(run.records.drop(columns="run_id"), alone.drop(columns="run_id")) is None
+
+
+def test_a_run_holds_a_checkpoints_tensors_only_until_its_last_load_of_them(tmp_path, state):
+    """The plan keeps what each checkpoint records (its path, SHA-256, recipe) for the run's records and drops
+    its tensors once the run's last load of the file has loaded them: under --adaptive a member is loaded
+    twice (the model, then ``<model>+adaptive``), so only the second load releases them."""
+    from robeval.evaluation.config import make_config
+    from robeval.evaluation.plan import make_plan
+
+    model = "digits-deit-elliptical"
+    paths = [tmp_path / f"m{i}.pth" for i in range(2)]
+    for i, path in enumerate(paths):
+        torch.save({k: v + i for k, v in state.items()}, path)
+    config = make_config(models=[model], checkpoints={model: [str(p) for p in paths]}, n_examples=8,
+                         attacks="pgd", adaptive=True)  # fmt: skip
+    plan = make_plan(config)
+    plain, adaptive = plan.jobs
+    for member in plain.members:
+        opened = plan.opened(str(member.checkpoint))
+        loaded = plan.load(plain.model, member.checkpoint, **plain.options)
+        assert _same_weights(loaded, opened.state) and len(opened.state) == len(state)  # the adaptive job's too
+    for member in adaptive.members:
+        opened = plan.opened(str(member.checkpoint))
+        plan.load(adaptive.model, member.checkpoint, **adaptive.options)
+        assert opened.state == {} and opened.sha256 == hashlib.sha256(Path(opened.path).read_bytes()).hexdigest()

@@ -8,6 +8,7 @@ the store keeps and ``--resume`` compares) is its configuration's (:meth:`EvalCo
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -81,6 +82,7 @@ class RunPlan:
     # by the user's code's load when the run was planned, and taken from here by the model's load and the
     # SHA-256 the run records
     checkpoints: dict[str, OpenedCheckpoint] = field(default_factory=dict, repr=False)
+    loads: Counter[str] = field(default_factory=Counter, repr=False)  # checkpoint path -> the loads of it made
 
     def units(self, job: ModelJob) -> list[str]:
         """What one model's run evaluates on every batch at every eps: the clean images (unless the
@@ -126,12 +128,21 @@ class RunPlan:
 
     def load(self, name: str, checkpoint: str | None, **options: Any) -> NormalizedModel:
         """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network),
-        with the weights of ``checkpoint`` as the run read them once (:meth:`opened`): the bytes it hashed."""
+        with the weights of ``checkpoint`` as the run read them once (:meth:`opened`): the bytes it hashed,
+        their tensors dropped after the run's last load of them (every member and the transfer source that
+        load the file counted)."""
         config = self.config
         torch.manual_seed(config.seed)
         opened = self.opened(checkpoint) if checkpoint is not None else None
         pretrained = config.weights != "random"
-        return load_model(name, opened, device=self.device, pretrained=pretrained, **options)
+        model = load_model(name, opened, device=self.device, pretrained=pretrained, **options)
+        if checkpoint is not None and opened is not None:
+            self.loads[checkpoint] += 1
+            source = transfer_source(config)[1] if config.source_model else None
+            planned = [m.checkpoint for job in self.jobs for m in job.members if m.given is None] + [source]
+            if self.loads[checkpoint] >= planned.count(checkpoint):
+                opened.release()
+        return model
 
     def identity(self) -> dict[str, Any]:
         """What determines the records (:meth:`EvalConfig.to_identity`), and of every module the plan

@@ -72,12 +72,13 @@ class RecordedModel:
 ROBEVAL_METADATA, TRAINING_ARGS = "metadata", "args.model"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class OpenedCheckpoint:
     """A checkpoint file as one read of it gave it: the path it was given by, its format, the SHA-256 of the
     bytes read, the weights loaded from those bytes (``--checkpoint-key``'s entry, DDP prefixes stripped),
     the model and the training recipe it records (None: none recorded).  Made where a run admits its models
-    (robeval.evaluation.preflight), carried by the plan to the model's load; nothing reads the file again."""
+    (robeval.evaluation.preflight), carried by the plan to the model's load; nothing reads the file again.
+    Once its network holds the weights, :meth:`release` drops its tensors (what it records stays)."""
 
     path: str
     format: str  # "safetensors", "torch-zip" or "torch-pickle"
@@ -90,6 +91,11 @@ class OpenedCheckpoint:
     def weights_sha256(self) -> str:
         """The digest of its weights (:func:`weights_sha256`), asked once they are admitted (check_fit)."""
         return weights_sha256(self.state)
+
+    def release(self) -> None:
+        """Drop its tensors once they are loaded into their network (the run's last load of them): a run
+        holds each member's weights while it evaluates that member, not until it ends."""
+        self.state = {}
 
 
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default (zip) format

@@ -85,9 +85,11 @@ def load_default_weights(net: torch.nn.Module, name: str, weights: Weights) -> O
 
 def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
     """A given model as the engine evaluates it: [0,1] images in (its normalization inside), eval mode,
-    no parameter gradients."""
+    no parameter gradients; the checkpoint its weights were loaded from (admitted by now) holds them no more."""
     model = NormalizedModel(given.module, given.meta()).eval().to(device)
     model.requires_grad_(False)
+    if given.checkpoint is not None:
+        given.checkpoint.release()
     return model
 
 
