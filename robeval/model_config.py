@@ -19,7 +19,6 @@ from .core.errors import UserError
 from .core.numbers import decimal_number
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-PIXELS_AS_GIVEN = "takes [0,1] pixels"  # a user's module without mean/std: it normalises inside, if at all
 DEFAULT_INTERPOLATION, DEFAULT_CROP_PCT = "bicubic", 0.875  # timm's defaults: how image folders are resized
 # ImageNet's usual evaluation transform (timm's defaults): what a network's config falls back to.
 IMAGENET_CONFIG: dict[str, Any] = dict(

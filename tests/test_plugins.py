@@ -82,7 +82,7 @@ def installed(monkeypatch):
             return found
 
         monkeypatch.setattr(plugins, "entry_points", entry_points)
-        monkeypatch.setattr(names, "entry_point_names", lambda group: sorted({e.name for e in groups[group]}))
+        monkeypatch.setattr(names, "entry_points", entry_points)
 
     yield install
     MODELS._entries.clear()

@@ -137,7 +137,7 @@ def load_model(
     if opened is not None:
         meta.checkpoint, meta.checkpoint_sha256, meta.recipe = opened.path, opened.sha256, opened.recipe
     if meta.params is None:  # a plugin's kind: no count as data
-        meta.params = sum(p.numel() for p in net.parameters())
+        meta.params = parameter_count(net)
     model = NormalizedModel(net, meta).eval().to(device)
     model.requires_grad_(False)  # attacks need input gradients only
     return model

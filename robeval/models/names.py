@@ -6,7 +6,8 @@ the run is planned) and the user's own code (``PATH.py:CALLABLE``, its file chec
 
 A plugin's module is imported only when one of its models is built or everything is listed
 (``robeval models``): a name it gives passes here, and the plugin that cannot be imported is one line
-when the run is planned."""
+when the run is planned.  :func:`get_spec` resolves a name to its spec (the user's code and a plugin's
+module imported then)."""
 
 from __future__ import annotations
 
@@ -24,16 +25,26 @@ GLOB = "*?["
 M = "robeval.models"
 
 
+def package_of(entry: metadata.EntryPoint) -> str:
+    dist = getattr(entry, "dist", None)
+    return dist.name if dist is not None else "an unknown package"
+
+
 @cache
-def entry_point_names(group: str) -> list[str]:
-    """The names of the installed entry points of ``group`` (read from the packages' metadata, once per
-    process, as :mod:`.plugins` reads the entry points themselves)."""
-    return sorted({entry.name for entry in metadata.entry_points(group=group)})
+def entry_points(group: str) -> dict[str, tuple[metadata.EntryPoint, ...]]:
+    """The installed entry points of ``group`` by name (several under one name: a clash), read from the
+    packages' metadata once per process (nothing imported: :mod:`.plugins` loads them)."""
+    found: dict[str, list[metadata.EntryPoint]] = {}
+    for entry in metadata.entry_points(group=group):
+        same = found.setdefault(entry.name, [])
+        if all(package_of(e) != package_of(entry) for e in same):  # one package installed twice on the path
+            same.append(entry)
+    return {name: tuple(entries) for name, entries in found.items()}
 
 
 def plugin_names() -> list[str]:
     """The model names the installed plugins give, read from their entry points (nothing imported)."""
-    models, kinds = (entry_point_names(group) for group in PLUGIN_GROUPS)
+    models, kinds = (sorted(entry_points(group)) for group in PLUGIN_GROUPS)
     return [*models, *(name for kind in kinds for name in family_names(kind))]
 
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from functools import cache
-from importlib import metadata
 from typing import Any
 
 from torch import nn
@@ -27,27 +25,12 @@ from ..core.defaults import PLUGIN_GROUPS
 from ..core.errors import USER_CODE_RAISES, PluginWarning, UserError, raised
 from .attention.kinds import ATTENTION_KINDS, AttentionKind, layer_class, register_kind, takes_timm_calls
 from .catalog import family_names, register_family
+from .names import entry_points, package_of
 from .registry import MODELS, ModelSpec
 from .user_code import code_spec, describe
 
 MODEL_GROUP, ATTENTION_GROUP = PLUGIN_GROUPS
 _FAILED: dict[tuple[str, str], str] = {}  # (group, name) -> the one line said about it
-
-
-def package_of(entry: metadata.EntryPoint) -> str:
-    dist = getattr(entry, "dist", None)
-    return dist.name if dist is not None else "an unknown package"
-
-
-@cache
-def entry_points(group: str) -> dict[str, tuple[metadata.EntryPoint, ...]]:
-    """The group's entry points by name (several under one name: a clash), read once per process."""
-    found: dict[str, list[metadata.EntryPoint]] = {}
-    for entry in metadata.entry_points(group=group):
-        same = found.setdefault(entry.name, [])
-        if all(package_of(e) != package_of(entry) for e in same):  # one package installed twice on the path
-            same.append(entry)
-    return {name: tuple(entries) for name, entries in found.items()}
 
 
 def robevals_own(group: str, name: str) -> bool:
