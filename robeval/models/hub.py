@@ -69,23 +69,15 @@ def from_hub(make: Callable[[], Any], what: str, advice: str) -> Any:
         raise UserError(f"could not get {what} ({reason}){advice}") from None
 
 
-def timm_pretrained(arch: str, **kwargs) -> nn.Module:
-    """timm weights from the hub (or its local cache); otherwise a one-line error naming --checkpoint."""
-    return from_hub(
-        lambda: timm.create_model(arch, pretrained=True, **kwargs),
+def pretrained_state(arch: str) -> Loaded:
+    """timm's pretrained weights of ``arch`` (the ``timm`` weight source: the hub, or its local cache), from no
+    file of robeval's; otherwise a one-line error naming --checkpoint."""
+    net = from_hub(
+        lambda: timm.create_model(arch, pretrained=True),
         f"pretrained weights for timm model {arch!r}",
         "; pass --checkpoint PATH with a local .pth/.safetensors file",
     )
-
-
-def pretrained_state(arch: str) -> Loaded:
-    """timm's pretrained weights of ``arch`` (the ``timm`` weight source), from no file of robeval's."""
-    return timm_pretrained(arch).state_dict(), None
-
-
-def hub_architecture(name: str) -> nn.Module:
-    """A randomly initialised ``hf-hub:`` model (timm still reads its config from the hub or cache)."""
-    return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")
+    return net.state_dict(), None
 
 
 def timm_config(arch: str) -> ModelConfig | None:
@@ -118,13 +110,14 @@ def timm_spec(arch: str) -> ModelSpec:
 
 
 def hf_hub_spec(repo: str) -> ModelSpec:
-    """The spec of ``hf-hub:<repo>``."""
+    """The spec of ``hf-hub:<repo>``: its network randomly initialised (timm still reads its config from the
+    hub or its cache)."""
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UserError(f"hf-hub model names look like hf-hub:OWNER/REPO, not hf-hub:{repo}")
     name = f"hf-hub:{repo}"
 
     def build() -> nn.Module:
-        return hub_architecture(name)
+        return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")
 
     return ModelSpec(
         name, "hf-hub", build, weights=timm_weights(name), description=f"timm model from the Hugging Face hub ({repo})"

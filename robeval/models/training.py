@@ -238,20 +238,14 @@ def train_demo(
 WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt")
 
 
-def check_weights_path(path: Path) -> Path:
-    """A weights file name ``save_demo`` can write (checked before any training)."""
-    if path.suffix not in WEIGHT_SUFFIXES:
-        raise UserError(f"--out {path}: name the weights file *{' or *'.join(WEIGHT_SUFFIXES)}")
-    return path
-
-
 def save_demo(net: nn.Module, acc: float, path: Path, meta: dict[str, str]) -> Path:
     """The trained network's state dict as a file that ``--checkpoint`` loads strictly: safetensors (with
     ``meta`` and the accuracy as its metadata), or a ``torch.save`` of the state dict for .pth / .pt;
     written whole or not at all."""
     from safetensors.torch import save_file
 
-    check_weights_path(path)
+    if path.suffix not in WEIGHT_SUFFIXES:
+        raise UserError(f"--out {path}: name the weights file *{' or *'.join(WEIGHT_SUFFIXES)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     info = {"arch": json.dumps(DIGITS_ARCH), "test_top1": f"{100 * acc:.2f}", **meta}
