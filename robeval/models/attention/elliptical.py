@@ -19,13 +19,14 @@ clears it, so no state survives a forward pass.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from timm.layers import Attention
 
 from ..catalog import ELLIPTICAL_OPTIONS  # the elliptical models' options, as data
+from .kinds import OptionRule, set_layer_options
 
 TOKEN_REDUCTIONS = ("mean", "median")
 
@@ -100,9 +101,6 @@ class EllipticalAttention(Attention):
 def make_elliptical(model: torch.nn.Module, **options) -> torch.nn.Module:
     """Wire the ``EllipticalAttention`` layers of a timm ViT built with ``attn_layer=EllipticalAttention``;
     ``options`` are :data:`ELLIPTICAL_OPTIONS` (defaults from there)."""
-    options = {**ELLIPTICAL_OPTIONS, **options}
-    if options["token_reduction"] not in TOKEN_REDUCTIONS:
-        raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {options['token_reduction']!r}")
     carry = ValueCarry()
     blocks = list(model.blocks)  # type: ignore[arg-type]  # a timm ViT's Sequential of blocks
     for index, block in enumerate(blocks):
@@ -110,22 +108,17 @@ def make_elliptical(model: torch.nn.Module, **options) -> torch.nn.Module:
         if not isinstance(attn, EllipticalAttention):
             raise TypeError("make_elliptical needs a model built with attn_layer=EllipticalAttention")
         attn.layer_index, attn.depth, attn.carry = index, len(blocks), carry
-    set_elliptical_options(model, **options)
+    set_elliptical_options(model, **{**ELLIPTICAL_OPTIONS, **options})
     return model
 
 
-def set_elliptical_options(
-    model: torch.nn.Module, token_reduction: Optional[str] = None, grad_through_m: Optional[bool] = None
-) -> int:
-    """Change token reduction / gradient flow of every elliptical layer in ``model``; returns how many."""
-    count = 0
-    for module in model.modules():
-        if isinstance(module, EllipticalAttention):
-            if token_reduction is not None:
-                if token_reduction not in TOKEN_REDUCTIONS:
-                    raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}")
-                module.token_reduction = token_reduction
-            if grad_through_m is not None:
-                module.grad_through_m = bool(grad_through_m)
-            count += 1
-    return count
+ELLIPTICAL_RULES: dict[str, OptionRule] = {
+    "token_reduction": (str, lambda v: v in TOKEN_REDUCTIONS, f"one of {TOKEN_REDUCTIONS}"),
+    "grad_through_m": (bool, lambda v: True, "true or false"),
+}
+
+
+def set_elliptical_options(model: torch.nn.Module, **options: Any) -> int:
+    """Change token reduction / gradient flow (``token_reduction``, ``grad_through_m``) of every elliptical
+    layer in ``model``, each value checked first; returns how many."""
+    return set_layer_options(model, (EllipticalAttention,), ELLIPTICAL_RULES, **options)
