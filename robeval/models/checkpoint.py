@@ -447,6 +447,20 @@ def tensor_refusal(tensor: torch.Tensor, own: torch.Tensor | None) -> str | None
     return None
 
 
+def load_checkpoint(
+    net: nn.Module,
+    checkpoint: str | Path | OpenedCheckpoint,
+    model_name: str,
+    key: str | None = None,
+    trust: bool = False,
+) -> OpenedCheckpoint:
+    """``checkpoint`` loaded into ``net`` strictly: a file read now (:func:`open_checkpoint`, ``key`` and
+    ``trust`` as there), or one already read (a run's, read once when it was admitted)."""
+    opened = checkpoint if isinstance(checkpoint, OpenedCheckpoint) else open_checkpoint(checkpoint, key, trust)
+    load_state_dict_strict(net, opened.state, model_name, f"checkpoint {opened.path}")
+    return opened
+
+
 def load_state_dict_strict(net: nn.Module, state: Mapping[str, torch.Tensor], model_name: str, source: str) -> None:
     """Load with every key and shape matching (:func:`check_fit`)."""
     check_fit(net.state_dict(), state, model_name, source)

@@ -24,7 +24,7 @@ from torch import nn
 from ..core.errors import UserError
 from ..model_config import ModelConfig, how_to_state
 from .admission import admit_config, check_output
-from .checkpoint import OpenedCheckpoint, load_state_dict_strict, open_checkpoint, weights_sha256
+from .checkpoint import OpenedCheckpoint, load_checkpoint, weights_sha256
 from .provenance import model_code
 from .registry import GIVEN, ModelSpec
 from .wrapper import ModelMeta, config_of, meta_from_config
@@ -82,15 +82,6 @@ def complete_config(
     return admit_config(stated.completed(check_output(module, name, stated)), name)
 
 
-def _checkpoint(module: nn.Module, name: str, checkpoint: str | None, key: str | None, trust: bool):
-    """``checkpoint`` read once and loaded into ``module`` strictly (None: no checkpoint)."""
-    if checkpoint is None:
-        return None
-    opened = open_checkpoint(checkpoint, key, trust)
-    load_state_dict_strict(module, opened.state, name, f"checkpoint {opened.path}")
-    return opened
-
-
 def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint: str | None = None) -> GivenModel:
     """Build a user-code model now (seeded: the same command builds the same weights), with
     ``checkpoint`` (one of the run's ``--checkpoint`` for it) and the run's ``--model-config`` for it
@@ -98,7 +89,7 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         module = spec.builder()
-    opened = _checkpoint(module, name, checkpoint, run.checkpoint_key, run.trust_checkpoint)
+    opened = load_checkpoint(module, checkpoint, name, run.checkpoint_key, run.trust_checkpoint) if checkpoint else None
     config = complete_config(module, name, run.model_config.get(name))
     weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
     source = str(spec.reference)

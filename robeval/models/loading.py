@@ -12,7 +12,7 @@ from ..core.errors import UserError
 from ..core.lazy import placed
 from ..model_config import ModelConfig
 from ..zoo import zoo_path
-from .checkpoint import OpenedCheckpoint, load_state_dict_strict, open_checkpoint
+from .checkpoint import OpenedCheckpoint, load_checkpoint, load_state_dict_strict, open_checkpoint
 from .given import GivenModel, complete_config
 from .names import get_spec
 from .provenance import model_code
@@ -118,12 +118,7 @@ def load_model(
     net = spec.builder(**opts)
     opened: OpenedCheckpoint | None = None
     if checkpoint is not None:
-        opened = (
-            checkpoint
-            if isinstance(checkpoint, OpenedCheckpoint)
-            else open_checkpoint(checkpoint, checkpoint_key, trust_checkpoint)
-        )
-        load_state_dict_strict(net, opened.state, spec.name, f"checkpoint {opened.path}")
+        opened = load_checkpoint(net, checkpoint, spec.name, checkpoint_key, trust_checkpoint)
         weights = f"checkpoint {opened.path}"
     elif spec.reference is not None:
         weights = f"from its code ({spec.reference})"
