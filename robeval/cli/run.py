@@ -18,7 +18,6 @@ from ..core.errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
 from ..report.escaping import TerminalConsole
 from .app import WholeOption, app, console, show
-from .diagnostics import print_diagnostics
 from .stopping import invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
 
 # What only the command line has: where results go, resuming, local workers, progress bars.
@@ -139,12 +138,14 @@ def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> 
 def _report(result, store: Path, demo: bool) -> None:
     """The tables, the checks and where everything went (the files are written by the API)."""
     from ..report.bests import mark_bests
+    from ..report.checklist import diagnostic_lines
     from ..report.paper import paper_document
     from ..report.terminal import passes_lines
 
     paths = result.files
     show(paper_document(mark_bests(result.summary, result.records)))  # results.md's marks
-    print_diagnostics(result.info, result.summary)
+    for line in diagnostic_lines(result.info, result.summary):  # skipped files, stopped models, flags, gaps
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # as they are: the library's text
     for line in passes_lines(result.info.get("passes_per_image", {})):
         console.print(line, markup=False, soft_wrap=True)
     console.print(
