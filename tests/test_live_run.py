@@ -20,8 +20,7 @@ import pytest
 
 from robeval.api import evaluate_full
 from robeval.attacks import autoattack
-from robeval.store import Store
-from robeval.store.holder import stored_holder
+from robeval.store import Store, stored_holder
 
 from .conftest import invoke
 from .stop_point import held_model, held_ranks, start_held, wait_until

@@ -5,8 +5,9 @@ Every table and figure is computed from the records stored here.  A run's work i
 transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
 skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
 one store at once.  Split by job: the schema and its migrations (:mod:`.schema`), the file checks
-before SQLite opens it (:mod:`.files`), the process that holds a run (:mod:`.holder`), and
-here the store itself: its runs, units, records and curves written and read.
+before SQLite opens it (:mod:`.files`), and here the store itself: its runs, units, records and curves
+written and read, and the process that holds a run while it evaluates it (``runs.holder``: who it is,
+and whether it still runs; a second ``--resume`` of a held run is refused while it does).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -22,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +34,56 @@ from ..attack_settings import read_stored_settings
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import StoreFull, StoreWarning, UserError
 from ..core.json_input import load_json
+from ..core.machine import process_start
 from ..core.printable import as_one, read_alike, refuse_hidden
 from ..core.records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
 from .files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
-from .holder import holder_alive, now, stored_holder, this_process
 from .schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
 
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
 JOURNAL_WAIT_SECONDS = BUSY_SECONDS  # how long a writer that closes waits for readers that pin its last records
 UPDATABLE = {"status", "finished", "info", "data_identity", "total_units", "holder"}  # what update_run may set
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing for this long is taken as gone
+
+
+def this_process() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()), "beat": now()}
+
+
+def stored_holder(text: object) -> dict[str, Any] | None:
+    """The process a stored run names as its holder, or None: none (NULL, which pandas reads back as a float
+    NaN: a missing value is never taken for text), or what no robeval wrote (a host, a pid, a beat in time)."""
+    holder = load_json(text, "a run's holder") if isinstance(text, str) and text else None
+    if not isinstance(holder, dict) or not isinstance(holder.get("host"), str):
+        return None
+    pid, beat = holder.get("pid"), holder.get("beat", "1970-01-01T00:00:00+00:00")
+    if type(pid) is not int or not 0 < pid < 2**31 or not isinstance(beat, str):
+        return None
+    try:
+        return holder if datetime.fromisoformat(beat).tzinfo is not None else None
+    except ValueError:
+        return None
+
+
+def holder_alive(holder: dict[str, Any]) -> bool:
+    """Whether the process that holds a run still runs (same machine), or wrote lately (another one)."""
+    if holder.get("host") != socket.gethostname():
+        beat = datetime.fromisoformat(holder.get("beat", "1970-01-01T00:00:00+00:00"))
+        return (datetime.now(timezone.utc) - beat).total_seconds() < HOLDER_SILENCE_SECONDS
+    start = process_start(int(holder["pid"]))
+    if start is not None or holder.get("start") is not None:
+        return start == holder.get("start")
+    try:
+        os.kill(int(holder["pid"]), 0)
+        return True
+    except OSError:
+        return False
 
 
 def read_stored_json(text: str) -> dict[str, Any]:
