@@ -18,7 +18,7 @@ loading torch.
 from __future__ import annotations
 
 from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
-from .core.lazy import lazy_attributes
+from .core.registry import lazy_attributes
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.lazy import lazy_attributes
+from ..core.registry import lazy_attributes
 from . import catalog  # noqa: F401  (robeval's attacks, as data)
 from .registry import (
     ATTACKS,

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..attack_settings import apply_settings
 from ..core.defaults import NOT_ATTACKS
 from ..core.errors import UserError, lookup
-from ..core.lazy import placed
-from ..core.registry import Registry
+from ..core.registry import Registry, placed
 
 if TYPE_CHECKING:
     from torch import nn

@@ -1,11 +1,17 @@
 """The one registry type: named entries of one kind (models, attacks, protocols, attention kinds,
 shifts, data sources, paper tables), each registered once and looked up with the one-line error every
-registry gives for an unknown name (with the closest names suggested)."""
+registry gives for an unknown name (with the closest names suggested).
+
+An entry that is data names its class or function by place, ``module:name``, imported on first use
+(:func:`placed`), and a package's attributes are read the same way (PEP 562, :func:`lazy_attributes`), so
+``import robeval`` and a light command such as ``robeval --help`` start without torch while ``from robeval
+import evaluate`` still works."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Generic, TypeVar
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from .errors import lookup
 
@@ -41,3 +47,24 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def placed(target: str, package: str | None = None) -> Any:
+    """The object at ``module:name`` (its module imported now; a relative module is relative to
+    ``package``; no ``:name``: the module itself): how a registration that is data names its class or
+    function, read only when it is first used (as an entry point names its object)."""
+    module, _, name = target.partition(":")
+    imported = importlib.import_module(module, package)
+    return getattr(imported, name) if name else imported
+
+
+def lazy_attributes(package: str, places: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: ``places`` maps each name to ``".module:attribute"``
+    (or ``".module"``, the module itself), imported when the name is first asked for."""
+
+    def module_getattr(name: str) -> Any:
+        if name not in places:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return placed(places[name], package)
+
+    return module_getattr

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.lazy import lazy_attributes
+from ..core.registry import lazy_attributes
 from ..model_config import ModelConfig
 from . import catalog  # noqa: F401  (robeval's models, as data)
 from .names import expand_model_patterns, get_spec, list_models

@@ -29,8 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..core.lazy import placed
-from ..core.registry import Registry
+from ..core.registry import Registry, placed
 from ..model_config import ModelConfig
 from .parameter_counts import PARAMETER_COUNTS
 from .weights import Weights

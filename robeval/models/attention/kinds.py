@@ -24,7 +24,7 @@ import timm
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from ...core.lazy import placed
+from ...core.registry import placed
 from ..registry import ATTENTION_KINDS, AttentionKind, register_kind
 
 __all__ = ["ATTENTION_KINDS", "AttentionKind", "register_kind"]  # the registry, torch-free: models.registry
