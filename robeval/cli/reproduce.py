@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
 import signal
-import typing
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Optional
@@ -15,6 +13,7 @@ from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import UserError
 from ..options import EvalConfig
 from .app import WholeOption, app, console, show
+from .run import command_signature
 
 SETTINGS = {  # what --list says a table of each kind runs
     "attacks": lambda t: f"{', '.join(t.attacks)}; eps {t.eps}; {t.protocol}",
@@ -81,23 +80,6 @@ COMMAND_OPTIONS = {
 }
 
 
-def command_signature() -> inspect.Signature:
-    from .run import option_parameter
-
-    types = typing.get_type_hints(EvalConfig)
-    params = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD if name == "name" else inspect.Parameter.KEYWORD_ONLY,
-            annotation=kind,
-            default=default,
-        )
-        for name, (kind, default) in COMMAND_OPTIONS.items()
-    ]
-    params += [option_parameter(f, types, OWN_DEFAULTS) for f in fields(EvalConfig) if f.name in RUN_OPTIONS]
-    return inspect.Signature(params)
-
-
 def reproduce_cmd(**values: Any) -> None:
     """Regenerate a paper table: its models, attacks, eps, norm and protocol, in its own layout (md, csv, tex)."""
     if values["list_"] or values["name"] is None:
@@ -116,7 +98,9 @@ def reproduce_cmd(**values: Any) -> None:
     console.print("Wrote " + ", ".join(str(p) for p in result.files.values()) + stored, markup=False, soft_wrap=True)
 
 
-reproduce_cmd.__signature__ = command_signature()  # type: ignore[attr-defined]
+reproduce_cmd.__signature__ = command_signature(  # type: ignore[attr-defined]
+    [f for f in fields(EvalConfig) if f.name in RUN_OPTIONS], COMMAND_OPTIONS, OWN_DEFAULTS
+)
 app.command("reproduce")(reproduce_cmd)
 
 

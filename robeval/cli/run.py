@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.models import ArgumentInfo
 
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import StoreFull, UserError
@@ -41,27 +42,33 @@ COMMAND_OPTIONS = {
 }
 
 
-def option_parameter(f: Field, types: dict[str, Any], defaults: dict[str, Any] | None = None) -> inspect.Parameter:
+def option_parameter(f: Field, types: dict[str, Any], defaults: dict[str, Any]) -> inspect.Parameter:
     """The Typer option of a run option, from its declaration (flags, help, the form the command line
     gives); ``defaults`` overrides the default a command shows (reproduce: the table's own)."""
     meta = f.metadata
     flags = meta["flags"] or (f"--{f.name.replace('_', '-')}",)
     kind = meta["cli_type"] or types[f.name]
-    default = (defaults or {}).get(f.name, meta["cli_default"])
+    default = defaults.get(f.name, meta["cli_default"])
     declared = WholeOption if kind in (int, Optional[int]) else typer.Option
     return inspect.Parameter(
         f.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=declared(default, *flags, help=meta["help"])
     )
 
 
-def command_signature() -> inspect.Signature:
+def command_signature(
+    run_options: list[Field], command_options: dict[str, tuple[Any, Any]], defaults: dict[str, Any] | None = None
+) -> inspect.Signature:
+    """A command's parameters: the ``run_options`` of robeval.options (``defaults``: the command's own), then
+    the options only the command has; a command that takes an argument (reproduce) lists its own first."""
     types = typing.get_type_hints(EvalConfig)
-    params = [option_parameter(f, types) for f in option_fields()]
-    params += [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
-        for name, (kind, default) in COMMAND_OPTIONS.items()
+    run = [option_parameter(f, types, defaults or {}) for f in run_options]
+    own = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind, default=default)
+        if isinstance(default, ArgumentInfo)
+        else inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+        for name, (kind, default) in command_options.items()
     ]
-    return inspect.Signature(params)
+    return inspect.Signature([*own, *run] if own[0].kind == inspect.Parameter.POSITIONAL_OR_KEYWORD else [*run, *own])
 
 
 def run(**values: Any) -> None:
@@ -90,7 +97,7 @@ def run(**values: Any) -> None:
         _report(result, store, demo=values["data"] == DIGITS and values["n_examples"] is None)
 
 
-run.__signature__ = command_signature()  # type: ignore[attr-defined]
+run.__signature__ = command_signature(option_fields(), COMMAND_OPTIONS)  # type: ignore[attr-defined]
 app.command("run")(run)
 
 
