@@ -57,6 +57,12 @@ def DecimalOption(default: Any, *flags: str, **options: Any) -> Any:
     return typer.Option(default, *flags, parser=decimal_option, **options)
 
 
+def say(text: str, err: bool = False) -> None:
+    """The library's text as it is, on stdout or (``err``) stderr: no markup, no highlighting, no wrapping
+    (a piped output is the text itself)."""
+    (TerminalConsole(stderr=True) if err else console).print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def emit(text: str, out: Optional[Path]) -> None:
     """Print ``text`` (on a terminal, its control characters as escapes), or write it atomically to ``out``."""
     if out is None:
@@ -67,7 +73,7 @@ def emit(text: str, out: Optional[Path]) -> None:
     from ..report.files import check_out_file
 
     atomic_write(check_out_file(out), text)
-    console.print(f"Wrote {out}")
+    say(f"Wrote {out}")
 
 
 def show(document: Any) -> None:
@@ -96,13 +102,13 @@ def _click_exceptions():
     return exceptions
 
 
-def _one_line_warnings(err: TerminalConsole, shown):
+def _one_line_warnings(shown):
     """``warnings.showwarning`` for the command: robeval's own warnings (a plugin's, the store's) are one
     ``warning:`` line on stderr (other warnings as ``shown``, Python's, prints them)."""
 
     def show(message, category, filename, lineno, file=None, line=None):  # warnings.showwarning's signature
         if issubclass(category, OneLineWarning):
-            err.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+            say(f"warning: {message}", err=True)
         else:
             shown(message, category, filename, lineno, file, line)
 
@@ -114,39 +120,33 @@ def main(argv: list[str] | None = None) -> None:
     INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
     args = _optional_resume_value(invoked_args())
     configure_process(threads_from_argv(args))  # before anything imports torch
-    err = TerminalConsole(stderr=True)
     shown = warnings.showwarning
-    warnings.showwarning = _one_line_warnings(err, shown)
+    warnings.showwarning = _one_line_warnings(shown)
     try:
-        _run(args, err)
+        _run(args)
     finally:
         warnings.showwarning = shown
 
 
-def _run(args: list[str], err: TerminalConsole) -> None:
+def _run(args: list[str]) -> None:
     exceptions = _click_exceptions()
     try:
         code = app(args=args, standalone_mode=False)
     except SystemExit as exc:  # robeval's commands end with typer.Exit: this came from code they called
-        err.print(
-            f"error: the command was ended by SystemExit({exc.code!r}) from code it called (a model's or plugin's "
-            "code calling sys.exit); it did not finish",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"error: the command was ended by SystemExit({exc.code!r}) from code it called (a model's or plugin's "
+            "code calling sys.exit); it did not finish", err=True)  # fmt: skip
         sys.exit(2)
     except UserError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        say(f"error: {exc}", err=True)
         sys.exit(2)
     except typer.Abort:
-        err.print("aborted", markup=False)
+        say("aborted", err=True)
         sys.exit(130)
     except exceptions.NoArgsIsHelpError as exc:
         print(exc.format_message())
         sys.exit(0)
     except exceptions.ClickException as exc:
-        err.print(f"error: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
+        say(f"error: {exc.format_message()}", err=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -10,7 +10,7 @@ import typer
 
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
-from .app import WholeOption, app, console
+from .app import WholeOption, app, say
 from .results import NAMED_CODE_HELP
 
 FIGURE_SUFFIXES = (".png", ".svg")
@@ -66,11 +66,9 @@ def examples_cmd(
     check_out_file(out)  # before minutes of crafting
     shown = draw_gallery(plan)
     for line in shown.report():
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(line)
     shown.write(out)
     rows, models = len(shown.examples), len(plan.models)
-    console.print(
-        f"Wrote {out} ({rows} example{'s' * (rows != 1)} x {models} model{'s' * (models != 1)})", markup=False
-    )
+    say(f"Wrote {out} ({rows} example{'s' * (rows != 1)} x {models} model{'s' * (models != 1)})")
     if shown.mismatches:
         raise typer.Exit(1)

@@ -12,7 +12,7 @@ import typer
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import UserError
 from ..options import EvalConfig
-from .app import WholeOption, app, console, show
+from .app import WholeOption, app, say, show
 from .run import command_signature
 
 SETTINGS = {  # what --list says a table of each kind runs
@@ -92,10 +92,10 @@ def reproduce_cmd(**values: Any) -> None:
     # a table that runs gets a folder of its own per reproduction (runs never overwrite); a profile does not
     out = values["out"] or Path("results") / f"reproduce-{name}" / ("{run_id}" if table.runner != "profile" else "")
     result = _efficiency(name, values, out) if table.runner == "profile" else _stored_runs(table, values, out)
-    console.print(result.files["md"].read_text(), markup=False, soft_wrap=True)
+    say(result.files["md"].read_text())
     runs = [r.run_id for r in ([result.result] if result.result else list((result.results or {}).values()))]
     stored = f"; run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))} stored in {store}" if runs else ""
-    console.print("Wrote " + ", ".join(str(p) for p in result.files.values()) + stored, markup=False, soft_wrap=True)
+    say("Wrote " + ", ".join(str(p) for p in result.files.values()) + stored)
 
 
 reproduce_cmd.__signature__ = command_signature(  # type: ignore[attr-defined]

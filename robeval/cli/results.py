@@ -14,8 +14,7 @@ import typer
 
 from ..core.defaults import DEFAULT_STORE
 from ..core.errors import UserError
-from ..report.escaping import TerminalConsole
-from .app import WholeOption, app, console, emit, show
+from .app import WholeOption, app, emit, say, show
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,18 +29,17 @@ NAMED_CODE_HELP = (
 
 
 @contextmanager
-def opened(run_ids: list[str], store: Path, say: bool = True) -> Iterator[Run]:
+def opened(run_ids: list[str], store: Path, notes: bool = True) -> Iterator[Run]:
     """``robeval.open_run`` of the named runs (none: the newest finished one) for the block that computes
     the command's answer; its notes (which run was taken, runs not finished) on stderr once the block has
-    it, so that a command that fails says one line, its error (``say``: whether they are news to the
+    it, so that a command that fails says one line, its error (``notes``: whether they are news to the
     command's reader)."""
     from ..results_api import open_run
 
     run = open_run(run_ids or None, store)
     yield run
-    err = TerminalConsole(stderr=True)
-    for note in run.notes if say else []:
-        err.print(note, markup=False, highlight=False, soft_wrap=True)
+    for note in run.notes if notes else []:
+        say(note, err=True)
 
 
 @app.command("check")
@@ -76,8 +74,8 @@ def check_cmd(
         return
     emit(str(written.checked), None)
     if written.evidence_run is not None:
-        console.print(f"Ran PGD at large eps as run {written.evidence_run} in {store}", markup=False)
-    console.print(f"Wrote the checklist to {written.path}", markup=False)
+        say(f"Ran PGD at large eps as run {written.evidence_run} in {store}")
+    say(f"Wrote the checklist to {written.path}")
 
 
 @app.command("runs")
@@ -96,7 +94,7 @@ def runs_cmd(
         df = df[~empty_failed]
     note = f" ({hidden} failed runs that stored nothing hidden; --all lists them)" if hidden else ""
     if df.empty:  # an empty listing is an answer, said plainly (exit code 0: the store was read)
-        console.print(f"no runs in {store}{note}", markup=False, soft_wrap=True)
+        say(f"no runs in {store}{note}")
         return
     show(runs_document(df, f"runs in {store}{note}"))
 
@@ -178,10 +176,8 @@ def table_cmd(
         table = run.table(format, top1_only=top1_only, attacks=attacks, names=name, bold=bold)
         said = recipe_parts(run.summary) if written.values else []  # data formats have no caption
     emit(table, out)
-    for line in said:
-        TerminalConsole(stderr=True).print(f"note: {line}", markup=False, soft_wrap=True)
-    if written.note:
-        TerminalConsole(stderr=True).print(written.note, markup=False, soft_wrap=True)
+    for line in [f"note: {line}" for line in said] + ([written.note] if written.note else []):
+        say(line, err=True)
 
 
 @app.command("compare")
@@ -207,11 +203,11 @@ def compare_cmd(
 
     written = offered(format, COMPARE_FORMATS)  # a bad format is refused before the store is read
     runs, picked = pair_runs(store, a, b)
-    with opened(runs, store, say=False) as run:
+    with opened(runs, store, notes=False) as run:
         compared = run.compare(a, b, seed)
     compared.preface = picked  # which run, and why, on the document's first line
     if picked is not None and written.values:  # a data format holds data only: the choice is said on stderr
-        TerminalConsole(stderr=True).print(picked, markup=False, highlight=False, soft_wrap=True)
+        say(picked, err=True)
     emit(compared.render(format), out)
 
 
@@ -226,9 +222,7 @@ def plot_cmd(
     accuracy against each attack's iterations or queries (its convergence)."""
     with opened(list(run_ids or []), store) as run:
         paths = run.plot(out)
-    console.print(
-        f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths), markup=False, soft_wrap=True
-    )
+    say(f"Wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths))
 
 
 @app.command("report")
@@ -260,4 +254,4 @@ def report_cmd(
     with opened(list(run_ids or []), store) as run:
         written = run.report(out, gallery_attack, gallery_size, baseline, code or [])
     size = written.stat().st_size / 1024
-    console.print(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)", markup=False)
+    say(f"Wrote {written} ({size:.0f} KiB, one file: open it in a browser)")

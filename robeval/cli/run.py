@@ -17,8 +17,7 @@ from typer.models import ArgumentInfo
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import StoreFull, UserError
 from ..options import EvalConfig, option_fields
-from ..report.escaping import TerminalConsole
-from .app import WholeOption, app, console, show
+from .app import WholeOption, app, say, show
 from .stopping import invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
 
 # What only the command line has: where results go, resuming, local workers, progress bars.
@@ -111,10 +110,8 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
         check_writable_store(store)
         raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
     if trust_checkpoint:
-        TerminalConsole(stderr=True).print(
-            "warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run code on this machine",
-            markup=False,
-        )
+        say("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run code on this machine",
+            err=True)  # fmt: skip
     signal.signal(signal.SIGTERM, raise_terminated)
 
 
@@ -151,25 +148,15 @@ def _report(result, store: Path, demo: bool) -> None:
 
     paths = result.files
     show(paper_document(mark_bests(result.summary, result.records)))  # results.md's marks
-    for line in diagnostic_lines(result.info, result.summary):  # skipped files, stopped models, flags, gaps
-        console.print(line, markup=False, highlight=False, soft_wrap=True)  # as they are: the library's text
-    for line in passes_lines(result.info.get("passes_per_image", {})):
-        console.print(line, markup=False, soft_wrap=True)
-    console.print(
-        f"Run {result.run_id} stored in {store}. Wrote {paths['csv']}, {paths['md']} and "
-        f"{paths['json']} ({result.info['seconds']:.0f} s)."
-    )
+    for line in diagnostic_lines(result.info, result.summary) + passes_lines(result.info.get("passes_per_image", {})):
+        say(line)  # skipped files, stopped models, flags, adaptive gaps; the run's cost
+    say(f"Run {result.run_id} stored in {store}. Wrote {paths['csv']}, {paths['md']} and {paths['json']} "
+        f"({result.info['seconds']:.0f} s).")  # fmt: skip
     if result.status != "finished":  # a model stopped: the files hold what the others gave
         stopped = ", ".join(result.info.get("failed_models", {}))
-        TerminalConsole(stderr=True).print(
-            f"error: run {result.run_id} is incomplete: stopped {stopped} (see above); its tables say so",
-            markup=False,
-            soft_wrap=True,
-        )
+        say(f"error: run {result.run_id} is incomplete: stopped {stopped} (see above); its tables say so", err=True)
         raise typer.Exit(1)
     if demo:
-        console.print(
-            "Scale up: --n-examples 449 (whole digits test split); on ImageNet: "
-            "robeval run --model deit-small --model deit-small-elliptical "
-            "--checkpoint deit-small-elliptical=ckpt.pth --data /data/imagenet/val --n-examples 5000 --eps 3/255"
-        )
+        say("Scale up: --n-examples 449 (whole digits test split); on ImageNet: robeval run --model deit-small --model "
+            "deit-small-elliptical --checkpoint deit-small-elliptical=ckpt.pth --data /data/imagenet/val --n-examples "
+            "5000 --eps 3/255")  # fmt: skip

@@ -12,7 +12,7 @@ import typer
 from ..core.defaults import DEMO_RECIPE, Recipe
 from ..core.errors import UserError
 from ..report.escaping import TerminalConsole
-from .app import DecimalOption, WholeOption, app, console
+from .app import DecimalOption, WholeOption, app, say
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -84,14 +84,14 @@ def _train(model: str, paths: dict[int, Path], recipe: Recipe, threads: int) -> 
 
     set_threads(threads)
     several = len(paths) > 1
-    _say(recipe_note(model, recipe))
+    say(recipe_note(model, recipe))
     members = []
     with _bar(model, list(paths), recipe.epochs) as bar:
         for member in train_members(model, paths, recipe, bar.progress_of):
             if member.accuracy is None and not several:
                 raise UserError(member.failure)
             members.append(member)
-            _say(_member_line(model, member, recipe, several))
+            say(_member_line(model, member, recipe, several))
     if several:
         _spread(model, members)
 
@@ -105,7 +105,7 @@ def _spread(model: str, members: list[Member]) -> None:
     if len(written) > 1:
         mean, std = spread(written)
         files = written[0].path.parent / f"{file_stem(model)}-seed*.safetensors"
-        _say(f"{model}: clean accuracy {mean:.2f} ± {std:.2f}% over {len(written)} seeds (mean ± sample std); "
+        say(f"{model}: clean accuracy {mean:.2f} ± {std:.2f}% over {len(written)} seeds (mean ± sample std); "
              f"the files: '{files}'")  # fmt: skip
     failed = [str(m.seed) for m in members if m.accuracy is None]
     if failed:
@@ -113,10 +113,6 @@ def _spread(model: str, members: list[Member]) -> None:
             f"seed{'s' if len(failed) > 1 else ''} {', '.join(failed)} of {model} wrote nothing (why: in its line "
             f"above); {'the other seeds are written' if written else 'no seed learnt'}"
         )
-
-
-def _say(text: str) -> None:
-    console.print(text, markup=False, soft_wrap=True)
 
 
 def _member_line(model: str, member: Member, recipe: Recipe, several: bool) -> str:
@@ -172,7 +168,7 @@ class _bar:
             if self.overall is not None:
                 self.progress.update(self.overall, completed=position * epochs + done)
             if self.task is None and (done == epochs or done % max(1, epochs // 10) == 0):
-                _say(f"train {name}: epoch {done}/{epochs}, loss {loss:.3f}")
+                say(f"train {name}: epoch {done}/{epochs}, loss {loss:.3f}")
 
         return update
 
