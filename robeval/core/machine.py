@@ -14,10 +14,10 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def status_kb(field: str, pid: str = "self") -> int | None:
-    """A ``kB`` figure of ``/proc/PID/status`` (VmRSS, VmHWM, ...)."""
+def status_kb(field: str, file: str = "/proc/self/status") -> int | None:
+    """A ``kB`` figure of a /proc file: this process's ``status`` (VmRSS, VmHWM, ...) or ``/proc/meminfo``."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(file).read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     except (OSError, ValueError):
@@ -33,13 +33,8 @@ def cpu_peak_bytes() -> int | None:
 
 def memory_available() -> int | None:
     """Bytes of memory the kernel can give without swapping (``MemAvailable``)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
+    kb = status_kb("MemAvailable", "/proc/meminfo")
+    return None if kb is None else kb * 1024
 
 
 def address_space_left() -> int | None:
