@@ -9,7 +9,7 @@ import re
 import pandas as pd
 
 from robeval.api import evaluate_full
-from robeval.core.listed import Phrases
+from robeval.core.defaults import Phrases
 from robeval.report.checklist import CHECKLIST_INTRO, Soundness, verdict
 from robeval.results.findings import CHECKS, Finding
 from robeval.results.soundness import JudgedRun, judge_summary

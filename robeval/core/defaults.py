@@ -1,10 +1,10 @@
-"""Defaults that the CLI needs before anything heavy (torch, timm) is imported (the record layout:
-robeval.core.records)."""
+"""Defaults that the CLI needs before anything heavy (torch, timm) is imported, and the summary's
+conventions: its leading columns, and the lists its cells hold (the record layout: robeval.core.records)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 DIGITS = "digits"  # the embedded demo data set
 SPLITS = ("test", "train")  # --split of a published data set (cifar10, cifar100, mnist)
@@ -45,3 +45,35 @@ NOT_ATTACKS = (CLEAN, ANY)
 SUMMARY_COLUMNS = ["model", "checkpoint", "attack", "eps", "norm", "n", "top1", "top5"]
 STD = "_std"  # a summary column <metric>_std: the sample std over a model's members (cells show mean ± std)
 MEMBERS = "members"  # a summary column: how many members (checkpoints) a model's row averages
+
+
+# Lists kept as values in a summary's cells: the attacks a worst case covers, the audit stages that
+# escalated, the units not run, the parts of an audit's description.  A cell holds the tuple itself, so
+# a reader takes its items as they are and never splits a text back into them; the text is made only where
+# a file or a cell is written (``str``: results.csv's cells have always joined them so).
+class Names(tuple[str, ...]):
+    """Names, shown comma-joined (``fgsm,pgd``; empty: no text)."""
+
+    separator = ","
+
+    def __str__(self) -> str:
+        return self.separator.join(map(str, self))
+
+
+class Phrases(Names):
+    """Phrases of one description, shown joined by ``"; "``."""
+
+    separator = "; "
+
+
+class Alternatives(Names):
+    """Texts that differ between the parts of one thing (the recipes of a model's members), shown joined by
+    ``" / "``."""
+
+    separator = " / "
+
+
+def names_in(value: Any) -> Names:
+    """A cell's names: the tuple it holds, none for a missing cell (a combined table's row of a run
+    without the column)."""
+    return Names(value) if isinstance(value, tuple) else Names()

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..core.defaults import ANY
-from ..core.listed import names_in
+from ..core.defaults import ANY, names_in
 from ..results.likeness import trained_apart
 from ..results.statistics import member_matrix, separates
 from ..results.summary import any_attack_records

@@ -6,9 +6,8 @@ from itertools import combinations_with_replacement
 
 import pandas as pd
 
-from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS
+from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, RANDOM_WEIGHTS, names_in
 from ..core.eps import eps_label
-from ..core.listed import names_in
 from ..core.precision import FP32
 from ..evaluation.fast.summary import audit_lines
 from ..evaluation.protocols import PROTOCOLS

@@ -9,8 +9,7 @@ from pathlib import PurePath
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..core.defaults import ANY, CLEAN
-from ..core.listed import Names, names_in
+from ..core.defaults import ANY, CLEAN, Names, names_in
 
 ROW_TITLES = {CLEAN: "Clean", ANY: "Any (worst case)"}  # the two columns that are no attack
 NORM_MATH = {"Linf": r"\ell_\infty", "L2": r"\ell_2"}

@@ -22,10 +22,9 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import resolve_settings
-from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS
+from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, names_in
 from ..core.errors import UserError
 from ..core.json_input import load_json
-from ..core.listed import names_in
 from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
 from ..results.indicators import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset

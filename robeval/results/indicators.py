@@ -15,8 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import ATTACKS, list_attacks
-from ..core.defaults import ANY, CLEAN, NOT_ATTACKS
-from ..core.listed import names_in
+from ..core.defaults import ANY, CLEAN, NOT_ATTACKS, names_in
 from ..evaluation.fast.summary import BOUND_WIDTH, wide_bound
 from ..evaluation.protocols import restarted_attacks
 from ..models.recipes import member_recipes, recipe_differences, recipe_text

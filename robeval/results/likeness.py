@@ -21,9 +21,8 @@ from typing import Any
 import pandas as pd
 
 from ..attack_settings import WORK_SPLIT
-from ..core.defaults import CLEAN, NOT_ATTACKS
+from ..core.defaults import CLEAN, NOT_ATTACKS, Alternatives, names_in
 from ..core.errors import UserError
-from ..core.listed import Alternatives, names_in
 from ..core.registry import Registry
 from ..models.provenance import changed_file, same_code
 from ..models.recipes import SEED, member_recipes, recipe_differences, recipe_text

@@ -21,8 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..attacks import list_attacks
-from ..core.defaults import ANY, CLEAN, MEMBERS, RANDOM_WEIGHTS, STD, SUMMARY_COLUMNS  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
-from ..core.listed import Names
+from ..core.defaults import ANY, CLEAN, MEMBERS, RANDOM_WEIGHTS, STD, SUMMARY_COLUMNS, Names  # noqa: F401  (SUMMARY_COLUMNS: re-exported)
 from ..core.records import RECORD_COLUMNS, audited_stage, key_model
 from ..data.published import PUBLISHED
 from ..evaluation.config import model_order

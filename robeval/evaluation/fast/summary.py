@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...core.defaults import ANY
-from ...core.listed import Names, Phrases, names_in
+from ...core.defaults import ANY, Names, Phrases, names_in
 from ...core.records import audit_unit
 from ..protocols import PROTOCOLS, Protocol
 from .audit import AuditCounts
