@@ -51,16 +51,12 @@ PRECISIONS = {
 }
 
 
-def precision_names() -> str:
-    return ", ".join(PRECISIONS)
-
-
 def get_precision(name: str, on_gpu: bool | None = None) -> Precision:
     """The precision ``name``; a UserError for an unknown one, or a GPU-only one off the GPU."""
     from .errors import UserError
 
     if name not in PRECISIONS:
-        raise UserError(f"invalid --precision {name!r}: choose {precision_names()}")
+        raise UserError(f"invalid --precision {name!r}: choose {', '.join(PRECISIONS)}")
     precision = PRECISIONS[name]
     if precision.gpu_only and on_gpu is False:
         raise UserError(f"--precision {name} needs a CUDA GPU ({precision.help}); on a CPU use bf16 or fp32")
