@@ -10,6 +10,5 @@ from . import run, info, train, results, examples, reproduce  # noqa: F401
 
 # isort: on
 from .app import app, main
-from .stopping import drop_option, resume_command
 
-__all__ = ["app", "drop_option", "main", "resume_command"]
+__all__ = ["app", "main"]
