@@ -14,7 +14,7 @@ from ..core.errors import OneLineWarning, UserError
 from ..core.numbers import decimal_number, whole_number
 from ..core.threads import configure_process, threads_from_argv
 from ..report.escaping import TerminalConsole, terminal
-from .stopping import INVOKED, STOPPING, invoked_args, under_launcher
+from .stopping import INVOKED, STOPPING, under_launcher
 
 app = typer.Typer(
     add_completion=False,
@@ -118,7 +118,7 @@ def _one_line_warnings(shown):
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit with code 2."""
     INVOKED[:] = sys.argv[1:] if argv is None else list(argv)
-    args = _optional_resume_value(invoked_args())
+    args = _optional_resume_value(INVOKED)
     configure_process(threads_from_argv(args))  # before anything imports torch
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warnings(shown)

@@ -32,7 +32,7 @@ from ..core.errors import StoreFull, UserError
 from ..core.machine import child_pids, cores, memory_available
 from ..options import EvalConfig, option_fields
 from .app import WholeOption, app, say, show
-from .stopping import drop_option, invoked_args, raise_terminated, report_interrupt, resume_command, under_launcher
+from .stopping import INVOKED, drop_option, raise_terminated, report_interrupt, resume_command, under_launcher
 
 # What only the command line has: where results go, resuming, local workers, progress bars.
 COMMAND_OPTIONS = {
@@ -103,8 +103,7 @@ def run(**values: Any) -> None:
     except StoreFull as exc:  # one line: what happened, that the run is kept, how to go on
         run_id = getattr(exc, "run_id", None)
         raise UserError(
-            f"{exc}; run {run_id} is interrupted: free space, then resume with: "
-            f"{resume_command(invoked_args(), str(run_id))}"
+            f"{exc}; run {run_id} is interrupted: free space, then resume with: {resume_command(INVOKED, str(run_id))}"
         ) from None
     if result.info.get("rank", 0) == 0:  # a worker of --nproc leaves the tables to rank 0
         _report(result, store, demo=values["data"] == DIGITS and values["n_examples"] is None)
@@ -122,7 +121,7 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
 
     if nproc > 1 and not launched_by_torchrun():
         check_writable_store(store)
-        raise typer.Exit(run_local_workers(nproc, invoked_args(), device, store))
+        raise typer.Exit(run_local_workers(nproc, INVOKED, device, store))
     if trust_checkpoint:
         say("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run code on this machine",
             err=True)  # fmt: skip

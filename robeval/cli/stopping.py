@@ -13,10 +13,6 @@ RESUMABLE_COMMANDS = ("run", "reproduce")
 INVOKED: list[str] = []  # the arguments of this command (a resume command repeats them)
 
 
-def invoked_args() -> list[str]:
-    return list(INVOKED)
-
-
 STOPPING: list[int] = []  # the signal that asked this process to stop, once one did
 
 
@@ -69,5 +65,5 @@ def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     err = TerminalConsole(stderr=True)
     err.print(f"{what}; finished batches are kept in {store}.", markup=False, soft_wrap=True)
     if run_id:
-        err.print(f"resume with: {resume_command(invoked_args(), run_id)}", markup=False, soft_wrap=True)
+        err.print(f"resume with: {resume_command(INVOKED, run_id)}", markup=False, soft_wrap=True)
     return 143 if isinstance(exc, Terminated) else 130
