@@ -157,19 +157,15 @@ def _code(a: Side, b: Side) -> str | None:
 
 
 def noted_differences(a: Side, b: Side) -> list[str]:
-    """What two sides may differ in and still be compared (the models' code, their training recipes), as
-    lines a comparison prints beside the numbers rather than refused."""
-    found = _code(a, b)
-    return ([f"note: {a.label} and {b.label} differ in {found}"] if found else []) + recipe_lines(a, b)
-
-
-def recipe_lines(a: Side, b: Side) -> list[str]:
-    """What the recipes of two models say of their comparison (robeval.models.recipes): a side's members
-    trained otherwise than each other, the two sides trained otherwise, or a recipe nobody recorded."""
+    """What two sides may differ in and still be compared, as lines a comparison prints beside the numbers
+    rather than refused: the models' code, and what the recipes of two models say of their comparison
+    (robeval.models.recipes): a side's members trained otherwise than each other, the two sides trained
+    otherwise, or a recipe nobody recorded."""
+    code = _code(a, b)
+    lines = [f"note: {a.label} and {b.label} differ in {code}"] if code else []
     if a.model is None or b.model is None:
-        return []
+        return lines
     recipes = [member_recipes(side.run.info.get("models", {}).get(side.model, {})) for side in (a, b)]
-    lines = []
     for side, own in zip((a, b), recipes):
         inner = [", ".join(recipe_differences(own[0], r)) for r in own[1:] if own[0] and r]
         if any(inner):
