@@ -62,11 +62,7 @@ def check_cmd(
     (--report: every check's finding, the checklist document)."""
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
-    if report is not None:
-        from ..report.files import check_out_file
-
-        check_out_file(report)  # before --run-missing spends minutes
-    with opened([run_id] if run_id else [], store) as run:
+    with opened([run_id] if run_id else [], store) as run:  # (checklist checks --report before --run-missing)
         found = run.check() if report is None else None
         written = None if report is None else run.checklist(report, run_missing, progress=True, code=code or [])
     if written is None:
