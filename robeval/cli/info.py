@@ -21,6 +21,7 @@ def profile_cmd(
     out: Optional[Path] = typer.Option(None, help="Write to FILE instead of printing."),
 ) -> None:
     """The efficiency table: parameters, FLOPs/image, forward and fwd+bwd throughput, peak memory."""
+    from ..evaluation.plan import resolve_device
     from ..evaluation.profiling import profile
     from ..models import expand_model_patterns
     from ..models.admission import admit_model
@@ -34,11 +35,7 @@ def profile_cmd(
         raise UserError(f"--batch-size must be positive, got {batch_size}")
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UserError("--device cuda requested but no CUDA GPU is available")
+    device = str(resolve_device(device))  # as a run reads --device: a missing GPU is one line
     written = offered(format, ("md", "csv"))
     if out is not None:
         from ..report.files import check_out_file
