@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..core.errors import UserError
-from ..core.lazy import placed
+from ..core.registry import placed
 from ..model_config import ModelConfig
 from ..zoo import zoo_path
 from .checkpoint import OpenedCheckpoint, load_checkpoint, load_state_dict_strict, open_checkpoint
