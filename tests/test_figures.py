@@ -8,17 +8,17 @@ import pandas as pd
 from matplotlib.colors import to_rgba
 
 from robeval.report import plots, style
-from robeval.results.statistics import bootstrap_mean_ci
+from robeval.results.statistics import binomial_interval, bootstrap_mean_ci
 
 
 def test_error_bars_are_the_bootstrap_of_the_examples():
     hits = np.array([1] * 70 + [0] * 30)
-    low, high = style.binomial_interval(70.0, 100)
+    low, high = binomial_interval(70.0, 100)
     ref_low, ref_high = bootstrap_mean_ci(hits)  # resampling the records themselves
     assert low < 70.0 < high and abs(low - ref_low) <= 2.0 and abs(high - ref_high) <= 2.0
-    wide, narrow = style.binomial_interval(70.0, 50), style.binomial_interval(70.0, 5000)
+    wide, narrow = binomial_interval(70.0, 50), binomial_interval(70.0, 5000)
     assert narrow[1] - narrow[0] < (wide[1] - wide[0]) / 5
-    assert style.binomial_interval(100.0, 40) == (100.0, 100.0)
+    assert binomial_interval(100.0, 40) == (100.0, 100.0)
 
 
 def test_twenty_models_get_twenty_distinct_colours_and_looks():

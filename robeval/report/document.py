@@ -192,18 +192,3 @@ def to_json(document: Document) -> str:
 
     rows = [{k: plain(v) for k, v in row.items()} for row in values_of(document).to_dict(orient="records")]
     return json.dumps(rows, indent=2, default=str, allow_nan=False) + "\n"
-
-
-def compared_head(top1: Sequence[str], top5: Sequence[str]) -> tuple[str, ...]:
-    """A comparison table's header: eps, attack and n, then per metric A, B, their difference and the
-    test's own columns (``top1``, ``top5``)."""
-    return ("eps", "attack", "n", "A top-1", "B top-1", "diff", *top1, "A top-5", "B top-5", "diff", *top5)
-
-
-def comparison_blocks(
-    heading: str, head: Sequence[str], align: str, result, cells: Callable[[dict, str], list]
-) -> Document:
-    """A comparison's heading and its table (``head``: its column names): per row its eps, attack and n,
-    then ``cells(row, metric)`` for top-1 and for top-5."""
-    rows = [[r["eps"], r["attack"], r["n"], *cells(r, "top1"), *cells(r, "top5")] for r in result.to_dict("records")]
-    return [Paragraph(heading), Table(head, rows, align)]

@@ -1,6 +1,6 @@
 """``robeval compare``: two evaluated models found, their records paired on examples, a row per eps and
-attack.  One checkpoint a side: top-1 / top-5 of A and B, B - A, its bootstrap interval and McNemar's p
-(robeval.results.statistics); several members a side: the claim's row (robeval.report.claim).
+attack.  One checkpoint a side: top-1 / top-5 of A and B, B - A, its bootstrap interval and McNemar's p;
+several members a side: the claim's row (robeval.results.statistics computes both).
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from ..models.registry import PREFIXES
 from ..references import is_reference
 from ..results.likeness import Side, noted_differences, refuse_unlike
 from ..results.runs import StoredRun, load_run
-from ..results.statistics import bootstrap_ci, mcnemar_exact
+from ..results.statistics import claim_row, paired_row
 from ..results.summary import any_attack_records
 from ..shifts.kinds import run_conditions
 from ..store import Store
-from .claim import claim_row
-from .document import Document, compared_head, comparison_blocks
 from .naming import column
 
 
@@ -72,19 +70,6 @@ def _with_any(run: StoredRun, model: str, attacks: list[str]) -> pd.DataFrame:
     return pd.concat([records, any_attack_records(records, attacks)], ignore_index=True)
 
 
-def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
-    """The row at (eps, attack) of the paired comparison the module docstring describes."""
-    sel = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
-    row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
-    for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
-        a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
-        ci = dict(zip(("ci_low", "ci_high"), bootstrap_ci(a, b, seed)))
-        values = {"a": 100 * a.mean(), "b": 100 * b.mean(), "diff": 100 * (b.mean() - a.mean()), **ci}
-        row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
-        row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
-    return row
-
-
 def _unit_rows(
     ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, refs: tuple[str, str]
 ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
@@ -103,7 +88,7 @@ def _unit_rows(
 
 
 def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping[str, StoredRun] = {}) -> pd.DataFrame:
-    """A and B on the same examples (:func:`paired_row`; several members a side: claim_row), refused in
+    """A and B on the same examples (paired_row; several members a side: claim_row), refused in
     one line when they were not evaluated alike (robeval.results.likeness); ``loaded``: as :func:`find_model`."""
     (run_a, model_a), (run_b, model_b) = find_model(store, ref_a, loaded), find_model(store, ref_b, loaded)
     refuse_itself((run_a.run_id, model_a), (run_b.run_id, model_b))
@@ -126,21 +111,3 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping
         test="members" if several else "paired", differences=noted_differences(side_a, side_b),
     )  # fmt: skip
     return out
-
-
-PAIRED_HEAD = compared_head(("95% CI", "p"), ("95% CI", "p"))
-
-
-def paired_document(result: pd.DataFrame) -> Document:
-    a, b = result.attrs.get("a", "A"), result.attrs.get("b", "B")
-    heading = (
-        f"Paired comparison: A = {a}, B = {b} (protocol {result.attrs.get('protocol', '')}); "
-        "diff = B - A in points, 95% bootstrap CI, exact McNemar p; any = the worst case over the attacks both "
-        f"finished ({', '.join(result.attrs.get('any_over', ())) or 'none'})"
-    )
-    return comparison_blocks(heading, PAIRED_HEAD, "llrrrrlrrrrlr", result, _paired_cells)
-
-
-def _paired_cells(r: dict, m: str) -> list[object]:
-    return [f"{r[f'{m}_a']:.2f}", f"{r[f'{m}_b']:.2f}", f"{r[f'{m}_diff']:+.2f}",
-            f"[{r[f'{m}_ci_low']:+.2f}, {r[f'{m}_ci_high']:+.2f}]", f"{r[f'{m}_mcnemar_p']:.3g}"]  # fmt: skip

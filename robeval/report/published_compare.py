@@ -25,7 +25,6 @@ from ..robustbench_ext.dataset_facts import ADVERSARIAL, CORRUPTIONS, robustbenc
 from ..robustbench_ext.leaderboard import info_benchmark, is_model_info_path, published_accuracy, read_model_info
 from ..shifts.kinds import run_conditions
 from ..store import Store
-from .document import Document, Paragraph, Table
 from .paired import find_model, finished_attacks
 from .robustbench import is_3dcc, standard_problem
 
@@ -121,23 +120,3 @@ def compare_published(store: Store, ref_a: str, ref_b: str, seed: int = 0) -> pd
     out = pd.DataFrame(rows)
     out.attrs.update(a=a, b=b, eps=eps, notes=notes, test="published")
     return out
-
-
-PUBLISHED_HEAD = ("metric", "n", "run", "95% CI", "published", "diff", "inside CI")
-PUBLISHED_CELLS = ("{metric}", "{n}", "{run:.2f}", "[{ci_low:.2f}, {ci_high:.2f}]", "{published:.2f}", "{diff:+.2f}")
-
-
-def published_document(result: pd.DataFrame) -> Document:
-    attrs = result.attrs
-    head = (
-        f"Against published numbers: A = {attrs.get('a', 'A')}, B = {attrs.get('b', 'B')} (eps {attrs.get('eps', '')}); "
-        "diff = B - A in points. No paired test: a model-info file holds aggregate accuracies, not per-example "
-        "outcomes; the 95% CI is a bootstrap of the run's accuracy over its examples, and inside = the published "
-        "value lies in it"
-    )
-    rows = [
-        [c.format_map(r) for c in PUBLISHED_CELLS] + ["yes" if r["inside_ci"] else "no"]
-        for r in result.to_dict("records")
-    ]
-    notes = [Paragraph(f"Note: {note}") for note in attrs.get("notes", [])]
-    return [Paragraph(head), Table(PUBLISHED_HEAD, rows, "lrrlrrl"), *notes]

@@ -19,13 +19,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..results.statistics import BOOTSTRAP_SAMPLES  # noqa: E402  (the one resample count, as robeval compare draws)
+from ..results.statistics import binomial_interval  # noqa: E402
 
 FULL_WIDTH = 7.0  # inches: a two-column paper's text width
 FONT_SIZE = 8
 PNG_DPI = 200
 FORMATS = ("png", "svg", "pdf")
-INTERVAL_LEVEL = 0.95
 
 # Figure text is shown as it is written, never parsed: model names, labels, attack names, eps, run ids,
 # data and class names come from users and from stores, and matplotlib would read "$...$" in them as
@@ -97,21 +96,6 @@ def model_looks(shown: Iterable[str], order: Iterable[str] = ()) -> dict[str, di
     return {model: model_style(ranked.index(model)) for model in dict.fromkeys(shown)}
 
 
-def binomial_interval(accuracy: float, n: int, seed: int = 0) -> tuple[float, float]:
-    """The 95% percentile-bootstrap interval of an accuracy (%) over ``n`` examples.
-
-    Resampling the examples' hits with replacement (robeval compare's bootstrap_mean_ci) draws the
-    number of hits from Binomial(n, p), so a figure, which has the summary and not the records, draws
-    from that directly: the same distribution."""
-    if n <= 0 or not math.isfinite(accuracy):
-        return (accuracy, accuracy)
-    rng = np.random.default_rng(seed)
-    draws = rng.binomial(int(n), min(1.0, max(0.0, accuracy / 100.0)), size=BOOTSTRAP_SAMPLES) * (100.0 / n)
-    tail = 100.0 * (1 - INTERVAL_LEVEL) / 2
-    low, high = np.percentile(draws, [tail, 100.0 - tail])
-    return (float(low), float(high))
-
-
 def error_bars(values: Any, counts: Any) -> np.ndarray:
     """``yerr`` for matplotlib: distances below and above each value to its bootstrap interval."""
     pairs = [binomial_interval(float(v), int(n)) for v, n in zip(values, counts)]
@@ -122,7 +106,7 @@ def error_bars(values: Any, counts: Any) -> np.ndarray:
 def interval_bars(rows: Any, metric: str) -> np.ndarray:
     """``yerr`` for a figure's rows: a model of several members the 95% interval of its mean for seeds and
     examples together (the summary's ``<metric>_low`` / ``_high``: the claim test's two levels), a model of
-    one checkpoint the bootstrap over examples (:func:`binomial_interval`)."""
+    one checkpoint the bootstrap over examples (robeval.results.statistics.binomial_interval)."""
     values = rows[metric].astype(float).to_numpy()
     yerr = error_bars(np.nan_to_num(values), rows["n"].fillna(0).astype(int).tolist())
     if f"{metric}_low" in rows:

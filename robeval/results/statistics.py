@@ -41,16 +41,47 @@ LEVEL = 0.95
 BOOTSTRAP_SAMPLES = 2000  # the one resample count: compare's intervals and the figures' error bars
 
 
+def percentile_interval(draws: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of bootstrap draws."""
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def bootstrap_mean_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile interval of mean(values), in percent (points), resampling the examples."""
     draws = np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
-    means = values.astype(float)[draws].mean(axis=1) * 100.0
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    return percentile_interval(values.astype(float)[draws].mean(axis=1) * 100.0)
+
+
+def binomial_interval(accuracy: float, n: int, seed: int = 0) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of an accuracy (%) over ``n`` examples.
+
+    Resampling the examples' hits with replacement (:func:`bootstrap_mean_ci`) draws the number of hits
+    from Binomial(n, p), so a figure, which has the summary and not the records, draws from that
+    directly: the same distribution."""
+    if n <= 0 or not math.isfinite(accuracy):
+        return (accuracy, accuracy)
+    hits = np.random.default_rng(seed).binomial(int(n), min(1.0, max(0.0, accuracy / 100.0)), size=BOOTSTRAP_SAMPLES)
+    return percentile_interval(hits * (100.0 / n))
 
 
 def bootstrap_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile interval of mean(b) - mean(a), in percentage points, resampling paired examples."""
     return bootstrap_mean_ci(b.astype(float) - a.astype(float), seed)
+
+
+def paired_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str, seed: int) -> dict:
+    """``robeval compare``'s row at (eps, attack) for one checkpoint a side, records paired on examples: per
+    metric A, B, B - A, its bootstrap interval and McNemar's p."""
+    sel = ra.merge(rb, on=["eps", "attack", "example"], suffixes=("_a", "_b"))
+    row: dict = {"eps": eps, "attack": attack, "n": len(sel)}
+    for metric, col in (("top1", "adv_top1"), ("top5", "adv_top5")):
+        a, b = sel[f"{col}_a"].to_numpy(bool), sel[f"{col}_b"].to_numpy(bool)
+        ci = dict(zip(("ci_low", "ci_high"), bootstrap_ci(a, b, seed)))
+        values = {"a": 100 * a.mean(), "b": 100 * b.mean(), "diff": 100 * (b.mean() - a.mean()), **ci}
+        row.update({f"{metric}_{k}": round(v, 2) for k, v in values.items()})
+        row[f"{metric}_mcnemar_p"] = mcnemar_exact(a, b)
+    return row
 
 
 def paired_p_value(worse: int, better: int) -> float:
@@ -151,3 +182,22 @@ def separates(a: np.ndarray, b: np.ndarray) -> bool:
         found = claim_interval(a, b)
         return excludes_zero(found["low"], found["high"])
     return excludes_zero(*bootstrap_ci(a[0].astype(bool), b[0].astype(bool)))
+
+
+def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict:
+    """``robeval compare``'s row at (eps, attack) for models of several members on the same examples: per
+    metric each side's mean and sample std over members, D and its claim interval (the module docstring),
+    and whether it excludes 0."""
+    row: dict = {"eps": eps, "attack": attack}
+    for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):
+        (a, examples_a), (b, examples_b) = member_matrix(ra, column), member_matrix(rb, column)
+        assert examples_a == examples_b, "the caller pairs the examples"
+        found = claim_interval(a, b)
+        for side, values in (("a", a), ("b", b)):
+            means = 100.0 * values.mean(axis=1)
+            row[f"{metric}_{side}"] = round(float(means.mean()), 2)
+            row[f"{metric}_{side}_std"] = round(float(np.std(means, ddof=1)), 2) if len(means) > 1 else math.nan
+        row.update({f"{metric}_{k}": round(v, 4 if k == "df" else 2) for k, v in found.items()})
+        row[f"{metric}_beyond"] = excludes_zero(found["low"], found["high"])
+    row.update(n=len(examples_a), members_a=len(a), members_b=len(b))
+    return row
