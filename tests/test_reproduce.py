@@ -187,7 +187,7 @@ def test_the_seed_spread_tables_are_registered_with_their_layout_and_ask_for_sev
 
 def test_a_column_of_models_with_several_members_shows_mean_and_std():
     from robeval.report.document import to_latex, to_markdown
-    from robeval.reproduce.columns import runs_grid
+    from robeval.reproduce.column_runs import runs_grid
     from robeval.reproduce.render import document
 
     table = PAPER_TABLES.require("hosseini-std-mnist")

@@ -28,10 +28,10 @@ SETTINGS = {  # what --list says a table of each kind runs
 
 def _list_tables() -> None:
     from ..report.document import Table
-    from ..reproduce import list_tables
+    from ..reproduce import TABLES
 
     rows = []
-    for t in list_tables():
+    for t in TABLES.values():
         runs = SETTINGS[t.kind](t) + (f"; mean ± std over {t.members} checkpoints per model" if t.members > 1 else "")
         rows.append([t.name, t.kind, ", ".join(r.label for r in t.rows), runs, t.title])
     head = ("name", "kind", "rows", "what it runs", "what it is")

@@ -2,7 +2,7 @@
 layouts, the runner (robeval.api.reproduce)."""
 
 from . import elliptical, hosseini  # noqa: F401  (the registrations)
-from .request import Reproduction
-from .tables import TABLES, Column, PaperTable, Row, list_tables, register_table
+from .render import Reproduction
+from .tables import TABLES, Column, PaperTable, Row, register_table
 
-__all__ = ["TABLES", "Column", "PaperTable", "Reproduction", "Row", "list_tables", "register_table"]
+__all__ = ["TABLES", "Column", "PaperTable", "Reproduction", "Row", "register_table"]

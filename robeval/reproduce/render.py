@@ -1,13 +1,22 @@
-"""A paper table in its own layout, as a document (Markdown, CSV and LaTeX), from a run's summary or a profile."""
+"""A paper table in its own layout, as a document (Markdown, CSV and LaTeX), from a run's summary or a profile;
+what a reproduction was asked for (resolved) and what it made, and the writing of its table files."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import pandas as pd
 
+from ..core.atomic_files import atomic_write
 from ..core.defaults import CLEAN
 from ..evaluation.protocols import PROTOCOLS
 from ..report.captions import caption_parts
 from ..report.document import Document, Grid
+from ..report.files import prepare_out_dir
+from ..report.formats import FORMATS
 from ..report.naming import attack_title
 from .tables import PaperTable
 
@@ -95,3 +104,44 @@ LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accura
 def document(grid: pd.DataFrame, phrases: list[str]) -> Document:
     """The table as a document: its grid (rows unnamed) under its caption."""
     return [Grid(grid, phrases, corner="")]
+
+
+@dataclass
+class Reproduction:
+    table: PaperTable
+    caption: list[str]  # the caption's phrases
+    grid: Any  # pandas DataFrame in the table's layout
+    files: dict[str, Path]
+    result: Any = None  # the Run of a one-run table (robeval.results_api.Run)
+    results: dict[str, Any] | None = None  # column key -> the Run of each column's run
+
+    @property
+    def text(self) -> str:
+        """The caption as one line (its phrases joined), as the Markdown file shows it."""
+        return "; ".join(self.caption)
+
+
+@dataclass
+class Request:
+    """What one reproduction was asked for, resolved: the table, its version, the checkpoints by model."""
+
+    table: PaperTable
+    digits: bool
+    evaluate: Callable[..., Any]
+    out: str | None
+    checkpoints: dict[str, list[str]]  # each model's members
+    protocol: str | None
+    eps: str | None
+    data: str
+    data_for: dict[str, str]
+    options: dict[str, Any]
+
+
+def write(rep: Reproduction, folder: str | None) -> Reproduction:
+    """``table.md``, ``table.csv`` and ``table.tex`` in ``folder`` (nothing when None)."""
+    if folder is not None:
+        where = prepare_out_dir(Path(folder))
+        for written in (FORMATS["md"], FORMATS["csv"], FORMATS["latex"]):
+            rep.files[written.suffix] = where / f"table.{written.suffix}"
+            atomic_write(rep.files[written.suffix], written.render(document(rep.grid, rep.caption)))
+    return rep

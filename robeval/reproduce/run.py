@@ -21,7 +21,7 @@ from ..evaluation.config import member_paths
 from ..report.files import prepare_out_dir
 from . import render
 from .column_runs import column_runs
-from .request import Reproduction, Request, write
+from .render import Reproduction, Request, write
 from .tables import TABLES, PaperTable
 
 PROFILE_OPTIONS = {"batch_size": 8, "device": "cpu", "repeats": 5, "memory": True}  # robeval profile's

@@ -54,7 +54,7 @@ class Row:
 class Column:
     """One column of a table whose columns are runs (or profiles) of their own.
 
-    ``measure``: how a cell is read (a key of robeval.reproduce.columns.MEASURES for a run, of
+    ``measure``: how a cell is read (a key of robeval.reproduce.column_runs.MEASURES for a run, of
     robeval.reproduce.efficiency.PROFILE_MEASURES for a profile, or ``n/a``); ``data``: the
     ``--data-for`` key whose path its run reads (an image folder, or with ``published`` the folder of
     that published data set's files); ``options``: the run options the column fixes (``shift``,
@@ -143,7 +143,3 @@ def register_table(table: PaperTable) -> PaperTable:
         if column.models and len(column.models) != len(table.rows):
             raise ValueError(f"paper table {table.name!r}: column {column.key!r} needs one model per row")
     return TABLES.add(table.name, table)
-
-
-def list_tables() -> list[PaperTable]:
-    return list(TABLES.values())
