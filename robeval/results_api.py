@@ -200,8 +200,7 @@ class Run:
         (``{"digits-deit-diff": "DiffAttn"}``, or ``MODEL=NAME`` strings) — so that a table fits a
         two-column paper.  Cells of a model with several members are mean ± std.  ``bold``: a column's
         best in bold where the claim test separates it from the runner-up (else a footnote mark)."""
-        from .report.paper import render
-        from .report.table_options import TableOptions
+        from .report.paper import TableOptions, render
 
         options = TableOptions.of(top1_only, attacks, names, bold)
         return render(self.summary, format, options, table_records(self.runs))  # bold: each cell's own records
@@ -230,16 +229,14 @@ class Run:
     def plot(self, out: str | Path = Path("results") / "plots") -> list[Path]:
         """The figures (robust accuracy against eps, bars per eps, minimum norms, severities, convergence
         curves) as PNG and SVG files in the folder ``out``: ``robeval plot``."""
-        from .report.convergence import write_convergence_plots
         from .report.files import prepare_out_dir
         from .report.plots import make_plots
         from .results.runs import convergence_curves
 
         folder = prepare_out_dir(Path(out))
-        paths = make_plots(self.summary, folder, minimal_norms(self.runs))
         with existing_store(self.store) as db:
             curves = convergence_curves(db, self.runs)
-        return paths + write_convergence_plots(curves, folder, order=self.summary["model"])  # the tables' colours
+        return make_plots(self.summary, folder, minimal_norms(self.runs), curves)
 
     def check(self) -> Soundness:
         """The soundness findings of the run, judged with its evidence runs (those ``run_missing`` made)

@@ -19,7 +19,8 @@ from robeval.models import load_model, register_model
 from robeval.models.catalog import DIGITS, DIGITS_CFG
 from robeval.models.registry import MODELS as MODEL_REGISTRY
 from robeval.models.weights import NO_WEIGHTS
-from robeval.report.convergence import convergence_figure, convergence_svg, write_convergence_plots
+from robeval.report.plots import convergence_figure
+from robeval.report.style import svg_text
 from robeval.results.convergence import curves, standard_error, still_falling, summed
 from robeval.results.indicators import converged
 from robeval.results.runs import load_run
@@ -251,7 +252,7 @@ def test_robeval_plot_draws_the_curves(demo_run, tmp_path):
     lines = fig.axes[0].get_lines()
     assert [line.get_label() for line in lines] == ["digits-deit", "digits-deit-elliptical"]
     assert lines[0].get_marker() != lines[1].get_marker()
-    assert convergence_svg(frame).startswith("<svg") and write_convergence_plots(frame.iloc[0:0], tmp_path) == []
+    assert svg_text(convergence_figure(frame)).startswith("<svg") and convergence_figure(frame.iloc[0:0]) is None
     done = run_cli("plot", result.run_id, "--store", str(path), "--out", str(tmp_path / "plots"))
     assert done.returncode == 0, done.stderr
     assert {p.name for p in (tmp_path / "plots").glob("robust_top1_vs_iterations.*")} >= {

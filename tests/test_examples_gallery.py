@@ -187,7 +187,7 @@ def test_class_names_follow_the_label_space():
     from robeval.data.arrays import cifar_label_space
     from robeval.data.digits import load_digits_data
     from robeval.data.labels import folder_label_space
-    from robeval.report.gallery_figure import class_names
+    from robeval.report.gallery import class_names
 
     assert class_names(load_digits_data(10).label_space)[3] == "3"
     assert class_names(cifar_label_space(10))[3] == "cat"

@@ -63,7 +63,7 @@ def _row(model: str, attack: str, eps: int, top1: float, corruption: str = "", s
 
 
 def test_a_model_keeps_its_look_in_every_figure_whichever_models_each_has():
-    from robeval.report.convergence import convergence_figure
+    from robeval.report.plots import convergence_figure
     from robeval.results.convergence import LAST_TENTH
 
     rows = [_row(m, a, e, 90.0 - e - 20 * (a == "pgd")) for m in "abc" for e in (4, 8) for a in ("clean", "pgd")]

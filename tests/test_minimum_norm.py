@@ -19,9 +19,8 @@ from robeval.attacks import create
 from robeval.attacks.minimum_norm import _fixed_l2_fmn, search_norms, within_eps
 from robeval.data.digits import digits_split
 from robeval.report.checklist import Soundness
-from robeval.report.minimum_norm import curve
 from robeval.report.paper import render
-from robeval.report.plots import make_plots
+from robeval.report.plots import curve, make_plots
 from robeval.results.indicators import noise_points
 from robeval.results.soundness import JudgedRun, judge_summary, run_findings
 from robeval.store import Store, StoredRun

@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 import robeval
-from robeval.report.paper import render
-from robeval.report.table_options import TableOptions
+from robeval.report.paper import TableOptions, render
 
 from .conftest import one_line_error, run_cli
 

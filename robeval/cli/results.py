@@ -162,8 +162,7 @@ def table_cmd(
     --top1-only, --attacks and --name make it fit a paper's column."""
     from ..report.captions import recipe_parts
     from ..report.files import check_out_file
-    from ..report.paper import checked_format
-    from ..report.table_options import TableOptions
+    from ..report.paper import TableOptions, checked_format
 
     written = checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read
     if out is not None:

@@ -39,7 +39,6 @@ from ..store import Store
 from . import plots, style
 from .checklist import CHECKLIST_INTRO, checklist_section
 from .comparison import comparison
-from .convergence import convergence_svg
 from .document import Document, Heading, Paragraph, Table, to_html
 from .escaping import html as escape
 from .paper import render
@@ -165,9 +164,9 @@ def figures(page: Page) -> Section | None:
 def convergence(page: Page) -> Section | None:
     parts = []
     for run, labels in zip(page.runs, page.labels):  # the models as the tables name them, in their colours
-        svg = convergence_svg(curves(page.store, run.run_id).replace({"model": labels}), page.summary["model"])
-        if svg:
-            parts.append(f'<figure data-figure="convergence-{escape(run.run_id)}">{svg}<figcaption>run '
+        fig = plots.convergence_figure(curves(page.store, run.run_id).replace({"model": labels}), page.summary["model"])
+        if fig is not None:
+            parts.append(f'<figure data-figure="convergence-{escape(run.run_id)}">{style.svg_text(fig)}<figcaption>run '
                          f"{escape(run.run_id)}: robust top-1 along each attack's iterations or queries</figcaption>"
                          "</figure>")  # fmt: skip
     if not parts:

@@ -1,7 +1,8 @@
 """Figures from stored runs, in the paper style of :mod:`.style`, with 95% intervals as error bars (a model
 of several members: for seeds and examples together, its members as dots; one checkpoint: the bootstrap
 over examples; each figure says which: :func:`.style.interval_note`): :func:`figures` builds every one the
-runs support (the HTML report inlines their SVG), :func:`make_plots` writes them as files.  A figure that
+runs support (the HTML report inlines their SVG), :func:`convergence_figure` the attacks' convergence,
+:func:`make_plots` writes them as files.  A figure that
 would carry no information is not drawn.  Each builder takes ``order``, the models of the whole table
 (:func:`.style.model_looks`): a model has the same colour, marker and line style in every figure."""
 
@@ -15,18 +16,18 @@ import pandas as pd
 
 from ..core.defaults import CLEAN
 from ..core.eps import eps_label
+from ..results.convergence import LAST_TENTH
 from ..results.indicators import attacks_of_kind
 from ..shifts.catalog import FAMILY_OF, SEVERITIES
 from . import style
-from .captions import is_incomplete
-from .minimum_norm import curve, minimum_norm_attacks
+from .captions import incomplete_parts
 from .naming import attack_title, is_condition, ordered_attacks
-from .shift_table import split
+from .shift_table import minimum_norm_attacks, split
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
     """A figure's title, marked when the runs behind it did not finish or rows lack batches."""
-    return f"{title}\nINCOMPLETE: see robeval table" if is_incomplete(summary) else title
+    return f"{title}\nINCOMPLETE: see robeval table" if incomplete_parts(summary) else title
 
 
 def _models(summary: pd.DataFrame) -> list[str]:
@@ -153,6 +154,13 @@ def accuracy_vs_severity(summary: pd.DataFrame, order: Iterable[str] = ()):
     return fig
 
 
+def curve(norms: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Robust top-1 (%) at each eps from the examples' minimal norms: the share of examples whose minimal
+    norm exceeds eps (0 for an image already misclassified, ``inf`` where the search found nothing)."""
+    norms = np.asarray(norms, dtype=float)
+    return 100.0 * (norms[None, :] > np.asarray(eps, dtype=float)[:, None]).mean(axis=1)
+
+
 @style.drawn
 def minimum_norm_curves(summary: pd.DataFrame, norms: pd.DataFrame, order: Iterable[str] = ()):
     """Robust top-1 against eps from each minimum-norm search (a line per model and attack), with the
@@ -198,7 +206,55 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
     return {stem: fig for stem, fig in found.items() if fig is not None}
 
 
-def make_plots(summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None) -> list[Path]:
-    """Every figure of :func:`figures` as PNG, SVG and PDF in ``out``."""
+CONVERGENCE_STEM = "robust_top1_vs_iterations"
+
+
+def _convergence_panels(curves: pd.DataFrame) -> list[tuple[str, str]]:
+    """(attack, eps) in table order: the attacks as tables order them, each at every eps it has."""
+    eps_order = list(dict.fromkeys(curves["eps"]))
+    have = set(zip(curves["attack"], curves["eps"]))
+    return [(a, e) for a in ordered_attacks(curves) for e in eps_order if (a, e) in have]
+
+
+def _convergence_panel(ax, curves: pd.DataFrame, attack: str, eps: str, looks: dict[str, dict], title: str) -> None:
+    rows = curves[(curves["attack"] == attack) & (curves["eps"] == eps)]
+    for model, look in looks.items():
+        line = rows[rows["model"] == model].sort_values("point")
+        if len(line):
+            ax.plot(line["position"], line["robust_top1"], label=model, markersize=3.5, linewidth=1.1, **look)
+    end = float(rows["position"].max())
+    start = float(rows.loc[rows["point"] == LAST_TENTH, "position"].max())
+    ax.axvspan(start, end, color="0.88", zorder=0, linewidth=0)
+    ax.set_title(title)
+    ax.set_xlabel(f"{rows['axis'].iloc[0]} ({rows['setting'].iloc[0]})")
+
+
+@style.drawn
+def convergence_figure(curves: pd.DataFrame, order: Iterable[str] = ()):
+    """The convergence figure: robust top-1 (%) against each attack's iterations or queries
+    (robeval.results.convergence.curves), a panel per attack and eps, a line per model, the last tenth of
+    each budget (where the noise test of robeval.results.convergence looks) shaded; None when ``curves``
+    is empty."""
+    if curves.empty:
+        return None
+    panels, looks = _convergence_panels(curves), style.model_looks(curves["model"], order)
+    one_eps = curves["eps"].nunique() == 1
+    fig, axes = style.figure(2.2, len(panels), "robust top-1 (%)")
+    for ax, (attack, eps) in zip(axes, panels):
+        _convergence_panel(ax, curves, attack, eps, looks, attack_title(attack) + ("" if one_eps else f"\neps {eps}"))
+    at = f", eps {curves['eps'].iloc[0]}" if one_eps else ""
+    fig.suptitle(f"Robust top-1 along each attack's budget{at}\n(shaded: its last tenth, where convergence is judged)")
+    style.legend_below(fig, axes)
+    return fig
+
+
+def make_plots(
+    summary: pd.DataFrame, out: Path, norms: pd.DataFrame | None = None, curves: pd.DataFrame | None = None
+) -> list[Path]:
+    """Every figure of :func:`figures` as PNG, SVG and PDF in ``out``, and the convergence figure of
+    ``curves`` where there are any (its models in the table's colours)."""
     out.mkdir(parents=True, exist_ok=True)
-    return [path for stem, fig in figures(summary, norms).items() for path in style.save(fig, out, stem)]
+    found = figures(summary, norms)
+    if curves is not None and (convergence := convergence_figure(curves, summary["model"])) is not None:
+        found[CONVERGENCE_STEM] = convergence
+    return [path for stem, fig in found.items() for path in style.save(fig, out, stem)]

@@ -1,4 +1,7 @@
-"""The distribution-shift tables, in the Elliptical paper's layout: rows = models; columns the clean-image
+"""The blocks after a paper table's attack blocks (:func:`later_blocks`): minimum-norm attacks, per model
+the median smallest fooling perturbation and robust top-1 at each eps of the run (an example's minimal
+norm is 0 when its clean image is misclassified and ``inf`` when the search found nothing); and the
+distribution-shift tables, in the Elliptical paper's layout: rows = models; columns the clean-image
 shifts (ImageNet-R, -A: logits restricted to their 200 classes; -V2, -Sketch, CIFAR-10.1: top-1, and any
 attack run on them), the corruption benchmarks as each is reported (:data:`REPORTED`), then the attack
 columns (top-1); and a detail table of each corruption's top-1 averaged over its severities.
@@ -9,14 +12,53 @@ contributes its own columns.  A condition's accuracy does not depend on eps; the
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from ..attacks import list_attacks
 from ..core.defaults import CLEAN
 from ..shifts.kinds import CLEAN_DATA_SHIFTS, SHIFT_KINDS
 from ..shifts.metrics import CorruptionMetrics, corruption_metrics
 from .document import Grid
-from .minimum_norm import minimum_norm_caption, minimum_norm_grid
 from .naming import attack_title, column, data_label, is_condition
+
+
+def minimum_norm_attacks(summary: pd.DataFrame) -> list[str]:
+    """The minimum-norm attacks present in ``summary``, in registry order."""
+    present = set(summary["attack"])
+    return [s.name for s in list_attacks() if s.minimum_norm and s.name in present]
+
+
+def size_label(value: float, norm: str) -> str:
+    """A perturbation size as a table shows it: ``x/255`` in Linf, plain in L2."""
+    if not np.isfinite(value):
+        return "none found" if value > 0 else ""
+    return f"{value * 255:.2f}/255" if norm == "Linf" else f"{value:.3f}"
+
+
+def minimum_norm_grid(summary: pd.DataFrame) -> pd.DataFrame | None:
+    """Rows = models; per minimum-norm attack its median minimal norm, then top-1 at each eps."""
+    attacks = minimum_norm_attacks(summary)
+    if not attacks:
+        return None
+    rows: dict[str, dict[str, str]] = {}
+    for r in summary[summary["attack"].isin(attacks)].itertuples():
+        cells = rows.setdefault(r.model, {})
+        cells.setdefault(f"{attack_title(r.attack)} median size", size_label(float(r.median_min_norm), r.norm))
+        cells[f"{attack_title(r.attack)} Top-1 @ {r.eps}"] = f"{r.top1:.2f}"
+    return pd.DataFrame.from_dict(rows, orient="index").fillna("")
+
+
+def minimum_norm_caption(summary: pd.DataFrame) -> list[str]:
+    """The minimum-norm block's caption, phrase by phrase."""
+    sel = summary[summary["attack"].isin(minimum_norm_attacks(summary))]
+    return [
+        f"Minimum-norm attacks: median smallest {sel['norm'].iloc[0]} perturbation that changes the top-1 decision "
+        "(0 for an image already misclassified; 'none found' when over half were not fooled) and robust top-1 (%) "
+        "at each eps of the run, read from the same search",
+        f"n = {int(sel['n'].max())}",
+        "top-5 under these attacks is measured at the decision boundary and is not a top-5 attack",
+    ]
 
 
 def attack_rows(summary: pd.DataFrame) -> pd.DataFrame:
