@@ -60,7 +60,7 @@ def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = 
 
 def runs_named(*refs: str) -> list[str]:
     """The run ids that ``RUN_ID:MODEL`` references name (``robeval compare``'s run to open)."""
-    from .report.paired import names_run
+    from .report.comparison import names_run
     from .robustbench_ext.leaderboard import is_model_info_path
 
     return list(dict.fromkeys(r.partition(":")[0] for r in refs if names_run(r) and not is_model_info_path(r)))
@@ -71,7 +71,7 @@ def pair_runs(store: str | Path, a: str, b: str) -> tuple[list[str], str | None]
     ``RUN_ID:MODEL`` sides name (nothing to say); else, for two models, the newest finished run that
     evaluated both (robeval.results.runs.run_of_pair: refused in one line when such runs differ in
     protocol, eps, ...)."""
-    from .report.paired import names_run
+    from .report.comparison import names_run
     from .results.runs import run_of_pair
     from .robustbench_ext.leaderboard import is_model_info_path
     from .store import existing_store
@@ -218,7 +218,7 @@ class Run:
 
     def _ref(self, ref: str) -> str:
         """``ref`` as the store's readers take it: a model of these runs named with its run's id."""
-        from .report.paired import names_run
+        from .report.comparison import names_run
         from .robustbench_ext.leaderboard import is_model_info_path
 
         if is_model_info_path(ref) or names_run(ref):

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from robeval.core.errors import UserError
-from robeval.report.paired import compare
+from robeval.report.comparison import compare
 from robeval.results.statistics import bootstrap_ci, mcnemar_exact
 from robeval.store import Store
 from robeval.store.schema import SCHEMA_VERSION

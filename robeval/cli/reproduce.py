@@ -28,10 +28,10 @@ SETTINGS = {  # what --list says a table of each kind runs
 
 def _list_tables() -> None:
     from ..report.document import Table
-    from ..reproduce import TABLES
+    from ..reproduce import list_tables
 
     rows = []
-    for t in TABLES.values():
+    for t in list_tables():
         runs = SETTINGS[t.kind](t) + (f"; mean ± std over {t.members} checkpoints per model" if t.members > 1 else "")
         rows.append([t.name, t.kind, ", ".join(r.label for r in t.rows), runs, t.title])
     head = ("name", "kind", "rows", "what it runs", "what it is")

@@ -130,3 +130,7 @@ def any_coverage_parts(rows: pd.DataFrame) -> list[str]:
         return []
     covers = "; ".join(f"{m}: {', '.join(v) or 'nothing'}" for m, v in over.items())
     return [f"Any (worst case) covers, per model: {covers}"]
+
+
+def is_incomplete(summary: pd.DataFrame) -> bool:
+    return bool(incomplete_parts(summary))

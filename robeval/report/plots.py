@@ -20,14 +20,14 @@ from ..results.convergence import LAST_TENTH
 from ..results.indicators import attacks_of_kind
 from ..shifts.catalog import FAMILY_OF, SEVERITIES
 from . import style
-from .captions import incomplete_parts
+from .captions import is_incomplete
 from .naming import attack_title, is_condition, ordered_attacks
 from .shift_table import minimum_norm_attacks, split
 
 
 def marked(title: str, summary: pd.DataFrame) -> str:
     """A figure's title, marked when the runs behind it did not finish or rows lack batches."""
-    return f"{title}\nINCOMPLETE: see robeval table" if incomplete_parts(summary) else title
+    return f"{title}\nINCOMPLETE: see robeval table" if is_incomplete(summary) else title
 
 
 def _models(summary: pd.DataFrame) -> list[str]:

@@ -143,3 +143,7 @@ def register_table(table: PaperTable) -> PaperTable:
         if column.models and len(column.models) != len(table.rows):
             raise ValueError(f"paper table {table.name!r}: column {column.key!r} needs one model per row")
     return TABLES.add(table.name, table)
+
+
+def list_tables() -> list[PaperTable]:
+    return list(TABLES.values())
