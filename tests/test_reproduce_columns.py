@@ -10,7 +10,7 @@ import pytest
 from robeval.core.defaults import CLEAN
 from robeval.core.errors import UserError
 from robeval.reproduce import TABLES
-from robeval.reproduce.efficiency import efficiency_grid
+from robeval.reproduce.render import efficiency_grid
 from robeval.reproduce.run import reproduce
 from robeval.results.summary import add_condition_columns
 from robeval.shifts.catalog import ALEXNET_ERRORS, condition_name, parse_corruptions, parse_severities

@@ -143,7 +143,6 @@ def _one_run(req: Request) -> Reproduction:
 def _profile(req: Request) -> Reproduction:
     """An efficiency table: robeval profile of the table's distinct models, once each."""
     from ..evaluation.profiling import profile
-    from .efficiency import PROFILE_LAYOUTS, profile_parts
 
     table = req.table
     unknown = set(req.options) - set(PROFILE_OPTIONS)
@@ -154,8 +153,8 @@ def _profile(req: Request) -> Reproduction:
             f"--repeats, not {', '.join(given)}"
         )
     measured = profile(table.every_model(req.digits), **{**PROFILE_OPTIONS, **table.profile_options, **req.options})
-    grid = PROFILE_LAYOUTS[table.layout](table, measured, req.digits)
-    parts = profile_parts(table, measured)
+    grid = render.PROFILE_LAYOUTS[table.layout](table, measured, req.digits)
+    parts = render.profile_parts(table, measured)
     phrases = render.caption(table, req.digits, extra=parts)
     return write(Reproduction(table, phrases, grid, {}), None if req.out is None else req.out.replace(RUN_ID_FIELD, ""))
 

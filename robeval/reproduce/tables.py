@@ -55,7 +55,7 @@ class Column:
     """One column of a table whose columns are runs (or profiles) of their own.
 
     ``measure``: how a cell is read (a key of robeval.reproduce.column_runs.MEASURES for a run, of
-    robeval.reproduce.efficiency.PROFILE_MEASURES for a profile, or ``n/a``); ``data``: the
+    robeval.reproduce.render.PROFILE_MEASURES for a profile, or ``n/a``); ``data``: the
     ``--data-for`` key whose path its run reads (an image folder, or with ``published`` the folder of
     that published data set's files); ``options``: the run options the column fixes (``shift``,
     ``corruptions``); ``models``: one per row where the column's models are not the rows' own;
@@ -87,7 +87,7 @@ class PaperTable:
     digits_eps: str = "8/255"  # the demo's budget: at the paper's eps the 8x8 digits barely move
     norm: str = "Linf"
     protocol: str = "nielsen2024"  # the protocol the paper's numbers come from
-    layout: str = "attacks-as-rows"  # one of its kind's layouts (render.LAYOUTS, efficiency.PROFILE_LAYOUTS, columns)
+    layout: str = "attacks-as-rows"  # one of its kind's layouts (render.LAYOUTS and PROFILE_LAYOUTS, column_runs)
     notes: tuple[str, ...] = field(default_factory=tuple)
     digits_notes: tuple[str, ...] = field(default_factory=tuple)  # what the digits version changes
     columns: tuple[Column, ...] = ()  # the paper's columns, each a run of its own (column-runs, latency)
