@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import lookup
-from ..core.registry import Registry
 from . import robustbench
 from .document import Document, to_csv, to_html, to_json, to_latex, to_markdown, values_of
 
@@ -24,15 +23,14 @@ class Format:
     note: str = ""
 
 
-FORMATS: Registry[Format] = Registry("format")
-FORMATS.add("md", Format(to_markdown, "md"))
-FORMATS.add("latex", Format(to_latex, "tex"))
-FORMATS.add("html", Format(to_html, "html"))
-FORMATS.add("csv", Format(to_csv, "csv", values=True))
-FORMATS.add("json", Format(to_json, "json", values=True))
-FORMATS.add(
-    "robustbench", Format(lambda d: robustbench.to_model_info(values_of(d)), "json", True, True, robustbench.NOTE)
-)
+FORMATS: dict[str, Format] = {
+    "md": Format(to_markdown, "md"),
+    "latex": Format(to_latex, "tex"),
+    "html": Format(to_html, "html"),
+    "csv": Format(to_csv, "csv", values=True),
+    "json": Format(to_json, "json", values=True),
+    "robustbench": Format(lambda d: robustbench.to_model_info(values_of(d)), "json", True, True, robustbench.NOTE),
+}
 
 
 def offered(name: str, allowed: Sequence[str], what: str = "format") -> Format:

@@ -1,5 +1,5 @@
 """``robeval report``: one self-contained HTML page of stored runs, a Jinja2 template
-(``templates/report.html.j2``) filled with the sections registered below, in their order, each built
+(``templates/report.html.j2``) filled with the sections of :data:`SECTIONS`, in their order, each built
 from the same code the other commands use.
 
 Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
@@ -26,7 +26,6 @@ from markupsafe import Markup
 
 from ..core.errors import UserError
 from ..core.records import EFFICIENCY_COLUMNS, key_model
-from ..core.registry import Registry
 from ..evaluation.regenerable import refusal
 from ..models.names import registered_spec
 from ..models.registry import GIVEN
@@ -74,21 +73,11 @@ class Page:
                     if shown == label)  # fmt: skip
 
 
-Builder = Callable[[Page], Section | None]
-SECTIONS: Registry[Builder] = Registry("report section")
-
-
-def section(fn: Builder) -> Builder:
-    """Register a section builder under its name; the page shows the sections in registration order."""
-    return SECTIONS.add(fn.__name__, fn)
-
-
 def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Markup:
     """A plain DataFrame as a sortable table (its index not shown; ``text_columns`` left-aligned)."""
     return Markup(to_html([Table.of(frame, text_columns)]))
 
 
-@section
 def paper_table(page: Page) -> Section:
     note = (
         "Top-1 / top-5 accuracy (%) per model and attack; a column's best in bold where the claim test separates it "
@@ -99,7 +88,6 @@ def paper_table(page: Page) -> Section:
     return Section("tables", "Paper table", Markup(render(page.summary, "html", records=records)), note)
 
 
-@section
 def members(page: Page) -> Section | None:
     """Each model of several members: every member's own top-1 / top-5 per eps and attack beside its
     checkpoint and seed (the table's mean ± std and the figures' intervals are made of these)."""
@@ -146,7 +134,6 @@ def _member_name(index: int, known: list) -> str:
     return f"{index + 1}: {file}" + (f" (seed {seed})" if seed is not None else "")
 
 
-@section
 def figures(page: Page) -> Section | None:
     found = plots.figures(page.summary, minimal_norms(page.runs))
     if not found:
@@ -160,7 +147,6 @@ def figures(page: Page) -> Section | None:
     return Section("figures", "Figures", Markup(body))
 
 
-@section
 def convergence(page: Page) -> Section | None:
     parts = []
     for run, labels in zip(page.runs, page.labels):  # the models as the tables name them, in their colours
@@ -178,7 +164,6 @@ def convergence(page: Page) -> Section | None:
     )  # fmt: skip
 
 
-@section
 def checklist(page: Page) -> Section:
     """Each run of the page judged with its evidence runs (those made for it are not judged apart), as
     ``robeval check --report`` judges it."""
@@ -220,7 +205,6 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS).drop_duplicates("model"), names
 
 
-@section
 def efficiency(page: Page) -> Section:
     table, names = _efficiency_rows(page)
     return Section(
@@ -231,7 +215,6 @@ def efficiency(page: Page) -> Section:
     )  # fmt: skip
 
 
-@section
 def passes(page: Page) -> Section | None:
     rows = [
         {"model": model, "eps": eps, "attack": attack, "forward": p["forward"], "backward": p["backward"]}
@@ -320,7 +303,6 @@ TESTS_SAID = (
 )
 
 
-@section
 def paired(page: Page) -> Section | None:
     baseline = baseline_of(page.runs[0], page.baseline)
     pairs, entries = compared_pairs(page, baseline), _entries(page)
@@ -364,7 +346,6 @@ def named_by(code: tuple[str, ...], model: str) -> str:
     return next((item for item in code if split_label(item)[1] == model or item == model), model)
 
 
-@section
 def examples(page: Page) -> Section | None:
     run = page.runs[0]
     attack = page.gallery_attack if page.gallery_attack is not None else default_gallery_attack(run)
@@ -396,7 +377,6 @@ def examples(page: Page) -> Section | None:
     return Section("gallery", f"Gallery: {', '.join(models)} under {attack}", Markup(body), note)
 
 
-@section
 def configuration(page: Page) -> Section:
     parts = []
     for run in page.runs:
@@ -405,13 +385,19 @@ def configuration(page: Page) -> Section:
     return Section("configuration", "Configuration and versions", Markup("".join(parts)))  # (JSON: preformatted)
 
 
+# the page's sections, in their order: each builder gives its section, or None where the runs have nothing for it
+SECTIONS: tuple[Callable[[Page], Section | None], ...] = (
+    paper_table, members, figures, convergence, checklist, efficiency, passes, paired, examples, configuration,
+)  # fmt: skip
+
+
 def html_report(store: Store, runs: list[StoredRun], **options: Any) -> str:
     """The page of ``runs`` (combined as ``robeval table`` combines them); ``options``: gallery_attack,
     gallery_size (0: no gallery), baseline (the model every other is compared with), code (the user's code
     the command line names, which the gallery may import)."""
     page = Page(store, runs, combine(runs), **options)
     baseline_of(runs[0], page.baseline)  # a model the run lacks: one line before any section is built
-    sections = [s for s in (build(page) for build in SECTIONS.values()) if s is not None]
+    sections = [s for s in (build(page) for build in SECTIONS) if s is not None]
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("robeval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
