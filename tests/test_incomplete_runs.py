@@ -13,7 +13,7 @@ import torch
 import robeval
 from robeval.api import evaluate_full
 from robeval.attacks import autoattack
-from robeval.report.captions import is_incomplete
+from robeval.report.naming import is_incomplete
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run
 from robeval.store import Store

@@ -8,8 +8,7 @@ import pytest
 
 import robeval
 from robeval.api import evaluate_full
-from robeval.report.captions import caption_parts
-from robeval.report.naming import data_label
+from robeval.report.naming import caption_parts, data_label
 from robeval.report.paper import render
 from robeval.results.runs import combine, load_run, resolve_runs
 from robeval.store import Store

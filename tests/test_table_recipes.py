@@ -15,8 +15,8 @@ from rich.console import Console
 import robeval
 from robeval.core.defaults import DEMO_RECIPE, Recipe
 from robeval.report.bests import RECIPES_DIFFER, SEPARATED, mark_bests
-from robeval.report.captions import recipe_parts
 from robeval.report.files import write_run_files
+from robeval.report.naming import recipe_parts
 from robeval.report.paper import paper_document
 from robeval.report.terminal import to_rich
 from robeval.results.likeness import recipe_cells

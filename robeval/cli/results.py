@@ -160,8 +160,8 @@ def table_cmd(
     """Generate the paper table (models x attacks, Top-1/Top-5, a column's best in bold where the claim
     test separates it from the runner-up; mean ± std for a model of several members) from stored runs;
     --top1-only, --attacks and --name make it fit a paper's column."""
-    from ..report.captions import recipe_parts
     from ..report.files import check_out_file
+    from ..report.naming import recipe_parts
     from ..report.paper import TableOptions, checked_format
 
     written = checked_format(format, TableOptions.of(top1_only, attacks, name, bold))  # before the store is read

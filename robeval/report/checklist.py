@@ -18,11 +18,10 @@ from ..results.findings import CHECKS, Finding
 from ..results.indicators import adaptive_gaps
 from ..results.soundness import JudgedRun, ModelFindings
 from ..store import StoredRun
-from .captions import incomplete_parts
 from .document import Document, Heading, Lines, Paragraph, Table, to_html, to_markdown
 from .files import skipped_note
 from .grid import Status
-from .naming import attack_title
+from .naming import attack_title, incomplete_parts
 
 CHECKLIST_INTRO = (
     "Indicators of a failed attack after Carlini et al. 2019 (On Evaluating Adversarial Robustness) and Pintor "
@@ -121,7 +120,7 @@ class Soundness:
 def diagnostic_lines(run: dict[str, Any], summary: pd.DataFrame) -> list[str]:
     """What is said under every results table (``robeval run``, ``robeval check``): the image files a run
     could not read, stopped models, adaptive gaps, soundness flags and caveats (its run.json facts and summary).  An
-    audited protocol's audit and bound are its tables' caption's (robeval.report.captions), said once."""
+    audited protocol's audit and bound are its tables' caption's (robeval.report.naming.caption_parts), said once."""
     note = skipped_note(run)
     lines = [note] if note else []
     lines += [f"Stopped model {model}: {message}" for model, message in run.get("failed_models", {}).items()]

@@ -21,11 +21,10 @@ from ..core.defaults import MEMBERS, STD, SUMMARY_COLUMNS
 from ..core.errors import UserError
 from ..core.printable import as_one, read_alike, refuse_hidden
 from .bests import FOOTNOTE, NOT_SEPARATED, RECIPES_DIFFER, RECIPES_FOOTNOTE, SEPARATED, best_column, mark_bests
-from .captions import caption_parts
 from .document import Document, Grid, Values
 from .formats import Format, offered
 from .grid import MARK, RECIPES_MARK, Measured
-from .naming import attack_title, is_condition, ordered_attacks
+from .naming import attack_title, caption_parts, is_condition, ordered_attacks
 from .shift_table import later_blocks, split
 
 TABLE_FORMATS = ("md", "latex", "html", "csv", "json", "robustbench")  # html: robeval report's

@@ -20,8 +20,7 @@ from ..results.convergence import LAST_TENTH
 from ..results.indicators import attacks_of_kind
 from ..shifts.catalog import FAMILY_OF, SEVERITIES
 from . import style
-from .captions import is_incomplete
-from .naming import attack_title, is_condition, ordered_attacks
+from .naming import attack_title, is_condition, is_incomplete, ordered_attacks
 from .shift_table import minimum_norm_attacks, split
 
 

@@ -22,9 +22,8 @@ import pandas as pd
 
 from ..core.defaults import CLEAN, RUN_ID_FIELD
 from ..core.errors import UserError
-from ..report.captions import caption_parts
 from ..report.grid import Measured
-from ..report.naming import is_condition
+from ..report.naming import caption_parts, is_condition
 from ..shifts.catalog import SEVERITIES
 from ..shifts.metrics import corruption_metrics
 from . import render

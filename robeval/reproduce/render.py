@@ -24,11 +24,10 @@ import pandas as pd
 from ..core.atomic_files import atomic_write
 from ..core.defaults import CLEAN
 from ..evaluation.protocols import PROTOCOLS
-from ..report.captions import caption_parts
 from ..report.document import Document, Grid
 from ..report.files import prepare_out_dir
 from ..report.formats import FORMATS
-from ..report.naming import attack_title
+from ..report.naming import attack_title, caption_parts
 from .tables import PaperTable
 
 
