@@ -26,7 +26,7 @@ from _data import make_folder
 from _timing import interleaved_samples, paired_ratio
 
 import robeval
-from robeval.shifts import COMMON
+from robeval.shifts.catalog import COMMON
 
 
 def repeated_folder(source: Path, target: Path, times: int) -> None:

@@ -13,7 +13,7 @@ from robeval.reproduce import TABLES
 from robeval.reproduce.render import efficiency_grid
 from robeval.reproduce.run import reproduce
 from robeval.results.summary import add_condition_columns
-from robeval.shifts.catalog import ALEXNET_ERRORS, condition_name, parse_corruptions, parse_severities
+from robeval.shifts.catalog import ALEXNET_ERRORS, IMAGENET_C, condition_name, parse_severities
 
 from .conftest import run_cli
 
@@ -46,7 +46,7 @@ class Recorder:
             return [(CLEAN, {"imagenet-r": R_TOP1, "imagenet-a": A_TOP1}.get(shift, 90.0))]
         return [
             (condition_name(c, s), 100.0 * (1 - ALEXNET_ERRORS[c]) if c in ALEXNET_ERRORS else EXTRA_TOP1)
-            for c in parse_corruptions(kwargs["corruptions"])
+            for c in IMAGENET_C.parse(kwargs["corruptions"])
             for s in parse_severities(kwargs.get("severities"))
         ]
 

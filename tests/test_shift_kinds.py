@@ -30,10 +30,9 @@ from robeval.models.registry import MODELS
 from robeval.models.weights import NO_WEIGHTS
 from robeval.report.paper import render
 from robeval.report.shift_table import REPORTED, corruption_grid, shift_caption, shift_grid
-from robeval.shifts import COMMON, CORRUPTION_SETS, EXTRA, SHIFT_KINDS
-from robeval.shifts.catalog import Condition
-from robeval.shifts.condition_images import CorruptedImages
-from robeval.shifts.corrupt import corrupt_tensor
+from robeval.shifts.catalog import COMMON, CORRUPTION_SETS, EXTRA, Condition
+from robeval.shifts.condition_images import CorruptedImages, corrupt_tensor
+from robeval.shifts.kinds import SHIFT_KINDS
 
 from . import published_files
 

@@ -15,8 +15,8 @@ from robeval.core.errors import UserError
 from robeval.data.digits import digits_split
 from robeval.data.labels import imagenet_wnids
 from robeval.report.paper import render
-from robeval.shifts import ALEXNET_ERRORS, COMMON, EXTRA, class_set
-from robeval.shifts.corrupt import corrupt_tensor
+from robeval.shifts.catalog import ALEXNET_ERRORS, COMMON, EXTRA, class_set
+from robeval.shifts.condition_images import corrupt_tensor
 from robeval.shifts.metrics import corruption_metrics
 
 from .conftest import run_cli

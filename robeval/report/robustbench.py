@@ -34,7 +34,7 @@ from .naming import column, is_condition, run_label
 from .shift_table import attack_rows, model_metrics
 
 NOTE = f"RobustBench model info: fill {', '.join(AUTHOR_FIELDS)} (left empty: a run cannot know them) before submitting"
-THREE_D = CORRUPTION_SETS.require("imagenet-3dcc").names  # corruptions whose entries take the _3d fields
+THREE_D = CORRUPTION_SETS["imagenet-3dcc"].names  # corruptions whose entries take the _3d fields
 
 
 def is_3dcc(corruptions: pd.Series) -> bool:

@@ -19,7 +19,6 @@ from importlib import resources
 
 from ..core.errors import UserError, closest
 from ..core.numbers import whole_number
-from ..core.registry import Registry
 
 SEVERITIES = (1, 2, 3, 4, 5)  # every benchmark here has five
 
@@ -55,7 +54,8 @@ class CorruptionSet:
         return f"{', '.join(self.names)}, or a group: {', '.join(groups)}"
 
     def parse(self, text: str | list[str] | None) -> list[str]:
-        """``None`` -> the default group; a group or family name; a corruption; or a comma list."""
+        """``--corruptions`` among this set's: ``None`` -> the default group; a group or family name; a
+        corruption; or a comma list (ImageNet-C's: ``common``, the default, the 15; ``all``, 19; ``extra``)."""
         parts = [text] if isinstance(text, str) else (text or [self.default])
         items = [t.strip() for part in parts for t in str(part).split(",")]
         named = {**self.groups, **self.families}
@@ -74,8 +74,6 @@ class CorruptionSet:
         other = next((s for s in CORRUPTION_SETS.values() if item in s.names), None)
         return near + (f" ({item} is an {other.title} corruption: --shift {other.name})" if other else "")
 
-
-CORRUPTION_SETS: Registry[CorruptionSet] = Registry("corruption set")
 
 # ImageNet-C: the 15 benchmark corruptions by family, in the benchmark's order, then the 4 held-out extras.
 _C_FAMILIES = {
@@ -113,49 +111,41 @@ ALEXNET_ERRORS = dict(
 )
 ALEXNET_CLEAN_ERROR = 0.435  # AlexNet's clean top-1 error in the benchmark's table (relative mCE)
 
-IMAGENET_C = CORRUPTION_SETS.add(
+IMAGENET_C = CorruptionSet(
     "imagenet-c",
-    CorruptionSet(
-        "imagenet-c",
-        "ImageNet-C",
-        _C_FAMILIES,
-        {"common": COMMON, "all": COMMON + EXTRA},
-        "common",
-        ALEXNET_ERRORS,
-        ALEXNET_CLEAN_ERROR,
-    ),
+    "ImageNet-C",
+    _C_FAMILIES,
+    {"common": COMMON, "all": COMMON + EXTRA},
+    "common",
+    ALEXNET_ERRORS,
+    ALEXNET_CLEAN_ERROR,
 )
 _3DCC = (
     *("near_focus", "far_focus", "fog_3d", "flash", "color_quant", "low_light"),
     *("xy_motion_blur", "z_motion_blur", "iso_noise", "bit_error", "h265_abr", "h265_crf"),
 )
-IMAGENET_3DCC = CORRUPTION_SETS.add(
+IMAGENET_3DCC = CorruptionSet(
     "imagenet-3dcc",
-    CorruptionSet(
-        "imagenet-3dcc",
-        "ImageNet-3DCC",
-        {"3dcc": _3DCC},
-        {"all": _3DCC},
-        "all",
-        no_mce="ImageNet-3DCC has no published AlexNet errors (RobustBench normalises by its own AlexNet run): "
-        "its mean is unnormalised",
-    ),
+    "ImageNet-3DCC",
+    {"3dcc": _3DCC},
+    {"all": _3DCC},
+    "all",
+    no_mce="ImageNet-3DCC has no published AlexNet errors (RobustBench normalises by its own AlexNet run): "
+    "its mean is unnormalised",
 )
 _C_BAR = (
     *("blue_noise_sample", "brownish_noise", "caustic_refraction", "checkerboard_cutout", "cocentric_sine_waves"),
     *("inverse_sparkles", "perlin_noise", "plasma_noise", "single_frequency_greyscale", "sparkles"),
 )
-IMAGENET_C_BAR = CORRUPTION_SETS.add(
+IMAGENET_C_BAR = CorruptionSet(
     "imagenet-c-bar",
-    CorruptionSet(
-        "imagenet-c-bar",
-        "ImageNet-C-bar",
-        {"c-bar": _C_BAR},
-        {"all": _C_BAR},
-        "all",
-        no_mce="robeval has no published AlexNet errors for ImageNet-C-bar: its mean error is unnormalised",
-    ),
+    "ImageNet-C-bar",
+    {"c-bar": _C_BAR},
+    {"all": _C_BAR},
+    "all",
+    no_mce="robeval has no published AlexNet errors for ImageNet-C-bar: its mean error is unnormalised",
 )
+CORRUPTION_SETS = {s.name: s for s in (IMAGENET_C, IMAGENET_3DCC, IMAGENET_C_BAR)}  # every benchmark's set
 
 # Every set's families (plots' panels); a corruption belongs to one set only, so its name says which.
 FAMILIES = {f: members for s in CORRUPTION_SETS.values() for f, members in s.families.items()}
@@ -168,12 +158,6 @@ def class_set(name: str) -> tuple[str, ...]:
     """The sorted 200 wnids of ``imagenet-a`` or ``imagenet-r`` (shipped in ``data/``)."""
     text = resources.files(__package__).joinpath("data", f"{name}-wnids.txt").read_text()
     return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
-
-
-def parse_corruptions(text: str | list[str] | None, corruption_set: str = "imagenet-c") -> list[str]:
-    """``--corruptions`` among one set's (ImageNet-C's: ``common``, the default, the 15; ``all``, 19;
-    ``extra``; a family; or a comma list); a shift kind parses with its own set."""
-    return CORRUPTION_SETS.require(corruption_set).parse(text)
 
 
 def parse_severities(text: str | list[int] | None) -> list[int]:

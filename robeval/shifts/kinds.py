@@ -10,7 +10,7 @@ A run's configuration is its :class:`~robeval.options.EvalConfig` (``shift``, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.defaults import DIGITS
 from ..core.errors import UserError
 from ..core.registry import Registry
-from ..data.published import is_in_memory
+from ..data.labels import imagenet_wnids
+from ..data.published import IN_MEMORY
 from ..options import EvalConfig
 from .catalog import (
     IMAGENET_3DCC,
@@ -26,6 +27,7 @@ from .catalog import (
     IMAGENET_C_BAR,
     Condition,
     CorruptionSet,
+    class_set,
     condition_name,
     parse_severities,
 )
@@ -79,7 +81,7 @@ class ShiftKind:
     def on_imagenet(self, source: str) -> bool:
         """Whether a run's data (its --data) are ImageNet images: an image folder's are; the embedded
         digits and the published sets are not."""
-        return self.imagenet_images if self.imagenet_images is not None else not is_in_memory(source)
+        return self.imagenet_images if self.imagenet_images is not None else source not in IN_MEMORY
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
         return target
@@ -121,7 +123,7 @@ class GeneratedCorruptions(ShiftKind):
         if any(c.corruption == "glass_blur" for c in conditions):  # compiled once here, inherited by the workers
             import torch
 
-            from .corrupt import corrupt_tensor
+            from .condition_images import corrupt_tensor
 
             corrupt_tensor(torch.zeros(3, 32, 32), "glass_blur", 1, 0)
 
@@ -141,6 +143,14 @@ def folder_reader(config: EvalConfig, what: str) -> None:
         raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
 
 
+def check_folders(classes: list[str], allowed: Collection[str], data: str, what: str, layout: str) -> None:
+    """The class folders of a shift data set's copy, checked against its published layout before a run
+    reads them: one line naming the first folder not among ``allowed``, and how many there are."""
+    stray = [c for c in classes if c not in allowed]
+    if stray:
+        raise UserError(f"data {data}: folder {stray[0]!r} is not {what} ({len(stray)} such folders); {layout}")
+
+
 class CorruptionTree(ShiftKind):
     """A pre-generated tree ``ROOT/<corruption>/<severity>/<wnid>/*.JPEG`` (ImageNet-C's layout)."""
 
@@ -157,14 +167,17 @@ class CorruptionTree(ShiftKind):
         """The first condition's folder names the examples (its file names are every condition's);
         the images are the 224 x 224 centre crops already: resized to the model's size, not cropped again."""
         from ..data.folders import load_folder_data
-        from .folder_layouts import check_tree
 
         folder_reader(config, self.name)
         root = Path(config.data)
         if not root.is_dir():
             raise UserError(f"{self.title} folder not found: {root}")
         wanted = self.conditions(config.corruptions, config.severities)
-        check_tree(root, wanted, self.title)
+        for c in wanted:  # every requested ROOT/<corruption>/<severity> exists
+            folder = root / c.corruption / str(c.severity)
+            if not folder.is_dir():
+                expected = "expected ROOT/<corruption>/<severity>/<class>/..."
+                raise UserError(f"{self.title} folder missing: {folder} ({expected})")
         first = root / wanted[0].corruption / str(wanted[0].severity)
         cropped = replace(spec, crop_pct=1.0)  # type: ignore[type-var]
         data = load_folder_data(first, cropped, config.n_examples, config.subset, config.class_map)
@@ -197,15 +210,14 @@ class ClassSubset(OtherImages):
         super().__init__(name, title, "200 classes; logits restricted to them")
 
     def wrap_target(self, target: nn.Module) -> nn.Module:
-        from .restricted_logits import RestrictedLogits
+        from .condition_images import RestrictedLogits
 
         return RestrictedLogits(target, self.name)
 
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
-        from .folder_layouts import check_class_set
-
         data = super().load(config, spec)
-        check_class_set(list(data.dataset.classes), self.name, config.data)
+        what, question = f"one of {self.name}'s 200 classes", f"is this an {self.name} copy?"
+        check_folders(list(data.dataset.classes), set(class_set(self.name)), config.data, what, question)
         return data
 
     def info(self, config: EvalConfig) -> dict[str, Any]:
@@ -220,13 +232,14 @@ class WnidFolders(OtherImages):
 
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
-        from .folder_layouts import check_wnids
 
         folder_reader(config, self.name)
         root = Path(config.data)
         root = root / self.unpacked_as if (root / self.unpacked_as).is_dir() else root
         data = load_folder_data(root, spec, config.n_examples, config.subset, config.class_map)
-        check_wnids(list(data.dataset.classes), str(root), self.title)
+        classes = list(data.dataset.classes)
+        layout = f"{self.title}'s layout is ROOT/<wnid>/<image>"
+        check_folders(classes, set(imagenet_wnids() or classes), str(root), "an ImageNet-1k wnid", layout)
         return data
 
 
@@ -238,14 +251,17 @@ class ClassIndexFolders(OtherImages):
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         from ..data.folders import load_folder_data
         from ..data.labels import LabelSpace
-        from .folder_layouts import check_class_indices
 
         folder_reader(config, self.name)
         if config.class_map is not None:
             raise UserError(f"--shift {self.name}: its folders are class indices already; drop --class-map")
         data = load_folder_data(config.data, spec, config.n_examples, config.subset)
         classes = list(data.dataset.classes)
-        check_class_indices(classes, config.data)
+        what, layout = (
+            "a class index 0..999 written as a plain integer",
+            "ImageNet-V2's layout is ROOT/<class index>/<image>",
+        )
+        check_folders(classes, {str(index) for index in range(1000)}, config.data, what, layout)  # "7", not "07"
         data.dataset.samples = [(path, int(classes[position])) for path, position in data.dataset.samples]
         space = LabelSpace({c: int(c) for c in classes}, 1000, f"{self.title} class-index folders (1000 classes)")
         return replace(data, label_space=space)
