@@ -16,8 +16,16 @@ from robeval.models.wrapper import ModelMeta
 
 from .conftest import run_cli
 
-META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
-                 std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)
+META = ModelMeta(
+    name="deit-tiny",
+    family="deit",
+    input_size=(3, 224, 224),
+    num_classes=1000,
+    mean=(0.485, 0.456, 0.406),
+    std=(0.229, 0.224, 0.225),
+    interpolation="bicubic",
+    crop_pct=0.875,
+)
 
 
 def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_folder):
@@ -54,7 +62,7 @@ def test_missing_and_empty_folders(tmp_path):
 
 
 def test_subset_file_keeps_list_order_and_prefix(image_folder, tmp_path):
-    from robeval.robustbench_ext.subsets import resolve_subset
+    from robeval.robustbench_ext.dataset_facts import resolve_subset
 
     listing = tmp_path / "ids.txt"
     listing.write_text("n01484850/img_1.JPEG\nn01440764/img_3.JPEG\nn01443537/img_0.JPEG\n")
@@ -72,7 +80,7 @@ def test_subset_file_keeps_list_order_and_prefix(image_folder, tmp_path):
 def test_robustbench_subset_needs_no_robustbench_package(monkeypatch):
     import builtins
 
-    from robeval.robustbench_ext.subsets import resolve_subset
+    from robeval.robustbench_ext.dataset_facts import resolve_subset
 
     real_import = builtins.__import__
 
@@ -146,10 +154,26 @@ def digits_folder(tmp_path):
 
 
 def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path):
-    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
-                   "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "run",
+        "-m",
+        "digits-deit",
+        "--data",
+        str(digits_folder),
+        "--class-map",
+        str(digits_folder.parent / "classes.txt"),
+        "--attacks",
+        "fgsm",
+        "--quiet",
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert proc.returncode == 0, proc.stderr
-    assert "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
+    assert (
+        "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
+    )
     run = json.loads((tmp_path / "o" / "run.json").read_text())
     assert sorted(p.rsplit("/", 1)[-1] for p in run["skipped_files"]) == ["cut.jpg", "notes.JPEG"]
     df = pd.read_csv(tmp_path / "o" / "results.csv")
@@ -157,14 +181,31 @@ def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path)
 
 
 def test_strict_data_makes_them_an_error(digits_folder, tmp_path):
-    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
-                   "--strict-data", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "run",
+        "-m",
+        "digits-deit",
+        "--data",
+        str(digits_folder),
+        "--class-map",
+        str(digits_folder.parent / "classes.txt"),
+        "--attacks",
+        "fgsm",
+        "--quiet",
+        "--strict-data",
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert proc.returncode == 2 and "unreadable image file" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_empty_class_folders_are_a_user_error(tmp_path):
     (tmp_path / "data" / "n01440764").mkdir(parents=True)
-    proc = run_cli("run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    proc = run_cli(
+        "run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite")
+    )
     assert proc.returncode == 2 and "has no images" in proc.stderr
 
 
@@ -181,8 +222,8 @@ def test_the_digits_are_scikit_learns_read_without_importing_it(monkeypatch):
     assert digits.digits_file() is not None
     for found in (digits.digits_file(), None):
         monkeypatch.setattr(digits, "digits_file", lambda found=found: found)
-        digits._digits_arrays_cached.cache_clear()
+        digits.digits_arrays.cache_clear()
         images, labels = digits.digits_arrays()
         assert images.dtype == np.float32 and np.array_equal(images, expected[0])
         assert labels.dtype == np.int64 and np.array_equal(labels, expected[1])
-    digits._digits_arrays_cached.cache_clear()
+    digits.digits_arrays.cache_clear()

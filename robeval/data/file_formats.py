@@ -2,7 +2,7 @@
 ``--data-dir`` (RobustBench's and torchvision's layouts; formats in ../shared/REFERENCE.md section 11):
 
 * CIFAR python version (``cifar-10-batches-py/``, ``cifar-100-python/``): pickled dicts, read by an
-  unpickler that rebuilds arrays and nothing else (:mod:`.unpickle`);
+  unpickler that rebuilds arrays and nothing else (:class:`ArraysOnlyUnpickler`);
 * CIFAR binary version (``cifar-10-batches-bin/``, ``cifar-100-binary/``): fixed-size records of
   label byte(s) and 3072 pixel bytes (1024 red, 1024 green, 1024 blue, row by row);
 * MNIST's idx files, plain or gzipped, in ``DIR/`` or torchvision's ``DIR/MNIST/raw/``.
@@ -14,6 +14,7 @@ carry them.
 from __future__ import annotations
 
 import gzip
+import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,56 @@ import numpy as np
 
 from ..core.defaults import SPLITS
 from ..core.errors import UserError
-from .unpickle import load_arrays_pickle
 
 Arrays = tuple[np.ndarray, np.ndarray, "list[str] | None"]
 CIFAR_PIXELS = 3 * 32 * 32
+ALLOWED_GLOBALS = frozenset(
+    {
+        ("numpy.core.multiarray", "_reconstruct"),  # how numpy 1 (and CIFAR's Python 2 files) pickle an array
+        ("numpy._core.multiarray", "_reconstruct"),  # the same under numpy 2
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),  # how Python 3 writes an array's bytes at protocol 2 (str -> latin-1 bytes)
+    }
+)
+
+
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle named a global outside :data:`ALLOWED_GLOBALS`."""
+
+
+class ArraysOnlyUnpickler(pickle.Unpickler):
+    """Reads CIFAR's python-version batches without running anything from the file.
+
+    The published batches are pickled dicts of numpy arrays, lists, ints and byte strings.  Python's
+    ``pickle.load`` would call any function a file names (a tampered download runs code on load), and
+    ``numpy.load(allow_pickle=True)`` is the same.  This unpickler resolves only the globals those
+    files need to rebuild a numpy array; any other global (``os.system``, ``builtins.eval``, ...) is
+    refused before it is looked up, so nothing in the file is executed."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise RefusedGlobal(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+def load_arrays_pickle(path: Path) -> dict[Any, Any]:
+    """A pickled dict of arrays, lists and strings (``encoding="bytes"``: CIFAR's files were written
+    by Python 2, so their keys come back as ``b"data"``, ``b"labels"``, ...)."""
+    try:
+        with open(path, "rb") as handle:
+            out = ArraysOnlyUnpickler(handle, encoding="bytes").load()
+    except RefusedGlobal as exc:
+        raise UserError(
+            f"{path} asks to run {exc} when unpickled: refused (CIFAR's batches hold only arrays and lists; "
+            "is this file tampered with?)"
+        ) from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        why = " ".join(str(exc).split())  # one line, whatever the exception's text holds
+        raise UserError(f"{path} is not a CIFAR python-version batch ({type(exc).__name__}: {why})"[:300]) from None
+    if not isinstance(out, dict):
+        raise UserError(f"{path} is not a CIFAR python-version batch (holds {type(out).__name__}, not a dict)")
+    return out
 
 
 @dataclass(frozen=True)
@@ -133,41 +180,38 @@ def _read_mnist(files: list[Path], folder: Path) -> Arrays:
     return np.ascontiguousarray(images[..., None]), labels, None
 
 
-def cifar10_formats() -> tuple[FileFormat, ...]:
-    train = tuple(f"data_batch_{i}" for i in range(1, 6))
-    return (
-        FileFormat("python version", "cifar-10-batches-py", {"train": train, "test": ("test_batch",)},
+CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+# Each published data set's formats, tried in this order (robeval.data.published: the sets).
+FORMATS: dict[str, tuple[FileFormat, ...]] = {
+    "cifar10": (
+        FileFormat("python version", "cifar-10-batches-py", {"train": CIFAR10_TRAIN, "test": ("test_batch",)},
                    _python_reader(b"labels", "batches.meta", b"label_names")),
         FileFormat("binary version", "cifar-10-batches-bin",
-                   {"train": tuple(f"{n}.bin" for n in train), "test": ("test_batch.bin",)},
+                   {"train": tuple(f"{n}.bin" for n in CIFAR10_TRAIN), "test": ("test_batch.bin",)},
                    _binary_reader(1, "batches.meta.txt")),
-    )  # fmt: skip
-
-
-def cifar100_formats() -> tuple[FileFormat, ...]:
-    return (
+    ),
+    "cifar100": (
         FileFormat("python version", "cifar-100-python", {"train": ("train",), "test": ("test",)},
                    _python_reader(b"fine_labels", "meta", b"fine_label_names")),
         FileFormat("binary version", "cifar-100-binary", {"train": ("train.bin",), "test": ("test.bin",)},
                    _binary_reader(2, "fine_label_names.txt")),
-    )  # fmt: skip
+    ),
+    "mnist": (
+        FileFormat("idx files", "", MNIST_FILES, _read_mnist),
+        FileFormat("idx files (torchvision's layout)", "MNIST/raw", MNIST_FILES, _read_mnist),
+    ),
+}  # fmt: skip
 
 
-def mnist_formats() -> tuple[FileFormat, ...]:
-    files = {
-        "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-        "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
-    }
-    return (
-        FileFormat("idx files", "", files, _read_mnist),
-        FileFormat("idx files (torchvision's layout)", "MNIST/raw", files, _read_mnist),
-    )
-
-
-def read_published(name: str, formats: tuple[FileFormat, ...], data_dir: Path, split: str, where: str) -> Any:
+def read_published(name: str, data_dir: Path, split: str, where: str) -> Any:
     """The split in the first format found under ``data_dir``; one line naming every file expected otherwise."""
     if split not in SPLITS:
         raise UserError(f"invalid --split {split!r}: choose test or train")
+    formats = FORMATS[name]
     for fmt in formats:
         files = fmt.located(data_dir, split)
         if files is not None:

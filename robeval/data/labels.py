@@ -39,15 +39,10 @@ class LabelSpace:
         return self.num_classes == model_classes
 
 
-def imagenet_wnids() -> list[str] | None:
-    """The 1000 ImageNet-1k class folders (wnids) in their standard order (timm's list)."""
-    wnids = _imagenet_wnids()
-    return None if wnids is None else list(wnids)
-
-
 @functools.cache
-def _imagenet_wnids() -> tuple[str, ...] | None:
-    """Read once: timm parses its class files on every call (tens of milliseconds)."""
+def imagenet_wnids() -> tuple[str, ...] | None:
+    """The 1000 ImageNet-1k class folders (wnids) in their standard order (timm's list); read once: timm
+    parses its class files on every call (tens of milliseconds)."""
     try:
         from timm.data import ImageNetInfo
 

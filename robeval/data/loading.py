@@ -16,16 +16,10 @@ from ..options import EvalConfig
 from .arrays import array_data, cifar_label_space
 from .digits import load_digits_data
 from .examples import EvalData, ImageSpec
-from .file_formats import FileFormat, cifar10_formats, cifar100_formats, mnist_formats, read_published
+from .file_formats import FORMATS, read_published
 from .folders import load_folder_data
 from .labels import LabelSpace
 from .published import PUBLISHED, PublishedSet
-
-FORMATS: dict[str, tuple[FileFormat, ...]] = {
-    "cifar10": cifar10_formats(),
-    "cifar100": cifar100_formats(),
-    "mnist": mnist_formats(),
-}  # each published data set's file formats (robeval.data.published: the sets)
 
 
 def label_space(dataset: PublishedSet, names: list[str] | None) -> LabelSpace:
@@ -38,7 +32,7 @@ def label_space(dataset: PublishedSet, names: list[str] | None) -> LabelSpace:
 
 def load_published(dataset: PublishedSet, config: EvalConfig) -> EvalData:
     split, where = config.split, Path(config.data_dir)
-    images, labels, names = read_published(dataset.name, FORMATS[dataset.name], where, split, dataset.where)
+    images, labels, names = read_published(dataset.name, where, split, dataset.where)
     selection = config.selection
     name = f"{dataset.name} ({split})"
     return array_data(name, images, labels, config.n_examples, selection, label_space(dataset, names))

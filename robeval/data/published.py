@@ -40,10 +40,6 @@ for _set in (
 IN_MEMORY = (DIGITS, *PUBLISHED)  # data sets served from memory: no DataLoader workers needed
 
 
-def is_in_memory(data: str) -> bool:
-    return data in IN_MEMORY
-
-
 def check_data_options(config: EvalConfig) -> None:
     """The options that apply to some data only."""
     data = config.data

@@ -32,7 +32,7 @@ from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
 from ..options import COMPILE_MODES, EvalConfig, option_default
 from ..references import refuse_label_clashes, refuse_repeated_names, split_label
-from ..robustbench_ext.subsets import resolve_subset
+from ..robustbench_ext.dataset_facts import resolve_subset
 from ..shifts.catalog import parse_severities
 from ..shifts.kinds import SHIFT_KINDS
 from .fast.audit import check_audited

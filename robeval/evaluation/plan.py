@@ -20,7 +20,7 @@ from ..core.defaults import CLEAN
 from ..core.errors import UserError
 from ..core.precision import Precision, get_precision
 from ..core.records import audit_unit, model_key
-from ..data.published import is_in_memory
+from ..data.published import IN_MEMORY
 from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
 from ..models.checkpoint import OpenedCheckpoint, open_checkpoint
 from ..models.given import given_from_spec
@@ -205,7 +205,7 @@ def resolve_device(device: str) -> torch.device:
 
 def _in_memory(config: EvalConfig) -> bool:
     """Whether the run's images are arrays in memory (digits, CIFAR, MNIST, CIFAR-10-C, CIFAR-10.1)."""
-    return is_in_memory(config.data) or (config.shift is not None and SHIFT_KINDS.require(config.shift).in_memory)
+    return config.data in IN_MEMORY or (config.shift is not None and SHIFT_KINDS.require(config.shift).in_memory)
 
 
 def resolve_workers(config: EvalConfig) -> int:

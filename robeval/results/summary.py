@@ -27,7 +27,7 @@ from ..data.published import PUBLISHED
 from ..evaluation.config import model_order
 from ..evaluation.fast.summary import add_audit_columns, audited_protocol
 from ..options import option_default
-from ..robustbench_ext.subsets import example_choice
+from ..robustbench_ext.dataset_facts import example_choice
 from ..shifts.kinds import run_conditions
 from .convergence import last_tenth
 from .statistics import member_interval, member_matrix

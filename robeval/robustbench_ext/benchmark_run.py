@@ -81,14 +81,6 @@ class BenchmarkArgs:
         steps = float(self.eps) * 255
         return f"{round(steps)}/255" if round(steps) > 0 and abs(steps - round(steps)) < 1e-6 else repr(float(self.eps))
 
-    def info_path(self) -> Path:
-        """Where ``to_disk`` writes the model-info JSON (RobustBench's path)."""
-        if not self.model_name:
-            raise UserError(
-                "to_disk=True writes model_info/<dataset>/<threat model>/<model_name>.json: pass model_name"
-            )
-        return MODEL_INFO_DIR / self.data.name / self.threat / f"{self.model_name}.json"
-
 
 DEVICE_KINDS = ("auto", "cpu", "cuda")  # what a benchmark() device may be (a torch.device or its text)
 
@@ -125,7 +117,9 @@ def model_info_path(args: BenchmarkArgs, options: dict[str, Any], standard: tupl
         raise UserError(
             f"to_disk writes autoattack_acc, AutoAttack's standard version with its settings: not with {what}"
         )
-    return args.info_path()
+    if not args.model_name:
+        raise UserError("to_disk=True writes model_info/<dataset>/<threat model>/<model_name>.json: pass model_name")
+    return MODEL_INFO_DIR / args.data.name / args.threat / f"{args.model_name}.json"
 
 
 def run_options(args: BenchmarkArgs, model: Any, options: dict[str, Any], version: dict[str, Any]) -> dict[str, Any]:

@@ -3,21 +3,33 @@ examples (robeval's run options for them), how a model takes its images, its def
 model (REFERENCE: RobustBench conventions), and its named ImageNet preprocessings.
 
 RobustBench's models normalise inside, so the image configuration of every entry has mean 0, std 1:
-robeval's wrapper in front of such a model leaves the [0,1] pixels as they are."""
+robeval's wrapper in front of such a model leaves the [0,1] pixels as they are.
+
+Fixed example lists: RobustBench's 5,000 ImageNet validation images, or any list in a file.  A list
+names images by their path relative to the data folder (``n01440764/ILSVRC2012_val_00000293.JPEG``),
+one per line.  As in RobustBench, ``--n-examples N`` takes a prefix of the list, and the examples
+are evaluated in the list's order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UserError
-from ..core.registry import Registry
-from ..data.published import is_in_memory
+from ..core.errors import UserError, lookup
+from ..data.published import IN_MEMORY
+from ..data.subsets import read_list
 from ..model_config import IMAGENET_CONFIG
 from ..models.catalog import DIGITS_CFG
-from .subsets import LISTED, ROBUSTBENCH_5000
+
+ROBUSTBENCH_5000 = "robustbench-5000"
+LISTED = "listed"  # a run's examples from a list that is not (a prefix of) RobustBench's
+# RobustBench's list of 5,000 ImageNet validation images (its helper_files/imagenet_test_image_ids.txt,
+# RobustBench/robustbench@78fcc9e): data, shipped here so the subset needs no robustbench package.
+ROBUSTBENCH_LIST = "imagenet_test_image_ids.txt"
 
 ADVERSARIAL = ("Linf", "L2")  # the threat models benchmark() attacks (robeval's norms)
 CORRUPTIONS = ("corruptions", "corruptions_3d")  # RobustBench's other two: shifts, not attacks
@@ -35,15 +47,12 @@ class BenchmarkData:
     run_data: Callable[[str], dict[str, Any]]  # data_dir -> the run options that read its test examples
     zoo: bool = True  # whether RobustBench's model zoo has entries for it (robustbench:<name>/...)
     preprocessed: bool = False  # whether benchmark() takes a named preprocessing (ImageNet's)
-    examples: str = "first"  # the examples RobustBench evaluates (subsets.example_choice's word for them)
+    examples: str = "first"  # the examples RobustBench evaluates (example_choice's word for them)
 
     def default_eps(self, threat_model: str) -> str:
         if threat_model not in self.eps:
             raise UserError(f"RobustBench has no default eps for {self.name} {threat_model}: pass eps=")
         return self.eps[threat_model]
-
-
-BENCHMARK_DATA: Registry[BenchmarkData] = Registry("RobustBench data set")
 
 
 def _cifar(name: str, classes: int, eps: dict[str, str]) -> BenchmarkData:
@@ -56,7 +65,7 @@ def _cifar(name: str, classes: int, eps: dict[str, str]) -> BenchmarkData:
     def run_data(data_dir: str) -> dict[str, Any]:
         return dict(data=name, data_dir=data_dir, split="test", selection="first")
 
-    return BENCHMARK_DATA.add(name, BenchmarkData(name, config, eps, run_data))
+    return BenchmarkData(name, config, eps, run_data)
 
 
 def _imagenet_data(data_dir: str) -> dict[str, Any]:
@@ -69,25 +78,24 @@ def _digits_data(data_dir: str) -> dict[str, Any]:
     return dict(data="digits", selection="first")
 
 
-_cifar("cifar10", 10, {"Linf": "8/255", "L2": "0.5"})
-_cifar("cifar100", 100, {"Linf": "8/255"})
-BENCHMARK_DATA.add(
-    "imagenet",
-    BenchmarkData(
-        "imagenet",
-        dict(IMAGENET_CONFIG, interpolation="bilinear", **NO_NORMALIZATION),
-        {"Linf": "4/255"},
-        _imagenet_data,
-        preprocessed=True,
-        examples=ROBUSTBENCH_5000,
-    ),
-)
-BENCHMARK_DATA.add(
-    "digits",
-    BenchmarkData(
-        "digits", dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)), {"Linf": "8/255", "L2": "0.5"}, _digits_data, False
-    ),
-)
+BENCHMARK_DATA = {
+    data.name: data
+    for data in (
+        _cifar("cifar10", 10, {"Linf": "8/255", "L2": "0.5"}),
+        _cifar("cifar100", 100, {"Linf": "8/255"}),
+        BenchmarkData(
+            "imagenet",
+            dict(IMAGENET_CONFIG, interpolation="bilinear", **NO_NORMALIZATION),
+            {"Linf": "4/255"},
+            _imagenet_data,
+            preprocessed=True,
+            examples=ROBUSTBENCH_5000,
+        ),
+        BenchmarkData(
+            "digits", dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)), {"Linf": "8/255", "L2": "0.5"}, _digits_data, False
+        ),
+    )
+}
 
 # RobustBench's named ImageNet preprocessings that robeval's folder reader does the same way: resize
 # the shorter side to 256, centre crop 224 (crop_pct 224/256), with this interpolation.
@@ -123,13 +131,13 @@ def threat_model_name(threat_model: Any) -> str:
 
 def benchmark_data(dataset: Any) -> BenchmarkData:
     """RobustBench's data set (its ``BenchmarkDataset`` enum or a string)."""
-    return BENCHMARK_DATA.require(str(getattr(dataset, "value", dataset)))
+    return lookup(BENCHMARK_DATA, str(getattr(dataset, "value", dataset)), "RobustBench data set")
 
 
 def robustbench_dataset(source: str) -> str:
     """A run's ``--data`` as RobustBench names its data sets: a published set's or the digits' own name,
     and ``imagenet`` for an image folder (robeval reads ImageNet from one)."""
-    return source if is_in_memory(source) else "imagenet"
+    return source if source in IN_MEMORY else "imagenet"
 
 
 def examples_caveat(source: str, split: str, selection: str, n: int) -> str | None:
@@ -147,3 +155,34 @@ def examples_caveat(source: str, split: str, selection: str, n: int) -> str | No
     subset = {"balanced": "a class-balanced subset of", LISTED: "a listed subset of"}.get(selection, f"the {selection}")
     theirs = "list of 5,000 images (a prefix of it)" if wanted == ROBUSTBENCH_5000 else f"first {n}"
     return f"{subset} {n} examples, not RobustBench's {theirs}"
+
+
+def robustbench_list_file() -> Path:
+    """RobustBench's ImageNet list as shipped with robeval."""
+    return Path(str(resources.files(__package__).joinpath("data", ROBUSTBENCH_LIST)))
+
+
+def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | None:
+    """The image list a run uses, or None for the class-balanced default."""
+    if subset_file is not None:
+        return read_list(subset_file)
+    if subset is None:
+        return None
+    if subset != ROBUSTBENCH_5000:
+        raise UserError(f"unknown --subset {subset!r}; known: {ROBUSTBENCH_5000} (or --subset-file FILE)")
+    return read_list(robustbench_list_file())
+
+
+@functools.cache
+def _robustbench_names() -> tuple[str, ...]:
+    return tuple(read_list(robustbench_list_file()))
+
+
+def example_choice(config: Mapping[str, Any]) -> str:
+    """How a stored run chose its examples, in one word: its ``--selection`` (balanced, first),
+    ``robustbench-5000`` for RobustBench's ImageNet list or a prefix of it, ``listed`` for another list."""
+    subset = config.get("subset")
+    if not subset:
+        return str(config.get("selection") or "balanced")
+    names = _robustbench_names()
+    return ROBUSTBENCH_5000 if tuple(subset) == names[: len(subset)] else LISTED

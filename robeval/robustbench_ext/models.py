@@ -112,7 +112,7 @@ def _failed(entry: ZooEntry, exc: Exception) -> UserError:
 
 def robustbench_network(entry: ZooEntry) -> nn.Module:
     """The entry's network, randomly initialised, taking [0,1] images (RobustBench models normalise inside)."""
-    config = dict(BENCHMARK_DATA.require(entry.dataset).image_config)
+    config = dict(BENCHMARK_DATA[entry.dataset].image_config)
     try:
         if timm.is_model(entry.timm_name):
             net = timm.create_model(entry.timm_name, pretrained=False, num_classes=config["num_classes"])
@@ -184,5 +184,5 @@ def robustbench_spec(model_name: str) -> ModelSpec:
         build,
         weights=Weights("robustbench", entry.text),
         description=f"RobustBench {entry.dataset} {entry.threat_model} model (normalizes inside)",
-        config=ModelConfig.from_cfg(BENCHMARK_DATA.require(entry.dataset).image_config),
+        config=ModelConfig.from_cfg(BENCHMARK_DATA[entry.dataset].image_config),
     )
