@@ -41,7 +41,7 @@ def test_every_published_set_has_writers():
 def test_each_format_reads_the_published_images_and_labels(name, index, tmp_path):
     x, y = WRITERS[name][index](tmp_path)
     data = load_data(config(name, tmp_path), None)  # type: ignore[arg-type]
-    assert data.indices == list(range(len(y))) and data.num_classes == PUBLISHED.require(name).num_classes
+    assert data.indices == list(range(len(y))) and data.num_classes == PUBLISHED[name].num_classes
     assert data.input_size == (x.shape[3], x.shape[1], x.shape[2])
     image, label = data.dataset[7]
     assert int(label) == y[7]

@@ -50,6 +50,13 @@ def _keep_lowest_margin(
             best_margin[idx[better]] = m[better]
 
 
+def library_attack(attack: Attack, cls: type, x: torch.Tensor, *names: str, **keywords: Any) -> Any:
+    """AutoAttack's class ``cls`` on ``attack``'s model: its threat model, seed and device, its settings
+    ``names``, and ``keywords`` (over those)."""
+    options = dict(norm=attack.norm, eps=attack.eps, seed=attack.seed, device=x.device)
+    return cls(attack.model, **{**options, **{n: getattr(attack, n) for n in names}, **keywords})
+
+
 class _AutoAttackRunner(Attack):
     """Shared frame: split correct / misclassified, collect lowest-margin points."""
 
@@ -105,13 +112,6 @@ class _AutoAttackRunner(Attack):
             scale = t.flatten(1).norm(dim=1).clamp_min(1e-12)
         return x + self.eps * t / scale.view(-1, *[1] * (x.dim() - 1))
 
-    def library_options(self, x: torch.Tensor, *names: str) -> dict[str, Any]:
-        """Keywords for an AutoAttack class: the threat model, seed and device, and this attack's
-        settings ``names``."""
-        return dict(
-            norm=self.norm, eps=self.eps, seed=self.seed, device=x.device, **{n: getattr(self, n) for n in names}
-        )
-
     def apgd_run(self, atk, x, y, rows, best, best_margin, *salt, run: int | None = None, riders=None) -> torch.Tensor:
         """One APGD run on the examples at ``rows`` from their seeded start; both of its points compete
         for the lowest margin.  Returns which of ``rows`` it left robust.  ``run``: its place among the
@@ -147,9 +147,7 @@ class APGDCE(_AutoAttackRunner):
         return self.n_iter * self.n_restarts
 
     def _make(self, x):
-        atk = APGDAttack(
-            self.model, loss=self.loss, **self.library_options(x, "n_iter", "n_restarts", "rho", "eot_iter")
-        )
+        atk = library_attack(self, APGDAttack, x, "n_iter", "n_restarts", "rho", "eot_iter", loss=self.loss)
         atk.init_hyperparam(x)
         return atk
 
@@ -187,8 +185,9 @@ class APGDT(_AutoAttackRunner):
         return self.n_iter * self.n_restarts * self.n_target_classes
 
     def _make(self, x):
-        names = ("n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes")
-        atk = APGDAttack_targeted(self.model, **self.library_options(x, *names))
+        atk = library_attack(
+            self, APGDAttack_targeted, x, "n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes"
+        )
         atk.init_hyperparam(x)
         return atk
 
@@ -232,7 +231,7 @@ class _FAB(_AutoAttackRunner):
 
     def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         names = ("n_restarts", "n_iter", "alpha_max", "eta", "beta", "n_target_classes")
-        atk = FABAttack_PT(self.model, targeted=self.targeted, **self.library_options(x, *names))
+        atk = library_attack(self, FABAttack_PT, x, *names, targeted=self.targeted)
         robust = idx
         targets = range(2, self.n_target_classes + 2) if self.targeted else [None]
         with torch.no_grad():
@@ -277,7 +276,7 @@ class Square(_AutoAttackRunner):
 
     def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         names = ("n_queries", "p_init", "n_restarts")
-        atk = SquareAttack(self.model, loss="margin", resc_schedule=False, **self.library_options(x, *names))
+        atk = library_attack(self, SquareAttack, x, *names, loss="margin", resc_schedule=False)
         atk.init_hyperparam(x)
         robust = idx
         for restart in range(self.n_restarts):

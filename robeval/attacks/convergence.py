@@ -34,7 +34,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .registry import CURVE_POINTS, ITERATIONS, QUERIES  # noqa: F401  (ITERATIONS, QUERIES: re-exported)
+from .registry import CURVE_POINTS
 
 
 def grid(budget: int) -> list[int]:

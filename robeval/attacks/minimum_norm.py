@@ -132,18 +132,10 @@ class FABMinimumNorm(MinimumNormAttack):
     def minimal(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         from pyautoattack.fab_pt import FABAttack_PT
 
-        atk = FABAttack_PT(
-            self.model,
-            norm=self.norm,
-            n_restarts=1,
-            n_iter=self.n_iter,
-            eps=self.restart_radius,
-            alpha_max=self.alpha_max,
-            eta=self.eta,
-            beta=self.beta,
-            seed=self.seed,
-            device=x.device,
-        )
+        from .autoattack import library_attack
+
+        names = ("n_iter", "alpha_max", "eta", "beta")
+        atk = library_attack(self, FABAttack_PT, x, *names, eps=self.restart_radius, n_restarts=1)
         best, best_size = x.clone(), torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
         with torch.no_grad():
             for restart in range(max(1, self.n_restarts)):

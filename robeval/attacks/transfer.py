@@ -37,19 +37,8 @@ class SourceModel:
         self.crafted = 0  # crafting calls made (benchmarks and tests read it)
 
     def craft(self, attack: Attack, base: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        key = hashlib.sha256(
-            repr(
-                (
-                    base,
-                    attack.eps,
-                    attack.norm,
-                    attack.seed,
-                    attack.examples,
-                    sorted(attack.settings.items()),
-                    tuple(x.shape),
-                )
-            ).encode()
-        ).hexdigest()[:24]
+        crafting = (base, attack.eps, attack.norm, attack.seed, attack.examples, sorted(attack.settings.items()))
+        key = hashlib.sha256(repr((*crafting, tuple(x.shape))).encode()).hexdigest()[:24]
         path = self.folder / f"{key}.pt"
         if path.exists():
             return torch.load(path, map_location=x.device, weights_only=True)  # a tensor we wrote; never unpickle code

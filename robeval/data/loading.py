@@ -44,7 +44,7 @@ def load_data(config: EvalConfig, spec: ImageSpec) -> EvalData:
     if data == DIGITS:
         return load_digits_data(config.n_examples, config.selection)
     if data in PUBLISHED:
-        return load_published(PUBLISHED.require(data), config)
+        return load_published(PUBLISHED[data], config)
     try:
         return load_folder_data(data, spec, config.n_examples, config.subset, config.class_map)
     except UserError as exc:

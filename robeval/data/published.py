@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from ..core.defaults import DIGITS
 from ..core.errors import UserError
-from ..core.registry import Registry
 
 if TYPE_CHECKING:
     from ..options import EvalConfig
@@ -29,13 +28,14 @@ class PublishedSet:
     where: str  # where the files are published
 
 
-PUBLISHED: Registry[PublishedSet] = Registry("data set", "robeval run --help (--data)")
-for _set in (
-    PublishedSet("cifar10", "CIFAR-10", 10, CIFAR_WHERE),
-    PublishedSet("cifar100", "CIFAR-100", 100, CIFAR_WHERE),
-    PublishedSet("mnist", "MNIST", 10, MNIST_WHERE),
-):
-    PUBLISHED.add(_set.name, _set)
+PUBLISHED = {
+    published.name: published
+    for published in (
+        PublishedSet("cifar10", "CIFAR-10", 10, CIFAR_WHERE),
+        PublishedSet("cifar100", "CIFAR-100", 100, CIFAR_WHERE),
+        PublishedSet("mnist", "MNIST", 10, MNIST_WHERE),
+    )
+}
 
 IN_MEMORY = (DIGITS, *PUBLISHED)  # data sets served from memory: no DataLoader workers needed
 

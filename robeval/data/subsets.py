@@ -10,6 +10,14 @@ from ..core.defaults import SELECTIONS
 from ..core.errors import UserError
 
 
+def check_count(n: int, total: int, what: str) -> None:
+    """``--n-examples n`` of ``total`` (the ``what``): one line unless 0 < n <= total."""
+    if n <= 0:
+        raise UserError(f"--n-examples must be positive, got {n}")
+    if n > total:
+        raise UserError(f"--n-examples {n} is more than the {total} {what}")
+
+
 def balanced_order(labels: Sequence[int]) -> list[int]:
     """All indices in class round-robin order (the first of every class, then the second, ...)."""
     by_class: dict[int, list[int]] = {}
@@ -25,13 +33,9 @@ def balanced_subset(labels: Sequence[int], n: int | None, usable: Callable[[int]
 
     ``usable(index)`` (an image that decodes) lets the subset pass over broken files and fill up
     from the next images of the round-robin, so ``n`` images are evaluated while ``n`` usable exist."""
-    total = len(labels)
     if n is None:
-        return list(range(total))
-    if n <= 0:
-        raise UserError(f"--n-examples must be positive, got {n}")
-    if n > total:
-        raise UserError(f"--n-examples {n} is more than the {total} images available")
+        return list(range(len(labels)))
+    check_count(n, len(labels), "images available")
     chosen: list[int] = []
     for index in balanced_order(labels):
         if len(chosen) == n:
@@ -48,7 +52,8 @@ def choose_examples(labels: Sequence[int], n: int | None, selection: str = "bala
         return balanced_subset(labels, n)
     if selection not in SELECTIONS:
         raise UserError(f"invalid --selection {selection!r}: choose {' or '.join(SELECTIONS)}")
-    balanced_subset(labels, n)  # the same checks of n
+    if n is not None:
+        check_count(n, len(labels), "images available")
     return list(range(len(labels) if n is None else n))
 
 
@@ -66,10 +71,7 @@ def read_list(path: str | Path) -> list[str]:
 def select_listed(samples: list[tuple[str, int]], root: Path, names: list[str], n_examples: int | None) -> list[int]:
     """Dataset indices of the listed images (a prefix of the list for ``n_examples``), in list order."""
     if n_examples is not None:
-        if n_examples <= 0:
-            raise UserError(f"--n-examples must be positive, got {n_examples}")
-        if n_examples > len(names):
-            raise UserError(f"--n-examples {n_examples} is more than the {len(names)} images of the subset")
+        check_count(n_examples, len(names), "images of the subset")
         names = names[:n_examples]
     position = {Path(p).relative_to(root).as_posix(): i for i, (p, _) in enumerate(samples)}
     missing = [n for n in names if n not in position]

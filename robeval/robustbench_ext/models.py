@@ -7,6 +7,7 @@ through RobustBench's loader (its download and checksum)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import socket
 import sys
@@ -174,14 +175,10 @@ def robustbench_weights(source: str) -> Loaded:
 def robustbench_spec(model_name: str) -> ModelSpec:
     entry = parse_entry(model_name)
     _robustbench_utils()  # fail early, with one line, when the package is missing
-
-    def build() -> nn.Module:
-        return robustbench_network(entry)
-
     return ModelSpec(
         f"robustbench:{model_name}",
         "robustbench",
-        build,
+        functools.partial(robustbench_network, entry),
         weights=Weights("robustbench", entry.text),
         description=f"RobustBench {entry.dataset} {entry.threat_model} model (normalizes inside)",
         config=ModelConfig.from_cfg(BENCHMARK_DATA[entry.dataset].image_config),
