@@ -16,16 +16,8 @@ from robeval.models.wrapper import ModelMeta
 
 from .conftest import run_cli
 
-META = ModelMeta(
-    name="deit-tiny",
-    family="deit",
-    input_size=(3, 224, 224),
-    num_classes=1000,
-    mean=(0.485, 0.456, 0.406),
-    std=(0.229, 0.224, 0.225),
-    interpolation="bicubic",
-    crop_pct=0.875,
-)
+META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
+                 std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)
 
 
 def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_folder):
@@ -154,26 +146,10 @@ def digits_folder(tmp_path):
 
 
 def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path):
-    proc = run_cli(
-        "run",
-        "-m",
-        "digits-deit",
-        "--data",
-        str(digits_folder),
-        "--class-map",
-        str(digits_folder.parent / "classes.txt"),
-        "--attacks",
-        "fgsm",
-        "--quiet",
-        "--store",
-        str(tmp_path / "s.sqlite"),
-        "--out",
-        str(tmp_path / "o"),
-    )
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
+                   "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
     assert proc.returncode == 0, proc.stderr
-    assert (
-        "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
-    )
+    assert "Skipped 2 unreadable image file(s)" in proc.stdout and "notes.JPEG" in proc.stdout and "cut.jpg" in proc.stdout
     run = json.loads((tmp_path / "o" / "run.json").read_text())
     assert sorted(p.rsplit("/", 1)[-1] for p in run["skipped_files"]) == ["cut.jpg", "notes.JPEG"]
     df = pd.read_csv(tmp_path / "o" / "results.csv")
@@ -181,31 +157,14 @@ def test_unreadable_files_are_skipped_counted_and_named(digits_folder, tmp_path)
 
 
 def test_strict_data_makes_them_an_error(digits_folder, tmp_path):
-    proc = run_cli(
-        "run",
-        "-m",
-        "digits-deit",
-        "--data",
-        str(digits_folder),
-        "--class-map",
-        str(digits_folder.parent / "classes.txt"),
-        "--attacks",
-        "fgsm",
-        "--quiet",
-        "--strict-data",
-        "--store",
-        str(tmp_path / "s.sqlite"),
-        "--out",
-        str(tmp_path / "o"),
-    )
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(digits_folder), "--class-map", str(digits_folder.parent / "classes.txt"), "--attacks", "fgsm", "--quiet",
+                   "--strict-data", "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "unreadable image file" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_empty_class_folders_are_a_user_error(tmp_path):
     (tmp_path / "data" / "n01440764").mkdir(parents=True)
-    proc = run_cli(
-        "run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite")
-    )
+    proc = run_cli("run", "-m", "digits-deit", "--data", str(tmp_path / "data"), "--quiet", "--store", str(tmp_path / "s.sqlite"))
     assert proc.returncode == 2 and "has no images" in proc.stderr
 
 
