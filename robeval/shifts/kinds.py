@@ -257,11 +257,9 @@ class ClassIndexFolders(OtherImages):
             raise UserError(f"--shift {self.name}: its folders are class indices already; drop --class-map")
         data = load_folder_data(config.data, spec, config.n_examples, config.subset)
         classes = list(data.dataset.classes)
-        what, layout = (
-            "a class index 0..999 written as a plain integer",
-            "ImageNet-V2's layout is ROOT/<class index>/<image>",
-        )
-        check_folders(classes, {str(index) for index in range(1000)}, config.data, what, layout)  # "7", not "07"
+        indices = {str(index) for index in range(1000)}  # written as plain integers: "7", not "07"
+        layout = "ImageNet-V2's layout is ROOT/<class index>/<image>"
+        check_folders(classes, indices, config.data, "a class index 0..999 written as a plain integer", layout)
         data.dataset.samples = [(path, int(classes[position])) for path, position in data.dataset.samples]
         space = LabelSpace({c: int(c) for c in classes}, 1000, f"{self.title} class-index folders (1000 classes)")
         return replace(data, label_space=space)
