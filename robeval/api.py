@@ -1,4 +1,4 @@
-"""``robeval.evaluate_full``: the library entry point behind ``robeval run``, and the one place that
+"""``robeval.evaluate``: the library entry point behind ``robeval run``, and the one place that
 builds what a run needs around the engine: the results store (in memory when none is named), the
 progress display, the distributed context.  It returns the run as :func:`robeval.open_run` reads it
 back (:class:`robeval.results_api.Run`: records, summary, table, compare, plot, check, report), and
@@ -7,14 +7,13 @@ writes the run's files.  ``benchmark`` is RobustBench's ``benchmark()`` on the s
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any
 
 import pandas as pd
 
@@ -26,13 +25,14 @@ from .evaluation.config import make_config
 from .evaluation.distributed import DistContext, init_from_env, shutdown
 from .evaluation.engine import evaluate_plan, prepare
 from .evaluation.plan import planned_identity
-from .evaluation.progress import Reporter
+from .evaluation.progress import NullReporter, Reporter
 from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
 from .models.given import GivenModel
 from .options import EvalConfig, newest_matching, option_default
-from .results_api import Run, made_run, progress_reporter
+from .results.runs import load_run
+from .results_api import Run
 from .store import IN_MEMORY, Store, StoredRun, existing_store
 from .store.files import check_writable_store, worker_store_path
 
@@ -49,7 +49,7 @@ def evaluate_run(
     ctx: DistContext | None = None,
 ) -> Run:
     """Evaluate a run's configuration (:func:`robeval.evaluation.config.make_config`'s, made once by the
-    caller: ``robeval run`` and :func:`evaluate_full` alike) and return the run, the same
+    caller: ``robeval run`` and :func:`evaluate` alike) and return the run, the same
     :class:`~robeval.results_api.Run` that :func:`robeval.open_run` reads back.  ``given``: the modules
     given from Python, by model name (:func:`robeval.models.split_models`).
 
@@ -91,8 +91,9 @@ def _run_keywords() -> list[inspect.Parameter]:
     return [p for p in inspect.signature(evaluate_run).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
-def evaluate_full(**keywords: Any) -> Run:
-    """Evaluate models under attacks (and/or a distribution shift); returns the run (:func:`evaluate_run`).
+def evaluate(**keywords: Any) -> Run:
+    """Evaluate models under attacks (and/or a distribution shift); returns the run (:func:`evaluate_run`),
+    whose ``summary`` is the results table (one row per model x attack x eps).
 
     Every keyword but :func:`evaluate_run`'s own (``out``, ``store``, ``resume``, ``progress``, ``reporter``,
     ``ctx``) is a run option, a field of :class:`robeval.options.EvalConfig` with its help there (the
@@ -107,7 +108,7 @@ def evaluate_full(**keywords: Any) -> Run:
 
 
 def _signature_from_options() -> inspect.Signature:
-    """:func:`evaluate_full`'s signature: every run option spelled out from :class:`EvalConfig`'s
+    """:func:`evaluate`'s signature: every run option spelled out from :class:`EvalConfig`'s
     declarations (its fields and their defaults), then :func:`evaluate_run`'s keywords: what ``help()``
     and an editor show, declared nowhere else."""
     options = [
@@ -117,23 +118,8 @@ def _signature_from_options() -> inspect.Signature:
     return inspect.Signature([*options, *_run_keywords()], return_annotation=Run)
 
 
-evaluate_full.__signature__ = _signature_from_options()  # type: ignore[attr-defined]
-
-
-P = ParamSpec("P")
-
-
-def _table_of(run: Callable[P, Run]) -> Callable[P, pd.DataFrame]:
-    @functools.wraps(run, assigned=())  # its signature is run's (inspect and help show every keyword)
-    def evaluate(*args: P.args, **kwargs: P.kwargs) -> pd.DataFrame:
-        """:func:`evaluate_full` (the same keywords), returning only its results table: one row per model
-        x attack x eps (``Run.summary``)."""
-        return run(*args, **kwargs).summary
-
-    return evaluate
-
-
-evaluate = _table_of(evaluate_full)
+evaluate.__signature__ = _signature_from_options()  # type: ignore[attr-defined]
+evaluate_full = evaluate  # the name docs/python.md promised before evaluate returned the run
 
 
 @contextmanager
@@ -165,13 +151,56 @@ def _resolved(db: Store, resume: str | None, store: Any, identity: dict[str, Any
 
 
 def _finished(db: Store, store: Any, run_id: str, ctx: DistContext, identity: dict[str, Any]) -> Run:
-    """The run as its store holds it (:func:`~robeval.results_api.made_run`).  A worker of a distributed
-    run returns its rank and no records (rank 0 reads them back)."""
+    """The run as its store holds it: the run :func:`~robeval.results_api.open_run` would read back (the
+    tables of a run kept in memory name no run id: no store holds it, robeval.report.naming.run_label).  A
+    worker of a distributed run returns its rank and no records (rank 0 reads them back)."""
     where = db if store is None or isinstance(store, Store) else Path(store)
     if ctx.is_main:
-        return made_run(db, where, run_id)
+        stored = load_run(db, run_id, empty_ok=True)
+        if str(db.path) == IN_MEMORY and "run_id" in stored.summary:
+            stored.summary["run_id"] = None
+        return Run(where, [stored])
     empty = pd.DataFrame()
     return Run(where, [StoredRun(run_id, {"run_id": run_id, "rank": ctx.rank}, identity, empty, empty, "running")])
+
+
+def progress_reporter(progress: bool) -> Reporter:
+    """Progress bars on the terminal, or none."""
+    if not progress:
+        return NullReporter()
+    from .report.terminal import RichReporter
+
+    return RichReporter()
+
+
+LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
+NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
+
+
+def large_eps_run(run: Run, progress: bool = False, code: Sequence[str] = ()) -> Run | None:
+    """``check --run-missing``: PGD at 16/255 and 64/255 on the models, data and examples of ``run`` (its
+    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
+    written to its store as a run of its own that names it (``evidence_for``: tables of ``run`` take it
+    in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack settings
+    of the stored run are not carried over.  ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that
+    builds a model of the run (only code named here is imported); ``progress``: its progress bars."""
+    from .evaluation.config import remake
+    from .models.user_code import check_stored_code
+    from .references import split_label
+
+    stored = run.runs[0]
+    check_stored_code(stored.config, [split_label(item)[0] for item in code])  # only code named here
+    attack, wanted = LARGE_EPS_CHECK
+    have = set(stored.config["eps"]) if attack in stored.config["attacks"] else set()
+    missing = [e for e in wanted if e not in have]
+    with existing_store(run.store, writable=True) as db:  # the evidence run is stored beside the run
+        if not missing:
+            return None
+        reset = {name: option_default(name) for name in NOT_CARRIED}
+        config = remake(
+            EvalConfig.from_identity(stored.config), **reset, eps=missing, attacks=[attack], evidence_for=stored.run_id
+        )
+        return evaluate_run(config, store=db, progress=progress)
 
 
 def _check_out(out: str | Path, resume: str | None) -> None:
@@ -189,10 +218,10 @@ def _check_out(out: str | Path, resume: str | None) -> None:
 
 def reproduce(name: str, **options: Any):
     """``robeval reproduce NAME``: a paper table run (:func:`robeval.reproduce.run.reproduce`) with this
-    module's :func:`evaluate_full` for its attack tables."""
+    module's :func:`evaluate` for its attack tables."""
     from .reproduce.run import reproduce as reproduce_table
 
-    return reproduce_table(name, evaluate=evaluate_full, **options)
+    return reproduce_table(name, evaluate=evaluate, **options)
 
 
 def benchmark(
@@ -225,7 +254,7 @@ def benchmark(
     ``module:<model_name>@<hash of its state dict>``.  ``aa_state_path``: a results store through which
     the run resumes (the newest unfinished run there with this configuration); ``to_disk``: RobustBench's
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
-    there.  ``options``: any keyword of :func:`evaluate_full` (``settings``, ``seed``, ``precision``,
+    there.  ``options``: any keyword of :func:`evaluate` (``settings``, ``seed``, ``precision``,
     ``store``, ``resume``, ``out``, ``progress``, ...); see README: RobustBench."""
     from .evaluation.protocols import AUTOATTACK_VERSIONS, autoattack_options
     from .robustbench_ext.benchmark_run import (
@@ -243,7 +272,7 @@ def benchmark(
     as_version = autoattack_options(version)
     standard = AUTOATTACK_VERSIONS.require("standard").autoattack_version_attacks()
     path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
-    run = evaluate_full if aa_state_path is None else _resuming(aa_state_path, options)
+    run = evaluate if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options, as_version)
     clean, robust = accuracies(result.records, list(result.config["attacks"]), name)
     if _is_main():
@@ -253,7 +282,7 @@ def benchmark(
 
 
 def _resuming(store: str | Path, options: dict[str, Any]) -> Callable[..., Run]:
-    """``evaluate_full`` on the store at ``store`` (RobustBench's ``aa_state_path``), continuing the newest
+    """``evaluate`` on the store at ``store`` (RobustBench's ``aa_state_path``), continuing the newest
     unfinished run there with the same configuration, else starting one."""
     if "store" in options or "resume" in options:
         raise TypeError("benchmark() takes aa_state_path or store/resume, not both")
@@ -264,7 +293,7 @@ def _resuming(store: str | Path, options: dict[str, Any]) -> Callable[..., Run]:
             identity = planned_identity(run_options)
             with existing_store(store) as db:
                 resume = newest_matching(db.unfinished_runs(), identity)
-        return evaluate_full(store=store, resume=resume, **run_options)
+        return evaluate(store=store, resume=resume, **run_options)
 
     return run
 

@@ -4,7 +4,7 @@
 
     run = robeval.open_run()                      # the newest finished run in results/robeval.sqlite
     run = robeval.open_run("20250101-120000-ab12cd", store="results/robeval.sqlite")
-    run = robeval.evaluate_full(...)              # a run made now: the same type, the same methods
+    run = robeval.evaluate(...)                   # a run made now: the same type, the same methods
     run.records                                   # its per-example records (pandas), a run_id column first
     run.summary                                   # the results table every format renders
     print(run.table("md"))                        # md, csv, latex, json, html, robustbench
@@ -28,15 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .core.defaults import DEFAULT_STORE
 from .core.errors import UserError
-from .evaluation.progress import NullReporter, Reporter
-from .results.runs import StoredRun, combine, load_run, minimal_norms, resolve_runs, table_records
-from .store import IN_MEMORY, Store, existing_store
+from .results.runs import StoredRun, combine, minimal_norms, resolve_runs, table_records
+from .store import Store, existing_store
 
 if TYPE_CHECKING:
     from .report.checklist import Soundness
@@ -113,13 +112,12 @@ class Checklist:
     text: str
     path: Path
     checked: Soundness
-    evidence_run: str | None = None  # the run ``run_missing`` made (None: none was needed or asked for)
-    evidence_eps: list[str] = field(default_factory=list)
+    evidence_run: str | None = None  # the run ``--run-missing`` made (None: none was needed or asked for)
 
 
 @dataclass
 class Run:
-    """A run as its store holds it: made now (:func:`robeval.evaluate_full`) or read back (:func:`open_run`;
+    """A run as its store holds it: made now (:func:`robeval.evaluate`) or read back (:func:`open_run`;
     several runs named: combined as one table combines them).  The last ``evidence_runs`` of ``runs``
     are runs made to complete the first one's evidence (``check --run-missing``): its tables take them in,
     its ``records`` do not (``records_with_evidence`` does)."""
@@ -239,7 +237,7 @@ class Run:
         return make_plots(self.summary, folder, minimal_norms(self.runs), curves)
 
     def check(self) -> Soundness:
-        """The soundness findings of the run, judged with its evidence runs (those ``run_missing`` made)
+        """The soundness findings of the run, judged with its evidence runs (those ``check --run-missing`` made)
         from the store: ``.flags`` the raised ones, ``.judged.models`` every check's finding per model,
         ``.render("md")`` (``str``) what ``robeval check`` prints, ``.render("checklist")`` the document."""
         from .report.checklist import Soundness
@@ -248,33 +246,18 @@ class Run:
         with existing_store(self.store) as db:
             return Soundness(judge_stored(db, self.runs[0]))
 
-    def checklist(
-        self, out: str | Path, run_missing: bool = False, progress: bool = False, code: Sequence[str] = ()
-    ) -> Checklist:
-        """The evaluation checklist (Markdown) written to ``out``; ``run_missing``: first PGD at 16/255 and
-        64/255 on the same models and examples where the run lacks them, as a run of its own in the store
-        (``progress``: its progress bars; ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that builds a
-        model of the run: only code named here is imported): ``robeval check --report FILE [--run-missing]``."""
+    def checklist(self, out: str | Path, evidence: Run | None = None) -> Checklist:
+        """The evaluation checklist (Markdown) written to ``out``: ``robeval check --report FILE``.
+        ``evidence``: the run made first to complete its evidence (``--run-missing``:
+        :func:`robeval.api.large_eps_run`), named in what it returns."""
         from .core.atomic_files import atomic_write
         from .report.files import check_out_file
 
-        path = check_out_file(Path(out))  # before the evidence run spends minutes
-        evidence = self._large_eps_run(progress, code) if run_missing else None
+        path = check_out_file(Path(out))
         checked = self.check()
         text = checked.render("checklist")
         atomic_write(path, text)
-        if evidence is None:
-            return Checklist(text, path, checked)
-        return Checklist(text, path, checked, evidence.run_id, list(dict.fromkeys(evidence.summary["eps"])))
-
-    def _large_eps_run(self, progress: bool, code: Sequence[str]):
-        from .models.user_code import check_stored_code
-        from .references import split_label
-
-        run = self.runs[0]
-        check_stored_code(run.config, [split_label(item)[0] for item in code])  # only code named here
-        with existing_store(self.store, writable=True) as db:  # the evidence run is stored beside the run
-            return large_eps_run(db, run.run_id, run.config, progress=progress)
+        return Checklist(text, path, checked, None if evidence is None else evidence.run_id)
 
     def report(
         self,
@@ -304,52 +287,6 @@ class Run:
                 code=tuple(code),
             )
         return atomic_write(path, page)
-
-
-def made_run(db: Store, where: Path | Store, run_id: str) -> Run:
-    """Run ``run_id`` that just ended in ``db`` (read through ``where``): the run :func:`open_run` would read
-    back.  The tables of a run kept in memory name no run id (no store holds it:
-    robeval.report.naming.run_label)."""
-    stored = load_run(db, run_id, empty_ok=True)
-    if str(db.path) == IN_MEMORY and "run_id" in stored.summary:
-        stored.summary["run_id"] = None
-    return Run(where, [stored])
-
-
-def progress_reporter(progress: bool) -> Reporter:
-    """Progress bars on the terminal, or none."""
-    if not progress:
-        return NullReporter()
-    from .report.terminal import RichReporter
-
-    return RichReporter()
-
-
-LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
-NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
-
-
-def large_eps_run(store: Store, run_id: str, stored_config: dict[str, Any], progress: bool = False) -> Run | None:
-    """PGD at 16/255 and 64/255 on the models, data and examples of stored run ``run_id`` (its
-    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
-    written to ``store`` as a run of its own that names it (``evidence_for``: tables of ``run_id`` take
-    it in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack
-    settings of the stored run are not carried over."""
-    from .evaluation.config import remake
-    from .evaluation.engine import evaluate_plan, prepare
-    from .options import EvalConfig, option_default
-
-    attack, wanted = LARGE_EPS_CHECK
-    have = set(stored_config["eps"]) if attack in stored_config["attacks"] else set()
-    missing = [e for e in wanted if e not in have]
-    if not missing:
-        return None
-    reset = {name: option_default(name) for name in NOT_CARRIED}
-    config = remake(
-        EvalConfig.from_identity(stored_config), **reset, eps=missing, attacks=[attack], evidence_for=run_id
-    )
-    plan, data = prepare(config)
-    return made_run(store, store, evaluate_plan(plan, data, store, None, progress_reporter(progress)))
 
 
 def _records(runs: list[StoredRun]) -> pd.DataFrame:

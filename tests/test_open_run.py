@@ -59,7 +59,7 @@ def test_evaluate_full_takes_every_run_option_as_a_keyword_with_its_default():
         assert params[f.name].default == option_default(f.name), f.name
     with pytest.raises(TypeError, match="unknown run option 'n_example'"):
         evaluate_full(n_example=4)  # a misspelt option is no option
-    assert inspect.signature(robeval.evaluate).parameters == params  # the table alone, the same keywords
+    assert inspect.signature(robeval.evaluate).parameters == params  # one evaluate (issue 61): evaluate_full its alias
 
 
 def printed(text: str) -> str:

@@ -40,10 +40,10 @@ def test_the_same_model_twice_at_one_eps_is_told_apart(two_eps_runs):
 
 
 def test_a_bare_table_reads_the_newest_run_with_the_runs_made_for_its_checklist(two_eps_runs):
-    from robeval.results_api import large_eps_run
+    from robeval.api import large_eps_run
 
     parent = two_eps_runs.runs()["id"].iloc[-1]
-    extra = large_eps_run(two_eps_runs, parent, load_run(two_eps_runs, parent).config)
+    extra = large_eps_run(robeval.open_run(parent, store=two_eps_runs))
     runs = resolve_runs(two_eps_runs, [])
     assert [r.run_id for r in runs] == [parent, extra.run_id]
     assert {"16/255", "64/255"} <= set(combine(runs)["eps"])

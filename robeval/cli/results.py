@@ -64,7 +64,12 @@ def check_cmd(
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
     with opened([run_id] if run_id else [], store) as run:  # (checklist checks --report before --run-missing)
         found = run.check() if report is None else None
-        written = None if report is None else run.checklist(report, run_missing, progress=True, code=code or [])
+        evidence = None
+        if run_missing:  # the evidence run first (robeval.api: the layer that runs)
+            from ..api import large_eps_run
+
+            evidence = large_eps_run(run, progress=True, code=code or [])
+        written = None if report is None else run.checklist(report, evidence)
     if written is None:
         emit(str(found), None)
         return
