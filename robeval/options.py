@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
@@ -234,6 +235,11 @@ class EvalConfig:
         None, cli=False, help="The run whose checklist this run completes (check --run-missing)."
     )
 
+    @cached_property
+    def source(self) -> tuple[str, str | None] | None:
+        """``source_model`` split once (:func:`split_source`): the transfer source's name and checkpoint."""
+        return split_source(self.source_model)
+
     def to_identity(self) -> dict[str, Any]:
         """What determines the records, as the store keeps it (plain JSON data): every identity field,
         eps as their text, checkpoints sorted (a model's one checkpoint as its path, several as the list of
@@ -267,6 +273,15 @@ class EvalConfig:
             checkpoints=member_checkpoints(identity.get("checkpoints") or {}),
         )
         return cls(**values, **outside)
+
+
+def split_source(text: str | None) -> tuple[str, str | None] | None:
+    """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
+    weights); None without a source.  A configuration holds it split (:attr:`EvalConfig.source`)."""
+    if not text:
+        return None
+    name, _, checkpoint = text.partition("=")
+    return name, checkpoint or None
 
 
 def member_checkpoints(given: Mapping[str, str | Iterable[str]]) -> dict[str, list[str]]:

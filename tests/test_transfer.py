@@ -52,3 +52,28 @@ def test_transfer_errors_are_one_line():
     ):
         with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
             evaluate_full(models="digits-deit", n_examples=10, **kwargs)
+
+
+SOURCE_CODE = '''
+import robeval
+from torch import nn
+
+BUILT = []
+
+
+def build():
+    BUILT.append(1)
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), robeval.ModelConfig(input_size=(1, 8, 8), num_classes=10)
+'''
+
+
+def test_a_source_model_of_the_users_code_is_built_once(tmp_path):
+    """Admission and the run share the module built when the run was planned (issue 61, item 1)."""
+    from robeval.models.user_code import import_file
+
+    path = tmp_path / "source_net.py"
+    path.write_text(SOURCE_CODE)
+    res = evaluate_full(models="digits-deit", attacks="transfer-pgd", source_model=f"{path}:build", n_examples=4,
+                        settings={"transfer-pgd": {"steps": 2}}, device="cpu")  # fmt: skip
+    assert "transfer-pgd" in set(res.summary["attack"])
+    assert import_file(path).BUILT == [1]

@@ -290,26 +290,19 @@ def check_protocol_options(config: EvalConfig) -> None:
 def check_transfer(config: EvalConfig) -> None:
     """Transfer attacks need a source model, and a threat model in which it sees the same pixels."""
     transfer = [a for a in config.attacks if ATTACKS.require(a).kind == "transfer"]
-    if transfer and not config.source_model:
+    if transfer and config.source is None:
         raise UserError(
             f"--attacks {transfer[0]} needs --source-model NAME[=CHECKPOINT]: the model the images are crafted on"
         )
-    if config.source_model and not transfer:
+    if config.source is not None and not transfer:
         raise UserError("--source-model is for transfer attacks (--attacks transfer-pgd or transfer-apgd-ce)")
-    if transfer:
-        check_model_name(transfer_source(config)[0])
+    if config.source is not None:
+        check_model_name(config.source[0])
         if PROTOCOLS.require(config.protocol).space != "pixel":
             raise UserError(
                 f"transfer attacks need a pixel-space protocol (standard, aa-plus), not {config.protocol}: "
                 "two models normalise their inputs differently"
             )
-
-
-def transfer_source(config: EvalConfig) -> tuple[str, str | None]:
-    """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
-    weights)."""
-    name, _, checkpoint = str(config.source_model).partition("=")
-    return name, checkpoint or None
 
 
 def check_shift(config: EvalConfig) -> None:

@@ -31,7 +31,6 @@ from ..core.precision import curves_omitted, strict_fp32
 from ..core.records import Columns, Unit
 from ..core.seeds import derive_seed
 from ..data.examples import EvalData
-from ..models import NormalizedModel, wrap_given
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
 from .compiled import CompiledPasses
 from .model_checks import model_checks
@@ -97,7 +96,7 @@ class ModelRun:
         self.partial = partial
         self.device, self.batch_size = plan.device, plan.batch_size
         self.memory_format = torch.channels_last if self.config.channels_last else torch.contiguous_format
-        self.model = self._load().to(memory_format=self.memory_format)
+        self.model = plan.load(job, member).to(memory_format=self.memory_format)
         self.data = data.for_model(self.model.meta)
         self.condition_names = {c.name for c in plan.conditions}
         self.units = plan.units(job)  # evaluated on every batch at every eps: clean, attacks, conditions
@@ -124,11 +123,6 @@ class ModelRun:
     def key(self, eps: str, attack: str, b: int) -> Unit:
         """The unit of this member at ``eps`` under ``attack`` (or condition) on batch ``b``."""
         return (self.job.name, eps, attack, b, self.member.index)
-
-    def _load(self) -> NormalizedModel:
-        if self.member.given is not None:  # a module the plan carries: built (and checked) when planned
-            return wrap_given(self.member.given, self.device)
-        return self.plan.load(self.job.model, self.member.checkpoint, **self.job.options)
 
     def _target(self) -> nn.Module:
         """What predictions are counted on: the [0,1] model, or the bare network in normalized space

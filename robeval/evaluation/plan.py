@@ -21,7 +21,7 @@ from ..core.errors import UserError
 from ..core.precision import Precision, get_precision
 from ..core.records import audit_unit, model_key
 from ..data.published import IN_MEMORY
-from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
+from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models, wrap_given
 from ..models.checkpoint import OpenedCheckpoint, open_checkpoint
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
@@ -29,7 +29,7 @@ from ..options import EvalConfig
 from ..shifts.catalog import Condition
 from ..shifts.kinds import SHIFT_KINDS, ShiftKind
 from .compiled import compiles
-from .config import make_config, transfer_source
+from .config import make_config
 from .protocols import PROTOCOLS, Protocol
 
 # Default batch sizes.  For 224x224 images on a CPU, batches of 8-32 attack at least as fast as 64
@@ -78,6 +78,7 @@ class RunPlan:
     jobs: list[ModelJob]
     shift: ShiftKind | None
     conditions: list[Condition]
+    source: ModelJob | None  # --source-model: the model transfer attacks craft on (:func:`source_job`)
     # checkpoint path -> the file as one read gave it (:meth:`opened`): read at admission (the preflight) or
     # by the user's code's load when the run was planned, and taken from here by the model's load and the
     # SHA-256 the run records
@@ -126,21 +127,24 @@ class RunPlan:
         """How the attacks craft (counted predictions are strict fp32 whatever it is)."""
         return get_precision(self.config.precision)
 
-    def load(self, name: str, checkpoint: str | None, **options: Any) -> NormalizedModel:
-        """Model ``name`` as the run loads it (``--weights random``: the run's seed builds the same network),
-        with the weights of ``checkpoint`` as the run read them once (:meth:`opened`): the bytes it hashed,
-        their tensors dropped after the run's last load of them (every member and the transfer source that
-        load the file counted)."""
+    def load(self, job: ModelJob, member: Member) -> NormalizedModel:
+        """Member ``member`` of ``job`` as the run loads it: the module the plan carries (built and checked
+        when planned), or model ``job.model`` built (``--weights random``: the run's seed builds the same
+        network) with the weights of its checkpoint as the run read them once (:meth:`opened`): the bytes it
+        hashed, their tensors dropped after the run's last load of them (every member and the transfer source
+        that load the file counted)."""
+        if member.given is not None:
+            return wrap_given(member.given, self.device)
         config = self.config
         torch.manual_seed(config.seed)
-        opened = self.opened(checkpoint) if checkpoint is not None else None
+        opened = self.opened(member.checkpoint) if member.checkpoint is not None else None
         pretrained = config.weights != "random"
-        model = load_model(name, opened, device=self.device, pretrained=pretrained, **options)
-        if checkpoint is not None and opened is not None:
-            self.loads[checkpoint] += 1
-            source = transfer_source(config)[1] if config.source_model else None
-            planned = [m.checkpoint for job in self.jobs for m in job.members if m.given is None] + [source]
-            if self.loads[checkpoint] >= planned.count(checkpoint):
+        model = load_model(job.model, opened, device=self.device, pretrained=pretrained, **job.options)
+        if member.checkpoint is not None and opened is not None:
+            self.loads[member.checkpoint] += 1
+            jobs = [*self.jobs, *([self.source] if self.source else [])]
+            planned = [m.checkpoint for j in jobs for m in j.members if m.given is None]
+            if self.loads[member.checkpoint] >= planned.count(member.checkpoint):
                 opened.release()
         return model
 
@@ -178,9 +182,9 @@ class RunPlan:
             for name, paths in self.config.checkpoints.items()
             for k, path in enumerate(paths)
         }
-        source, checkpoint = transfer_source(self.config) if self.config.source_model else (None, None)
-        if checkpoint is not None:
-            loaders[f"--source-model {source}"] = checkpoint
+        checkpoint = self.source.members[0].checkpoint if self.source is not None else None
+        if self.source is not None and checkpoint is not None:
+            loaders[f"--source-model {self.source.name}"] = checkpoint
         return {who: {"path": path, "sha256": self.opened(path).sha256} for who, path in loaders.items()}
 
     def outline(self, batches: int) -> dict[str, Any]:
@@ -258,13 +262,22 @@ def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None =
     config = replace(config, batch_size=resolve_batch_size(config, device))
     shift = SHIFT_KINDS.require(config.shift) if config.shift is not None else None
     conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
-    if config.source_model:
-        get_spec(transfer_source(config)[0])
+    source = source_job(config)
     jobs = model_jobs(config, protocol, given)
-    read = {
-        m.given.checkpoint.path: m.given.checkpoint for j in jobs for m in j.members if m.given and m.given.checkpoint
-    }
-    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions, read)
+    built = [m.given for j in [*jobs, *([source] if source else [])] for m in j.members if m.given]
+    read = {g.checkpoint.path: g.checkpoint for g in built if g.checkpoint}
+    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions, source, read)
+
+
+def source_job(config: EvalConfig) -> ModelJob | None:
+    """``--source-model NAME[=CHECKPOINT]`` (:attr:`EvalConfig.source`) as a job of one member and no attacks
+    of its own; the user's code built now, once, as a model's is (:func:`model_job`)."""
+    if config.source is None:
+        return None
+    name, checkpoint = config.source
+    spec = get_spec(name)
+    given = given_from_spec(name, spec, config.seed, config, checkpoint) if spec.reference is not None else None
+    return ModelJob(name, name, {}, [], [Member(0, checkpoint, given)])
 
 
 def planned_identity(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from ..models.checkpoint import OpenedCheckpoint
 from ..models.wrapper import ModelMeta
 from ..options import EvalConfig, option_fields
 from .compiled import warn_compiling_on_cpu
-from .config import transfer_source
 from .plan import ModelJob, RunPlan
 
 
@@ -37,8 +36,8 @@ def preflight(plan: RunPlan) -> EvalData:
     metas = [_job_meta(job, plan) for job in plan.jobs]
     data = plan.shift.load(config, metas[0]) if plan.shift is not None else load_data(config, metas[0])
     check_settings_fit(plan, metas)
-    if config.source_model:
-        metas.append(_source_meta(plan, metas))
+    if plan.source is not None:
+        metas.append(_source_meta(plan.source, plan, metas))
     for meta in metas:
         if data.input_size is not None and tuple(meta.input_size) != data.input_size:
             raise UserError(
@@ -64,14 +63,11 @@ def admit_checkpoints_as_members(plan: RunPlan) -> None:
     """Every model's checkpoints (and the transfer source's), each read once (:meth:`~.plan.RunPlan.opened`),
     hold that model, each its own weights (robeval.models.admission.admit_members), before any is admitted
     against its network alone."""
-    config = plan.config
-    jobs = {job.name: job for job in plan.jobs}
-    for name, paths in config.checkpoints.items():
-        opened = [plan.opened(path) for path in paths]
-        admit_members(config.references.get(name, name), name, opened, partial(_job_tensors, jobs[name]))
-    source, checkpoint = transfer_source(config) if config.source_model else (None, None)
-    if source is not None and checkpoint is not None:
-        admit_members(source, source, [plan.opened(checkpoint)], partial(network_tensors, source, {}))
+    named = [job for job in plan.jobs if job.name in plan.config.checkpoints]  # not their +adaptive copies
+    for job in named + ([plan.source] if plan.source is not None else []):
+        opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
+        if opened:
+            admit_members(job.model, job.name, opened, partial(_job_tensors, job))
 
 
 def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
@@ -80,39 +76,35 @@ def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
     return job.given.module.state_dict() if job.given is not None else network_tensors(job.model, job.options)
 
 
-def _job_meta(job: ModelJob, plan: RunPlan) -> ModelMeta:
-    """A model's facts, each of its members' checkpoints admitted."""
+def _job_meta(job: ModelJob, plan: RunPlan, flag: str = "--checkpoint") -> ModelMeta:
+    """A model's facts, each of its members' checkpoints admitted (``flag``: the option that gives them)."""
     if job.given is not None:
         return job.given.meta()  # checked when it was planned (its checkpoint loaded, its output seen)
     opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
-    return _checked_meta(job.model, job.options, opened, plan.config, f"--checkpoint {job.model}=PATH")
+    return _checked_meta(job.model, job.options, opened, plan.config, f"{flag} {job.model}=PATH")
 
 
 def _checked_meta(name: str, options: dict, opened: list[OpenedCheckpoint], config: EvalConfig, how_to_pass: str):
     """A model admitted (robeval.models.admission: its checkpoints, a plugin's network), or its default
     weights' existence, and what it is: its registration's facts, or for a model whose facts come with its
-    network (hub models, the user's code as a transfer source) the network built to read them."""
+    network (hub models) the network built on the meta device to read them."""
     spec = admit_model(name, options, opened)
     if not opened and not spec.has_default_weights and config.weights != "random":
         raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
     if spec.config is not None:
         return meta_of(spec, spec.config, options)
-    if spec.reference is not None:
-        return model_meta(spec.builder(), spec, options)
     with torch.device("meta"):
         net = build_network(name, **options)
     return model_meta(net, spec, options)
 
 
-def _source_meta(plan: RunPlan, targets: list):
+def _source_meta(source: ModelJob, plan: RunPlan, targets: list):
     """The transfer source, checked like a model, taking inputs of the targets' size."""
-    name, checkpoint = transfer_source(plan.config)
-    opened = [plan.opened(checkpoint)] if checkpoint is not None else []
-    meta = _checked_meta(name, {}, opened, plan.config, f"--source-model {name}=PATH")
+    meta = _job_meta(source, plan, "--source-model")
     for target in targets:
         if tuple(target.input_size) != tuple(meta.input_size):
             raise UserError(
-                f"--source-model {name} takes input {tuple(meta.input_size)} but {target.name} takes "
+                f"--source-model {source.name} takes input {tuple(meta.input_size)} but {target.name} takes "
                 f"{tuple(target.input_size)}: transfer needs the same images"
             )
     return meta

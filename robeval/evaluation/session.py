@@ -32,7 +32,6 @@ from ..models.provenance import checkpoint_change, code_change
 from ..options import identity_difference, newest_matching
 from ..store import Store
 from .attack_guards import ModelFailure
-from .config import transfer_source
 from .distributed import DistContext, announce_run
 from .model_run import Batch, ModelRun
 from .plan import Member, ModelJob, RunPlan
@@ -311,7 +310,7 @@ def start_session(
 def load_source(plan: RunPlan) -> SourceModel | None:
     """The transfer attacks' source model (``--source-model NAME[=CHECKPOINT]``), loaded once per run;
     with ``--weights random`` a network seeded by the run's seed."""
-    if not plan.config.source_model:
+    if plan.source is None:
         return None
     with torch.random.fork_rng():
-        return SourceModel(plan.load(*transfer_source(plan.config)), plan.config.source_model)
+        return SourceModel(plan.load(plan.source, plan.source.members[0]), str(plan.config.source_model))

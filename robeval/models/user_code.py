@@ -31,6 +31,7 @@ from torch import nn
 
 from ..core.errors import USER_CODE_RAISES, UserError, raised
 from ..model_config import ModelConfig
+from ..options import split_source
 from ..references import check_reference_file, is_file_reference, is_reference, parts
 from .registry import ModelSpec
 from .weights import Weights
@@ -241,10 +242,11 @@ def check_stored_code(config: Mapping[str, Any], named: Iterable[str] = ()) -> N
                 f"imports (a store names code as text anyone can write); to build it, name that code on this "
                 f"command line: --model {reference}{label}"
             )
-    source = str(config.get("source_model") or "").partition("=")[0]
-    if is_reference(source):
+    source = split_source(config.get("source_model"))
+    if source is not None and is_reference(source[0]):
         raise UserError(
-            f"the run's transfer source model is built by the code {source}, which is not built again from a stored run"
+            f"the run's transfer source model is built by the code {source[0]}, which is not built again from a "
+            "stored run"
         )
 
 
