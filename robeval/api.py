@@ -256,7 +256,7 @@ def benchmark(
     ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
     there.  ``options``: any keyword of :func:`evaluate` (``settings``, ``seed``, ``precision``,
     ``store``, ``resume``, ``out``, ``progress``, ...); see README: RobustBench."""
-    from .evaluation.protocols import AUTOATTACK_VERSIONS, autoattack_options
+    from .evaluation.protocols import autoattack_options, autoattack_version
     from .robustbench_ext.benchmark_run import (
         BenchmarkArgs,
         accuracies,
@@ -270,7 +270,7 @@ def benchmark(
         version, preprocessing, aa_state_path,
     )  # fmt: skip
     as_version = autoattack_options(version)
-    standard = AUTOATTACK_VERSIONS.require("standard").autoattack_version_attacks()
+    standard = autoattack_version("standard").autoattack_version_attacks()
     path = model_info_path(args, options, standard) if to_disk else None  # checked before the run
     run = evaluate if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options, as_version)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import robeval
-from robeval.evaluation.model_checks import model_checks
+from robeval.evaluation.model_run import model_checks
 from robeval.results.soundness import run_findings
 from robeval.store import Store
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..attacks import ATTACKS, create
@@ -33,7 +34,6 @@ from ..core.seeds import derive_seed
 from ..data.examples import EvalData
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
 from .compiled import CompiledPasses
-from .model_checks import model_checks
 from .plan import Member, ModelJob, RunPlan
 from .progress import throttled
 from .run_info import RunLog
@@ -78,7 +78,7 @@ class ModelRun:
     """Member ``member`` of model ``job`` of ``plan``, loaded for ``data``: its units still to do (those
     not in ``done``), its attacks (transfer attacks craft on ``source``), and ``log``: what the run
     learns of it.  ``partial`` hears how far a long attack has got inside its unit (its bar's key,
-    images' worth); ``checks``: run the model checks (robeval.evaluation.model_checks) on its first batch."""
+    images' worth); ``checks``: run the model checks (:func:`model_checks`) on its first batch."""
 
     def __init__(
         self,
@@ -265,3 +265,34 @@ class ModelRun:
             last = max((order.index(a) for a in wanted if a in order), default=-1)
             units += [(eps, a) for a in ([CLEAN] if CLEAN in wanted else []) + order[: last + 1]]
         return units
+
+
+# Checks of a model itself, made on the first batch of its run (they need the model): randomness across
+# passes, outputs that look like probabilities, input gradients that are zero or NaN.  Their values are
+# stored with the run; robeval.results.indicators judges them.
+def model_checks(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """Randomness, probability-like outputs and input-gradient health on one batch."""
+    with torch.no_grad():
+        first, second = net(x), net(x)
+    scale = float(first.abs().max().clamp_min(1e-12))
+    random_diff = float((first - second).abs().max()) / scale
+    rows_sum = first.sum(dim=1)
+    probabilities = bool(
+        ((first >= 0) & (first <= 1)).all() and torch.allclose(rows_sum, torch.ones_like(rows_sum), atol=1e-3)
+    )
+    log_probabilities = bool(
+        (first <= 1e-6).all() and torch.allclose(first.logsumexp(1), torch.zeros_like(rows_sum), atol=1e-3)
+    )
+    xg = x.clone().requires_grad_(True)
+    with torch.enable_grad():
+        loss = F.cross_entropy(net(xg), y, reduction="sum")
+        (grad,) = torch.autograd.grad(loss, xg)
+    flat = grad.flatten(1)
+    broken = (~torch.isfinite(flat).all(1)) | (flat.abs().amax(1) == 0)
+    return {
+        "relative_logit_change_between_passes": random_diff,
+        "outputs_are_probabilities": probabilities,
+        "outputs_are_log_probabilities": log_probabilities,
+        "share_zero_or_nan_gradients": float(broken.float().mean()),
+        "examples_checked": int(len(y)),
+    }

@@ -14,7 +14,7 @@ registration's ``description`` says what it is.
   and screening checkpoints, never a leaderboard entry.
 
 AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
-protocols: a protocol that is one says so (``autoattack_version``), and :data:`AUTOATTACK_VERSIONS`
+protocols: a protocol that is one says so (``autoattack_version``), and :func:`autoattack_version`
 finds it by the version's name.  ``standard`` is the standard protocol with AutoAttack's four attacks
 (``version_attacks``); ``plus`` and ``rand`` are aa-plus and aa-rand with their own attacks.
 """
@@ -24,6 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..attacks import list_attacks
+from ..attacks.registry import PER_BATCH_IN_LIBRARY
+from ..core.errors import lookup
 from ..core.registry import Registry
 from .fast.audit import AUDIT_RATE, AUDIT_STAGES, FAST_PASS, FAST_TARGETS, LIBRARY_DRAWS
 
@@ -70,14 +73,17 @@ class Protocol:
 
 
 PROTOCOLS: Registry[Protocol] = Registry("protocol")
-AUTOATTACK_VERSIONS: Registry[Protocol] = Registry("AutoAttack version")  # version name -> its protocol
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
-    """One registration; a protocol that is an AutoAttack version is found by that version's name too."""
-    if protocol.autoattack_version is not None:
-        AUTOATTACK_VERSIONS.add(protocol.autoattack_version, protocol)
+    """One registration, under the protocol's name."""
     return PROTOCOLS.add(protocol.name, protocol)
+
+
+def autoattack_version(version: str) -> Protocol:
+    """The protocol that is AutoAttack's ``version`` (its ``autoattack_version``); one line for another name."""
+    versions = {p.autoattack_version: p for p in PROTOCOLS.values() if p.autoattack_version is not None}
+    return lookup(versions, version, "AutoAttack version")
 
 
 register_protocol(
@@ -194,7 +200,7 @@ register_protocol(
 def autoattack_options(version: str) -> dict[str, Any]:
     """The run options of AutoAttack's ``version``: its protocol, and its attacks where they are not the
     protocol's own (None: the protocol's)."""
-    protocol = AUTOATTACK_VERSIONS.require(version)
+    protocol = autoattack_version(version)
     return {"protocol": protocol.name, "attacks": ",".join(protocol.version_attacks) or None}
 
 
@@ -205,3 +211,27 @@ def restarted_attacks() -> list[str]:
     """The attacks that aa-plus runs with more restarts than the standard protocol."""
     plus = PROTOCOLS.require("aa-plus")
     return [a for a in plus.default_attacks if "n_restarts" in plus.settings_for(a)]
+
+
+# Which attacks of a stored run can be crafted again exactly (robeval.evaluation.regenerate crafts them): the
+# rule alone, torch-free, so that the report chooses its gallery's attack without loading a model.
+def refusal(attack: str, config: dict[str, Any]) -> str | None:
+    """Why ``attack`` of a run with stored ``config`` cannot be crafted again exactly, or None."""
+    per_batch = [s.name for s in list_attacks() if s.randomness == PER_BATCH_IN_LIBRARY]  # draws depend on the batch
+    if attack in per_batch:
+        others = ", ".join(a for a in per_batch if a != attack)
+        fine = ", ".join(s.name for s in list_attacks() if s.name not in per_batch)
+        return (
+            f"cannot regenerate {attack} exactly: its random draws are made per batch inside the AutoAttack code "
+            f"(as are {others}), not per example; these attacks can be regenerated: {fine}"
+        )
+    protocol = config.get("protocol", "")
+    chained = "--cascade" if config.get("cascade") else None
+    if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
+        chained = f"--protocol {protocol}"  # its own cascade, with an audit
+    if chained:
+        return (
+            f"cannot regenerate {attack} of a {chained} run: its records follow every earlier attack of the "
+            "cascade; regenerate from a run without --cascade"
+        )
+    return None

@@ -17,7 +17,7 @@ that of the run on those batches.
 
 Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
 runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
-are refused (:func:`~.regenerable.refusal`).  A model of the user's code is built again only when the command line names its code (never because
+are refused (:func:`~.protocols.refusal`).  A model of the user's code is built again only when the command line names its code (never because
 a store names it: robeval.models.user_code.check_stored_code).
 """
 

@@ -27,7 +27,7 @@ import pandas as pd
 from ..core.defaults import ANY, CLEAN
 from ..core.eps import find_budget
 from ..core.errors import UserError
-from ..evaluation.protocols import AUTOATTACK_VERSIONS
+from ..evaluation.protocols import autoattack_version
 from ..models.registry import PREFIXES
 from ..references import is_reference
 from ..results.likeness import Side, noted_differences, refuse_unlike
@@ -174,7 +174,7 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
         f"{model} has {members} members: an example's score is the mean over them, and the interval covers the "
         "sampling of examples, not the seed-to-seed variation"
     ] if members > 1 else []  # fmt: skip
-    standard = list(AUTOATTACK_VERSIONS.require("standard").autoattack_version_attacks())
+    standard = list(autoattack_version("standard").autoattack_version_attacks())
     finished = finished_attacks(run, model)
     missing = [a for a in standard if a not in finished]
     if missing:

@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from ..core.errors import UserError
 from ..core.records import EFFICIENCY_COLUMNS, key_model
-from ..evaluation.regenerable import refusal
+from ..evaluation.protocols import refusal
 from ..models.names import registered_spec
 from ..models.registry import GIVEN
 from ..references import split_label

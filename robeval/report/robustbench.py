@@ -25,7 +25,7 @@ from ..attacks import resolve_settings
 from ..core.defaults import ANY, CLEAN, RANDOM_WEIGHTS, names_in
 from ..core.errors import UserError
 from ..core.json_input import load_json
-from ..evaluation.protocols import AUTOATTACK_VERSIONS, PROTOCOLS
+from ..evaluation.protocols import PROTOCOLS, autoattack_version
 from ..results.indicators import above_chance
 from ..robustbench_ext.dataset_facts import examples_caveat, robustbench_dataset
 from ..robustbench_ext.leaderboard import AUTHOR_FIELDS, CORRUPTION_FIELDS, MODEL_INFO_FIELDS, empty_entry, percent
@@ -46,7 +46,7 @@ def is_3dcc(corruptions: pd.Series) -> bool:
 def standard_problem(rows: pd.DataFrame) -> str | None:
     """Why one model's rows at one eps are no AutoAttack standard evaluation, or None when they are."""
     model, eps, protocol = rows[["model", "eps", "protocol"]].iloc[0]
-    version = AUTOATTACK_VERSIONS.require("standard")
+    version = autoattack_version("standard")
     attacks = version.autoattack_version_attacks()
     if protocol in PROTOCOLS and PROTOCOLS[protocol].audit_stages:
         return (

@@ -3,7 +3,7 @@ AutoAttack's flags, Carlini et al. 2019 ("On Evaluating Adversarial Robustness",
 Pintor et al. 2022 ("Indicators of Attack Failure", their six indicators); each names what it covers.
 
 The model checks (randomness, softmax outputs, gradients) read values measured on the first batch of
-each model during the run (robeval.evaluation.model_checks); the others read the summaries of the
+each model during the run (robeval.evaluation.model_run.model_checks); the others read the summaries of the
 stored records.  robeval.results.soundness runs them all over a run.
 """
 
@@ -99,7 +99,7 @@ def above_chance(model: str, rows: pd.DataFrame, ev: Evidence | None = None) -> 
 
 
 def measured(read: Callable[[dict[str, Any]], tuple[bool, str]]) -> Judge:
-    """A check of the values measured on the model's first batch (robeval.evaluation.model_checks):
+    """A check of the values measured on the model's first batch (robeval.evaluation.model_run.model_checks):
     ``read(values)`` says whether it is raised, and its evidence."""
 
     def judge(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:

@@ -18,7 +18,7 @@ from ..core.errors import UserError
 from ..core.records import key_model
 from ..data.labels import LabelSpace
 from ..evaluation.config import model_order
-from ..evaluation.regenerable import refusal
+from ..evaluation.protocols import refusal
 from ..evaluation.regenerate import Check, Crafted, Request, check, regenerate
 from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
