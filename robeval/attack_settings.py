@@ -45,7 +45,6 @@ class Limit:
         return text + (f" ({self.why})" if self.why else "")
 
 
-AT_LEAST_ONE = Limit(low=1)
 POSITIVE = Limit(low=0, low_open=True)
 FRACTION = Limit(low=0, high=1, low_open=True)  # (0, 1]
 
