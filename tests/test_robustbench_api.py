@@ -114,8 +114,8 @@ def test_benchmark_arguments_are_robustbenchs_conventions():
     assert rand["protocol"] == "aa-rand" and rand["attacks"] is None  # the protocol's own attacks
     plan = make_plan(make_config(**{k: v for k, v in rand.items() if k not in ("models", "data_dir")}, models=["digits-deit"]))
     assert [a for a in plan.config.attacks] == ["apgd-ce", "apgd-dlr"]
-    assert plan.settings["apgd-ce"]["eot_iter"] == 20 and plan.settings["apgd-ce"]["n_iter"] == 5  # the version's, then yours
-    assert plan.settings["apgd-dlr"]["eot_iter"] == 20
+    assert plan.config.settings["apgd-ce"]["eot_iter"] == 20 and plan.config.settings["apgd-ce"]["n_iter"] == 5  # the version's, then yours
+    assert plan.config.settings["apgd-dlr"]["eot_iter"] == 20
     with pytest.raises(TypeError, match="'attacks'"):
         run_options(BenchmarkArgs(), "m", {"attacks": "pgd"}, standard)
 

@@ -137,7 +137,7 @@ class ModelRun:
         """The counted model, watched when ``attack`` draws a convergence curve."""
         cls: type[Attack] = ATTACKS.require(attack).cls
         if cls.curve_axis is not None and curves_omitted(self.plan.precision) is None:
-            return CurveWatch.for_attack(self.counted, cls, self.plan.settings[attack])
+            return CurveWatch.for_attack(self.counted, cls, self.config.settings[attack])
         return self.counted
 
     def _rechecked(self, attack: str) -> bool:
@@ -148,7 +148,7 @@ class ModelRun:
 
     def _attack(self, attack: str, eps: Eps, model: nn.Module, source: SourceModel | None = None):
         """The attack of one (eps, attack) unit on ``model``, every setting a constructor keyword."""
-        clip, settings = self.plan.protocol.box(attack), self.plan.settings[attack]
+        clip, settings = self.plan.protocol.box(attack), self.config.settings[attack]
         norm, seed = self.config.norm, self.config.seed
         return create(attack, model, eps.value, norm=norm, seed=seed, clip=clip, source=source, **settings)
 

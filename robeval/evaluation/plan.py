@@ -113,11 +113,6 @@ class RunPlan:
         return self.config.batch_size
 
     @property
-    def settings(self) -> dict[str, dict[str, Any]]:
-        """Attack -> the settings it runs with (its defaults, its protocol's, the user's)."""
-        return self.config.settings
-
-    @property
     def compiled(self) -> bool:
         """Whether the model passes go through torch.compile (robeval.evaluation.compiled)."""
         return compiles(self.config.compile, self.device)

@@ -112,7 +112,7 @@ def _source_meta(source: ModelJob, plan: RunPlan, targets: list):
 
 def check_settings_fit(plan: RunPlan, metas: list) -> None:
     """Settings that depend on the model: targeted attacks need as many other classes as targets."""
-    for attack, settings in plan.settings.items():
+    for attack, settings in plan.config.settings.items():
         targets = settings.get("n_target_classes")
         for meta in metas:
             if targets is not None and targets > meta.num_classes - 1:

@@ -120,7 +120,7 @@ def describe_run(plan: RunPlan, run_id: str, log: RunLog, workers: int) -> dict[
         "seconds": round(time.time() - log.started, 3),
         "config": {**asdict(config), "eps": eps, "checkpoints": config.stored_checkpoints()},
         "protocol": protocol_facts(protocol, config.attacks),
-        "attack_settings": dict(plan.settings),
+        "attack_settings": dict(config.settings),
         "attack_implementations": {a: ATTACKS.require(a).implementation for a in config.attacks},
         "randomness": randomness(plan),
         "shift": None if plan.shift is None else plan.shift.info(config),
