@@ -152,7 +152,7 @@ def test_aa_state_path_resumes_the_unfinished_run_with_the_same_configuration(ru
     run_id = Store(store).runs()["id"].iloc[-1]
     Store(store).update_run(run_id, status="interrupted")
     seen = {}
-    monkeypatch.setattr(robeval.api, "evaluate_full", lambda **kw: seen.update(kw) or (_ for _ in ()).throw(KeyError))
+    monkeypatch.setattr(robeval.api, "evaluate", lambda **kw: seen.update(kw) or (_ for _ in ()).throw(KeyError))
     with pytest.raises(KeyError):
         robeval.api.benchmark(runs["module"], n_examples=N, dataset="digits", device="cpu", settings=FAST_AA,
                               aa_state_path=store)  # fmt: skip
