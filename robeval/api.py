@@ -23,8 +23,9 @@ from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, RUN_
 from .core.errors import UserError
 from .evaluation.config import make_config
 from .evaluation.distributed import DistContext, init_from_env, shutdown
-from .evaluation.engine import evaluate_plan, prepare
-from .evaluation.plan import planned_identity
+from .evaluation.engine import evaluate_plan
+from .evaluation.plan import make_plan, planned_identity
+from .evaluation.preflight import preflight
 from .evaluation.progress import NullReporter, Reporter
 from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
@@ -67,7 +68,8 @@ def evaluate_run(
         check_writable_store(Path(store))  # before any work: a store it cannot write is refused now
     joined, ctx = ctx is None, ctx or init_from_env(config.device)
     try:
-        plan, examples = prepare(config, given or {})
+        plan = make_plan(config, given or {})
+        examples = preflight(plan)  # what a user can get wrong, checked before a run exists (a typo leaves none)
         with _store(store, ctx) as db:
             resume = _resolved(db, resume, store, plan.identity(), ctx)
             if out is not None and ctx.is_main:

@@ -19,25 +19,14 @@ robeval.results, so a finished run and a stored run are summarised by the same c
 from __future__ import annotations
 
 from ..data.examples import EvalData
-from ..models import GivenModel
-from ..options import EvalConfig
 from ..store import Store
 from .conditions import evaluate_conditions
 from .distributed import SINGLE, DistContext
 from .fast.steps import pass_step, second_pass
-from .plan import RunPlan, make_plan
-from .preflight import preflight
+from .plan import RunPlan
 from .progress import NullReporter, Reporter
 from .session import start_session
 from .units import cascade_unit, run_unit
-
-
-def prepare(config: EvalConfig, given: dict[str, list[GivenModel]] | None = None) -> tuple[RunPlan, EvalData]:
-    """The run's plan and data, with everything a user can get wrong checked before a run exists (so a
-    typo leaves no empty failed run behind); ``given``: the modules given from Python (each model's
-    members)."""
-    plan = make_plan(config, given)
-    return plan, preflight(plan)
 
 
 def evaluate_plan(
