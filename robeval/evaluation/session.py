@@ -155,18 +155,14 @@ class Session:
         self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
         return mine
 
-    def next_unit(self) -> float:
-        """The cores shared with other processes between units; returns when the next unit starts."""
-        self.threads.look()
-        return time.perf_counter()
-
     def units(self, model: ModelRun, share: list[int], units_of: UnitsOf) -> Iterator[tuple[Batch, Eps, str, float]]:
         """The engine's one unit loop: each batch of ``share`` (after its clean pass) and each of its units
         ``units_of(batch)``, with the time it starts (the cores shared again before each).  A generator,
         so the unit it yields is made in the caller's frame (tests/test_frames.py counts them)."""
         for batch in model.batches(share):
             for eps, unit in units_of(batch):
-                yield batch, eps, unit, self.next_unit()
+                self.threads.look()  # the cores shared with other processes between units
+                yield batch, eps, unit, time.perf_counter()
 
     def write(self, unit: UnitRecords, model: ModelRun, started: float | None = None) -> None:
         """A finished unit's records and curve into the store in one transaction, its time (from
