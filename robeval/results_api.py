@@ -57,14 +57,6 @@ def open_run(run_id: str | list[str] | None = None, store: str | Path | Store = 
     )
 
 
-def runs_named(*refs: str) -> list[str]:
-    """The run ids that ``RUN_ID:MODEL`` references name (``robeval compare``'s run to open)."""
-    from .report.comparison import names_run
-    from .robustbench_ext.leaderboard import is_model_info_path
-
-    return list(dict.fromkeys(r.partition(":")[0] for r in refs if names_run(r) and not is_model_info_path(r)))
-
-
 def pair_runs(store: str | Path, a: str, b: str) -> tuple[list[str], str | None]:
     """The runs ``robeval compare A B`` opens, and what it says of its choice on its first line: the runs
     ``RUN_ID:MODEL`` sides name (nothing to say); else, for two models, the newest finished run that
@@ -73,9 +65,8 @@ def pair_runs(store: str | Path, a: str, b: str) -> tuple[list[str], str | None]
     from .report.comparison import names_run
     from .results.runs import run_of_pair
     from .robustbench_ext.leaderboard import is_model_info_path
-    from .store import existing_store
 
-    named = runs_named(a, b)
+    named = list(dict.fromkeys(r.partition(":")[0] for r in (a, b) if names_run(r) and not is_model_info_path(r)))
     if named or any(is_model_info_path(r) or names_run(r) for r in (a, b)):
         return named, None
     with existing_store(store) as db:
