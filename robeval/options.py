@@ -22,11 +22,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
-from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES
+from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, SELECTIONS, SPLITS
 from .core.eps import Eps, parse_eps_list
 from .core.errors import UserError
-
-COMPILE_MODES = ("auto", "on", "off")  # --compile (robeval.evaluation.compiled)
+from .core.precision import PRECISIONS
 
 
 def option(
@@ -39,9 +38,12 @@ def option(
     identity: bool = True,
     factory: Any = MISSING,
     cli: bool = True,
+    choices: tuple[str, ...] = (),
+    least: int | None = None,
 ) -> Any:
     """A field of :class:`EvalConfig` with its help and command-line form (``cli_type``: what the
-    command line gives when it differs from the field's own type, e.g. comma text for a list)."""
+    command line gives when it differs from the field's own type, e.g. comma text for a list), and what
+    :func:`robeval.evaluation.config.make_config` allows of it alone: one of ``choices``, at least ``least``."""
     shown = default if cli_default is MISSING else cli_default
     metadata = {
         "help": help,
@@ -50,6 +52,8 @@ def option(
         "cli_type": cli_type,
         "cli_default": shown,
         "cli": cli,
+        "choices": choices,
+        "least": least,
     }
     if factory is not MISSING:
         return field(default_factory=factory, metadata=metadata)
@@ -111,10 +115,11 @@ class EvalConfig:
         identity=False,
         help="Where --data cifar10/cifar100/mnist finds its published files (RobustBench's default ./data).",
     )
-    split: str = option("test", help="The split of --data cifar10/cifar100/mnist: test or train.")
-    selection: str = option("balanced", help=SELECTION_HELP)
+    split: str = option("test", choices=SPLITS, help="The split of --data cifar10/cifar100/mnist: test or train.")
+    selection: str = option("balanced", choices=SELECTIONS, help=SELECTION_HELP)
     n_examples: Optional[int] = option(
         None,
+        least=1,
         flags=("--n-examples", "-n"),
         help=f"Class-balanced subset size (digits default {DEFAULT_N_EXAMPLES} of 449; folder default: all); "
         "with --subset a prefix of the list.",
@@ -179,16 +184,18 @@ class EvalConfig:
     )  # in the config: every attack of the run -> every setting it runs with (protocol's, defaults, --set)
     seed: int = option(0, help="Seed for every random choice; same seed, same per-example records.")
     batch_size: Optional[int] = option(
-        None, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."
+        None, least=1, help="Images per batch (digits 128; image folders 64 on a GPU, 16 on a CPU)."
     )  # None: by the data and device (the plan's config, and so the identity, holds the number)
     device: str = option("auto", identity=False, help="auto, cpu, cuda or cuda:N.")
     workers: Optional[int] = option(
         None,
+        least=0,
         identity=False,
         help="DataLoader worker processes, at most one per core (default: 0 for digits, up to 8 for folders).",
     )
     precision: str = option(
         "fp32",
+        choices=tuple(PRECISIONS),
         help="How attacks craft: fp32 (strict, TF32 off), tf32 (GPU), bf16 or fp16 (GPU) autocast. "
         "Every counted prediction runs in strict fp32; reduced precisions are re-checked in fp32.",
     )
@@ -200,6 +207,7 @@ class EvalConfig:
     channels_last: bool = option(False, help="Channels-last memory format for model and images.")
     compile: str = option(
         "auto",
+        choices=("auto", "on", "off"),  # robeval.evaluation.compiled
         identity=False,
         help="torch.compile the model's passes, batches padded to a few bucket sizes: on, off, or auto (on for "
         "CUDA, off on the CPU, where it was measured not to pay at these sizes; docs/speed.md).",
@@ -214,11 +222,13 @@ class EvalConfig:
     )
     weights: str = option(
         "default",
+        choices=("default", "random"),
         help="default (checkpoint, timm hub or embedded zoo) or random (untrained: smoke "
         "tests; marked in every table).",
     )
     threads: Optional[int] = option(
         None,
+        least=1,
         identity=False,
         help="CPU threads, at most one per core (default: every core, fewer while other processes want cores; "
         "see README).",

@@ -20,17 +20,16 @@ from typing import Any
 
 from ..attack_settings import parse_set_items
 from ..attacks import ATTACKS, parse_attack_list, resolve_settings
-from ..core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS, SELECTIONS, SPLITS
+from ..core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, DIGITS
 from ..core.eps import parse_eps_list
 from ..core.errors import UserError
-from ..core.precision import PRECISIONS
 from ..core.records import model_key
 from ..core.seeds import check_seed
 from ..core.threads import PER_CORE, at_most_cores
 from ..data.published import check_data_options
 from ..model_config import parse_model_config
 from ..models.names import check_model_name, expand_model_patterns, is_own_code
-from ..options import COMPILE_MODES, EvalConfig, option_default
+from ..options import EvalConfig, option_default
 from ..references import refuse_label_clashes, refuse_repeated_names, split_label
 from ..robustbench_ext.dataset_facts import resolve_subset
 from ..shifts.catalog import parse_severities
@@ -38,14 +37,6 @@ from ..shifts.kinds import SHIFT_KINDS
 from .fast.audit import check_audited
 from .protocols import PROTOCOLS
 
-CHOICES = {
-    "weights": ("default", "random"),
-    "split": SPLITS,
-    "selection": SELECTIONS,
-    "precision": tuple(PRECISIONS),
-    "compile": COMPILE_MODES,
-}
-AT_LEAST = {"batch_size": 1, "n_examples": 1, "threads": 1, "workers": 0}  # whole-number options: their least
 MODEL_KEYED = ("checkpoints", "references", "model_config")  # options keyed by model name
 
 
@@ -213,11 +204,12 @@ def _check_values(values: Mapping[str, Any]) -> None:
     unknown = sorted(set(values) - {f.name for f in fields(EvalConfig)})
     if unknown:
         raise TypeError(f"unknown run option {unknown[0]!r}; the options are the fields of robeval.options.EvalConfig")
-    for option, allowed in CHOICES.items():
-        if option in values and values[option] not in allowed:
-            raise UserError(f"invalid --{option} {values[option]!r}: choose {' or '.join(allowed)}")
-    for option, least in AT_LEAST.items():
-        at_least(f"--{option.replace('_', '-')}", values.get(option), least)
+    declared = fields(EvalConfig)  # each option's choices and least (robeval.options.option)
+    for f in (f for f in declared if f.metadata["choices"] and f.name in values):
+        if values[f.name] not in f.metadata["choices"]:
+            raise UserError(f"invalid --{f.name} {values[f.name]!r}: choose {' or '.join(f.metadata['choices'])}")
+    for f in (f for f in declared if f.metadata["least"] is not None):
+        at_least(f"--{f.name.replace('_', '-')}", values.get(f.name), f.metadata["least"])
     for option in PER_CORE:
         at_most_cores(option, values.get(option.removeprefix("--")))
     check_seed(values.get("seed", 0))
