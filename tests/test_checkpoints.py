@@ -219,9 +219,9 @@ def test_a_run_holds_a_checkpoints_tensors_only_until_its_last_load_of_them(tmp_
     plain, adaptive = plan.jobs
     for member in plain.members:
         opened = plan.opened(str(member.checkpoint))
-        loaded = plan.load(plain.model, member.checkpoint, **plain.options)
+        loaded = plan.load(plain, member)
         assert _same_weights(loaded, opened.state) and len(opened.state) == len(state)  # the adaptive job's too
     for member in adaptive.members:
         opened = plan.opened(str(member.checkpoint))
-        plan.load(adaptive.model, member.checkpoint, **adaptive.options)
+        plan.load(adaptive, member)
         assert opened.state == {} and opened.sha256 == hashlib.sha256(Path(opened.path).read_bytes()).hexdigest()
