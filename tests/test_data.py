@@ -181,8 +181,8 @@ def test_the_digits_are_scikit_learns_read_without_importing_it(monkeypatch):
     assert digits.digits_file() is not None
     for found in (digits.digits_file(), None):
         monkeypatch.setattr(digits, "digits_file", lambda found=found: found)
-        digits.digits_arrays.cache_clear()
+        digits._digits_arrays_cached.cache_clear()
         images, labels = digits.digits_arrays()
         assert images.dtype == np.float32 and np.array_equal(images, expected[0])
         assert labels.dtype == np.int64 and np.array_equal(labels, expected[1])
-    digits.digits_arrays.cache_clear()
+    digits._digits_arrays_cached.cache_clear()

@@ -21,8 +21,8 @@ import pytest
 import robeval
 from robeval.core.errors import UserError
 from robeval.report import plots, style
-from robeval.report.convergence import convergence_figure
 from robeval.report.gallery import gallery
+from robeval.report.plots import convergence_figure
 from robeval.results.runs import convergence_curves, minimal_norms
 from robeval.store import Store
 from tests.conftest import FAST_SETTINGS, invoke, one_line_error

@@ -20,7 +20,7 @@ def test_all_is_still_the_seven_attack_suite_and_aa_plus_brings_its_six():
     assert parse_attack_list("all") == SEVEN and make_config().attacks == SEVEN
     assert {"apgd-dlr", "fab"} <= {a.name for a in list_attacks()}
     assert make_config(protocol="aa-plus").attacks == ["apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"]
-    assert make_plan(make_config(protocol="aa-plus")).settings["apgd-ce"]["n_restarts"] == 5
+    assert make_plan(make_config(protocol="aa-plus")).config.settings["apgd-ce"]["n_restarts"] == 5
 
 
 def test_aa_plus_is_at_least_as_strong_as_the_standard_protocol_on_the_same_examples():

@@ -27,11 +27,9 @@ def digits_file() -> Path | None:
     return None
 
 
-@functools.cache
-def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """All 1797 scikit-learn digits as float32 [N,1,8,8] in [0,1] (pixel/16) and int64 labels, read once
-    per process: 64 pixels (0-16) and the label per row, as ``load_digits`` reads them (kept: callers
-    take copies, as :func:`digits_split`'s selection does)."""
+@functools.lru_cache(maxsize=1)
+def _digits_arrays_cached() -> tuple[np.ndarray, np.ndarray]:
+    """Read once per process: 64 pixels (0-16) and the label per row, as ``load_digits`` reads them."""
     path = digits_file()
     if path is None:
         from sklearn.datasets import load_digits
@@ -43,6 +41,14 @@ def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
         pixels, labels = rows[:, :-1], rows[:, -1]
     images = (pixels.reshape(-1, 8, 8).astype(np.float32) / 16.0)[:, None, :, :]
     return images, labels.astype(np.int64)
+
+
+def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """All 1797 scikit-learn digits as float32 [N,1,8,8] in [0,1] (pixel/16) and int64 labels (fresh copies,
+    with plain strides: the cached view's channel axis has stride 4, which sends training through other
+    kernels and changes a trained demo model's numbers)."""
+    images, labels = _digits_arrays_cached()
+    return images.copy(), labels.copy()
 
 
 def digits_split(split: str) -> tuple[np.ndarray, np.ndarray]:
