@@ -127,16 +127,6 @@ def float32_math(tf32: bool = False) -> Iterator[None]:
         no_autocast.close()
 
 
-def strict_fp32() -> Any:
-    """The context every counted prediction runs in."""
-    return float32_math(tf32=False)
-
-
-def crafting(precision: Precision) -> Any:
-    """The context an attack call runs in (autocast itself sits on the crafting model)."""
-    return float32_math(tf32=precision.tf32)
-
-
 def curves_omitted(precision: Precision) -> str | None:
     """Why a run crafting in ``precision`` records no convergence curves (None: it records them)."""
     if not precision.reduced:

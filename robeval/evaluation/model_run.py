@@ -28,7 +28,7 @@ from ..attacks.transfer import SourceModel
 from ..core.defaults import CLEAN
 from ..core.eps import Eps
 from ..core.errors import UserError
-from ..core.precision import curves_omitted, strict_fp32
+from ..core.precision import curves_omitted, float32_math
 from ..core.records import Columns, Unit
 from ..core.seeds import derive_seed
 from ..data.examples import EvalData
@@ -214,7 +214,7 @@ class ModelRun:
 
     def logits(self, xa: torch.Tensor, what: str) -> torch.Tensor:
         """The target's logits on ``xa`` (no gradients); a :class:`ModelFailure` if any is NaN or inf."""
-        with torch.inference_mode(), strict_fp32():
+        with torch.inference_mode(), float32_math():
             out = self.target(xa)
         if not torch.isfinite(out).all():
             raise ModelFailure(f"NaN or inf logits on {what}; check the checkpoint")
@@ -227,7 +227,7 @@ class ModelRun:
         clean_logits = self.logits(xa, f"clean images (batch {b})")  # (waits for the GPU: the time below is real)
         seconds = time.perf_counter() - tick
         if self.need_checks:
-            with strict_fp32():
+            with float32_math():
                 checks = model_checks(self.target, xa[:MODEL_CHECK_EXAMPLES], y[:MODEL_CHECK_EXAMPLES])
             self.log.model_checks[self.job.name], self.need_checks = checks, False
         base = self.shared_fields(b, idx.tolist(), y.tolist(), self.keep_clean_hits(b, idx, clean_logits, y))

@@ -36,7 +36,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ..core.errors import UserError
 from ..core.machine import memory_free, status_kb
-from ..core.precision import strict_fp32
+from ..core.precision import float32_math
 from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
 
@@ -82,7 +82,7 @@ def run_gflops(
     key = (name, json.dumps(options, sort_keys=True, default=str), tuple(size), device.type)
     if registered is not None and key in COUNTED:
         return COUNTED[key]
-    with strict_fp32():
+    with float32_math():
         counted = gflops_per_image(net, tuple(size), device)
     if registered is not None:
         COUNTED[key] = counted

@@ -33,7 +33,7 @@ from ..core.defaults import CLEAN
 from ..core.eps import Eps
 from ..core.errors import UserError
 from ..core.norms import perturbation_norms
-from ..core.precision import crafting, strict_fp32
+from ..core.precision import float32_math
 from ..core.records import RECORD_COLUMNS, Columns, Unit, UnitCurve, unit_columns
 from ..core.seeds import derive_seed
 from .attack_guards import AttackBoundsError, ModelFailure, is_out_of_memory, topk_hits, verify_adversarial
@@ -142,7 +142,7 @@ def attack_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Point
     seed, examples = model.seeding(batch, eps, attack)
     n = len(batch.y)
     model.counted.reset()
-    with model.progress(model.key(eps.text, attack, batch.b), attacker, n), crafting(model.plan.precision):
+    with model.progress(model.key(eps.text, attack, batch.b), attacker, n), float32_math(model.plan.precision.tf32):
         x_adv, readings = craft(attacker, batch.xa, model.labels(batch, attack), seed, examples, model.log)
     passes = (model.counted.forward_images / n, model.counted.backward_images / n)
     return Points(x_adv, passes, readings=readings)
@@ -191,7 +191,7 @@ def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Poi
         attacker = model.attacks[(eps.text, attack)]
         model.counted.reset()
         labels, seed = model.labels(batch, attack), derive_seed(model.config.seed, attack, batch.b)
-        with crafting(model.plan.precision):
+        with float32_math(model.plan.precision.tf32):
             points, _ = craft(attacker.find_points, batch.xa, labels, seed, batch.examples, model.log)
         passes = (model.counted.forward_images / len(labels), model.counted.backward_images / len(labels))
         logits = model.logits(points, f"{attack} images (batch {batch.b})")
@@ -218,7 +218,7 @@ def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[f
     idx = torch.tensor(rows, device=batch.y.device)
     x, labels = batch.xa[idx], model.labels(batch, attack)[idx]
     seed, examples = model.seeding(batch, eps, attack)
-    with strict_fp32():
+    with float32_math():
         x_adv, _ = craft(checker, x, labels, seed, None if examples is None else [examples[r] for r in rows], model.log)
     verify_adversarial(attack, x_adv, x, eps.value, model.config.norm, model.plan.protocol.box(attack))
     hits = model.logits(x_adv, f"{attack} images crafted in fp32 (batch {batch.b})").argmax(1) == batch.y[idx]
