@@ -31,6 +31,7 @@ from ..models.names import registered_spec
 from ..models.provenance import checkpoint_change, code_change
 from ..options import identity_difference, newest_matching
 from ..store import Store
+from ..store.files import worker_store_path
 from .attack_guards import ModelFailure
 from .distributed import DistContext, announce_run
 from .model_run import Batch, ModelRun
@@ -199,7 +200,7 @@ class Session:
         gathered = self.ctx.gather((log, error)) if self.ctx.active else [(log, error)]
         if self.ctx.active and self.ctx.is_main:  # every worker is done with this model: its units merged
             for rank in range(1, self.ctx.world):
-                self.store.merge_from(self.store.worker_path(rank), self.run_id)
+                self.store.merge_from(worker_store_path(self.store.path, rank), self.run_id)
         for share, _ in gathered:
             self.log.absorb(share)
         self.reporter.stop()
@@ -246,7 +247,7 @@ class Session:
         info = describe_run(self.plan, self.run_id, log, self.ctx.world)
         for rank in range(1, self.ctx.world):  # every worker's units are merged: their files go
             for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.store.worker_path(rank)}{suffix}").unlink(missing_ok=True)
+                Path(f"{worker_store_path(self.store.path, rank)}{suffix}").unlink(missing_ok=True)
         facts = {"finished": info["finished"], "info": info, "data_identity": log.data.get("identity")}
         self.store.release(self.run_id, status=log.status, total_units=log.total_units, **facts)
         return self.run_id

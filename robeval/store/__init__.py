@@ -37,7 +37,7 @@ from ..core.json_input import load_json
 from ..core.machine import process_start
 from ..core.printable import as_one, read_alike, refuse_hidden
 from ..core.records import BOOL_COLUMNS, CURVE_COLUMNS, RECORD_COLUMNS, Unit, UnitCurves, UnitTimes, curve_rows
-from .files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection, worker_store_path
+from .files import BUSY_SECONDS, check_is_store, check_writable_store, read_only_connection
 from .schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
 
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
@@ -335,9 +335,6 @@ class Store:
     def done_units(self, run_id: str) -> set[Unit]:
         rows = self.conn.execute(f"SELECT {', '.join(UNIT_KEYS)} FROM units WHERE run_id = ?", (run_id,))
         return {(m, e, a, int(b), int(k)) for m, e, a, b, k in rows}
-
-    def worker_path(self, rank: int) -> Path:
-        return worker_store_path(self.path, rank)
 
     def worker_paths(self) -> list[Path]:
         """The worker files next to the store (``STORE.rank1``, ...), whatever the worker count was."""
