@@ -26,7 +26,7 @@ from .evaluation.distributed import DistContext, init_from_env, shutdown
 from .evaluation.engine import evaluate_plan
 from .evaluation.plan import make_plan, planned_identity
 from .evaluation.preflight import preflight
-from .evaluation.progress import NullReporter, Reporter
+from .evaluation.progress import Reporter
 from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
@@ -169,7 +169,7 @@ def _finished(db: Store, store: Any, run_id: str, ctx: DistContext, identity: di
 def progress_reporter(progress: bool) -> Reporter:
     """Progress bars on the terminal, or none."""
     if not progress:
-        return NullReporter()
+        return Reporter()
     from .report.terminal import RichReporter
 
     return RichReporter()

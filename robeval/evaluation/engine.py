@@ -24,7 +24,7 @@ from .conditions import evaluate_conditions
 from .distributed import SINGLE, DistContext
 from .fast.steps import pass_step, second_pass
 from .plan import RunPlan
-from .progress import NullReporter, Reporter
+from .progress import Reporter
 from .session import start_session
 from .units import cascade_unit, run_unit
 
@@ -39,7 +39,7 @@ def evaluate_plan(
 ) -> str:
     """Evaluate ``plan`` on ``data`` into ``store`` (``resume``: the id of a stored run to continue); returns
     the run's id.  A model that fails stops alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
-    reporter = reporter if ctx.is_main else NullReporter()
+    reporter = reporter if ctx.is_main else Reporter()
     session = start_session(plan, data, store, resume, reporter, ctx)
     audited = bool(plan.protocol.audit_stages)  # the fast protocol: a pass and an audit, then its stages
     step = pass_step if audited else cascade_unit if plan.config.cascade else run_unit

@@ -15,6 +15,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..evaluation.progress import Reporter
 from .document import Document, Grid, Heading, Lines, Paragraph, Table, drawn
 from .escaping import TerminalConsole, terminal
 from .grid import BOLD, MARKS, Measured, marked_rows, shown_number
@@ -55,7 +56,7 @@ class TimeLeft(ProgressColumn):
         return Text(f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}", style="progress.remaining")
 
 
-class RichReporter:
+class RichReporter(Reporter):
     """One progress bar per model x eps x attack (one per model for its shifted conditions), advanced
     unit by unit and inside long units, under a line for the whole run with its estimated time left."""
 
