@@ -26,6 +26,7 @@ app = typer.Typer(
 console = TerminalConsole()
 if not console.is_terminal:  # piped to a file: do not squeeze tables into 80 columns
     console = TerminalConsole(width=200)
+err_console = TerminalConsole(stderr=True)  # rich reads sys.stderr at each print: a redirection is followed
 
 
 def _number_parser(read: Callable[[str], Any], default_type: type, what: str) -> Callable[[Any], Any]:
@@ -60,7 +61,7 @@ def DecimalOption(default: Any, *flags: str, **options: Any) -> Any:
 def say(text: str, err: bool = False) -> None:
     """The library's text as it is, on stdout or (``err``) stderr: no markup, no highlighting, no wrapping
     (a piped output is the text itself)."""
-    (TerminalConsole(stderr=True) if err else console).print(text, markup=False, highlight=False, soft_wrap=True)
+    (err_console if err else console).print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def emit(text: str, out: Optional[Path]) -> None:
