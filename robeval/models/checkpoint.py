@@ -89,7 +89,9 @@ class OpenedCheckpoint:
 
     @cached_property
     def weights_sha256(self) -> str:
-        """The digest of its weights (:func:`weights_sha256`), asked once they are admitted (check_fit)."""
+        """The digest of its weights (:func:`weights_sha256`), asked once they are admitted (check_fit) and
+        before :meth:`release` (after it, the digest would be that of no tensors)."""
+        assert self.state, f"{self.path}: its tensors were released before their digest was asked"
         return weights_sha256(self.state)
 
     def release(self) -> None:
