@@ -7,6 +7,8 @@ import os
 import shlex
 from pathlib import Path
 
+from ..report.escaping import TerminalConsole
+
 RESUMABLE_COMMANDS = ("run", "reproduce")
 INVOKED: list[str] = []  # the arguments of this command (a resume command repeats them)
 
@@ -60,9 +62,8 @@ def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
     """Say what was kept and how to resume; the exit code (130 Ctrl-C, 143 SIGTERM)."""
     run_id = getattr(exc, "run_id", None)
     what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-    from .app import say  # (app imports this module)
-
-    say(f"{what}; finished batches are kept in {store}.", err=True)
+    err = TerminalConsole(stderr=True)
+    err.print(f"{what}; finished batches are kept in {store}.", markup=False, soft_wrap=True)
     if run_id:
-        say(f"resume with: {resume_command(INVOKED, run_id)}", err=True)
+        err.print(f"resume with: {resume_command(INVOKED, run_id)}", markup=False, soft_wrap=True)
     return 143 if isinstance(exc, Terminated) else 130
