@@ -13,7 +13,7 @@ from robeval.core.defaults import Phrases
 from robeval.report.checklist import CHECKLIST_INTRO, Soundness, verdict
 from robeval.results.findings import CHECKS, Finding
 from robeval.results.soundness import JudgedRun, judge_summary
-from robeval.store import StoredRun
+from robeval.store import StoredRun, existing_store
 
 from .conftest import run_cli
 
@@ -201,6 +201,18 @@ def test_the_checklist_and_the_report_judge_a_run_with_its_evidence_runs_alike(t
     assert "| Accuracy reaches 0 at a large eps |" in checklist and "| not run | no white-box attack at eps" not in checklist
     assert html.count("<h3>") == 1 and "Large-eps evidence from run" in html  # the evidence run is no run of its own
     assert raised_rows(checklist) == flag_lines(checked.stdout)
+
+
+def test_check_run_missing_with_a_report_it_cannot_write_runs_nothing(tmp_path):
+    """``check --report FOLDER --run-missing`` is refused before the evidence run: no minutes spent, and the
+    store holds the runs it held."""
+    store = str(tmp_path / "s.sqlite")
+    assert run_cli("run", "-m", "digits-deit", "--attacks", "fgsm", "-n", "4", "--eps", "8/255", "--quiet",
+                   "--store", store).returncode == 0  # fmt: skip
+    refused = run_cli("check", "--store", store, "--report", str(tmp_path), "--run-missing")
+    assert refused.returncode == 2 and "is a folder; give a file name" in refused.stderr, refused.stderr
+    with existing_store(store) as db:
+        assert len(db.runs()) == 1
 
 
 def test_check_report_compares_restarts_with_a_run_of_the_other_protocol(tmp_path):

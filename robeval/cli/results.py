@@ -62,12 +62,14 @@ def check_cmd(
     (--report: every check's finding, the checklist document)."""
     if run_missing and report is None:
         raise UserError("--run-missing completes the evidence of --report FILE; name the report file too")
-    with opened([run_id] if run_id else [], store) as run:  # (checklist checks --report before --run-missing)
+    with opened([run_id] if run_id else [], store) as run:
         found = run.check() if report is None else None
         evidence = None
-        if run_missing:  # the evidence run first (robeval.api: the layer that runs)
-            from ..api import large_eps_run
+        if run_missing and report is not None:  # the evidence run first (robeval.api: the layer that runs),
+            from ..api import large_eps_run  # once FILE is known writable: a bad one costs no run in the store
+            from ..report.files import check_out_file
 
+            check_out_file(report)
             evidence = large_eps_run(run, progress=True, code=code or [])
         written = None if report is None else run.checklist(report, evidence)
     if written is None:
