@@ -5,10 +5,9 @@ table RUN...`` reads it, and ``--resume`` takes up every column where the store 
 The runs' files go to a folder per column under the table's folder; the table's folder is named by
 the first column's run id where ``out`` holds ``{run_id}``.
 
-Tables whose columns are stored runs of their own (layout ``runs-as-columns``): a shift per column
-(ImageNet-R, -A, -C), or a data set per column (MNIST, CIFAR-100, ImageNet).  A cell is its column's
-measure of the row's model in that column's run; a column that does not apply is ``n/a`` throughout
-(its note, in the caption, says why).
+Layout ``runs-as-columns``: a shift per column (ImageNet-R, -A, -C), or a data set per column (MNIST,
+CIFAR-100, ImageNet).  A cell is its column's measure of the row's model in that column's run; a column
+that does not apply is ``n/a`` throughout (its note, in the caption, says why).
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ from ..report.grid import Measured
 from ..report.naming import caption_parts, is_condition
 from ..shifts.catalog import SEVERITIES
 from ..shifts.metrics import corruption_metrics
-from . import render
-from .render import Reproduction, Request, write
+from .render import Reproduction, Request, caption, write
 from .tables import Column, PaperTable
 
 if TYPE_CHECKING:
@@ -86,16 +84,12 @@ def runs_grid(table: PaperTable, summaries: dict[str, pd.DataFrame], digits: boo
     return out, list(dict.fromkeys(notes))
 
 
-def _severities(summary: pd.DataFrame) -> list[int]:
-    return sorted({int(s) for s in summary[is_condition(summary)]["severity"]})
-
-
 def run_parts(column: Column, summary: pd.DataFrame) -> list[str]:
     """What one column's run was: its data and n, protocol, random weights, what it lacks; the
     severities when not all five."""
     eps = summary["eps"].iloc[0]
     parts = caption_parts(summary[summary["eps"] == eps], eps, top5=False)[1:]
-    severities = _severities(summary)
+    severities = sorted({int(s) for s in summary[is_condition(summary)]["severity"]})
     if severities and tuple(severities) != SEVERITIES:
         parts.append(f"severities {', '.join(map(str, severities))} only (the table's: 1-5)")
     run = summary["run_id"].iloc[0] if "run_id" in summary else None
@@ -186,5 +180,5 @@ def column_runs(req: Request) -> Reproduction:
     summaries = {key: result.summary for key, result in results.items()}
     grid, notes = runs_grid(table, summaries, req.digits)
     parts = [p for c in columns for p in run_parts(c, summaries[c.key])] + notes
-    phrases = render.caption(table, req.digits, extra=parts)
+    phrases = caption(table, req.digits, extra=parts)
     return write(Reproduction(table, phrases, grid, {}, None, results), folder)

@@ -3,13 +3,8 @@ what a reproduction was asked for (resolved) and what it made, and the writing o
 
 The efficiency tables' grids and what their captions say the figures are, from one
 :func:`robeval.evaluation.profiling.profile` of the table's distinct models (on the digits demo several
-rows may be one model: it is profiled once and fills each of them).
-
-Units, stated in every caption: *speed* is iterations per second, one iteration being a forward and
-a backward pass (gradients of the weights and of the input, no optimiser step) on a batch of the
-profile's batch size; *max memory* what such a pass adds to the memory in use; *FLOPs/sample* the
-matrix products and convolutions of one image's forward pass; *inference time per image* the
-forward pass alone, 1000 / (images per second), at the profile's batch size.
+rows may be one model: it is profiled once and fills each of them); their units are stated in every
+caption (:func:`profile_parts`).
 """
 
 from __future__ import annotations
@@ -56,39 +51,24 @@ def caption(
     return [*parts, *run_parts, *notes]
 
 
-TOPK = ("Top-1", "Top-5")
-
-
-def _cells(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> dict[tuple[str, str, str], str]:
-    """(row label, attack title, Top-k) -> the formatted accuracy, for Clean and the table's attacks."""
-    s = summary.set_index(["model", "attack"])
-    cells = {}
-    for model, label in labels.items():
-        for attack in (CLEAN, *table.attacks):
-            if (model, attack) in s.index:
-                for k, col in zip(TOPK, ("top1", "top5")):
-                    cells[(label, attack_title(attack), k)] = f"{s.loc[(model, attack), col]:.2f}"
-    return cells
-
-
-def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """Rows = Clean and the attacks, columns = (model label, Top-1 / Top-5); the paper's attack layout."""
-    cells = _cells(table, summary, labels)
-    columns = pd.MultiIndex.from_tuples([(label, k) for label in labels.values() for k in TOPK])
-    rows = [attack_title(a) for a in (CLEAN, *table.attacks)]
-    return pd.DataFrame(
-        [[cells.get((label, a, k), "") for label, k in columns] for a in rows], index=rows, columns=columns
-    )
+TOPK, METRICS = ("Top-1", "Top-5"), ("top1", "top5")
 
 
 def model_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows = models (the paper's labels), columns = (Clean and each attack, Top-1 / Top-5)."""
-    cells = _cells(table, summary, labels)
-    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in (CLEAN, *table.attacks) for k in TOPK])
-    rows = list(labels.values())
-    return pd.DataFrame(
-        [[cells.get((label, a, k), "") for a, k in columns] for label in rows], index=rows, columns=columns
-    )
+    s, attacks = summary.set_index(["model", "attack"]), (CLEAN, *table.attacks)
+    columns = pd.MultiIndex.from_tuples([(attack_title(a), k) for a in attacks for k in TOPK])
+    cells = [
+        [f"{s.loc[(model, a), metric]:.2f}" if (model, a) in s.index else "" for a in attacks for metric in METRICS]
+        for model in labels
+    ]
+    return pd.DataFrame(cells, index=list(labels.values()), columns=columns)
+
+
+def attack_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows = Clean and the attacks, columns = (model label, Top-1 / Top-5): the model grid turned."""
+    grid = model_grid(table, summary, labels)
+    return grid.T.unstack(1).reindex(list(dict.fromkeys(grid.columns.get_level_values(0))))
 
 
 def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -111,13 +91,9 @@ def accuracy_grid(table: PaperTable, summary: pd.DataFrame, labels: dict[str, st
 LAYOUTS = {"attacks-as-rows": attack_grid, "models-as-rows": model_grid, "accuracy-per-parameter": accuracy_grid}
 
 
-def _speed(r: pd.Series) -> float:
-    return r["forward_backward_img_s"] / r["batch_size"]
-
-
 # (column title, its value from a profile row, digits shown)
 EFFICIENCY_COLUMNS: tuple[tuple[str, Callable[[pd.Series], float], int], ...] = (
-    ("Speed (it/s)", _speed, 2),
+    ("Speed (it/s)", lambda r: r["forward_backward_img_s"] / r["batch_size"], 2),
     ("Max memory (MB)", lambda r: r["pass_memory_MB"], 1),
     ("FLOPs/sample (G)", lambda r: r["gflops_per_image"], 3),
     ("Params (M)", lambda r: r["params_M"], 2),
@@ -145,18 +121,11 @@ def _cell(value, reference, digits: int) -> str:
 def efficiency_grid(table: PaperTable, profile: pd.DataFrame, digits: bool) -> pd.DataFrame:
     """Rows = the table's rows, columns = speed, memory, FLOPs, parameters; a row with ``against``
     shows its change against that row."""
-    by_model = profile.set_index("model")
-    model_of = {r.label: r.model(digits) for r in table.rows}
+    by_model, model_of = profile.set_index("model"), {r.label: r.model(digits) for r in table.rows}
     out = pd.DataFrame(index=[r.label for r in table.rows])
     for title, value, shown in EFFICIENCY_COLUMNS:
-        out[title] = [
-            _cell(
-                value(by_model.loc[r.model(digits)]),
-                value(by_model.loc[model_of[r.against]]) if r.against else None,
-                shown,
-            )
-            for r in table.rows
-        ]
+        measured = {label: value(by_model.loc[model]) for label, model in model_of.items()}
+        out[title] = [_cell(measured[r.label], measured[r.against] if r.against else None, shown) for r in table.rows]
     return out
 
 

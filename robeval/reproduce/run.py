@@ -154,8 +154,7 @@ def _profile(req: Request) -> Reproduction:
         )
     measured = profile(table.every_model(req.digits), **{**PROFILE_OPTIONS, **table.profile_options, **req.options})
     grid = render.PROFILE_LAYOUTS[table.layout](table, measured, req.digits)
-    parts = render.profile_parts(table, measured)
-    phrases = render.caption(table, req.digits, extra=parts)
+    phrases = render.caption(table, req.digits, extra=render.profile_parts(table, measured))
     return write(Reproduction(table, phrases, grid, {}), None if req.out is None else req.out.replace(RUN_ID_FIELD, ""))
 
 
