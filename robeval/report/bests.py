@@ -60,15 +60,10 @@ def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
             best = rows[shown == shown.max()]
             runner_up = rows[shown < shown.max()]
             mark = NOT_SEPARATED if len(best) > 1 else _mark(best.iloc[0], runner_up, records, metric)
-            if mark == SEPARATED and _apart(best.iloc[0], rows):
-                mark = RECIPES_DIFFER
+            if mark == SEPARATED and any(trained_apart(best.iloc[0]["recipe"], r) for r in rows.get("recipe", ())):
+                mark = RECIPES_DIFFER  # the best trained otherwise than a model of its column (or its members apart)
             out.loc[best.index, best_column(metric)] = mark
     return out
-
-
-def _apart(best: pd.Series, rows: pd.DataFrame) -> bool:
-    """Whether ``best`` was trained otherwise than a model of its column (or its members than each other)."""
-    return "recipe" in rows and any(trained_apart(best["recipe"], recipe) for recipe in rows["recipe"])
 
 
 def _mark(best: pd.Series, runner_up: pd.DataFrame, records: pd.DataFrame, metric: str) -> str:

@@ -6,7 +6,6 @@ check of the claim (ok / CAVEAT / n/a), then a verdict line.  Nothing is judged 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,6 @@ from ..evaluation.fast.summary import audit_lines
 from ..results.findings import CHECKS, Finding
 from ..results.indicators import adaptive_gaps
 from ..results.soundness import JudgedRun, ModelFindings
-from ..store import StoredRun
 from .document import Document, Heading, Lines, Paragraph, Table, to_html, to_markdown
 from .files import skipped_note
 from .grid import Status
@@ -50,15 +48,6 @@ def shown(finding: Finding) -> str:
     return f"{finding.evidence} — {finding.advice}" if finding.advice else finding.evidence
 
 
-def evidence_note(evidence: Sequence[StoredRun]) -> list[str]:
-    """The runs made for this one's checklist, with what they ran (``check --report --run-missing``)."""
-    return [
-        f"Large-eps evidence from run {r.run_id} ({', '.join(attack_title(a) for a in r.config['attacks'])} at "
-        f"{', '.join(dict.fromkeys(r.summary['eps']))}, same models and examples)."
-        for r in evidence
-    ]
-
-
 def findings_tables(one: ModelFindings) -> list[Table]:
     """One model's findings, the checks of the attacks (``indicator``) apart from those of the claim
     (``claim``): each check's title, what it covers, its status and evidence."""
@@ -88,7 +77,11 @@ def checklist_section(judged: JudgedRun, in_report: bool = True) -> Document:
         heading = Heading(f"{one.model} (run {judged.run.run_id})", 3) if in_report else Heading(one.model)
         said = f"Verdict: {verdict(one)}." if in_report else f"Verdict for {one.model}: {verdict(one)}."
         document += [heading, *findings_tables(one), Paragraph(said, strong=True, css="verdict")]
-    notes = evidence_note(judged.evidence)
+    notes = [  # the runs made for this one's checklist, with what they ran (check --report --run-missing)
+        f"Large-eps evidence from run {r.run_id} ({', '.join(attack_title(a) for a in r.config['attacks'])} at "
+        f"{', '.join(dict.fromkeys(r.summary['eps']))}, same models and examples)."
+        for r in judged.evidence
+    ]
     return document + ([Lines(notes)] if notes else [])
 
 

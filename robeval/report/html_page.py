@@ -67,15 +67,12 @@ class Page:
     def __post_init__(self) -> None:
         self.labels = model_labels(self.runs)
 
-    def owner(self, label: str) -> tuple[StoredRun, str]:
-        """The (first) run and the model name in it of a model the tables show as ``label``."""
-        return next((run, model) for run, labels in zip(self.runs, self.labels) for model, shown in labels.items()
-                    if shown == label)  # fmt: skip
-
-
-def frame_html(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> Markup:
-    """A plain DataFrame as a sortable table (its index not shown; ``text_columns`` left-aligned)."""
-    return Markup(to_html([Table.of(frame, text_columns)]))
+    def facts(self, label: str) -> dict[str, Any]:
+        """What its (first) run recorded of the model the tables show as ``label`` (a model told apart by its
+        run id included: its facts are its own run's)."""
+        run, model = next((run, model) for run, labels in zip(self.runs, self.labels) for model, shown in labels.items()
+                          if shown == label)  # fmt: skip
+        return run.info.get("models", {}).get(key_model(model)[0], {})
 
 
 def paper_table(page: Page) -> Section:
@@ -97,22 +94,14 @@ def members(page: Page) -> Section | None:
     document: Document = [
         block
         for label, group in rows.groupby("model", sort=False)
-        for block in (Heading(str(label), 3), Table.of(member_table(group, _facts(page, str(label))), ("member",)))
+        for block in (Heading(str(label), 3), Table.of(member_table(group, page.facts(str(label))), ("member",)))
     ]
-    body = to_html(document)
     return Section(
-        "members", "Every member", Markup(body),
+        "members", "Every member", Markup(to_html(document)),
         "Per model of several members (checkpoints of one training procedure, one per seed), each member's top-1 / "
         "top-5 (%) under each attack: the tables show their mean ± sample std, the figures their 95% interval for "
         "seeds and examples with each member as a dot.",
     )  # fmt: skip
-
-
-def _facts(page: Page, label: str) -> dict[str, Any]:
-    """What its run recorded of the model the tables show as ``label`` (a model told apart by its run id
-    included: its facts are its own run's)."""
-    run, model = page.owner(label)
-    return run.info.get("models", {}).get(key_model(model)[0], {})
 
 
 def member_table(rows: pd.DataFrame, facts: dict[str, Any]) -> pd.DataFrame:
@@ -208,7 +197,7 @@ def _efficiency_rows(page: Page) -> tuple[pd.DataFrame, list[str]]:
 def efficiency(page: Page) -> Section:
     table, names = _efficiency_rows(page)
     return Section(
-        "efficiency", "Efficiency", frame_html(table, text_columns=("model",)),
+        "efficiency", "Efficiency", Markup(to_html([Table.of(table, ("model",))])),
         "Parameters and FLOPs per image (matrix products and attention, as robeval profile counts them, counted "
         "by the model's run); speed and memory need timing: robeval profile "
         f"{' '.join('-m ' + n for n in names)}",
@@ -225,7 +214,7 @@ def passes(page: Page) -> Section | None:
     if not rows:
         return None
     return Section(
-        "passes", "Model passes per image", frame_html(pd.DataFrame(rows), text_columns=("model", "eps", "attack")),
+        "passes", "Model passes per image", Markup(to_html([Table.of(pd.DataFrame(rows), ("model", "eps", "attack"))])),
         "Forward and backward image passes through the model per example (means of the records' counts; an "
         "attack's include the records' own pass): times the cost of one pass on a machine, the run's cost there.",
     )  # fmt: skip
@@ -341,11 +330,6 @@ def default_gallery_attack(run: StoredRun) -> str | None:
     return next((a for a in ordered if refusal(a, run.config) is None), None)
 
 
-def named_by(code: tuple[str, ...], model: str) -> str:
-    """``model`` as the gallery asks for it: ``REFERENCE=NAME`` where this command line names its code."""
-    return next((item for item in code if split_label(item)[1] == model or item == model), model)
-
-
 def examples(page: Page) -> Section | None:
     run = page.runs[0]
     attack = page.gallery_attack if page.gallery_attack is not None else default_gallery_attack(run)
@@ -359,7 +343,8 @@ def examples(page: Page) -> Section | None:
     from .gallery import gallery  # crafts the examples again: the one section that loads models (torch)
 
     try:
-        drawn = [named_by(page.code, model) for model in models]
+        # each model as the gallery asks for it: REFERENCE=NAME where this command line names its code
+        drawn = [next((c for c in page.code if split_label(c)[1] == m or c == m), m) for m in models]
         shown = gallery(page.store, run.run_id, models=drawn, attack=attack, eps=eps, max_examples=page.gallery_size)
     except UserError as exc:
         return Section("gallery", "Gallery", Markup(""), f"no gallery: {exc}")

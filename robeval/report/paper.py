@@ -76,7 +76,10 @@ class TableOptions:
             renamed = dict(self.names)
             models = list(dict.fromkeys(summary["model"]))
             _check_known("--name", list(renamed), models, "models")
-            _check_unique([renamed.get(m, m) for m in models])
+            shown = [renamed.get(m, m) for m in models]
+            if (pair := read_alike(shown)) is not None:
+                twins = as_one(*(shown[i] for i in pair))
+                raise UserError(f"--name: two models would be shown as {twins}; give each its own name")
             out = out.assign(model=out["model"].map(lambda m: renamed.get(m, m)))
         dropped = [c for key, _ in TOPK[1:] if self.top1_only for c in (key, key + STD)]
         return out.drop(columns=dropped, errors="ignore")
@@ -107,13 +110,6 @@ def _display_names(names: Names) -> dict[str, str]:
 def _check_known(option: str, asked: Sequence[str], present: list[str], what: str) -> None:
     if (missing := next((a for a in asked if a not in present), None)) is not None:
         raise UserError(f"{option} {missing}: not one of the run's {what} ({', '.join(present)})")
-
-
-def _check_unique(shown: list[str]) -> None:
-    if (pair := read_alike(shown)) is not None:
-        raise UserError(
-            f"--name: two models would be shown as {as_one(*(shown[i] for i in pair))}; give each its own name"
-        )
 
 
 def attack_grid(
