@@ -187,9 +187,8 @@ def run_scores(run: StoredRun, model: str, eps: str) -> tuple[dict[str, np.ndarr
     corruption_of = {c.name: c.corruption for c in run_conditions(run.config)}
     shifted = records[records["attack"].isin(list(corruption_of))]
     if len(shifted):
-        scores["corruptions_3d" if is_3dcc(shifted["attack"].map(corruption_of)) else "corruptions"] = per_example(
-            shifted
-        )
+        key = "corruptions_3d" if is_3dcc(shifted["attack"].map(corruption_of)) else "corruptions"
+        scores[key] = per_example(shifted)
     return {k: v for k, v in scores.items() if len(v)}, notes
 
 

@@ -99,11 +99,6 @@ def values_of(document: Document) -> pd.DataFrame:
     return next(block.frame for block in document if isinstance(block, Values))
 
 
-def latex_phrase(phrase: str) -> str:
-    """A caption's phrase as LaTeX: a :class:`Formula`'s own, any other escaped."""
-    return phrase.latex if isinstance(phrase, Formula) else latex(phrase)
-
-
 Drawing = dict[type, Callable[[Any], str]]  # a format's way of writing each kind of block
 
 MARKDOWN: Drawing = {
@@ -140,7 +135,9 @@ def to_html(document: Document) -> str:
 
 
 LATEX: Drawing = {
-    Grid: lambda block: grids.to_latex(block, "; ".join(map(latex_phrase, block.caption))),
+    Grid: lambda block: grids.to_latex(
+        block, "; ".join(p.latex if isinstance(p, Formula) else latex(p) for p in block.caption)
+    ),
     Heading: lambda block: rf"\paragraph{{{latex(block.text)}}}",
     Paragraph: lambda block: rf"\textbf{{{latex(block.text)}}}" if block.strong else latex(block.text),
     Lines: lambda block: " \\\\\n".join(latex(line) for line in block.lines),  # a line break: \\

@@ -120,16 +120,12 @@ def bars_for_eps(sel: pd.DataFrame, order: Iterable[str] = ()):
     return fig
 
 
-def _severity_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    rows = summary[is_condition(summary)]
-    return rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
-
-
 @style.drawn
 def accuracy_vs_severity(summary: pd.DataFrame, order: Iterable[str] = ()):
     """Top-1 against severity, one panel per corruption family, a line per model (the mean over the
     family's corruptions run), from the model's clean accuracy at severity 0."""
-    rows = _severity_rows(summary)
+    rows = summary[is_condition(summary)]
+    rows = rows[rows["eps"] == rows["eps"].iloc[0]]  # conditions are eps-free: one eps of the shift run
     rows = rows.assign(family=rows["corruption"].map(lambda c: FAMILY_OF.get(c, "other")))
     families, looks = list(dict.fromkeys(rows["family"])), style.model_looks(_models(rows), order)
     fig, axes = style.figure(2.2, len(families))
@@ -208,13 +204,6 @@ def figures(summary: pd.DataFrame, norms: pd.DataFrame | None = None) -> dict[st
 CONVERGENCE_STEM = "robust_top1_vs_iterations"
 
 
-def _convergence_panels(curves: pd.DataFrame) -> list[tuple[str, str]]:
-    """(attack, eps) in table order: the attacks as tables order them, each at every eps it has."""
-    eps_order = list(dict.fromkeys(curves["eps"]))
-    have = set(zip(curves["attack"], curves["eps"]))
-    return [(a, e) for a in ordered_attacks(curves) for e in eps_order if (a, e) in have]
-
-
 def _convergence_panel(ax, curves: pd.DataFrame, attack: str, eps: str, looks: dict[str, dict], title: str) -> None:
     rows = curves[(curves["attack"] == attack) & (curves["eps"] == eps)]
     for model, look in looks.items():
@@ -236,7 +225,9 @@ def convergence_figure(curves: pd.DataFrame, order: Iterable[str] = ()):
     is empty."""
     if curves.empty:
         return None
-    panels, looks = _convergence_panels(curves), style.model_looks(curves["model"], order)
+    eps_order, have = list(dict.fromkeys(curves["eps"])), set(zip(curves["attack"], curves["eps"]))
+    panels = [(a, e) for a in ordered_attacks(curves) for e in eps_order if (a, e) in have]  # in table order
+    looks = style.model_looks(curves["model"], order)
     one_eps = curves["eps"].nunique() == 1
     fig, axes = style.figure(2.2, len(panels), "robust top-1 (%)")
     for ax, (attack, eps) in zip(axes, panels):

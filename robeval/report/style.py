@@ -96,19 +96,14 @@ def model_looks(shown: Iterable[str], order: Iterable[str] = ()) -> dict[str, di
     return {model: model_style(ranked.index(model)) for model in dict.fromkeys(shown)}
 
 
-def error_bars(values: Any, counts: Any) -> np.ndarray:
-    """``yerr`` for matplotlib: distances below and above each value to its bootstrap interval."""
-    pairs = [binomial_interval(float(v), int(n)) for v, n in zip(values, counts)]
-    return np.array([[max(0.0, v - lo) for (lo, _), v in zip(pairs, values)],
-                     [max(0.0, hi - v) for (_, hi), v in zip(pairs, values)]])  # fmt: skip
-
-
 def interval_bars(rows: Any, metric: str) -> np.ndarray:
     """``yerr`` for a figure's rows: a model of several members the 95% interval of its mean for seeds and
     examples together (the summary's ``<metric>_low`` / ``_high``: the claim test's two levels), a model of
     one checkpoint the bootstrap over examples (robeval.results.statistics.binomial_interval)."""
     values = rows[metric].astype(float).to_numpy()
-    yerr = error_bars(np.nan_to_num(values), rows["n"].fillna(0).astype(int).tolist())
+    known = np.nan_to_num(values)
+    bounds = np.array([binomial_interval(float(v), int(n)) for v, n in zip(known, rows["n"].fillna(0))]).reshape(-1, 2)
+    yerr = np.maximum(0.0, [known - bounds[:, 0], bounds[:, 1] - known])
     if f"{metric}_low" in rows:
         low, high = (rows[f"{metric}_{end}"].astype(float).to_numpy() for end in ("low", "high"))
         two_level = ~np.isnan(low)
