@@ -71,16 +71,6 @@ def find_model(store: Store, ref: str, loaded: Mapping[str, StoredRun] = {}) -> 
     return run, model
 
 
-def refuse_itself(a: tuple[str, str], b: tuple[str, str]) -> None:
-    """One line when both sides, as found (``(run id, model)``), are one model of one run, however they
-    were written (``RUN:MODEL`` and ``MODEL``, the run implied): a comparison with itself says nothing."""
-    if a == b:
-        raise UserError(
-            f"both sides are {a[0]}:{a[1]}, the same model of the same run; compare two different models, "
-            "or one model in two runs"
-        )
-
-
 def finished_attacks(run: StoredRun, model: str) -> list[str]:
     """The attacks of ``run`` that finished for ``model`` at every eps (the worst case is over those only)."""
     rows = run.summary[run.summary["model"] == model]
@@ -114,7 +104,11 @@ def compare(store: Store, ref_a: str, ref_b: str, seed: int = 0, loaded: Mapping
     """A and B on the same examples (paired_row; several members a side: claim_row), refused in
     one line when they were not evaluated alike (robeval.results.likeness); ``loaded``: as :func:`find_model`."""
     (run_a, model_a), (run_b, model_b) = find_model(store, ref_a, loaded), find_model(store, ref_b, loaded)
-    refuse_itself((run_a.run_id, model_a), (run_b.run_id, model_b))
+    if (run_a.run_id, model_a) == (run_b.run_id, model_b):  # however written (RUN:MODEL, MODEL): itself says nothing
+        raise UserError(
+            f"both sides are {run_a.run_id}:{model_a}, the same model of the same run; compare two different models, "
+            "or one model in two runs"
+        )
     side_a, side_b = Side(run_a, model_a), Side(run_b, model_b)
     refuse_unlike(side_a, side_b, "compare pairs like with like only")
     both = [a for a in finished_attacks(run_a, model_a) if a in finished_attacks(run_b, model_b)]
