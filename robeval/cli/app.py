@@ -1,10 +1,17 @@
-"""The Typer application, its console and the entry point that turns user errors into one line."""
+"""The Typer application, its console and the entry point that turns user errors into one line; how a
+command stops: Ctrl-C and SIGTERM keep a run resumable, and the user is told the exact command that
+continues it (``robeval run`` and ``robeval reproduce`` alike)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -14,7 +21,6 @@ from ..core.errors import OneLineWarning, UserError
 from ..core.numbers import decimal_number, whole_number
 from ..core.threads import configure_process, threads_from_argv
 from ..report.escaping import TerminalConsole, terminal
-from .stopping import INVOKED, STOPPING, under_launcher
 
 app = typer.Typer(
     add_completion=False,
@@ -48,14 +54,8 @@ whole_option = _number_parser(whole_number, int, "a whole number (ASCII digits, 
 decimal_option = _number_parser(decimal_number, float, "a decimal number (ASCII digits, a point, an exponent)")
 
 
-def WholeOption(default: Any, *flags: str, **options: Any) -> Any:
-    """``typer.Option`` of a whole number, read by :func:`whole_option`."""
-    return typer.Option(default, *flags, parser=whole_option, **options)
-
-
-def DecimalOption(default: Any, *flags: str, **options: Any) -> Any:
-    """``typer.Option`` of a decimal number, read by :func:`decimal_option`."""
-    return typer.Option(default, *flags, parser=decimal_option, **options)
+WholeOption = partial(typer.Option, parser=whole_option)  # ``typer.Option`` of a whole number
+DecimalOption = partial(typer.Option, parser=decimal_option)  # ``typer.Option`` of a decimal number
 
 
 def say(text: str, err: bool = False) -> None:
@@ -83,6 +83,74 @@ def show(document: Any) -> None:
 
     for block in to_rich(document):
         console.print(block)
+
+
+RESUMABLE_COMMANDS = ("run", "reproduce")
+INVOKED: list[str] = []  # the arguments of this command (a resume command repeats them)
+STOPPING: list[int] = []  # the signal that asked this process to stop, once one did
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's stop, ``kill``): handled as Ctrl-C, so the run is kept resumable."""
+
+
+def raise_terminated(signum, frame) -> None:
+    STOPPING.append(signum)
+    raise Terminated()
+
+
+def under_launcher() -> bool:
+    """A worker that ``robeval run --nproc`` started: its launcher reports an interruption, not it."""
+    from ..evaluation.distributed import LAUNCH_STATE, launched_by_torchrun
+
+    return launched_by_torchrun() and LAUNCH_STATE in os.environ
+
+
+def drop_option(argv: list[str], name: str, takes_value: bool) -> list[str]:
+    """``argv`` without ``name`` (``--name VALUE``, ``--name=VALUE`` or a bare ``--name``)."""
+    kept: list[str] = []
+    skip_next = False
+    for i, arg in enumerate(argv):
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == name:
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            skip_next = takes_value and nxt is not None and not nxt.startswith("-")
+            continue
+        if arg.startswith(name + "="):
+            continue
+        kept.append(arg)
+    return kept
+
+
+def resume_command(argv: list[str], run_id: str) -> str:
+    """The command line that continues run ``run_id``: the same options plus ``--resume RUN_ID``."""
+    kept = drop_option(argv, "--resume", takes_value=True)
+    if not kept or kept[0] not in RESUMABLE_COMMANDS:
+        kept.insert(0, "run")
+    return shlex.join(["robeval", *kept, "--resume", run_id])
+
+
+def report_interrupt(exc: KeyboardInterrupt, store: Path) -> int:
+    """Say what was kept and how to resume; the exit code (130 Ctrl-C, 143 SIGTERM)."""
+    run_id = getattr(exc, "run_id", None)
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    say(f"{what}; finished batches are kept in {store}.", err=True)
+    if run_id:
+        say(f"resume with: {resume_command(INVOKED, run_id)}", err=True)
+    return 143 if isinstance(exc, Terminated) else 130
+
+
+@contextmanager
+def resumable(store: Path) -> Iterator[None]:
+    """A run kept resumable: SIGTERM stops it as Ctrl-C does, and either ends the command saying what
+    was kept and the command that continues it (a worker of ``--nproc`` leaves that to its launcher)."""
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        raise typer.Exit(0 if under_launcher() else report_interrupt(exc, store)) from None
 
 
 def _optional_resume_value(argv: list[str]) -> list[str]:

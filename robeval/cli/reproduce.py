@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Optional
@@ -12,7 +11,7 @@ import typer
 from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import UserError
 from ..options import EvalConfig
-from .app import WholeOption, app, say, show
+from .app import WholeOption, app, resumable, say, show
 from .run import command_signature
 
 SETTINGS = {  # what --list says a table of each kind runs
@@ -141,13 +140,11 @@ def _stored_runs(table, values: dict[str, Any], out: Path):
     resumable as `robeval run` is."""
     from ..api import reproduce
     from ..evaluation.config import split_checkpoints
-    from .stopping import raise_terminated, report_interrupt
 
     data_for = split_data_for(values["data_for"] or [])
     digits = not data_for if table.runner == "column-runs" else values["data"] == DIGITS
     options = {k: values[k] for k in RUN_OPTIONS if k != "checkpoints" and values.get(k) is not None}
-    signal.signal(signal.SIGTERM, raise_terminated)
-    try:
+    with resumable(values["store"]):  # as `robeval run`: what was kept, and the command that resumes it
         return reproduce(
             table.name,
             out=out,
@@ -158,5 +155,3 @@ def _stored_runs(table, values: dict[str, Any], out: Path):
             progress=not values["quiet"],
             **options,
         )
-    except KeyboardInterrupt as exc:  # as `robeval run`: what was kept, and the command that resumes it
-        raise typer.Exit(report_interrupt(exc, values["store"])) from None

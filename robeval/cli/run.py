@@ -31,8 +31,7 @@ from ..core.defaults import DEFAULT_STORE, DIGITS
 from ..core.errors import StoreFull, UserError
 from ..core.machine import child_pids, cores, memory_available
 from ..options import EvalConfig, option_fields
-from .app import WholeOption, app, say, show
-from .stopping import INVOKED, drop_option, raise_terminated, report_interrupt, resume_command, under_launcher
+from .app import INVOKED, WholeOption, app, drop_option, report_interrupt, resumable, resume_command, say, show
 
 # What only the command line has: where results go, resuming, local workers, progress bars.
 COMMAND_OPTIONS = {
@@ -96,10 +95,9 @@ def run(**values: Any) -> None:
     from ..api import evaluate_run
 
     try:
-        result = evaluate_run(config, out=out or Path("results") / "{run_id}", store=store, resume=resume,
-                              progress=not quiet)  # fmt: skip
-    except KeyboardInterrupt as exc:
-        raise typer.Exit(0 if under_launcher() else report_interrupt(exc, store)) from None
+        with resumable(store):
+            result = evaluate_run(config, out=out or Path("results") / "{run_id}", store=store, resume=resume,
+                                  progress=not quiet)  # fmt: skip
     except StoreFull as exc:  # one line: what happened, that the run is kept, how to go on
         run_id = getattr(exc, "run_id", None)
         raise UserError(
@@ -115,7 +113,7 @@ app.command("run")(run)
 
 def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None:
     """What comes before the run: local workers (--nproc; the store shown writable before any starts: in this
-    process the run's own check does it), the --trust-checkpoint warning, SIGTERM handling."""
+    process the run's own check does it), the --trust-checkpoint warning."""
     from ..evaluation.distributed import launched_by_torchrun
     from ..store.files import check_writable_store
 
@@ -125,13 +123,12 @@ def _start(nproc: int, device: str, store: Path, trust_checkpoint: bool) -> None
     if trust_checkpoint:
         say("warning: --trust-checkpoint unpickles checkpoints fully; a malicious file can run code on this machine",
             err=True)  # fmt: skip
-    signal.signal(signal.SIGTERM, raise_terminated)
 
 
 def run_local_workers(nproc: int, argv: list[str], device: str, store: Path) -> int:
     """``--nproc N``: the workers through torchrun (:func:`launch`); on Ctrl-C or SIGTERM every worker
     is stopped, the run marked interrupted and its resume command printed.  Returns the exit code."""
-    from .stopping import Terminated
+    from .app import Terminated
 
     check_nproc(nproc, device)
     code, run_id, signum = launch(nproc, argv)
