@@ -4,6 +4,8 @@ report in minutes, before any GPU time is spent."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -11,6 +13,8 @@ import typer
 
 from ..core.defaults import DEMO_RECIPE, Recipe
 from ..core.errors import UserError
+from ..core.seeds import check_seed, parse_seeds
+from ..core.threads import set_threads
 from ..report.escaping import TerminalConsole
 from .app import DecimalOption, WholeOption, app, say
 
@@ -56,14 +60,12 @@ def train_demo_cmd(
     measures with those weights) and whether the shipped models were trained the same way.  --seeds
     trains several members, one file each.  A seed whose loss stops being finite, or that ends under
     twice chance accuracy, writes nothing."""
-    from ..core.seeds import check_seed, parse_seeds
     from ..report.files import prepare_out_dir
 
     if seed is not None and seeds is not None:
         raise UserError("give --seed N (one model) or --seeds LIST (several), not both")
     chosen = parse_seeds(seeds) if seeds is not None else [check_seed(0 if seed is None else seed)]
-    if threads < 1:
-        raise UserError(f"--threads must be at least 1, got {threads}")
+    set_threads(threads)
     from ..models.seed_training import check_free, member_paths
     from ..models.training import check_recipe
 
@@ -73,21 +75,19 @@ def train_demo_cmd(
     for folder in dict.fromkeys(p.parent for p in paths.values()):
         prepare_out_dir(folder)  # writable, before the minutes of training
     recipe = Recipe(epochs, lr, DEMO_RECIPE.stochastic_depth)
-    _train(model, paths, recipe, threads)
+    _train(model, paths, recipe)
 
 
-def _train(model: str, paths: dict[int, Path], recipe: Recipe, threads: int) -> None:
+def _train(model: str, paths: dict[int, Path], recipe: Recipe) -> None:
     """Train and write each seed's member, printing each as it is done, then the spread; a seed that
     failed is said in its line, and the command ends in one error line naming them."""
-    from ..core.threads import set_threads
     from ..models.seed_training import recipe_note, train_members
 
-    set_threads(threads)
     several = len(paths) > 1
     say(recipe_note(model, recipe))
     members = []
-    with _bar(model, list(paths), recipe.epochs) as bar:
-        for member in train_members(model, paths, recipe, bar.progress_of):
+    with _bars(model, list(paths), recipe.epochs) as progress_of:
+        for member in train_members(model, paths, recipe, progress_of):
             if member.accuracy is None and not several:
                 raise UserError(member.failure)
             members.append(member)
@@ -126,52 +126,38 @@ def _member_line(model: str, member: Member, recipe: Recipe, several: bool) -> s
     return line if several else f"{line} Evaluate it: robeval run --model {model} --checkpoint {model}={member.path}"
 
 
-class _bar:
+@contextmanager
+def _bars(model: str, seeds: list[int], epochs: int) -> Iterator[Callable[[int], Callable[[int, int, float], None]]]:
     """Training's progress, as ``robeval run`` shows an attack's: on a terminal a rich bar per seed over its
     epochs with the last batch's loss (and one over every seed's epochs when there are several), on stderr;
     elsewhere (a log, a pipe) a line at every tenth of a seed's epochs, with the seeds' lines on stdout
-    (stderr holds nothing but an error's one line).  A context manager
-    whose ``progress(seed)`` is the training's progress callback for that seed."""
+    (stderr holds nothing but an error's one line).  Yields ``progress_of(seed)``, the training's progress
+    callback for that seed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    def __init__(self, model: str, seeds: list[int], epochs: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    err = TerminalConsole(stderr=True)  # off a terminal the bars are disabled: rich prints nothing, not even a line
+    with Progress(
+        TextColumn("train {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("epochs"), TextColumn("{task.fields[loss]}", markup=False), TimeRemainingColumn(),
+        console=err, transient=False, disable=not err.is_terminal,
+    ) as bars:  # fmt: skip
+        several = len(seeds) > 1
+        overall = bars.add_task(f"{model}: {len(seeds)} seeds", total=epochs * len(seeds), loss="") if several else None
+        shown: list[TaskID] = []  # the bar of the seed in training
 
-        self.err = TerminalConsole(stderr=True)
-        self.progress = Progress(
-            TextColumn("train {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-            TextColumn("epochs"), TextColumn("{task.fields[loss]}", markup=False), TimeRemainingColumn(),
-            console=self.err, transient=False,
-        )  # fmt: skip
-        self.model, self.seeds, self.epochs = model, seeds, epochs
-        self.task: TaskID | None = None
-        self.overall: TaskID | None = None
+        def progress_of(seed: int) -> Callable[[int, int, float], None]:
+            name = f"{model} seed {seed}" if several else model
+            for task in shown:
+                bars.remove_task(task)
+            shown[:] = [bars.add_task(name, total=epochs, loss="loss -")]
 
-    def __enter__(self) -> _bar:
-        if self.err.is_terminal:
-            self.progress.start()
-            if len(self.seeds) > 1:
-                total = self.epochs * len(self.seeds)
-                self.overall = self.progress.add_task(f"{self.model}: {len(self.seeds)} seeds", total=total, loss="")
-        return self
+            def update(done: int, epochs: int, loss: float) -> None:
+                bars.update(shown[0], completed=done, loss=f"loss {loss:.3f}")
+                if overall is not None:
+                    bars.update(overall, completed=seeds.index(seed) * epochs + done)
+                if bars.disable and (done == epochs or done % max(1, epochs // 10) == 0):
+                    say(f"train {name}: epoch {done}/{epochs}, loss {loss:.3f}")
 
-    def progress_of(self, seed: int):
-        """The callback for ``seed``'s training: its bar (or lines) from its first epoch on."""
-        name = f"{self.model} seed {seed}" if len(self.seeds) > 1 else self.model
-        position = self.seeds.index(seed)
-        if self.task is not None:
-            self.progress.remove_task(self.task)
-        self.task = self.progress.add_task(name, total=self.epochs, loss="loss -") if self.err.is_terminal else None
+            return update
 
-        def update(done: int, epochs: int, loss: float) -> None:
-            if self.task is not None:
-                self.progress.update(self.task, completed=done, loss=f"loss {loss:.3f}")
-            if self.overall is not None:
-                self.progress.update(self.overall, completed=position * epochs + done)
-            if self.task is None and (done == epochs or done % max(1, epochs // 10) == 0):
-                say(f"train {name}: epoch {done}/{epochs}, loss {loss:.3f}")
-
-        return update
-
-    def __exit__(self, *exc) -> None:
-        if self.progress.live.is_started:  # rich's stop() of a bar never started prints an empty line on stderr
-            self.progress.stop()
+        yield progress_of
