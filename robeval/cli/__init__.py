@@ -6,7 +6,7 @@ One module per group of commands; importing them registers the commands on ``app
 
 # importing them registers the commands, in this order
 # isort: off
-from . import run, info, train, results, examples, reproduce  # noqa: F401
+from . import run, info, train, results, reproduce  # noqa: F401
 
 # isort: on
 from .app import app, main
