@@ -39,21 +39,8 @@ def _list_tables() -> None:
 
 # The run options a reproduction takes (their declarations and help are robeval.options'), with the
 # defaults that mean "the table's own" where the table fixes them.
-RUN_OPTIONS = (
-    "data",
-    "data_dir",
-    "split",
-    "selection",
-    "checkpoints",
-    "n_examples",
-    "protocol",
-    "eps",
-    "severities",
-    "seed",
-    "batch_size",
-    "device",
-    "weights",
-)
+RUN_OPTIONS = ("data", "data_dir", "split", "selection", "checkpoints", "n_examples", "protocol", "eps", "severities",
+               "seed", "batch_size", "device", "weights")  # fmt: skip
 OWN_DEFAULTS = {"protocol": None, "eps": None}  # None: the table's own (on digits: eps 8/255)
 COMMAND_OPTIONS = {
     "name": (Optional[str], typer.Argument(None, help="Paper table (see --list).")),

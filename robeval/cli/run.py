@@ -192,16 +192,8 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None, int | None]:
     from ..evaluation.distributed import LAUNCH_STATE
 
     state = Path(tempfile.mkstemp(prefix="robeval-launch-")[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "-m",
-        "robeval",
-        *drop_option(argv, "--nproc", takes_value=True),
-    ]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "robeval",
+           *drop_option(argv, "--nproc", takes_value=True)]  # fmt: skip
     received: list[int] = []
     signalled: list[float] = []
 

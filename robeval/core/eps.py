@@ -33,9 +33,7 @@ def _parse_number(text: str) -> float:
 
 def parse_one(text: str, norm: str = "Linf") -> Eps:
     """Parse one budget; raise :class:`UserError` for anything that is not a usable eps."""
-    raw = text.strip()
-    if not raw:
-        raise UserError("invalid eps '': expected N/255, a decimal, or a comma list")
+    raw = text.strip()  # an empty text is refused as no number, by _parse_number
     if "/" in raw:
         num, _, den = raw.partition("/")
         n, d = _parse_number(num.strip()), _parse_number(den.strip())
@@ -79,7 +77,6 @@ def find_budget(stored: Iterable[str], wanted: str, norm: str = "Linf", toleranc
     """The budget among ``stored`` (as a run wrote them) that ``wanted`` names: written the same, or the
     same value within ``tolerance``; None if none is."""
     value = parse_one(str(wanted), norm).value
-    stored = list(stored)
     same = [e for e in stored if e == str(wanted).strip() or abs(parse_one(e, norm).value - value) <= tolerance]
     return same[0] if same else None
 
