@@ -4,7 +4,6 @@ One module per group of commands; importing them registers the commands on ``app
 ``robeval --help`` lists them.
 """
 
-# importing them registers the commands, in this order
 # isort: off
 from . import run, info, train, results, reproduce  # noqa: F401
 

@@ -17,6 +17,11 @@ from typing import Any, Optional
 
 import typer
 
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
+
 from ..core.errors import OneLineWarning, UserError
 from ..core.numbers import decimal_number, whole_number
 from ..core.threads import configure_process, threads_from_argv
@@ -163,14 +168,6 @@ def _optional_resume_value(argv: list[str]) -> list[str]:
     return out
 
 
-def _click_exceptions():
-    try:  # typer >= 0.20 vendors click
-        from typer._click import exceptions
-    except ImportError:  # pragma: no cover - older typer uses click itself
-        from click import exceptions
-    return exceptions
-
-
 def _one_line_warnings(shown):
     """``warnings.showwarning`` for the command: robeval's own warnings (a plugin's, the store's) are one
     ``warning:`` line on stderr (other warnings as ``shown``, Python's, prints them)."""
@@ -198,7 +195,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: list[str]) -> None:
-    exceptions = _click_exceptions()
     try:
         code = app(args=args, standalone_mode=False)
     except SystemExit as exc:  # robeval's commands end with typer.Exit: this came from code they called
@@ -211,10 +207,10 @@ def _run(args: list[str]) -> None:
     except typer.Abort:
         say("aborted", err=True)
         sys.exit(130)
-    except exceptions.NoArgsIsHelpError as exc:
+    except click_exceptions.NoArgsIsHelpError as exc:
         print(exc.format_message())
         sys.exit(0)
-    except exceptions.ClickException as exc:
+    except click_exceptions.ClickException as exc:
         say(f"error: {exc.format_message()}", err=True)
         sys.exit(2)
     except typer.Exit as exc:

@@ -112,7 +112,6 @@ def _efficiency(name: str, values: dict[str, Any], out: Path):
 
 
 def split_data_for(items: list[str]) -> dict[str, str]:
-    """``--data-for KEY=PATH`` (repeatable) as a dict."""
     out = {}
     for item in items:
         key, eq, path = item.partition("=")

@@ -25,14 +25,12 @@ def status_kb(field: str, file: str = "/proc/self/status") -> int | None:
     return None
 
 
-def cpu_peak_bytes() -> int | None:
-    """The process's resident-memory high-water mark (Linux ``VmHWM``)."""
+def cpu_peak_bytes() -> int | None:  # the process's resident-memory high-water mark
     kb = status_kb("VmHWM")
     return None if kb is None else kb * 1024
 
 
-def memory_available() -> int | None:
-    """Bytes of memory the kernel can give without swapping (``MemAvailable``)."""
+def memory_available() -> int | None:  # bytes the kernel can give without swapping
     kb = status_kb("MemAvailable", "/proc/meminfo")
     return None if kb is None else kb * 1024
 

@@ -89,16 +89,14 @@ class ThreadGovernor:
         want = max(1, min(self.most, self.most - others))
         if want < self.current:
             self._set(want)
-            self.free_looks = 0
         elif want > self.current:
             self.free_looks += 1
             if self.free_looks >= 2:  # the other process is gone, not between two of its kernels
                 self._set(want)
-                self.free_looks = 0
 
     def _set(self, threads: int) -> None:
         self.torch.set_num_threads(threads)
-        self.current = threads
+        self.current, self.free_looks = threads, 0
 
     def restore(self) -> None:
         """Back to the count the run began with: the next model (or the next run in this process)
@@ -133,7 +131,6 @@ def at_most_cores(option: str, count: int | None) -> None:
 
 
 def set_threads(threads: int) -> None:
-    """Use ``threads`` CPU threads in this process (after torch is loaded)."""
     import torch
 
     if threads < 1:
