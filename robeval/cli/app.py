@@ -57,8 +57,6 @@ def _number_parser(read: Callable[[str], Any], default_type: type, what: str) ->
 
 whole_option = _number_parser(whole_number, int, "a whole number (ASCII digits, an optional sign)")
 decimal_option = _number_parser(decimal_number, float, "a decimal number (ASCII digits, a point, an exponent)")
-
-
 WholeOption = partial(typer.Option, parser=whole_option)  # ``typer.Option`` of a whole number
 DecimalOption = partial(typer.Option, parser=decimal_option)  # ``typer.Option`` of a decimal number
 
