@@ -48,24 +48,6 @@ from .units import run_unit
 COMPARED = ("adv_pred", "adv_top1", "adv_top5", "linf", "l2", "min_norm")
 
 
-@dataclass(frozen=True)
-class Request:
-    """What to craft again: examples (by batch) of the models of a stored run, under one (attack, eps)."""
-
-    config: dict[str, Any]  # the run's stored configuration (its identity)
-    info: dict[str, Any]  # the run's stored description (models' checkpoints)
-    data_identity: str | None  # the stored example set
-    models: list[str]  # model names as the records name them (jobs: ``+adaptive`` included)
-    attack: str
-    eps: str  # as stored (``8/255``)
-    batches: dict[int, list[int]]  # batch number -> the wanted examples in it
-    device: str = "auto"
-    data_dir: str = "./data"
-    trust_checkpoint: bool = False
-    threads: int | None = None  # CPU threads (the run's own count: a reduction may round otherwise)
-    allowed_code: tuple[str, ...] = ()  # the user's code this command line names: the only code imported
-
-
 @dataclass
 class Crafted:
     """One example as a model of the run saw it: clean and adversarial images ([C, H, W] in the [0,1]
@@ -79,66 +61,70 @@ class Crafted:
     record: dict[str, Any]
 
 
-@dataclass
-class Regeneration:
-    crafted: list[Crafted]
-    label_space: LabelSpace
-    batch_size: int
-    batches: list[int]  # the run's batches attacked again
-
-
-def regenerate(request: Request) -> Regeneration:
-    """Craft the request's examples again through the engine (see the module docstring)."""
-    models = sorted({key_model(m)[0] for m in request.models})
-    check_stored_code({**request.config, "models": models}, request.allowed_code)  # before any import
+def regenerate(
+    config: dict[str, Any],
+    info: dict[str, Any],
+    models: list[str],
+    attack: str,
+    eps: str,
+    batches: dict[int, list[int]],
+    allowed_code: tuple[str, ...] = (),
+    **machine: Any,
+) -> tuple[list[Crafted], LabelSpace, int]:
+    """Craft examples of a stored run again through the engine (see the module docstring); return them, the
+    run's label space and batch size.  ``config`` and ``info``: the run's stored configuration (its identity)
+    and description; ``models`` as the records name them (``+adaptive`` included), under ``attack`` at
+    ``eps`` (as stored: ``8/255``); ``batches``: batch number -> the wanted examples in it;
+    ``allowed_code``: the user's code this command line names, the only code imported; ``machine``: device,
+    data_dir, trust_checkpoint, threads (default the run's own count: a reduction may round otherwise)."""
+    bases = sorted({key_model(m)[0] for m in models})
+    check_stored_code({**config, "models": bases}, allowed_code)  # before any import
     # the stored configuration (one line when this robeval cannot run it) with this machine's options
-    machine = dict(device=request.device, data_dir=request.data_dir, threads=request.threads)
-    stored = EvalConfig.from_identity(request.config, trust_checkpoint=request.trust_checkpoint, **machine)
-    plan = make_plan(remake(stored, models))
+    stored = EvalConfig.from_identity(config, **{"threads": info.get("threads"), **machine})
+    plan = make_plan(remake(stored, bases))
     before, source = torch.get_num_threads(), None  # the run's thread count while crafting, the caller's afterwards
     try:
-        if request.threads is not None:
-            set_threads(request.threads)
+        if plan.config.threads is not None:
+            set_threads(plan.config.threads)
         data = preflight(plan)
-        if request.data_identity and data.identity != request.data_identity:
-            raise UserError(
-                f"the run's examples cannot be read again: stored {request.data_identity}, now {data.identity}"
-            )
+        identity = info.get("data", {}).get("identity")
+        if identity and data.identity != identity:
+            raise UserError(f"the run's examples cannot be read again: stored {identity}, now {data.identity}")
         jobs = {job.name: job for job in plan.jobs}
         source = load_source(plan)
-        crafted = [c for name in request.models for c in _craft(jobs[name], plan, data, request, source)]
+        crafted = [c for name in models for c in _craft(jobs[name], plan, data, source, info, (attack, eps), batches)]
     finally:
         torch.set_num_threads(before)
         if source is not None:
             source.close()
-    return Regeneration(crafted, data.label_space, plan.batch_size, sorted(request.batches))
+    return crafted, data.label_space, plan.batch_size
 
 
-def _craft(job: ModelJob, plan: RunPlan, data, request: Request, source) -> list[Crafted]:
+def _craft(job: ModelJob, plan: RunPlan, data, source, info, unit: tuple[str, str], batches) -> list[Crafted]:
     """One model (its first member, where it has several checkpoints): its wanted batches attacked by
-    the engine's own units, the wanted examples' images (clean and adversarial, in [0,1] pixels), clean
-    predictions and records."""
+    the engine's own units under ``unit`` (attack, eps), the wanted examples' images (clean and adversarial,
+    in [0,1] pixels), clean predictions and records."""
     model = ModelRun(job, job.members[0], plan, data, set(), RunLog(), source)
-    _check_weights(model, request)
-    eps = next(e for e in plan.config.eps if e.text == request.eps)
-    model.todo = {b: [(eps, request.attack)] for b in request.batches}  # a shift's conditions are not this request's
-    wanted = {e for examples in request.batches.values() for e in examples}
+    _check_weights(model, info)
+    attack, eps = unit[0], next(e for e in plan.config.eps if e.text == unit[1])
+    model.todo = {b: [(eps, attack)] for b in batches}  # a shift's conditions are not this request's
+    wanted = {e for examples in batches.values() for e in examples}
     pixels, crafted = _pixel_images(model), {}
-    for batch in model.batches(sorted(request.batches)):
-        unit = run_unit(model, batch, eps, request.attack)
-        assert unit.points is not None
-        for row, values in enumerate(zip(*unit.records.values())):
-            record = dict(zip(unit.records, values))
+    for batch in model.batches(sorted(batches)):
+        done = run_unit(model, batch, eps, attack)
+        assert done.points is not None
+        for row, values in enumerate(zip(*done.records.values())):
+            record = dict(zip(done.records, values))
             if record["example"] in wanted:
                 clean_pred = int(batch.clean_logits[row].argmax())
-                images = (pixels(batch.xa[row]), pixels(unit.points[row]), clean_pred)
+                images = (pixels(batch.xa[row]), pixels(done.points[row]), clean_pred)
                 crafted[int(record["example"])] = Crafted(job.name, int(record["example"]), *images, record)
     return [crafted[e] for e in sorted(crafted)]
 
 
-def _check_weights(model: ModelRun, request: Request) -> None:
+def _check_weights(model: ModelRun, info: dict[str, Any]) -> None:
     """The weights loaded now are the run's (the checkpoint's SHA-256 the run stored)."""
-    stored = request.info.get("models", {}).get(model.job.name, {}).get("checkpoint_sha256")
+    stored = info.get("models", {}).get(model.job.name, {}).get("checkpoint_sha256")
     now = model.meta.get("checkpoint_sha256")
     if stored and now != stored:
         raise UserError(

@@ -19,7 +19,7 @@ from ..core.records import key_model
 from ..data.labels import LabelSpace
 from ..evaluation.config import model_order
 from ..evaluation.protocols import refusal
-from ..evaluation.regenerate import Check, Crafted, Request, check, regenerate
+from ..evaluation.regenerate import Check, Crafted, check, regenerate
 from ..models.user_code import check_stored_code
 from ..references import is_reference, split_label
 from ..store import Store, existing_store
@@ -38,16 +38,6 @@ class RecraftPlan:
     records: pd.DataFrame  # every model's records under (attack, eps)
     selection: Selection
     options: dict[str, Any] = field(default_factory=dict)  # device, data_dir, trust_checkpoint, threads, allowed_code
-
-    def request(self) -> Request:
-        """What :func:`~robeval.evaluation.regenerate.regenerate` crafts: the wanted examples by stored
-        batch, on as many CPU threads as the run used unless told otherwise."""
-        rows = self.records[self.records["example"].isin(self.selection.examples)]
-        batches = {int(b): sorted(set(map(int, examples))) for b, examples in rows.groupby("batch")["example"]}
-        info, given = self.run.info, {k: v for k, v in self.options.items() if v is not None}
-        identity = info.get("data", {}).get("identity")
-        options = {"threads": info.get("threads"), **given}
-        return Request(self.run.config, info, identity, self.models, self.attack, self.eps, batches, **options)
 
 
 @dataclass
@@ -107,12 +97,17 @@ def plan_recrafting(
 
 
 def recraft(plan: RecraftPlan) -> Recrafted:
-    """Craft the plan's examples again (the engine, from their seeds) and check each against its record."""
-    regeneration = regenerate(plan.request())
+    """Craft the plan's examples again (the engine, from their seeds: the wanted examples by stored batch,
+    on as many CPU threads as the run used unless told otherwise) and check each against its record."""
+    rows = plan.records[plan.records["example"].isin(plan.selection.examples)]
+    batches = {int(b): sorted(set(map(int, examples))) for b, examples in rows.groupby("batch")["example"]}
+    options = {k: v for k, v in plan.options.items() if v is not None}  # threads None: the run's
+    crafted, label_space, batch_size = regenerate(
+        plan.run.config, plan.run.info, plan.models, plan.attack, plan.eps, batches, **options
+    )
     stored = plan.records.set_index(["model", "example"])
-    crafted = {(c.model, c.example): c for c in regeneration.crafted}
-    checks = [check(c, stored.loc[(c.model, c.example)].to_dict()) for c in regeneration.crafted]
-    return Recrafted(plan, crafted, checks, regeneration.label_space, regeneration.batches, regeneration.batch_size)
+    checks = [check(c, stored.loc[(c.model, c.example)].to_dict()) for c in crafted]
+    return Recrafted(plan, {(c.model, c.example): c for c in crafted}, checks, label_space, sorted(batches), batch_size)
 
 
 def _named_code(models: list[str] | None) -> tuple[list[str] | None, list[str]]:
