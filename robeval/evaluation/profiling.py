@@ -39,6 +39,7 @@ from ..core.machine import memory_free, status_kb
 from ..core.precision import float32_math
 from ..core.records import EFFICIENCY_COLUMNS
 from ..models import build_network, config_of, count_parameters, get_spec, parameter_count
+from .attack_guards import is_out_of_memory
 
 MIN_TIMED_SECONDS = 0.2  # each timed repeat runs enough steps to last this long
 
@@ -155,9 +156,6 @@ def check_fits(name: str, net: torch.nn.Module, size: tuple[int, ...], batch_siz
         )
 
 
-OUT_OF_MEMORY = ("can't allocate memory", "not enough memory", "std::bad_alloc")  # the CPU allocator's failures
-
-
 @contextmanager
 def memory_said(batch_size: int, device: torch.device) -> Iterator[None]:
     """An allocator's failure inside (torch's C++ message and traceback; a GPU's ``OutOfMemoryError``)
@@ -165,7 +163,7 @@ def memory_said(batch_size: int, device: torch.device) -> Iterator[None]:
     try:
         yield
     except RuntimeError as exc:
-        if not isinstance(exc, torch.OutOfMemoryError) and not any(m in str(exc) for m in OUT_OF_MEMORY):
+        if not is_out_of_memory(exc):
             raise
         raise UserError(
             f"--batch-size {batch_size}: the pass ran out of memory on {device} (the allocator refused"
