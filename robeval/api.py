@@ -8,7 +8,6 @@ writes the run's files.  ``benchmark`` is RobustBench's ``benchmark()`` on the s
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
@@ -16,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 
 from . import robustbench_ext  # noqa: F401  (registers the robustbench: model names)
 from .core.atomic_files import nearest_folder
 from .core.defaults import DEFAULT_EPS, DEFAULT_MODELS, DEFAULT_N_EXAMPLES, RUN_ID_FIELD  # noqa: F401  (part of the API)
 from .core.errors import UserError
-from .evaluation.config import make_config
+from .evaluation.config import make_config, remake
 from .evaluation.distributed import DistContext, init_from_env, shutdown
 from .evaluation.engine import evaluate_plan
 from .evaluation.plan import make_plan, planned_identity
@@ -31,7 +31,9 @@ from .evaluation.session import latest_matching_run
 from .model_config import ModelConfig  # noqa: F401  (robeval.ModelConfig: what a model of your code states)
 from .models import load_model, split_models  # noqa: F401  (robeval.load_model)
 from .models.given import GivenModel
+from .models.user_code import check_stored_code
 from .options import EvalConfig, newest_matching, option_default
+from .references import split_label
 from .results.runs import load_run
 from .results_api import Run
 from .store import IN_MEMORY, Store, StoredRun, existing_store
@@ -60,23 +62,26 @@ def evaluate_run(
     returned run); ``resume``: a run id in that store to continue ("latest": the newest unfinished run
     with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the
     distributed context (default: joined from torchrun's environment, and left at the end)."""
-    if config.threads is not None:
-        from .core.threads import set_threads
-
-        set_threads(config.threads)
+    if config.threads is not None:  # judged by make_config already
+        torch.set_num_threads(config.threads)
     if isinstance(store, (str, Path)) and str(store) != IN_MEMORY:
         check_writable_store(Path(store))  # before any work: a store it cannot write is refused now
+    if resume is not None and store is None:
+        raise UserError("resume needs a results store")
     joined, ctx = ctx is None, ctx or init_from_env(config.device)
+    if reporter is None and progress and ctx.is_main:
+        from .report.terminal import RichReporter
+
+        reporter = RichReporter()
     try:
         plan = make_plan(config, given or {})
         examples = preflight(plan)  # what a user can get wrong, checked before a run exists (a typo leaves none)
         with _store(store, ctx) as db:
-            resume = _resolved(db, resume, store, plan.identity(), ctx)
+            if resume == "latest" and ctx.is_main:  # the newest unfinished run in the store with this configuration
+                resume = latest_matching_run(db, plan.identity())
             if out is not None and ctx.is_main:
                 _check_out(out, resume)
-            run_id = evaluate_plan(
-                plan, examples, db, resume, reporter or progress_reporter(progress and ctx.is_main), ctx
-            )
+            run_id = evaluate_plan(plan, examples, db, resume, reporter or Reporter(), ctx)
             run = _finished(db, store, run_id, ctx, plan.identity())
     finally:
         if joined:
@@ -145,13 +150,6 @@ def _store(store: str | Path | Store | None, ctx: DistContext) -> Iterator[Store
         opened.close()
 
 
-def _resolved(db: Store, resume: str | None, store: Any, identity: dict[str, Any], ctx: DistContext) -> str | None:
-    """``resume`` as a run id: ``latest`` is the newest unfinished run in the store with this configuration."""
-    if resume is not None and store is None:
-        raise UserError("resume needs a results store")
-    return latest_matching_run(db, identity) if resume == "latest" and ctx.is_main else resume
-
-
 def _finished(db: Store, store: Any, run_id: str, ctx: DistContext, identity: dict[str, Any]) -> Run:
     """The run as its store holds it: the run :func:`~robeval.results_api.open_run` would read back (the
     tables of a run kept in memory name no run id: no store holds it, robeval.report.naming.run_label).  A
@@ -166,15 +164,6 @@ def _finished(db: Store, store: Any, run_id: str, ctx: DistContext, identity: di
     return Run(where, [StoredRun(run_id, {"run_id": run_id, "rank": ctx.rank}, identity, empty, empty, "running")])
 
 
-def progress_reporter(progress: bool) -> Reporter:
-    """Progress bars on the terminal, or none."""
-    if not progress:
-        return Reporter()
-    from .report.terminal import RichReporter
-
-    return RichReporter()
-
-
 LARGE_EPS_CHECK = ("pgd", ("16/255", "64/255"))  # the run behind "accuracy reaches 0 at a large eps"
 NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive", "settings")  # by the large-eps run
 
@@ -186,10 +175,6 @@ def large_eps_run(run: Run, progress: bool = False, code: Sequence[str] = ()) ->
     in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack settings
     of the stored run are not carried over.  ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that
     builds a model of the run (only code named here is imported); ``progress``: its progress bars."""
-    from .evaluation.config import remake
-    from .models.user_code import check_stored_code
-    from .references import split_label
-
     stored = run.runs[0]
     check_stored_code(stored.config, [split_label(item)[0] for item in code])  # only code named here
     attack, wanted = LARGE_EPS_CHECK
@@ -277,7 +262,7 @@ def benchmark(
     run = evaluate if aa_state_path is None else _resuming(aa_state_path, options)
     result, name = evaluate_module(model, args, run, options, as_version)
     clean, robust = accuracies(result.records, list(result.config["attacks"]), name)
-    if _is_main():
+    if result.runs[0].info.get("rank", 0) == 0:  # a worker of a torchrun launch leaves the files to rank 0
         _benchmark_files(result, name, path, log_path)
         print_accuracies(clean, robust)
     return clean, robust
@@ -298,13 +283,6 @@ def _resuming(store: str | Path, options: dict[str, Any]) -> Callable[..., Run]:
         return evaluate(store=store, resume=resume, **run_options)
 
     return run
-
-
-def _is_main() -> bool:
-    """Rank 0 of a torchrun launch, or a single process: the one that writes a run's files."""
-    from .evaluation.distributed import launched_by_torchrun
-
-    return not launched_by_torchrun() or os.environ.get("RANK") == "0"
 
 
 def _benchmark_files(result: Run, name: str, info_path: Path | None, log_path: str | None) -> None:

@@ -31,7 +31,6 @@ import torch
 
 from ..core.errors import UserError
 from ..core.records import key_model
-from ..core.threads import set_threads
 from ..data.labels import LabelSpace
 from ..models.user_code import check_stored_code
 from ..options import EvalConfig
@@ -84,8 +83,8 @@ def regenerate(
     plan = make_plan(remake(stored, bases))
     before, source = torch.get_num_threads(), None  # the run's thread count while crafting, the caller's afterwards
     try:
-        if plan.config.threads is not None:
-            set_threads(plan.config.threads)
+        if plan.config.threads is not None:  # judged by remake
+            torch.set_num_threads(plan.config.threads)
         data = preflight(plan)
         identity = info.get("data", {}).get("identity")
         if identity and data.identity != identity:
@@ -166,7 +165,7 @@ def check(crafted: Crafted, stored: dict[str, Any]) -> Check:
     differences = {}
     for column in COMPARED:
         a, b = _plain(stored.get(column)), _plain(crafted.record.get(column))
-        if a != b and not (_is_nan(a) and _is_nan(b)):
+        if a != b and not (a != a and b != b):  # NaN is not itself
             differences[column] = (a, b)
     return Check(crafted.model, crafted.example, differences)
 
@@ -176,7 +175,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and value != value
