@@ -100,24 +100,18 @@ def _coerce(attack: str, key: str, value: Any, default: Any) -> Any:
     raise UserError(f"{attack}.{key} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}")
 
 
-def check_setting(attack: str, key: str, value: Any, defaults: Mapping[str, Any]) -> Any:
-    """The value ``attack.key`` runs with: a known key, the default's type, within its limit."""
-    if key not in defaults:
-        valid = ", ".join(defaults) or "none"
-        raise UserError(f"attack {attack} has no setting {key!r}{closest(key, defaults)}; valid keys: {valid}")
-    coerced = _coerce(attack, key, value, defaults[key])
-    limit = SETTING_LIMITS.get(key)
-    if limit is not None and not isinstance(coerced, bool) and not limit.allows(coerced):
-        raise UserError(f"{attack}.{key} must be {limit.describe()}, got {value!r}")
-    return coerced
-
-
 def apply_settings(attack: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``defaults`` updated by ``overrides``, each checked by :func:`check_setting`: the settings an
-    attack runs with (known keys, the defaults' types, values within their limits)."""
+    """``defaults`` updated by ``overrides``: the settings an attack runs with, each a known key, of its
+    default's type, within its limit."""
     settings = dict(defaults)
     for key, value in (overrides or {}).items():
-        settings[key] = check_setting(attack, key, value, defaults)
+        if key not in defaults:
+            valid = ", ".join(defaults) or "none"
+            raise UserError(f"attack {attack} has no setting {key!r}{closest(key, defaults)}; valid keys: {valid}")
+        settings[key] = _coerce(attack, key, value, defaults[key])
+        limit = SETTING_LIMITS.get(key)
+        if limit is not None and not isinstance(settings[key], bool) and not limit.allows(settings[key]):
+            raise UserError(f"{attack}.{key} must be {limit.describe()}, got {value!r}")
     return settings
 
 

@@ -44,17 +44,8 @@ def option(
     """A field of :class:`EvalConfig` with its help and command-line form (``cli_type``: what the
     command line gives when it differs from the field's own type, e.g. comma text for a list), and what
     :func:`robeval.evaluation.config.make_config` allows of it alone: one of ``choices``, at least ``least``."""
-    shown = default if cli_default is MISSING else cli_default
-    metadata = {
-        "help": help,
-        "identity": identity,
-        "flags": flags,
-        "cli_type": cli_type,
-        "cli_default": shown,
-        "cli": cli,
-        "choices": choices,
-        "least": least,
-    }
+    metadata = dict(help=help, identity=identity, flags=flags, cli_type=cli_type, cli=cli, choices=choices, least=least)
+    metadata["cli_default"] = default if cli_default is MISSING else cli_default
     if factory is not MISSING:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -64,12 +55,6 @@ def repeatable(factory: Any, flags: tuple[str, ...], **rest: Any) -> Any:
     """An option the command line gives as a repeatable flag (a list of texts, none by default), the
     field holding what ``factory`` makes."""
     return option(factory=factory, flags=flags, cli_type=Optional[list[str]], cli_default=None, **rest)
-
-
-SELECTION_HELP = (
-    "Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
-    "(the first N, RobustBench's convention for CIFAR)."
-)
 
 
 @dataclass
@@ -116,7 +101,12 @@ class EvalConfig:
         help="Where --data cifar10/cifar100/mnist finds its published files (RobustBench's default ./data).",
     )
     split: str = option("test", choices=SPLITS, help="The split of --data cifar10/cifar100/mnist: test or train.")
-    selection: str = option("balanced", choices=SELECTIONS, help=SELECTION_HELP)
+    selection: str = option(
+        "balanced",
+        choices=SELECTIONS,
+        help="Which --n-examples of the data: balanced (class round-robin, deterministic) or first "
+        "(the first N, RobustBench's convention for CIFAR).",
+    )
     n_examples: Optional[int] = option(
         None,
         least=1,
@@ -280,7 +270,9 @@ class EvalConfig:
         values.update(
             eps=parse_eps_list(list(identity["eps"]), identity.get("norm", "Linf")),
             settings={a: dict(s) for a, s in identity.get("attack_settings", {}).items()},
-            checkpoints=member_checkpoints(identity.get("checkpoints") or {}),
+            checkpoints={
+                m: [p] if isinstance(p, str) else list(p) for m, p in (identity.get("checkpoints") or {}).items()
+            },
         )
         return cls(**values, **outside)
 
@@ -292,13 +284,6 @@ def split_source(text: str | None) -> tuple[str, str | None] | None:
         return None
     name, _, checkpoint = text.partition("=")
     return name, checkpoint or None
-
-
-def member_checkpoints(given: Mapping[str, str | Iterable[str]]) -> dict[str, list[str]]:
-    """Model -> its members' checkpoint paths, from a path or a list of paths per model."""
-    return {
-        m: [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths] for m, paths in given.items()
-    }
 
 
 def option_fields() -> list[Field]:

@@ -128,11 +128,8 @@ def _attacks(values: Mapping[str, Any]) -> list[str]:
     """The attacks to run: given, or the protocol's, or none for a shift run (which evaluates the shift alone)."""
     attacks = values.get("attacks")
     if attacks is None:
-        attacks = (
-            "none"
-            if values.get("shift")
-            else (",".join(PROTOCOLS.require(values["protocol"]).default_attacks) or "all")
-        )
+        default = ",".join(PROTOCOLS.require(values["protocol"]).default_attacks) or "all"
+        attacks = "none" if values.get("shift") else default
     return parse_attack_list(attacks if isinstance(attacks, str) else list(attacks))
 
 
@@ -254,7 +251,9 @@ def check_config(config: EvalConfig) -> None:
                 f"{attack} measures perturbations in the [0,1] pixel box; protocol {config.protocol} attacks "
                 "normalized tensors: use --protocol standard or aa-plus"
             )
-    for rule in (check_protocol_options, check_transfer, check_shift, check_model_options, check_data_options):
+    if protocol.audit_stages:  # an audited protocol's (fast) rules for the run's options
+        check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
+    for rule in (check_transfer, check_shift, check_model_options, check_data_options):
         rule(config)
 
 
@@ -270,13 +269,6 @@ def check_model_options(config: EvalConfig) -> None:
             f"--model-config states the facts of your own models; {registered[0]}'s are its registration's "
             "(robeval models lists them)"
         )
-
-
-def check_protocol_options(config: EvalConfig) -> None:
-    """An audited protocol's (fast) rules for the run's options (robeval.evaluation.fast.audit)."""
-    protocol = PROTOCOLS.require(config.protocol)
-    if protocol.audit_stages:
-        check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
 
 
 def check_transfer(config: EvalConfig) -> None:

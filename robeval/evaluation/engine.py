@@ -30,12 +30,7 @@ from .units import cascade_unit, run_unit
 
 
 def evaluate_plan(
-    plan: RunPlan,
-    data: EvalData,
-    store: Store,
-    resume: str | None,
-    reporter: Reporter,
-    ctx: DistContext = SINGLE,
+    plan: RunPlan, data: EvalData, store: Store, resume: str | None, reporter: Reporter, ctx: DistContext = SINGLE
 ) -> str:
     """Evaluate ``plan`` on ``data`` into ``store`` (``resume``: the id of a stored run to continue); returns
     the run's id.  A model that fails stops alone; Ctrl-C, SIGTERM or a full store leave the run resumable."""
@@ -49,8 +44,7 @@ def evaluate_plan(
                 if job.name in session.log.failed_models:  # a member that failed stops its model
                     break
                 with session.model_stops_alone(job) as log:
-                    model = session.model_run(job, member, log)
-                    mine = session.begin_model(model, (position, len(plan.jobs)))
+                    model, mine = session.begin_model(job, member, log, (position, len(plan.jobs)))
                     for batch, eps, attack, started in session.units(model, mine, lambda batch: batch.units):
                         session.write(step(model, batch, eps, attack), model, started)
                     for unit in evaluate_conditions(model, mine, session.threads.look):

@@ -33,7 +33,7 @@ from ..core.records import Columns, Unit
 from ..core.seeds import derive_seed
 from ..data.examples import EvalData
 from .attack_guards import Autocast, ModelFailure, PassCounter, topk_hits
-from .compiled import CompiledPasses
+from .compiled import CompiledPasses, compiles
 from .plan import Member, ModelJob, RunPlan
 from .progress import throttled
 from .run_info import RunLog
@@ -131,7 +131,7 @@ class ModelRun:
         target: nn.Module = self.model if self.plan.protocol.space == "pixel" else self.model.net
         if self.plan.shift is not None:
             target = self.plan.shift.wrap_target(target)
-        return CompiledPasses(target, self.batch_size) if self.plan.compiled else target
+        return CompiledPasses(target, self.batch_size) if compiles(self.config.compile, self.device) else target
 
     def _crafted_on(self, attack: str) -> nn.Module:
         """The counted model, watched when ``attack`` draws a convergence curve."""
@@ -151,11 +151,6 @@ class ModelRun:
         clip, settings = self.plan.protocol.box(attack), self.config.settings[attack]
         norm, seed = self.config.norm, self.config.seed
         return create(attack, model, eps.value, norm=norm, seed=seed, clip=clip, source=source, **settings)
-
-    def rechecked_rows(self, examples: list[int]) -> list[int]:
-        """Positions in a batch of the examples the fp32 re-check samples."""
-        limit = self.recheck_share * 2**31  # derive_seed's range
-        return [i for i, e in enumerate(examples) if derive_seed(self.config.seed, "fp32-check", e) % 2**31 < limit]
 
     @property
     def meta(self) -> dict[str, Any]:

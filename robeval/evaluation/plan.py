@@ -28,7 +28,6 @@ from ..models.provenance import model_code
 from ..options import EvalConfig
 from ..shifts.catalog import Condition
 from ..shifts.kinds import SHIFT_KINDS, ShiftKind
-from .compiled import compiles
 from .config import make_config
 from .protocols import PROTOCOLS, Protocol
 
@@ -111,11 +110,6 @@ class RunPlan:
     def batch_size(self) -> int:
         assert self.config.batch_size is not None, "a plan's configuration has its batch size"
         return self.config.batch_size
-
-    @property
-    def compiled(self) -> bool:
-        """Whether the model passes go through torch.compile (robeval.evaluation.compiled)."""
-        return compiles(self.config.compile, self.device)
 
     @property
     def precision(self) -> Precision:
@@ -202,22 +196,13 @@ def resolve_device(device: str) -> torch.device:
     return dev
 
 
-def _in_memory(config: EvalConfig) -> bool:
-    """Whether the run's images are arrays in memory (digits, CIFAR, MNIST, CIFAR-10-C, CIFAR-10.1)."""
-    return config.data in IN_MEMORY or (config.shift is not None and SHIFT_KINDS.require(config.shift).in_memory)
-
-
-def resolve_workers(config: EvalConfig) -> int:
-    """DataLoader processes: image folders decode JPEGs in worker processes; arrays sit in memory."""
-    if config.workers is None:
-        return 0 if _in_memory(config) else min(8, os.cpu_count() or 1)
-    return config.workers
-
-
-def resolve_batch_size(config: EvalConfig, device: torch.device) -> int:
-    if config.batch_size is not None:
-        return config.batch_size
-    return DIGITS_BATCH if _in_memory(config) else FOLDER_BATCH[device.type == "cuda"]
+def _loading(config: EvalConfig, device: torch.device, shift: ShiftKind | None) -> tuple[int, int]:
+    """The batch size and DataLoader processes, as given or by the data: arrays in memory (digits, CIFAR,
+    MNIST, CIFAR-10-C, CIFAR-10.1) need no worker processes; image folders decode JPEGs in them."""
+    in_memory = config.data in IN_MEMORY or (shift is not None and shift.in_memory)
+    batch_size = config.batch_size or (DIGITS_BATCH if in_memory else FOLDER_BATCH[device.type == "cuda"])
+    workers = (0 if in_memory else min(8, os.cpu_count() or 1)) if config.workers is None else config.workers
+    return batch_size, workers
 
 
 def model_job(config: EvalConfig, protocol: Protocol, name: str, given: Mapping[str, list[GivenModel]]) -> ModelJob:
@@ -254,14 +239,15 @@ def make_plan(config: EvalConfig, given: Mapping[str, list[GivenModel]] | None =
     protocol = PROTOCOLS.require(config.protocol)
     device = resolve_device(config.device)
     get_precision(config.precision, on_gpu=device.type == "cuda")
-    config = replace(config, batch_size=resolve_batch_size(config, device))
     shift = SHIFT_KINDS.require(config.shift) if config.shift is not None else None
+    batch_size, workers = _loading(config, device, shift)
+    config = replace(config, batch_size=batch_size)
     conditions = shift.conditions(config.corruptions, config.severities) if shift is not None else []
     source = source_job(config)
     jobs = model_jobs(config, protocol, given)
     built = [m.given for j in [*jobs, *([source] if source else [])] for m in j.members if m.given]
     read = {g.checkpoint.path: g.checkpoint for g in built if g.checkpoint}
-    return RunPlan(config, protocol, device, resolve_workers(config), jobs, shift, conditions, source, read)
+    return RunPlan(config, protocol, device, workers, jobs, shift, conditions, source, read)
 
 
 def source_job(config: EvalConfig) -> ModelJob | None:
@@ -280,7 +266,5 @@ def planned_identity(options: Mapping[str, Any]) -> dict[str, Any]:
     ``store``, are passed over; modules in ``models`` count by their name, source and weights)."""
     names = {f.name for f in fields(EvalConfig)}
     plain = {k: v for k, v in options.items() if k in names}
-    models, given = split_models(plain.get("models"))
-    if models is not None:
-        plain["models"] = models
+    plain["models"], given = split_models(plain.get("models"))
     return make_plan(make_config(**plain), given).identity()

@@ -21,9 +21,8 @@ from ..data.labels import check_classes
 from ..data.loading import load_data
 from ..models import build_network, list_models, meta_of, model_meta
 from ..models.admission import admit_members, admit_model, network_tensors
-from ..models.checkpoint import OpenedCheckpoint
 from ..models.wrapper import ModelMeta
-from ..options import EvalConfig, option_fields
+from ..options import option_fields
 from .compiled import warn_compiling_on_cpu
 from .plan import ModelJob, RunPlan
 
@@ -66,36 +65,34 @@ def admit_checkpoints_as_members(plan: RunPlan) -> None:
     named = [job for job in plan.jobs if job.name in plan.config.checkpoints]  # not their +adaptive copies
     for job in named + ([plan.source] if plan.source is not None else []):
         opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
-        if opened:
-            admit_members(job.model, job.name, opened, partial(_job_tensors, job))
-
-
-def _job_tensors(job: ModelJob) -> dict[str, torch.Tensor]:
-    """A model's tensors as its members are admitted against: the module the plan carries, or its network
-    built on the meta device."""
-    return job.given.module.state_dict() if job.given is not None else network_tensors(job.model, job.options)
+        if opened:  # against the module the plan carries, or the network built on the meta device
+            tensors = (
+                job.given.module.state_dict
+                if job.given is not None
+                else partial(network_tensors, job.model, job.options)
+            )
+            admit_members(job.model, job.name, opened, tensors)
 
 
 def _job_meta(job: ModelJob, plan: RunPlan, flag: str = "--checkpoint") -> ModelMeta:
-    """A model's facts, each of its members' checkpoints admitted (``flag``: the option that gives them)."""
+    """A model's facts: of a module the plan carries, its own (checked when it was planned: its checkpoint
+    loaded, its output seen); else the model admitted (robeval.models.admission: each of its members'
+    checkpoints, given by ``flag``, a plugin's network), or its default weights' existence, and its
+    registration's facts, or for a model whose facts come with its network (hub models) the network built
+    on the meta device to read them."""
     if job.given is not None:
-        return job.given.meta()  # checked when it was planned (its checkpoint loaded, its output seen)
+        return job.given.meta()
     opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
-    return _checked_meta(job.model, job.options, opened, plan.config, f"{flag} {job.model}=PATH")
-
-
-def _checked_meta(name: str, options: dict, opened: list[OpenedCheckpoint], config: EvalConfig, how_to_pass: str):
-    """A model admitted (robeval.models.admission: its checkpoints, a plugin's network), or its default
-    weights' existence, and what it is: its registration's facts, or for a model whose facts come with its
-    network (hub models) the network built on the meta device to read them."""
-    spec = admit_model(name, options, opened)
-    if not opened and not spec.has_default_weights and config.weights != "random":
-        raise UserError(f"{spec.name} has no public weights; pass {how_to_pass} (or --weights random for a smoke test)")
+    spec = admit_model(job.model, job.options, opened)
+    if not opened and not spec.has_default_weights and plan.config.weights != "random":
+        raise UserError(
+            f"{spec.name} has no public weights; pass {flag} {job.model}=PATH (or --weights random for a smoke test)"
+        )
     if spec.config is not None:
-        return meta_of(spec, spec.config, options)
+        return meta_of(spec, spec.config, job.options)
     with torch.device("meta"):
-        net = build_network(name, **options)
-    return model_meta(net, spec, options)
+        net = build_network(job.model, **job.options)
+    return model_meta(net, spec, job.options)
 
 
 def _source_meta(source: ModelJob, plan: RunPlan, targets: list):

@@ -1,17 +1,6 @@
 """Evaluation protocols: what space attacks act in, which labels they use, and their settings; each
-registration's ``description`` says what it is.
-
-* ``standard`` — the valid pixel-space threat model (RobustBench convention): normalization inside
-  the model, attacks on [0,1] pixels, ground-truth labels, every attack clipped to [0,1].
-* ``nielsen2024`` — reproduces the Elliptical Attention paper's evaluation (Nielsen et al., NeurIPS
-  2024), attacks on the *normalized* tensor as the authors' code ran them (SPSA's cleverhans procedure:
-  robeval.attacks.spsa).  It is **for reproducing the paper's numbers only and is not a valid
-  pixel-space threat model**: 1/255 in normalized units is about 0.23/255 in pixels, and the [0,1]
-  clamp of normalized values moves pixels far outside the eps ball.
-* ``aa-plus`` and ``aa-rand`` — AutoAttack's "plus" and "rand" versions in the standard threat model.
-* ``fast`` — AutoAttack's threat model and attacks at a fraction of its cost, with a printed bound on
-  what it may have missed (robeval.evaluation.fast.audit; docs/protocols.md): for development, sweeps
-  and screening checkpoints, never a leaderboard entry.
+registration's ``description`` says what it is, docs/protocols.md why (``nielsen2024`` reproduces a paper
+and is no valid pixel-space threat model; ``fast`` screens, never a leaderboard entry).
 
 AutoAttack's versions (``version=`` of its ``AutoAttack`` and of RobustBench's ``benchmark()``) are
 protocols: a protocol that is one says so (``autoattack_version``), and :func:`autoattack_version`
@@ -75,28 +64,21 @@ class Protocol:
 PROTOCOLS: Registry[Protocol] = Registry("protocol")
 
 
-def register_protocol(protocol: Protocol) -> Protocol:
-    """One registration, under the protocol's name."""
-    return PROTOCOLS.add(protocol.name, protocol)
-
-
 def autoattack_version(version: str) -> Protocol:
     """The protocol that is AutoAttack's ``version`` (its ``autoattack_version``); one line for another name."""
     versions = {p.autoattack_version: p for p in PROTOCOLS.values() if p.autoattack_version is not None}
     return lookup(versions, version, "AutoAttack version")
 
 
-register_protocol(
+RAND_EOT = 20  # AutoAttack's rand version: APGD's gradient averaged over 20 passes (randomised defences)
+for _protocol in (
     Protocol(
         name="standard",
         description="attacks on [0,1] pixels, normalization inside the model, ground-truth labels",
         space="pixel",  # every attack with its registered defaults
         autoattack_version="standard",  # RobustBench's leaderboards: these four with their defaults
         version_attacks=("apgd-ce", "apgd-t", "fab-t", "square"),
-    )
-)
-
-register_protocol(
+    ),
     Protocol(
         name="nielsen2024",
         description=(
@@ -131,11 +113,7 @@ register_protocol(
                 "so FAB-T equals clean accuracy"
             )
         },
-    )
-)
-
-
-register_protocol(
+    ),
     Protocol(
         name="aa-plus",
         description=(
@@ -154,11 +132,7 @@ register_protocol(
         },
         default_attacks=("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
         autoattack_version="plus",
-    )
-)
-
-RAND_EOT = 20  # AutoAttack's rand version: APGD's gradient averaged over 20 passes (randomised defences)
-register_protocol(
+    ),
     Protocol(
         name="aa-rand",
         description=(
@@ -169,11 +143,7 @@ register_protocol(
         attack_settings={"apgd-ce": {"eot_iter": RAND_EOT}, "apgd-dlr": {"eot_iter": RAND_EOT}},
         default_attacks=("apgd-ce", "apgd-dlr"),
         autoattack_version="rand",
-    )
-)
-
-
-register_protocol(
+    ),
     Protocol(
         name="fast",
         description=(
@@ -193,8 +163,9 @@ register_protocol(
         audit_stages=AUDIT_STAGES,
         audit_rate=AUDIT_RATE,
         library_draws=frozenset(LIBRARY_DRAWS),
-    )
-)
+    ),
+):
+    PROTOCOLS.add(_protocol.name, _protocol)
 
 
 def autoattack_options(version: str) -> dict[str, Any]:

@@ -127,20 +127,19 @@ class Session:
     source: SourceModel | None
     threads: ThreadGovernor | FixedThreads
 
-    def model_run(self, job: ModelJob, member: Member, log: RunLog) -> ModelRun:
+    def begin_model(
+        self, job: ModelJob, member: Member, log: RunLog, position: tuple[int, int]
+    ) -> tuple[ModelRun, list[int]]:
         """Member ``member`` of model ``job`` loaded for this run (the model checks on the model's first
-        batch, unless a resumed run has them already)."""
+        batch, unless a resumed run has them already), and what the run learns of it before its batches (the
+        model's facts, with each member's checkpoint; of a module it carries, the FLOPs per image, which a
+        report in another process cannot count; the data; its units, for ``robeval runs``), its progress
+        bars; returns it and the batches this process evaluates."""
         told = getattr(self.reporter, "partial", None)  # a reporter written before in-unit progress may lack it
         checks = self.ctx.is_main and job.name not in self.log.model_checks and job.name not in log.model_checks
-        return ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
-
-    def begin_model(self, model: ModelRun, position: tuple[int, int]) -> list[int]:
-        """What the run learns of a model's member before its batches (the model's facts, with each
-        member's checkpoint; of a module it carries, the FLOPs per image, which a report in another
-        process cannot count; the data; its units, for ``robeval runs``), its progress bars; returns the
-        batches this process evaluates."""
-        name, plan, member = model.job.name, self.plan, model.member
-        model.log.models[name] = member_facts(model, model.log.models.get(name) or self.log.models.get(name))
+        model = ModelRun(job, member, self.plan, self.data, self.done, log, self.source, told, checks)
+        name, plan = job.name, self.plan
+        log.models[name] = member_facts(model, log.models.get(name) or self.log.models.get(name))
         self.log.data = model.data.info()
         units = model.data.num_batches(model.batch_size) * len(plan.config.eps) * len(model.units)
         self.log.total_units += units
@@ -151,10 +150,10 @@ class Session:
         mine = pending[self.ctx.rank :: self.ctx.world]
         share = sorted(set(model.todo) - set(pending)) + mine
         worker = f" (worker 1 of {self.ctx.world}: its share of the batches)" if self.ctx.active else ""
-        several = f" member {member.index + 1} of {len(model.job.members)}" if len(model.job.members) > 1 else ""
+        several = f" member {member.index + 1} of {len(job.members)}" if len(job.members) > 1 else ""
         self.reporter.stop()  # the bars of the model's member before
         self.reporter.start(model_bars(model, share, self.done), name + several + worker, position)
-        return mine
+        return model, mine
 
     def units(self, model: ModelRun, share: list[int], units_of: UnitsOf) -> Iterator[tuple[Batch, Eps, str, float]]:
         """The engine's one unit loop: each batch of ``share`` (after its clean pass) and each of its units

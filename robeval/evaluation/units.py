@@ -3,16 +3,11 @@ evaluated; and the steps the engine's loop composes around it.
 
 * :func:`run_unit`: the clean row, or one attack, with the steps around it: a minimum-norm attack's one
   search per batch, the fp32 re-check of a reduced ``--precision``, the convergence curve.
-* :func:`cascade_unit`: ``--cascade``, AutoAttack's way of running a suite.  On each batch the attacks
-  run in the run's order, each only on the examples that are correctly classified and that every
-  earlier attack failed to fool; an example once fooled keeps the record of the attack that fooled it
-  (and spends no more passes).  So each attack's row is the robust accuracy after it and every attack
-  before it, and the last row is the worst case (``any``) at the cost AutoAttack pays.  Attacks from
-  AutoAttack's code (``Attack.library_draws``) draw as AutoAttack does (its seed is the run's
-  ``--seed``, reset for every call, as ``AutoAttack(seed=...)`` does), so on the same images, batch and
-  seed the robust examples equal those of AutoAttack's ``run_standard_evaluation``; the other attacks
-  keep their per-example draws.  A batch's state is rebuilt from its earlier attacks when a resumed run
-  starts in the middle of it (deterministic; nothing is stored twice).
+* :func:`cascade_unit`: ``--cascade``, AutoAttack's way of running a suite (docs/speed.md): on each batch
+  each attack only on the examples every earlier one failed to fool, an example once fooled keeping the
+  record of the attack that fooled it; attacks from AutoAttack's code (``Attack.library_draws``) draw
+  as AutoAttack does.  A batch's state is rebuilt from its earlier attacks when a resumed run starts in
+  the middle of it (deterministic; nothing is stored twice).
 """
 
 from __future__ import annotations
@@ -59,12 +54,13 @@ class UnitRecords:
 class Points:
     """An attack's points on a batch, with what the records take from their making: model passes per
     example (forward, backward), the target's logits when already known, each example's minimal norm
-    (minimum-norm attacks) and the convergence readings of the attack's calls."""
+    (minimum-norm attacks; a search's, kept on its batch, a tensor: 0 misclassified clean, inf none
+    found, its point then the clean image) and the convergence readings of the attack's calls."""
 
     points: torch.Tensor
     passes: tuple[float, float]
     logits: torch.Tensor | None = None
-    min_norm: list[float] | float = math.nan
+    min_norm: torch.Tensor | list[float] | float = math.nan
     readings: list[Fooling] = field(default_factory=list)
 
 
@@ -171,18 +167,6 @@ def craft(
     return torch.cat([x_lo, x_hi]), read_lo + read_hi
 
 
-@dataclass
-class Search:
-    """A minimum-norm attack's search on a batch: the smallest fooling point per example (the clean
-    image where none was found), the target's logits on them, their sizes (0: misclassified clean,
-    inf: none found) and the passes per example it spent."""
-
-    points: torch.Tensor
-    logits: torch.Tensor
-    norms: torch.Tensor
-    passes: tuple[float, float]
-
-
 def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Points:
     """A minimum-norm attack's points at ``eps``, read from the batch's one search (run on the batch's
     first eps, seeded without eps): where an example's smallest fooling point lies within eps, that
@@ -198,21 +182,23 @@ def searched_points(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> Poi
         norms = search_norms(
             batch.xa, points, batch.clean_logits.argmax(1), logits.argmax(1), labels, model.config.norm
         )
-        batch.searches[attack] = Search(points, logits, norms, passes)
+        batch.searches[attack] = Points(points, passes, logits, norms)
     search = batch.searches[attack]
-    x_adv = within_eps(batch.xa, search.points, search.norms, eps.value)
-    logits = torch.where(fooled_within(search.norms, eps.value)[:, None], search.logits, batch.clean_logits)
-    return Points(x_adv, search.passes, logits, search.norms.tolist())
+    x_adv = within_eps(batch.xa, search.points, search.min_norm, eps.value)
+    logits = torch.where(fooled_within(search.min_norm, eps.value)[:, None], search.logits, batch.clean_logits)
+    return Points(x_adv, search.passes, logits, search.min_norm.tolist())
 
 
 def fp32_recheck(model: ModelRun, batch: Batch, eps: Eps, attack: str) -> list[float]:
     """Under a reduced precision: the unit's attack crafted again in strict fp32 on the batch's sampled
     examples (same seed, same per-example draws), each one's counted top-1 hit, NaN for the others;
     its time kept apart in run.json (``model|eps|attack|fp32-check``)."""
-    out = [math.nan] * len(batch.y)
-    checker = model.checkers.get((eps.text, attack))
-    rows = model.rechecked_rows(batch.examples) if checker is not None else []
-    if checker is None or not rows:
+    out, checker = [math.nan] * len(batch.y), model.checkers.get((eps.text, attack))
+    if checker is None:
+        return out
+    limit = model.recheck_share * 2**31  # the sample: each example's own draw (derive_seed's 31 bits) below it
+    rows = [i for i, e in enumerate(batch.examples) if derive_seed(model.config.seed, "fp32-check", e) < limit]
+    if not rows:
         return out
     tick = time.perf_counter()
     idx = torch.tensor(rows, device=batch.y.device)
