@@ -1,19 +1,5 @@
-"""``robeval.open_run``: a stored run read back in one line, with everything the result commands do.
-
-    import robeval
-
-    run = robeval.open_run()                      # the newest finished run in results/robeval.sqlite
-    run = robeval.open_run("20250101-120000-ab12cd", store="results/robeval.sqlite")
-    run = robeval.evaluate(...)                   # a run made now: the same type, the same methods
-    run.records                                   # its per-example records (pandas), a run_id column first
-    run.summary                                   # the results table every format renders
-    print(run.table("md"))                        # md, csv, latex, json, html, robustbench
-    print(run.table("latex", top1_only=True, attacks="pgd,apgd-ce,any", names={"digits-deit": "DeiT"}))
-    print(run.compare("digits-deit", "digits-deit-elliptical"))   # paired: CI and McNemar p (.table: the numbers);
-                                                                  # several members a side: the claim test
-    run.plot("results/plots")                     # the figures (paths)
-    print(run.check())                            # the soundness findings (.flags); run.checklist(FILE) the document
-    run.report("results/report.html")             # one self-contained HTML page
+"""``robeval.open_run``: a stored run read back in one line, with everything the result commands do
+(docs/python.md shows each method in use).
 
 ``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
 command line: what a command prints, the method returns (``compare`` and ``check`` return data whose

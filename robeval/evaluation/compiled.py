@@ -1,26 +1,12 @@
-"""Compiled model passes (``--compile``): the network the attacks craft on and the fp32 re-check count
-on, through ``torch.compile``, its batches padded to a few bucket sizes so that a graph is made once per
-bucket and reused as an attack's survivors shrink (AutoAttack's subsets make every batch a new shape).
-
-* Where it pays (:func:`compiles`): ``--compile on`` always; ``auto`` (the default) on CUDA, where the
-  eager passes of DeiT in reduced precision are overhead-bound; never on the CPU, where it was measured
-  not to pay at robeval's sizes (benchmarks/compile_cpu.py, benchmarks/RESULTS.md: 0.76-0.93x per pass
-  at batch 50-500 on the digits demo and 0.84-0.98x on deit-tiny at 224 px, against 15-60 s of compile,
-  which a run of thousands of passes per batch shape would pay back).
-* Buckets (:func:`buckets`): the run's batch size and its halvings down to :data:`SMALLEST_BUCKET`;
-  a batch is padded with copies of its last image, detached (no gradient flows back through a pad),
-  and the outputs of the pads are dropped.  A pass larger than the run's batch (SPSA's many directions
-  at once) goes through in bucket-sized chunks.  Every pass without an input gradient runs in inference
-  mode on a copy, so two graphs per bucket serve every pass: the graphs made are at most the buckets x 2
-  per model and precision (autocast is a state the graphs are made for; counted by :func:`graphs_made`).
-* A model whose compiled pass fails to build (an operation the compiler does not take) is run eagerly
-  from then on, said once as a ``warning:`` line: compiling is a speed-up, never a reason to stop.
-* torch's own caches (inductor's FX graph cache and AOTAutograd's cache, on by default) keep the
-  compiled kernels on disk between runs of the same shapes.
-
-Records: compiled passes compute the same functions as eager ones, in another order of floating-point
-operations; tests/test_compiled.py checks them equal to eager records on the demo, and a difference
-would be one example's rounding at a decision boundary.
+"""Compiled model passes (``--compile``; docs/speed.md says how and why): the network the attacks craft
+on and the fp32 re-check count on, through ``torch.compile``, its batches padded to a few bucket sizes
+(:func:`buckets`) so that a graph is made once per bucket and reused as an attack's survivors shrink
+(AutoAttack's subsets make every batch a new shape); every pass without an input gradient in inference
+mode on a copy, so two graphs per bucket serve every pass (counted by :func:`graphs_made`).  ``auto``
+compiles on CUDA only: on the CPU it was measured not to pay (benchmarks/compile_cpu.py).  A model whose
+compiled pass fails to build runs eagerly from then on, said once: compiling is a speed-up, never a
+reason to stop.  Compiled passes compute the same functions in another order of floating-point
+operations; tests/test_compiled.py checks their records equal to eager ones.
 """
 
 from __future__ import annotations

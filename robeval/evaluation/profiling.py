@@ -1,20 +1,12 @@
-"""The efficiency table: parameters, FLOPs per image, forward and forward+backward throughput, and
-the memory a model's pass needs, side by side with the change against the first model (the paper's
-efficiency table for DeiT vs DeiT-Elliptical).
+"""The efficiency table (``robeval profile``; docs/speed.md says how each figure is measured): parameters,
+FLOPs per image, forward and forward+backward throughput, and the memory a model's pass needs, side by side
+with the change against the first model (the paper's efficiency table for DeiT vs DeiT-Elliptical).
 
-Fair timing: every model is built and warmed up first; then the timed repeats are interleaved
-(model A, model B, model A, ...) so that drift of the machine (other jobs, clocks, caches) falls
-on every model alike; each figure is the median of the repeats, printed with its spread (the
-relative range of the repeats).  Being listed first or second changes nothing.
-
-FLOPs come from PyTorch's own ``torch.utils.flop_counter.FlopCounterMode`` (one multiply-add = 2
-FLOPs) over matrix products and convolutions, with the CPU's fused attention kernel added (the counter
-knows only the CUDA ones); element-wise work (softmax, FourierFormer's sinc products) is not counted,
-as in fvcore and the papers' tables.  Memory: on GPU the peak allocated by the pass above what was
-allocated before it (``torch.cuda.max_memory_allocated``); on CPU the resident memory the pass adds,
-measured in a fresh process per model (the high-water mark during forward+backward minus the
-resident size just before it), since a long-lived process keeps freed memory and the runtime
-itself (torch alone is ~0.7 GB) would dwarf a small model's share.
+Every model is built and warmed up first; the timed repeats are then interleaved (A, B, A, ...) so that
+drift of the machine falls on every model alike; each figure is the median of the repeats with their
+spread.  FLOPs: PyTorch's ``FlopCounterMode`` with the CPU's fused attention kernel added.  Memory on a
+CPU is measured in a fresh process per model, since a long-lived process keeps freed memory and the
+runtime itself (~0.7 GB) would dwarf a small model's share.
 """
 
 from __future__ import annotations
