@@ -191,7 +191,9 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None, int | None]:
     """Run the workers; returns torchrun's exit code, the run rank 0 announced, and the signal received."""
     from ..evaluation.distributed import LAUNCH_STATE
 
-    state = Path(tempfile.mkstemp(prefix="robeval-launch-")[1])
+    descriptor, name = tempfile.mkstemp(prefix="robeval-launch-")
+    os.close(descriptor)  # torchrun's rank 0 writes the file by its name
+    state = Path(name)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "robeval",
            *drop_option(argv, "--nproc", takes_value=True)]  # fmt: skip
     received: list[int] = []
