@@ -67,17 +67,6 @@ def noise_points(top1: float, n: int) -> float:
     return max(100.0 / max(n, 1), 200.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
 
 
-def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """The clean rows of data that holds the model's own distribution (no shift, or a corruption
-    benchmark's clean images; not ImageNet-A and its kind, where low accuracy is the finding), with a
-    number of classes."""
-    if "classes" not in summary:
-        return summary.iloc[0:0]
-    shift = summary["shift"].fillna("") if "shift" in summary else pd.Series("", index=summary.index)
-    own = shift.map(lambda s: not s or SHIFT_KINDS.require(s).has_conditions)
-    return summary[(summary["attack"] == CLEAN) & own & summary["classes"].notna() & (summary["classes"] > 1)]
-
-
 @check("near-chance", "Clean accuracy is above chance",
        "Carlini et al. checklist (sanity-check the evaluation: report clean accuracy; a model at chance on clean "
        "images, e.g. one fed unnormalised input, measures nothing under attack)",
@@ -85,8 +74,12 @@ def chance_rows(summary: pd.DataFrame) -> pd.DataFrame:
        "module expecting normalised input does this), its weights (--checkpoint; --weights random is untrained) and "
        "the label order (--class-map)")  # fmt: skip
 def above_chance(model: str, rows: pd.DataFrame, ev: Evidence | None = None) -> Finding:
-    """The first clean row on the model's own data against chance (none: not applicable)."""
-    found = chance_rows(rows)
+    """The first clean row, with a number of classes, on data of the model's own distribution (no shift, or a
+    corruption benchmark's clean images; not ImageNet-A and its kind, where low accuracy is the finding)
+    against chance (none: not applicable)."""
+    shift = rows["shift"].fillna("") if "shift" in rows else pd.Series("", index=rows.index)
+    own = shift.map(lambda s: not s or SHIFT_KINDS.require(s).has_conditions)
+    found = rows[(rows["attack"] == CLEAN) & own & (rows["classes"] > 1)] if "classes" in rows else rows.iloc[0:0]
     if found.empty:
         return Finding(NOT_APPLICABLE, "no clean row on the model's own data (a shift data set, or no class count)")
     r = found.iloc[0]
@@ -163,7 +156,7 @@ def kind_vs_white(rows: pd.DataFrame, kind: str) -> list[tuple[str, bool]]:
 @check("gradient-masking", "Black-box attacks do not beat white-box ones",
        "Carlini et al. checklist (try gradient-free attacks)")  # fmt: skip
 def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if _is_adaptive(rows):
+    if rows["adaptive"].any():
         return ADAPTIVE_COPY
     adaptive = _takes_adaptive(_base(model, rows), ev)
     advice = "gradients likely masked; report the black-box number" + (
@@ -173,26 +166,19 @@ def black_box(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
                     "(robeval run ... --attacks pgd,square)", advice)  # fmt: skip
 
 
-def fitting_source(model: str, ev: Evidence) -> str | None:
-    """A registered model with weights that takes ``model``'s images and gives its classes (read from
-    the run's stored model facts), other than itself: the transfer source a run of it can use."""
-    facts = ev.models.get(model) or {}
-    size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
-    fitting = (
-        s
-        for s in MODELS.values()
-        if s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)
-    )
-    return next((s.name for s in fitting if size and s.name != model and s.has_default_weights), None)
-
-
 @check("transfer-beats-white-box", "Transfer attacks do not beat white-box ones",
        "Carlini et al. checklist (try transfer attacks); Pintor et al.: Transfer Failure",
        "the model's own gradients mislead white-box attacks (gradient masking); report the transfer number")  # fmt: skip
 def transfer(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if _is_adaptive(rows):
+    if rows["adaptive"].any():
         return ADAPTIVE_COPY
-    source = fitting_source(model, ev)
+    # the transfer source a run of it can use: a registered model with weights, other than itself, that takes
+    # its images and gives its classes (read from the run's stored model facts)
+    facts = ev.models.get(model) or {}
+    size, classes = tuple(facts.get("input_size") or ()), facts.get("num_classes")
+    source = next((s.name for s in MODELS.values() if size and s.name != model and s.has_default_weights and
+                   s.config is not None and (tuple(s.config.input_size or ()), s.config.num_classes) == (size, classes)),
+                  None)  # fmt: skip
     how = (
         f"robeval run ... --attacks pgd,transfer-pgd --source-model {source}"
         if source
@@ -235,19 +221,9 @@ def monotone(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return observed(lines, "")
 
 
-def _is_adaptive(rows: pd.DataFrame) -> bool:
-    """Whether a model's rows are its --adaptive evaluation (the summary's ``adaptive`` column)."""
-    return bool(rows["adaptive"].any())
-
-
 def _base(model: str, rows: pd.DataFrame) -> str:
     """The model a model's rows evaluate (its name without a combined table's run label or --adaptive)."""
     return str(rows["base_model"].iloc[0]) if len(rows) else model
-
-
-def _bases(summary: pd.DataFrame) -> list[str]:
-    """Every model a summary's rows evaluate, each once."""
-    return list(dict.fromkeys(summary["base_model"]))
 
 
 def _takes_adaptive(model: str, ev: Evidence) -> bool:
@@ -282,28 +258,21 @@ def reaches_zero(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     return judged(beyond(lowest, n, NEAR_ZERO), "; ".join(text for text, _, _ in found))
 
 
-def minimum_norm_comparison(top1: pd.Series, n: int) -> list[tuple[str, float, str, float, float]]:
-    """At one eps of one model (each attack's top-1 on ``n`` examples): (minimum-norm attack, its top-1, best
-    fixed-eps white-box attack, its top-1, the noise allowed between them) for each minimum-norm attack beside a
-    fixed-eps one."""
-    white = attacks_of_kind(set(top1.index), "white-box")
-    searches = [a for a in white if ATTACKS.require(a).minimum_norm]
-    fixed = [a for a in white if a not in searches]
-    if not fixed or not searches:
-        return []
-    best = min(fixed, key=lambda a: top1[a])
-    return [(a, float(top1[a]), best, float(top1[best]), noise_points(float(top1[best]), n)) for a in searches]
-
-
 @check("minimum-norm-mismatch", "Minimum-norm curve meets the fixed-eps attacks",
        "Pintor et al.: Non-converging Attack and Incomplete Optimization; Carlini et al. checklist "
        "(minimum-distortion attacks, accuracy against distortion)")  # fmt: skip
 def minimum_norm(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """A minimum-norm curve must meet the fixed-eps attacks at their eps, within the noise: above them
-    the search stopped early; below them the fixed-eps attacks missed fooling points that exist."""
+    the search stopped early; below them the fixed-eps attacks missed fooling points that exist.  Each
+    minimum-norm attack at an eps is set against the best fixed-eps white-box attack there."""
     lines, advice = [], []
     for eps, top1, n in per_eps(rows):
-        for search, value, fixed, best, noise in minimum_norm_comparison(top1, n):
+        white = attacks_of_kind(set(top1.index), "white-box")
+        searches = [a for a in white if ATTACKS.require(a).minimum_norm]
+        fixed = min((a for a in white if a not in searches), key=lambda a: top1[a], default=None)
+        for search in searches if fixed else []:
+            value, best = float(top1[search]), float(top1[fixed])
+            noise = noise_points(best, n)
             lines.append((f"eps {eps}: {search} {value:.2f} vs {fixed} {best:.2f} (noise {noise:.2f})",
                           abs(value - best) > noise))  # fmt: skip
             if value > best + noise:
@@ -364,7 +333,7 @@ def adaptive_gaps(summary: pd.DataFrame) -> pd.DataFrame:
        "Carlini et al. checklist (adaptive attacks)",
        "the detached M masks gradients; report the adaptive numbers")  # fmt: skip
 def adaptive(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
-    if _is_adaptive(rows):
+    if rows["adaptive"].any():
         return Finding(NOT_APPLICABLE, "the adaptive evaluation itself")
     base = _base(model, rows)
     if not _takes_adaptive(base, ev):
@@ -425,7 +394,9 @@ def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding
     base = _base(model, rows)  # (its +adaptive copy is itself)
     family = ev.models.get(base, {}).get("family")
     others = [
-        m for m in _bases(ev.summary) if m != base and (family is None or ev.models.get(m, {}).get("family") != family)
+        m
+        for m in dict.fromkeys(ev.summary["base_model"])
+        if m != base and (family is None or ev.models.get(m, {}).get("family") != family)
     ]
     if not others:
         return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
@@ -447,7 +418,7 @@ def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     """The recipe each member's weights record, against each other and against every other model of the run."""
     base = _base(model, rows)
     own = member_recipes(ev.models.get(base, {}))
-    others = [m for m in _bases(ev.summary) if m != base]
+    others = [m for m in dict.fromkeys(ev.summary["base_model"]) if m != base]
     if len(own) < 2 and not others:
         return Finding(NOT_APPLICABLE, "one model of one member: nothing to compare its recipe with")
     lines = [f"its member {i + 1}: {d}" for i, d in enumerate(_unlike(own[0], own[1:]), start=1) if d]

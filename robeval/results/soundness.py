@@ -66,8 +66,9 @@ def judge_summary(
     :class:`Evidence` at hand (a check that reads a missing part is not run)."""
     info = info or {}
     summary = summary if "adaptive" in summary else add_model_columns(summary.copy())  # (a summary made by hand)
-    none = pd.DataFrame(columns=["model", "attack", "eps", "min_norm"])
-    norms = minimum_norm_records(records) if records is not None else none
+    norms = (
+        minimum_norm_records(records) if records is not None else pd.DataFrame(columns=["model", "attack", "min_norm"])
+    )
     companion = companion if companion is not None else pd.DataFrame()
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
     return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
@@ -79,11 +80,8 @@ def run_findings(
 ) -> dict[str, list[dict[str, str]]]:
     """The raised findings (``flags``: the attacks may have failed) and the ``caveats`` on the claim of a run
     as run.json stores them, from what the API's summarising has at hand."""
-    judged = judge_summary(summary, info, records)
-    return {
-        "flags": [f.as_flag() for one in judged for f in one.raised],
-        "caveats": [f.as_flag() for one in judged for f in one.caveats],
-    }
+    found = [f for one in judge_summary(summary, info, records) for f in one.findings]
+    return {"flags": [f.as_flag() for f in found if f.raised], "caveats": [f.as_flag() for f in found if f.caveat]}
 
 
 @dataclass
