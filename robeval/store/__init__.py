@@ -109,32 +109,27 @@ class Store:
             check_is_store(self.path, reading=True)
         try:
             if read_only and not memory:
-                self._open_reading()
+                self.conn = read_only_connection(self.path)
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    # migrated in a copy: the file stays as it was (a newer one refused)
+                    with closing(self.conn) as stored:
+                        self.conn = sqlite3.connect(":memory:", isolation_level=None)
+                        stored.backup(self.conn)
+                    self._migrate()
             else:
-                self._open_writing(memory)
+                if not memory:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(str(self.path), timeout=BUSY_SECONDS, isolation_level=None)
+                # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
+                # OS crash or power loss can drop the last units, which a resume then simply recomputes.
+                busy = f"busy_timeout = {BUSY_SECONDS * 1000:.0f}"
+                for pragma in (busy, "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+                    self.conn.execute(f"PRAGMA {pragma}")
+                self._migrate()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"cannot use results store {self.path}: {exc}") from None
         except OSError as exc:
             raise UserError(f"cannot create results store {self.path}: {exc.strerror}") from None
-
-    def _open_writing(self, memory: bool) -> None:
-        if not memory:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_SECONDS, isolation_level=None)
-        # WAL + NORMAL: a commit survives the process being killed (what --resume relies on); only an
-        # OS crash or power loss can drop the last units, which a resume then simply recomputes.
-        busy = f"busy_timeout = {BUSY_SECONDS * 1000:.0f}"
-        for pragma in (busy, "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
-            self.conn.execute(f"PRAGMA {pragma}")
-        self._migrate()
-
-    def _open_reading(self) -> None:
-        self.conn = read_only_connection(self.path)
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            with closing(self.conn) as stored:  # migrated in a copy: the file stays as it was (a newer one refused)
-                self.conn = sqlite3.connect(":memory:", isolation_level=None)
-                stored.backup(self.conn)
-            self._migrate()
 
     def close(self) -> None:
         """Let go of the store; a writer of a file first folds its journal into it (:meth:`fold_journal`)."""
@@ -156,9 +151,16 @@ class Store:
         ``wait`` seconds (:data:`JOURNAL_WAIT_SECONDS`) for such readers to end, then warns in one line that
         the records are in the journal still.  Returns whether the file holds every record."""
         wait = JOURNAL_WAIT_SECONDS if wait is None else wait
+        deadline, pause = time.monotonic() + wait, 0.01
         try:
-            if not self._copy_journal(time.monotonic() + wait):
-                return True
+            while True:  # until every page is copied, or the deadline passes (a reader pinning the last pages)
+                _, journal, copied = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if copied == journal:
+                    return True
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(pause)
+                pause = min(2 * pause, 0.5)
             why = f"a reader has kept a read transaction open since before them for {wait:.0f} s, and SQLite "
             why += "copies nothing past what a reader still reads"
         except sqlite3.Error as exc:  # a full disk, an I/O error: the journal keeps them
@@ -170,17 +172,6 @@ class Store:
             stacklevel=2,
         )
         return False
-
-    def _copy_journal(self, deadline: float) -> int:
-        """Copies the journal into the file until every page is copied or ``deadline`` passes (a reader
-        pinning the last pages); returns the pages left in the journal alone."""
-        pause = 0.01
-        while True:
-            _, journal, copied = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            if copied == journal or time.monotonic() >= deadline:
-                return journal - copied
-            time.sleep(pause)
-            pause = min(2 * pause, 0.5)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -275,8 +266,7 @@ class Store:
             hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs"
             raise UserError(f"no run {run_id!r} in {self.path}{hint}")
         out = dict(zip(RUN_KEYS, row))
-        out["config"], out["info"] = read_stored_json(out["config"]), read_stored_json(out["info"])
-        self.check_names(out["id"], out["config"])
+        out["config"], out["info"] = self._checked(run_id, out["config"]), read_stored_json(out["info"])
         return out
 
     def unfinished_runs(self) -> list[tuple[str, dict[str, Any]]]:
@@ -288,13 +278,16 @@ class Store:
         return self._configs("status = 'finished' ORDER BY created, rowid")
 
     def _configs(self, where: str) -> list[tuple[str, dict[str, Any]]]:
-        rows = [
-            (run_id, read_stored_json(config))
-            for run_id, config in self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
+        return [
+            (r, self._checked(r, config))
+            for r, config in self.conn.execute(f"SELECT id, config FROM runs WHERE {where}")
         ]
-        for run_id, config in rows:
-            self.check_names(run_id, config)
-        return rows
+
+    def _checked(self, run_id: str, config: str) -> dict[str, Any]:
+        """A run's stored configuration (:func:`read_stored_json`), its names checked (:meth:`check_names`)."""
+        out = read_stored_json(config)
+        self.check_names(run_id, out)
+        return out
 
     def runs(self) -> pd.DataFrame:
         df = pd.read_sql_query(
@@ -303,10 +296,7 @@ class Store:
             "FROM runs r ORDER BY r.created, r.rowid",
             self.conn,
         )
-        configs = [read_stored_json(c) for c in df["config"]]
-        for run_id, config in zip(df["id"], configs):
-            self.check_names(run_id, config)
-        df["config"] = [json.dumps(c) for c in configs]
+        df["config"] = [json.dumps(self._checked(run_id, config)) for run_id, config in zip(df["id"], df["config"])]
         return df
 
     def check_names(self, run_id: str, config: dict[str, Any], names: Iterable[object] = ()) -> None:

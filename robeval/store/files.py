@@ -86,27 +86,20 @@ def check_is_store(path: Path, reading: bool) -> None:
 
 
 def check_writable_store(path: Path) -> None:
-    """A store a writer may use (:func:`check_is_store`) and can write, refused before any work when it
-    cannot: a writer opening it would fail at its first write, after minutes, with the ``-wal``/``-shm``
-    journal files SQLite made beside it left behind."""
+    """A store a writer may use (:func:`check_is_store`) and can write (the store, its journal files and its
+    folder), refused before any work when it cannot: a writer opening it would fail at its first write,
+    after minutes, with the ``-wal``/``-shm`` journal files SQLite made beside it left behind."""
     check_is_store(path, reading=False)
-    refused = _write_refusal(path)
+    files = (path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    refused = next(filter(None, (_file_refusal(file) for file in files if file.exists())), None)
+    folder = nearest_folder(path.parent)
+    if refused is None and (why := folder_refusal(folder)) is not None:
+        refused = f"its folder {folder} takes no new file ({why}); SQLite writes beside it"
     if refused is not None:
         what = f"results store {path} cannot be written" if path.exists() else f"cannot create results store {path}"
         raise UserError(
             f"{what}: {refused}; a command that stores runs needs a store it can write (give another --store)"
         )
-
-
-def _write_refusal(path: Path) -> str | None:
-    """Why the store at ``path``, its journal files or its folder cannot be written (None: they can)."""
-    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        refused = _file_refusal(file) if file.exists() else None
-        if refused is not None:
-            return refused
-    folder = nearest_folder(path.parent)
-    refused = folder_refusal(folder)
-    return None if refused is None else f"its folder {folder} takes no new file ({refused}); SQLite writes beside it"
 
 
 def _file_refusal(file: Path) -> str | None:
