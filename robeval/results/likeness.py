@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -82,34 +83,32 @@ _same("cascade", lambda side: ("without --cascade", "with --cascade")[bool(side.
 _same("data", _data)
 
 
+@partial(ASPECTS.add, "examples")
 def _examples(a: Side, b: Side) -> str | None:
     ea, eb = a.examples(), b.examples()
     return None if ea == eb else f"examples ({len(ea)} vs {len(eb)}, {len(ea & eb)} shared)"
 
 
+@partial(ASPECTS.add, "eps")
 def _eps(a: Side, b: Side) -> str | None:
     """A pair compares at the eps both sides ran: only sides that share none differ here."""
     ea, eb = list(dict.fromkeys(a.rows()["eps"])), list(dict.fromkeys(b.rows()["eps"]))
     return None if set(ea) & set(eb) else f"eps ({', '.join(ea)} vs {', '.join(eb)})"
 
 
+@partial(ASPECTS.add, "attack settings")
 def _settings(a: Side, b: Side) -> str | None:
-    sa, sb = a.settings(), b.settings()
-    parts = [setting_difference(attack, sa[attack], sb[attack]) for attack in sa if attack in sb]
-    found = [p for p in parts if p]
-    return f"attack settings ({'; '.join(found)})" if found else None
-
-
-ASPECTS.add("examples", _examples)
-ASPECTS.add("eps", _eps)
-ASPECTS.add("attack settings", _settings)
-
-
-def setting_difference(attack: str, a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """``square n_queries 5000 vs 500``: the keys where one attack's two settings differ (not those that
+    """Per attack both ran, the keys where its settings differ (``square n_queries 5000 vs 500``; not those that
     only split the work into passes: :data:`robeval.attack_settings.WORK_SPLIT`)."""
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k) and k not in WORK_SPLIT]
-    return f"{attack} " + ", ".join(f"{k} {a.get(k, 'unset')} vs {b.get(k, 'unset')}" for k in keys) if keys else None
+    sa, sb, found = a.settings(), b.settings(), []
+    for attack in [attack for attack in sa if attack in sb]:
+        one, other = sa[attack], sb[attack]
+        keys = [k for k in dict.fromkeys([*one, *other]) if one.get(k) != other.get(k) and k not in WORK_SPLIT]
+        if keys:
+            found.append(
+                f"{attack} " + ", ".join(f"{k} {one.get(k, 'unset')} vs {other.get(k, 'unset')}" for k in keys)
+            )
+    return f"attack settings ({'; '.join(found)})" if found else None
 
 
 def differences(a: Side, b: Side, aspects: tuple[str, ...] | None = None) -> list[str]:
@@ -125,18 +124,6 @@ def refuse_unlike(a: Side, b: Side, what: str, aspects: tuple[str, ...] | None =
         raise UserError(f"{a.label} and {b.label} differ in {'; '.join(found)}: {what}")
 
 
-def code_difference(model: str, side_a: Side, side_b: Side) -> str | None:
-    """How the code each run recorded for ``model`` (run.json's ``code``: a file's path and SHA-256 and the
-    files it imported, a plugin's distribution and version) differs between the two, naming the first file
-    that differs (None: the same, or not recorded by both)."""
-    a, b = (dict(side.run.info.get("models", {}).get(model, {}).get("code") or {}) for side in (side_a, side_b))
-    if not a or not b or same_code(a, b):
-        return None
-    imported = changed_file(a, b) if a.get("sha256") == b.get("sha256") else None  # a file it imported differs
-    files = [(imported[0], imported[1]), (imported[0], imported[2])] if imported else [None, None]
-    return f"{model} ({_shown_code(a, files[0])} vs {_shown_code(b, files[1])})"
-
-
 def _shown_code(code: dict[str, Any], file: tuple[str, str] | None) -> str:
     """One side's code as a comparison names it: its distribution and version, then the file that differs
     (``file``: an imported one; else its own) and that file's SHA-256."""
@@ -148,11 +135,19 @@ def _shown_code(code: dict[str, Any], file: tuple[str, str] | None) -> str:
 
 
 def _code(a: Side, b: Side) -> str | None:
-    """The code of a model both sides evaluated under one name: changed between the runs."""
+    """The code of a model both sides evaluated under one name, changed between the runs: how the code each
+    run recorded for it (run.json's ``code``: a file's path and SHA-256 and the files it imported, a plugin's
+    distribution and version) differs, naming the first file that differs (nothing where one recorded none)."""
     models = [a.model] if a.model is not None and a.model == b.model else []
     if a.model is None and b.model is None:
         models = [m for m in a.run.info.get("models", {}) if m in b.run.info.get("models", {})]
-    found = [text for text in (code_difference(m, a, b) for m in models) if text]
+    found = []
+    for model in models:
+        ca, cb = (dict(side.run.info.get("models", {}).get(model, {}).get("code") or {}) for side in (a, b))
+        if ca and cb and not same_code(ca, cb):
+            imported = changed_file(ca, cb) if ca.get("sha256") == cb.get("sha256") else None  # an imported file
+            files = [(imported[0], imported[1]), (imported[0], imported[2])] if imported else [None, None]
+            found.append(f"{model} ({_shown_code(ca, files[0])} vs {_shown_code(cb, files[1])})")
     return f"the models' code ({'; '.join(found)})" if found else None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 
@@ -64,26 +64,25 @@ def run_of_pair(store: Store, a: str, b: str) -> tuple[str, str]:
     ]
     if not both:
         raise UserError(f"no finished run in {store.path} evaluated both {a} and {b}; name each side's run (RUN:MODEL)")
-    described = {run_id: _pair_aspects(config) for run_id, config in both}
-    if len(set(described.values())) > 1:
-        differing = _differing(described)
-        listed = "; ".join(f"{run_id} ({_said(aspects, differing)})" for run_id, aspects in reversed(described.items()))
-        newest = both[-1][0]
+    # each aspect of each run as text (a run stored before an option existed has its default)
+    described = {r: {key: _aspect_text(key, c.get(key, option_default(key))) for key in PAIR_ASPECTS} for r, c in both}
+    differing = [key for key in PAIR_ASPECTS if len({aspects[key] for aspects in described.values()}) > 1]
+
+    def said(run_id: str, keys: Iterable[str]) -> str:
+        return ", ".join(f"{key} {described[run_id][key]}" for key in keys)
+
+    run_id = both[-1][0]  # the newest
+    if differing:
+        listed = "; ".join(f"{r} ({said(r, differing)})" for r in reversed(described))
         raise UserError(
             f"{a} and {b} are in {len(both)} finished runs that differ in {', '.join(differing)}: "
-            f"{listed}; name the one meant: robeval compare {newest}:{a} {newest}:{b}"
+            f"{listed}; name the one meant: robeval compare {run_id}:{a} {run_id}:{b}"
         )
-    run_id = both[-1][0]
     also = f"; {len(both) - 1} older run(s) of the same evaluation evaluated them too" if len(both) > 1 else ""
     return (
         run_id,
-        f"Compared in run {run_id} ({_said(described[run_id])}), the newest finished run that evaluated both{also}",
+        f"Compared in run {run_id} ({said(run_id, PAIR_ASPECTS)}), the newest finished run that evaluated both{also}",
     )
-
-
-def _pair_aspects(config: dict) -> tuple[tuple[str, str], ...]:
-    """Each aspect of a stored configuration as text (a run stored before an option existed has its default)."""
-    return tuple((key, _aspect_text(key, config.get(key, option_default(key)))) for key in PAIR_ASPECTS)
 
 
 def _aspect_text(key: str, value: object) -> str:
@@ -93,15 +92,6 @@ def _aspect_text(key: str, value: object) -> str:
         return "-"
     items = value if isinstance(value, list) else [value]
     return ",".join(str(v.get("text", v.get("value"))) if isinstance(v, dict) else str(v) for v in items) or "none"
-
-
-def _said(aspects: tuple[tuple[str, str], ...], only: list[str] | None = None) -> str:
-    return ", ".join(f"{key} {value}" for key, value in aspects if only is None or key in only)
-
-
-def _differing(described: dict) -> list[str]:
-    values = list(described.values())
-    return [key for i, (key, _) in enumerate(values[0]) if len({v[i][1] for v in values}) > 1]
 
 
 # What a table never mixes (robeval.results.likeness): every aspect but eps (runs at other eps combine);

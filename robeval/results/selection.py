@@ -44,18 +44,12 @@ def parse_select(text: str, run_models: list[str], drawn: list[str]) -> list[tup
                 f"--select {text!r}: {part!r} is not MODEL-{'|MODEL-'.join(CONDITIONS)} "
                 f"(MODEL: A, B or a model of the run: {', '.join(run_models)})"
             )
-        conditions.append((_model_named(name, text, run_models, drawn), word))
+        position = ALIASES.find(name) if len(name) == 1 else -1
+        if name not in run_models and not 0 <= position < len(drawn):
+            known = ", ".join(f"{a}={m}" for a, m in zip(ALIASES, drawn))
+            raise UserError(f"--select {text!r}: {name!r} is no model of the run ({', '.join(run_models)}) nor {known}")
+        conditions.append((name if name in run_models else drawn[position], word))
     return conditions
-
-
-def _model_named(name: str, text: str, run_models: list[str], drawn: list[str]) -> str:
-    if name in run_models:
-        return name
-    position = ALIASES.find(name) if len(name) == 1 else -1
-    if position >= 0 and position < len(drawn):
-        return drawn[position]
-    known = ", ".join(f"{a}={m}" for a, m in zip(ALIASES, drawn))
-    raise UserError(f"--select {text!r}: {name!r} is no model of the run ({', '.join(run_models)}) nor {known}")
 
 
 def model_rows(records: pd.DataFrame, models: list[str]) -> dict[str, pd.DataFrame]:

@@ -113,7 +113,6 @@ def _row(model: str, eps: str, attack: str, g: dict, meta: dict, norm: str) -> d
 
 
 # A summary row's figures: name -> (record column, how the unit's records combine); the measures as they are
-HEADLINE = {"n": ("adv_top1", "size"), "top1": ("adv_top1", "mean"), "top5": ("adv_top5", "mean")}
 MEASURES = {
     "mean_linf": ("linf", "mean"),
     "mean_l2": ("l2", "mean"),
@@ -121,7 +120,8 @@ MEASURES = {
     "backward_passes_per_example": ("backward_passes", "mean"),
     "median_min_norm": ("min_norm", "median"),  # minimum-norm attacks only (NaN elsewhere)
 }
-UNIT_FIGURES = {**HEADLINE, "eps_value": ("eps_value", "first"), **MEASURES}
+UNIT_FIGURES = {"n": ("adv_top1", "size"), "top1": ("adv_top1", "mean"), "top5": ("adv_top5", "mean"),
+                "eps_value": ("eps_value", "first"), **MEASURES}  # fmt: skip
 
 # Under a reduced --precision: examples re-checked in fp32, robust as crafted but fooled in fp32, and the reverse
 FP32_COUNTS = ("fp32_checked", "fp32_fooled", "fp32_rescued")
@@ -228,7 +228,12 @@ def run_summary(
     add_run_columns(summary, run, config)
     add_audit_columns(summary, records, config)
     add_condition_columns(summary, config)
-    add_data_columns(summary, config)
+    # The run's data as values, beside ``data`` (its name in captions: ``cifar10 (test)``, a folder's path):
+    # ``source``, the --data itself, and ``split``, a published set's ("" for data without splits).  (This and
+    # the condition columns come last, so that the columns of earlier exports keep their places.)
+    summary["source"] = config["data"]
+    split = config.get("split") or option_default("split")  # (a run stored before --split had its default)
+    summary["split"] = split if config["data"] in PUBLISHED else ""
     return summary
 
 
@@ -247,16 +252,6 @@ def add_condition_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None
     found = [conditions.get(str(a)) for a in summary["attack"]]
     summary["corruption"] = [c.corruption if c else "" for c in found]
     summary["severity"] = [c.severity if c else 0 for c in found]
-
-
-def add_data_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None:
-    """The run's data as values, beside ``data`` (its name in captions: ``cifar10 (test)``, a folder's
-    path): ``source``, the --data itself (digits, a published set, a folder), and ``split``, a
-    published set's (``""`` for data without splits).  (This and the condition columns come last,
-    so that the columns of earlier exports keep their places.)"""
-    summary["source"] = config["data"]
-    split = config.get("split") or option_default("split")  # (a run stored before --split had its default)
-    summary["split"] = split if config["data"] in PUBLISHED else ""
 
 
 def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str, Any]) -> None:
