@@ -421,10 +421,11 @@ def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     others = [m for m in dict.fromkeys(ev.summary["base_model"]) if m != base]
     if len(own) < 2 and not others:
         return Finding(NOT_APPLICABLE, "one model of one member: nothing to compare its recipe with")
-    lines = [f"its member {i + 1}: {d}" for i, d in enumerate(_unlike(own[0], own[1:]), start=1) if d]
-    for other in others:
-        theirs = member_recipes(ev.models.get(other, {}))
-        lines += [f"{other}: {d}" for d in _unlike(own[0], theirs[:1]) if d]
+    compared = [(f"its member {i}", r) for i, r in enumerate(own[1:], start=2)]
+    compared += [
+        (other, member_recipes(ev.models.get(other, {}))[0]) for other in others
+    ]  # (an unknown one: unlike none)
+    lines = [f"{who}: {', '.join(d)}" for who, r in compared if own[0] and r and (d := recipe_differences(own[0], r))]
     if lines:
         return caveat("recipes differ", f"recipes differ (this model's vs the other's): {'; '.join(lines)}")
     unknown = [m for m in [base, *others] if None in member_recipes(ev.models.get(m, {}))]
@@ -433,11 +434,6 @@ def same_recipe(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
                       "compared models were trained alike is not shown", "record it: robeval train-demo writes it; a "
                       "training checkpoint's args do")  # fmt: skip
     return judged(False, f"one recipe: {recipe_text(own[0])}" + (f", as {', '.join(others)}" if others else ""))
-
-
-def _unlike(first: dict | None, rest: list[dict | None]) -> list[str]:
-    """For each recipe of ``rest``, how it differs from ``first`` (empty: alike, or one of them unknown)."""
-    return [", ".join(recipe_differences(first, r)) if first and r else "" for r in rest]
 
 
 @check("wide-bound", "The fast protocol's bound on AutoAttack is close to its result",

@@ -5,29 +5,15 @@ bootstrap interval (the examples resampled with replacement) and the exact McNem
 pairs (two-sided; its one-sided sign test is the precision check's).  That compares two checkpoints.
 
 A claim about training procedures ("attention B is more robust than attention A") is made from models with
-several members (checkpoints, one per training seed) evaluated on the same examples.  The difference of
-the means over members, ``D = mean(B's members) - mean(A's members)`` (percentage points), varies for two
-reasons: which seeds were trained, and which examples were drawn.  By the law of total variance its
-variance is the seed term plus the example term:
-
-* seed term ``s_A^2 / k_A + s_B^2 / k_B``: the sample variances (n - 1) of the members' accuracies on
-  these examples, over ``k`` members each.  With three members a bootstrap over members misses much of
-  this spread when seeds vary more than examples do (it resamples 3 values: its variance is
-  ``(k - 1) / k`` of the plain estimate, its percentiles come from ten distinct resamples, and its
-  quantile is a normal one where Student's t with 2 degrees of freedom is 4.3).  A side of one member
-  has no spread of its own: it is taken to vary as the other side does (said in the verdict); with one
-  member a side nothing is left to estimate it from and the test is the paired one above.
-* example term: the variance of ``d``, each example's difference of the two sides' member-mean
-  outcomes (paired on examples), over ``n`` — the variance a paired bootstrap over examples estimates
-  (its limit, without Monte Carlo noise) — less each side's residual mean square of its members x
-  examples table over its ``k``: a member's own departures on each example are part of the members'
-  spread on these examples, which the seed term counts already.
-
-The interval is ``D +- t(0.975, df) * sqrt(seed term + example term)`` with the Welch-Satterthwaite
-degrees of freedom of the terms (a side's seed term k - 1, the example term n - 1); the difference
-exceeds the seed-to-seed variation (and the sampling of examples) when the interval excludes 0, and a
-column's best is bold where it does against the runner-up (:func:`separates`).  docs/results.md reports
-a simulation of its coverage (tests/test_members.py runs one case).
+several members (checkpoints, one per training seed) evaluated on the same examples: the difference of the
+means over members, ``D = mean(B's members) - mean(A's members)`` (percentage points), has by the law of
+total variance a seed term ``s_A^2 / k_A + s_B^2 / k_B`` (each side's sample variance of its members'
+accuracies on these examples, n - 1) plus an example term (the variance of each example's difference of the
+member means, over ``n``, less each side's residual mean square of its members x examples table over its
+``k``, which the seed term counts already).  The interval is ``D +- t(0.975, df) * SE`` with the
+Welch-Satterthwaite degrees of freedom of the terms; a column's best is bold where it excludes 0 against
+the runner-up (:func:`separates`).  docs/results.md says why not a bootstrap over three members, how a
+side of one member is taken, and reports a simulation of the coverage (tests/test_members.py runs one case).
 """
 
 from __future__ import annotations
@@ -106,17 +92,6 @@ def member_matrix(records: pd.DataFrame, column: str) -> tuple[np.ndarray, list[
     return table.to_numpy(dtype=float), [int(e) for e in table.columns]
 
 
-def seed_terms(a: np.ndarray, b: np.ndarray) -> list[tuple[float, int]]:
-    """Each side's seed term of the variance of D (points squared) with its degrees of freedom (the module
-    docstring)."""
-    means = [100.0 * side.mean(axis=1) for side in (a, b)]
-    variances = [float(np.var(m, ddof=1)) if len(m) > 1 else math.nan for m in means]
-    known = [v for v in variances if not math.isnan(v)]
-    variances = [known[0] if math.isnan(v) else v for v in variances]
-    dfs = [len(m) - 1 if len(m) > 1 else len(means[1 - i]) - 1 for i, m in enumerate(means)]
-    return [(v / len(m), df) for v, m, df in zip(variances, means, dfs)]
-
-
 def interaction(side: np.ndarray) -> float:
     """The residual mean square of a side's members x examples outcomes (two-way, no replication); 0 for
     one member."""
@@ -151,8 +126,15 @@ def claim_interval(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """D, its standard error, degrees of freedom and 95% interval for sides ``a`` and ``b`` (members x
     examples, the same examples in the same order; at least one side with two members)."""
     diff = 100.0 * (b.mean() - a.mean())
+    # each side's seed term (points squared) with its degrees of freedom: a side of one member varies as the other
+    means = [100.0 * side.mean(axis=1) for side in (a, b)]
+    variances = [float(np.var(m, ddof=1)) if len(m) > 1 else math.nan for m in means]
+    known = [v for v in variances if not math.isnan(v)]
+    variances = [known[0] if math.isnan(v) else v for v in variances]
+    dfs = [len(m) - 1 if len(m) > 1 else len(means[1 - i]) - 1 for i, m in enumerate(means)]
+    seed = [(v / len(m), df) for v, m, df in zip(variances, means, dfs)]
     example = example_term(b.mean(axis=0) - a.mean(axis=0), interaction(a) / len(a) + interaction(b) / len(b))
-    se, df, half = welch_satterthwaite([*seed_terms(a, b), (example, max(a.shape[1] - 1, 1))])
+    se, df, half = welch_satterthwaite([*seed, (example, max(a.shape[1] - 1, 1))])
     return {"diff": diff, "se": se, "df": df, "low": diff - half, "high": diff + half}
 
 

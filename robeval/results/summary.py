@@ -222,7 +222,10 @@ def run_summary(
     if summary.empty:
         return summary
     add_model_columns(summary)
-    add_curve_columns(summary, curves)
+    found = last_tenth(curves)  # the noise test's figures (robeval.results.convergence), NaN on rows without a curve
+    keys = list(zip(summary["model"], summary["eps"], summary["attack"]))
+    for i, column in enumerate(("curve_robust_90", "curve_robust_end", "curve_examples")):
+        summary[column] = [float(found[k][i]) if k in found else float("nan") for k in keys]
     summary["run_status"] = run.get("status", "finished")
     summary["not_run"] = not_run(summary, plan.get("units", {}))
     add_run_columns(summary, run, config)
@@ -291,15 +294,6 @@ def passes_per_image(summary: pd.DataFrame) -> Passes:
             "backward": round(float(r.backward_passes_per_example), 4),
         }
     return out
-
-
-def add_curve_columns(summary: pd.DataFrame, curves: pd.DataFrame) -> None:
-    """``curve_robust_90``, ``curve_robust_end``, ``curve_examples``: the noise test's figures
-    (robeval.results.convergence), NaN on rows without a curve."""
-    found = last_tenth(curves)
-    keys = list(zip(summary["model"], summary["eps"], summary["attack"]))
-    for i, column in enumerate(("curve_robust_90", "curve_robust_end", "curve_examples")):
-        summary[column] = [float(found[k][i]) if k in found else float("nan") for k in keys]
 
 
 def crafting_precision(config: dict[str, Any]) -> str:
