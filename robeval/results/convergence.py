@@ -2,14 +2,12 @@
 the batches from the points each unit stored (:mod:`robeval.attacks.convergence` says what a point
 counts), and the noise test behind the "attack converged" flag and checklist indicator.
 
-The noise test: a curve is still falling when over the last tenth of its budget (from point 18 of
-20 to the end) it falls by more than one standard error of the robust accuracy it falls from, and by
-at least two examples (one example's change never passes).  The standard error is Agresti and
-Coull's (1998, :func:`standard_error`) of the robust examples at nine tenths of the budget.  A curve
-still falling means a longer attack would very likely report a lower number, by more than the sampling
-error the table already carries.  A running-best curve never rises, so every drop is real (a sign test
-would flag five newly fooled examples whatever ``n``); the question is whether the drop matters at the
-table's precision.  A curve that ends at 0 has nothing left to fool and never counts.
+The noise test (docs/soundness.md, "Did the attack converge?"): a curve is still falling when over the
+last tenth of its budget (point 18 of 20 to the end) it falls by at least two examples and by more than
+Agresti and Coull's standard error (:func:`standard_error`) of the robust accuracy it falls from: a longer
+attack would very likely report a lower number, by more than the sampling error the table carries.  A
+running-best curve never rises (a sign test would flag any five newly fooled examples whatever ``n``), and
+a curve that ends at 0 has nothing left to fool and never counts.
 """
 
 from __future__ import annotations
