@@ -34,8 +34,7 @@ def curve_attribute(attack: str, name: str) -> str:
     """The attack's registered ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
     ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered):
     registration data, read without importing the attack's class (or torch)."""
-    spec = ATTACKS.get(attack)
-    return (getattr(spec, name, None) or "") if spec is not None else ""
+    return getattr(ATTACKS.get(attack), name, None) or ""
 
 
 def setting_of(attack: str) -> str:

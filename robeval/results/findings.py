@@ -2,8 +2,6 @@
 :data:`CHECKS` whose judgement of one model of a run is a :class:`Finding`.  Two kinds: checks of the
 attacks, RAISED where the attacks may have failed (the run's flags), and checks of the claim, whose CAVEAT
 says what the numbers cannot claim (one checkpoint, recipes, a wide bound) and is never a flag.
-``robeval check`` prints the flags and then the caveats; the checklist and the HTML report render every
-finding.
 
 The thresholds are tests that a change of one example never passes: a gap counts when it exceeds its
 points *and* :data:`MIN_EXAMPLES` examples (with 50 examples one example is 2 points, more than the

@@ -187,27 +187,16 @@ def recipe_cells(models: Mapping[str, Sequence[Recipe | None]]) -> dict[str, Alt
     20, lr 0.003``; ``unknown``).  Empty when the models differ in nothing and none is unknown, or when no
     model records a recipe (nothing can be said: a table of hub weights says nothing)."""
     known = [recipe for recipes in models.values() for recipe in recipes if recipe]
-    fields = _differing_fields(known)
+    # the ingredients (not the seed) that two of the recipes both record and give differently
+    pairs = list(combinations(known, 2))
+    keys = dict.fromkeys(key for recipe in known for key in recipe if key != SEED)
+    fields = [k for k in keys if any(k in a and k in b and recipe_differences({k: a[k]}, {k: b[k]}) for a, b in pairs)]
     if not known or not fields and all(None not in recipes for recipes in models.values()):
         return {}
     return {
         model: Alternatives(t for t in dict.fromkeys(_member_text(r, fields, known) for r in recipes) if t)
         for model, recipes in models.items()
     }
-
-
-def _differing_fields(recipes: list[Recipe]) -> list[str]:
-    """The ingredients (not the seed) that two of ``recipes`` both record and give differently."""
-    keys = dict.fromkeys(key for recipe in recipes for key in recipe if key != SEED)
-    return [
-        key
-        for key in keys
-        if any(
-            recipe_differences({key: a[key]}, {key: b[key]})
-            for a, b in combinations(recipes, 2)
-            if key in a and key in b
-        )
-    ]
 
 
 def _member_text(recipe: Recipe | None, fields: list[str], known: list[Recipe]) -> str:

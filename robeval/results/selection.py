@@ -1,12 +1,8 @@
-"""Which stored examples a gallery draws: ``--select`` conditions on the records, explicit
-``--examples``, or by default the most informative ones.
-
-``--select "A-fooled,B-robust"``: comma-separated conditions, each ``MODEL-WORD`` where MODEL is a
-model of the run (or ``A`` / ``B``, the first and second drawn model) and WORD one of
-:data:`CONDITIONS`, read from the example's record under the chosen attack and eps; an example is
-drawn when every condition holds.  By default the examples where the drawn models' adversarial
-top-1 hits disagree come first, then those some drawn model is fooled on, then the others (each
-group in example order).  Torch-free: the command line checks a selection before torch loads.
+"""Which stored examples a gallery draws: ``--select`` conditions on the records (``"A-fooled,B-robust"``:
+each ``MODEL-WORD``, MODEL a model of the run or ``A`` / ``B``, the first and second drawn model, and WORD
+one of :data:`CONDITIONS`, all of which must hold), explicit ``--examples``, or by default the most
+informative ones (docs/results.md, ``robeval examples``).  Torch-free: the command line checks a selection
+before torch loads.
 """
 
 from __future__ import annotations

@@ -2,12 +2,8 @@
 
 A model of several members (checkpoints of one training procedure) has one row per eps and attack like
 any other: each figure is first computed per member, from that member's records alone (its ``any`` the
-worst case over its own attacks), then combined over the members (:data:`OVER_MEMBERS`: top-1 and top-5
-their mean).  A run with such a model adds ``members``, the sample standard deviations ``top1_std`` and
-``top5_std`` (n - 1; NaN for one member), each member's own values, ``member_top1`` and
-``member_top5`` (lists in member order), and the 95% interval of the mean for seeds and examples
-together, ``top1_low`` ... ``top5_high`` (robeval.results.statistics: the claim test's two levels); a run
-whose models have one member each has the columns it always had.
+worst case over its own attacks), then combined over the members (:data:`OVER_MEMBERS`); the columns such a
+model adds (:func:`member_spread`) are docs/results.md's, "Several checkpoints per model".
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""The results store: runs and per-example records in SQLite (Python's sqlite3).
+"""The results store: runs and per-example records in SQLite (Python's sqlite3; docs/store.md).
 
-Every table and figure is computed from the records stored here.  A run's work is split into units
-``(model, eps, attack, batch, member)``; a unit's records and its completion mark are written in one
-transaction, so a run killed at any moment loses at most the units in flight, and ``--resume``
-skips exactly the units already stored.  WAL journaling and a busy timeout let several runs write to
-one store at once.  Split by job: the schema and its migrations (:mod:`.schema`), the file checks
-before SQLite opens it (:mod:`.files`), and here the store itself: its runs, units, records and curves
-written and read, and the process that holds a run while it evaluates it (``runs.holder``: who it is,
-and whether it still runs; a second ``--resume`` of a held run is refused while it does).
+A unit's records and its completion mark are written in one transaction, so a run killed at any moment loses
+at most the units in flight and ``--resume`` skips exactly the units already stored; WAL journaling and a
+busy timeout let several runs write to one store at once.  Split by job: the schema and its migrations
+(:mod:`.schema`), the file checks before SQLite opens it (:mod:`.files`), and here the store itself, with
+the process that holds a run while it evaluates it (``runs.holder``: a second ``--resume`` of a held run is
+refused while it still runs).
 """
 
 from __future__ import annotations
