@@ -68,10 +68,8 @@ Judge = Callable[[str, pd.DataFrame, Evidence], Finding]
 
 @dataclass(frozen=True)
 class Check:
-    """A registration: the checklist's wording (``title``: what a sound evaluation shows), the literature it
-    ``covers``, its judgement of one model's rows, the advice a raised finding or a caveat carries unless the
-    judgement gives its own, and whether it checks the ``claim`` (what the numbers can say: ok, CAVEAT or
-    n/a) rather than the attacks (ok, RAISED, not run or n/a)."""
+    """A registration: ``title``, the checklist's wording (what a sound evaluation shows); ``advice``, what a
+    raised finding or a caveat carries unless the judgement gives its own; ``claim``: a check of the claim."""
 
     title: str
     covers: str

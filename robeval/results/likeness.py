@@ -1,12 +1,8 @@
-"""Like with like: what the two sides of a comparison differ in, read from the runs as the store gives
-them back.
-
-A side is a stored run, or one model of it.  Two sides compare alike only when they were evaluated
-under the same protocol, threat model, crafting precision and cascade, on the same data (shift
-included) and the same examples, and every attack both ran had the same settings (Square of 5,000
-queries against Square of 500 is no comparison of two models).  ``robeval compare`` refuses any
-difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` refuse most of them
-(:func:`robeval.results.runs.combine`) and name the rest on a line of the caption (:func:`settings_note`).
+"""Like with like: what the two sides of a comparison (a stored run, or one model of it) differ in
+(:data:`ASPECTS`), read from the runs as the store gives them back: an attack both ran with other settings
+too (Square of 5,000 queries against Square of 500 is no comparison of two models).  ``robeval compare``
+refuses any difference (:func:`refuse_unlike`); ``robeval table`` and ``robeval report`` refuse most of
+them (:func:`robeval.results.runs.combine`) and name the rest on a line of the caption (:func:`settings_note`).
 """
 
 from __future__ import annotations
@@ -153,9 +149,7 @@ def _code(a: Side, b: Side) -> str | None:
 
 def noted_differences(a: Side, b: Side) -> list[str]:
     """What two sides may differ in and still be compared, as lines a comparison prints beside the numbers
-    rather than refused: the models' code, and what the recipes of two models say of their comparison
-    (robeval.models.recipes): a side's members trained otherwise than each other, the two sides trained
-    otherwise, or a recipe nobody recorded."""
+    rather than refused: the models' code, and what their recipes say (robeval.models.recipes)."""
     code = _code(a, b)
     lines = [f"note: {a.label} and {b.label} differ in {code}"] if code else []
     if a.model is None or b.model is None:
@@ -221,9 +215,8 @@ def trained_apart(a: object, b: object) -> bool:
 
 
 def settings_note(runs: list[StoredRun]) -> str:
-    """The caption's line for runs of one table whose shared attacks ran with different settings, or
-    whose models' code changed between them (empty when they agree): each difference, and which run
-    had which."""
+    """The caption's line for runs of one table whose shared attacks ran with different settings, or whose
+    models' code changed between them (empty when they agree): each difference, and which run had which."""
     first = Side(runs[0])
     parts = []
     for other in runs[1:]:

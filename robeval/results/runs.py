@@ -123,10 +123,8 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
 
 
 def _with_recipes(runs: list[StoredRun], frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with a ``recipe`` column where its models (or the members of one) were trained otherwise, or
-    a recipe is unknown beside a known one: each model's values of the ingredients that differ
-    (robeval.results.likeness.recipe_cells, from each member's recipe in its own run's run.json), keyed by
-    the model as the table names it; no column where the recipes agree or none is recorded."""
+    """``frame`` with the ``recipe`` column (robeval.results.likeness.recipe_cells, from each member's recipe in
+    its own run's run.json), keyed by the model as the table names it."""
 
     def recipes(run: StoredRun) -> pd.DataFrame:
         facts, models = run.info.get("models", {}), list(dict.fromkeys(run.summary["model"]))

@@ -30,12 +30,10 @@ class ModelFindings:
 
     @property
     def indicators(self) -> list[Finding]:
-        """The findings of the checks of the attacks (ok, RAISED, not run, n/a)."""
         return [f for f in self.findings if not CHECKS[f.check].claim]
 
     @property
     def claims(self) -> list[Finding]:
-        """The findings of the checks of the claim (ok, CAVEAT, n/a)."""
         return [f for f in self.findings if CHECKS[f.check].claim]
 
     @property

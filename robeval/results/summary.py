@@ -50,9 +50,6 @@ class Coverage:
     def complete(self, model: str, eps: str, attack: str) -> bool:
         return self.done.get((model, eps, attack), 0) >= self.expected(model)
 
-    def fraction(self, model: str, eps: str, attack: str) -> str:
-        return f"{self.done.get((model, eps, attack), 0)}/{self.expected(model)}"
-
 
 # How an example's worst case over the attacks takes each record column: what it is (first), hit only if
 # every attack missed (min), the largest perturbation (max), the passes of all attacks (sum).
@@ -146,19 +143,10 @@ def unit_aggregates(records: pd.DataFrame) -> dict[tuple[str, str, str], list[di
     return out
 
 
-def over_members(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model's figures from its members' (:data:`OVER_MEMBERS`); one member's as they are."""
-    if len(members) == 1:
-        return members[0]
-    frame = pd.DataFrame(members)
-    return {name: frame[name].agg(how) for name, how in OVER_MEMBERS.items()}
-
-
 def member_spread(members: list[dict[str, Any]], records: pd.DataFrame) -> dict[str, Any]:
-    """The columns a model of several members adds (the module docstring): how many, the sample std
-    (n - 1: NaN for one member) of their top-1 and top-5 (%), each one's value, and the 95% interval of
-    the mean for seeds and examples together (``<metric>_low``, ``<metric>_high``: robeval.results.statistics,
-    from ``records``, the unit's records of every member)."""
+    """The columns a model of several members adds: how many, the sample std (n - 1) of their top-1 and top-5
+    (%), each one's value, and the 95% interval of the mean for seeds and examples together
+    (``<metric>_low``, ``<metric>_high``: robeval.results.statistics, from ``records``, every member's)."""
     out: dict[str, Any] = {MEMBERS: len(members)}
     for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):
         values = [100.0 * float(m[metric]) for m in members]
@@ -193,12 +181,15 @@ def summarize(
         if members is None:
             continue
         done = attack == ANY or coverage.complete(model, eps, attack)
+        figures = members[0] if len(members) == 1 else pd.DataFrame(members).agg(OVER_MEMBERS).to_dict()
         rows.append(
             {
-                **_row(model, eps, attack, over_members(members), models_meta.get(model, {}), config["norm"]),
+                **_row(model, eps, attack, figures, models_meta.get(model, {}), config["norm"]),
                 "status": "complete" if done else "partial",
                 "any_over": Names(over.get((model, eps), [])) if attack == ANY else Names(),
-                "batches": "" if attack == ANY else coverage.fraction(model, eps, attack),
+                "batches": ""
+                if attack == ANY
+                else f"{coverage.done.get((model, eps, attack), 0)}/{coverage.expected(model)}",
                 **(member_spread(members, units.get_group((model, eps, attack))) if units is not None else {}),
             }
         )

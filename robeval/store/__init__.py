@@ -132,14 +132,10 @@ class Store:
     def close(self) -> None:
         """Let go of the store; a writer of a file first folds its journal into it (:meth:`fold_journal`)."""
         try:
-            if self.writes_file:
+            if not self.read_only and str(self.path) != IN_MEMORY:
                 self.fold_journal()
         finally:
             self.conn.close()
-
-    @property
-    def writes_file(self) -> bool:
-        return not self.read_only and str(self.path) != IN_MEMORY
 
     def fold_journal(self, wait: float | None = None) -> bool:
         """Copy every record the ``-wal`` journal holds into the store file itself, so that the file alone
@@ -217,7 +213,6 @@ class Store:
             conn.execute("UPDATE runs SET holder = ? WHERE id = ?", (json.dumps(self.holder), run_id))
 
     def release(self, run_id: str, **fields: Any) -> None:
-        """Update the run (status, ...) and let go of it."""
         self.update_run(run_id, holder=None, **fields)
         self.holder = None
 
