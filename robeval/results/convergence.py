@@ -31,9 +31,8 @@ CURVE_FRAME = [*KEYS, "point", "position", "robust", "examples", "robust_top1", 
 
 
 def curve_attribute(attack: str, name: str) -> str:
-    """The attack's registered ``name``: ``curve_axis``, what its curve counts along (``iterations`` or
-    ``queries``), or ``curve_setting`` ("" where it has none, or the attack is no longer registered):
-    registration data, read without importing the attack's class (or torch)."""
+    """The attack's registered ``curve_axis`` (``iterations`` or ``queries``) or ``curve_setting`` ("" where
+    none, or not registered): registration data, read without importing the attack's class (or torch)."""
     return getattr(ATTACKS.get(attack), name, None) or ""
 
 

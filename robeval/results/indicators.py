@@ -393,11 +393,8 @@ def converged(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
 def several_checkpoints(model: str, rows: pd.DataFrame, ev: Evidence) -> Finding:
     base = _base(model, rows)  # (its +adaptive copy is itself)
     family = ev.models.get(base, {}).get("family")
-    others = [
-        m
-        for m in dict.fromkeys(ev.summary["base_model"])
-        if m != base and (family is None or ev.models.get(m, {}).get("family") != family)
-    ]
+    others = [m for m in dict.fromkeys(ev.summary["base_model"])
+              if m != base and (family is None or ev.models.get(m, {}).get("family") != family)]  # fmt: skip
     if not others:
         return Finding(NOT_APPLICABLE, "no model of another kind in the run to compare with")
     several = "members" in rows and rows["members"].notna().any()  # (a summary of one member each has no column)

@@ -131,9 +131,9 @@ def _shown_code(code: dict[str, Any], file: tuple[str, str] | None) -> str:
 
 
 def _code(a: Side, b: Side) -> str | None:
-    """The code of a model both sides evaluated under one name, changed between the runs: how the code each
-    run recorded for it (run.json's ``code``: a file's path and SHA-256 and the files it imported, a plugin's
-    distribution and version) differs, naming the first file that differs (nothing where one recorded none)."""
+    """How the code of a model both sides evaluated under one name changed between the runs (run.json's
+    ``code``: a file's path and SHA-256 and the files it imported, a plugin's distribution and version),
+    naming the first file that differs."""
     models = [a.model] if a.model is not None and a.model == b.model else []
     if a.model is None and b.model is None:
         models = [m for m in a.run.info.get("models", {}) if m in b.run.info.get("models", {})]

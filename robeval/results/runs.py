@@ -118,8 +118,8 @@ def combine(runs: list[StoredRun]) -> pd.DataFrame:
         refuse_unlike(Side(first), Side(other), "a table never mixes them, it compares like with like", aspects)
     frame = _with_recipes(runs, _named_models(runs, lambda run: run.summary))
     if len(runs) > 1:
-        frame["unlike"] = settings_note(runs)
-    return frame.sort_values("eps_value", kind="stable", ignore_index=True) if len(runs) > 1 else frame
+        frame = frame.assign(unlike=settings_note(runs)).sort_values("eps_value", kind="stable", ignore_index=True)
+    return frame
 
 
 def _with_recipes(runs: list[StoredRun], frame: pd.DataFrame) -> pd.DataFrame:
@@ -185,8 +185,7 @@ def minimum_norm_records(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def convergence_curves(store: Store, runs: list[StoredRun]) -> pd.DataFrame:
-    """The runs' convergence curves (robeval.results.convergence.curves), models named as :func:`combine`
-    names them."""
+    """The runs' convergence curves (results.convergence.curves), models named as :func:`combine` names them."""
     return _named_models(runs, lambda run: curves(store, run.run_id))
 
 

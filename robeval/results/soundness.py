@@ -64,10 +64,8 @@ def judge_summary(
     :class:`Evidence` at hand (a check that reads a missing part is not run)."""
     info = info or {}
     summary = summary if "adaptive" in summary else add_model_columns(summary.copy())  # (a summary made by hand)
-    norms = (
-        minimum_norm_records(records) if records is not None else pd.DataFrame(columns=["model", "attack", "min_norm"])
-    )
-    companion = companion if companion is not None else pd.DataFrame()
+    norms = pd.DataFrame(columns=["model", "attack", "min_norm"]) if records is None else minimum_norm_records(records)
+    companion = pd.DataFrame() if companion is None else companion
     ev = Evidence(summary, info.get("model_checks", {}), info.get("models", {}), norms, companion)
     return [ModelFindings(m, [c.finding(name, m, summary[summary["model"] == m], ev) for name, c in CHECKS.items()])
             for m in dict.fromkeys(summary["model"])]  # fmt: skip

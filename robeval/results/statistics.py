@@ -139,9 +139,8 @@ def claim_interval(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
 
 
 def member_interval(side: np.ndarray) -> tuple[float, float]:
-    """The 95% interval (points) of one model's mean accuracy over its members on these examples (members x
-    examples, 0/1), for seeds and examples together as :func:`claim_interval` counts a difference: the seed
-    term s^2/k, the example term, Student's t with their Welch-Satterthwaite degrees of freedom."""
+    """The 95% interval (points) of one model's mean accuracy over its members (members x examples, 0/1), for
+    seeds and examples together as :func:`claim_interval` counts a difference (its seed term s^2/k)."""
     k, n = side.shape
     mean = 100.0 * float(side.mean())
     seed = float(np.var(100.0 * side.mean(axis=1), ddof=1)) / k if k > 1 else 0.0
@@ -168,8 +167,7 @@ def separates(a: np.ndarray, b: np.ndarray) -> bool:
 
 def claim_row(ra: pd.DataFrame, rb: pd.DataFrame, eps: str, attack: str) -> dict:
     """``robeval compare``'s row at (eps, attack) for models of several members on the same examples: per
-    metric each side's mean and sample std over members, D and its claim interval (the module docstring),
-    and whether it excludes 0."""
+    metric each side's mean and sample std over members, D, its claim interval and whether it excludes 0."""
     row: dict = {"eps": eps, "attack": attack}
     for metric, column in (("top1", "adv_top1"), ("top5", "adv_top5")):
         (a, examples_a), (b, examples_b) = member_matrix(ra, column), member_matrix(rb, column)

@@ -43,9 +43,7 @@ class Coverage:
     members: dict[str, int]
 
     def expected(self, model: str) -> int:
-        if self.batches is None:
-            return max(self.done.values(), default=0)
-        return self.batches * self.members.get(model, 1)
+        return max(self.done.values(), default=0) if self.batches is None else self.batches * self.members.get(model, 1)
 
     def complete(self, model: str, eps: str, attack: str) -> bool:
         return self.done.get((model, eps, attack), 0) >= self.expected(model)
@@ -73,10 +71,8 @@ def any_attack_records(records: pd.DataFrame, attacks: list[str], covered: Cover
         return records.iloc[0:0]
     keys = ["model", "member", "eps", "eps_value", "example"]  # each member's own worst case
     agg = sub.groupby(keys, sort=False).agg(**WORST_CASE).reset_index()
-    agg["attack"] = ANY
-    agg["adv_pred"] = -1
-    agg["min_norm"] = agg["fp32_top1"] = float("nan")  # a worst case is no minimum-norm search nor re-checked
-    return agg[RECORD_COLUMNS]
+    # (a worst case is no minimum-norm search nor re-checked in fp32)
+    return agg.assign(attack=ANY, adv_pred=-1, min_norm=float("nan"), fp32_top1=float("nan"))[RECORD_COLUMNS]
 
 
 def covered_attacks(records: pd.DataFrame, attacks: list[str], coverage: Coverage | None) -> Covered:
@@ -245,8 +241,7 @@ def add_condition_columns(summary: pd.DataFrame, config: dict[str, Any]) -> None
 
 
 def add_run_columns(summary: pd.DataFrame, run: dict[str, Any], config: dict[str, Any]) -> None:
-    """What every row of a run shares: protocol, precision, data, how its examples were chosen, the
-    number of classes its labels have, seed, attack settings, versions, run id, shift."""
+    """What every row of a run shares (``classes``: the number of classes its labels have)."""
     settings = run.get("attack_settings") or config.get("attack_settings", {})
     v = run.get("versions") or {}
     data = run.get("data", {})

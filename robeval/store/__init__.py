@@ -41,13 +41,11 @@ from .schema import MIGRATIONS, RUN_KEYS, SCHEMA_VERSION, UNIT_KEYS, UNIT_TABLES
 IN_MEMORY = ":memory:"  # a store path that keeps the store in this process's memory (a run given no store)
 JOURNAL_WAIT_SECONDS = BUSY_SECONDS  # how long a writer that closes waits for readers that pin its last records
 UPDATABLE = {"status", "finished", "info", "data_identity", "total_units", "holder"}  # what update_run may set
+HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing for this long is taken as gone
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-HOLDER_SILENCE_SECONDS = 1800  # a holder on another machine that wrote nothing for this long is taken as gone
 
 
 def this_process() -> dict[str, Any]:
