@@ -137,10 +137,13 @@ class GeneratedCorruptions(ShiftKind):
         }
 
 
-def folder_reader(config: EvalConfig, what: str) -> None:
-    """Folder copies are chosen from as image folders are (class-balanced, or --subset-file)."""
+def read_folder(config: EvalConfig, what: str, root: str | Path, spec: ImageSpec) -> EvalData:
+    """A shift data set's folder copy, chosen from as image folders are (class-balanced, or --subset-file)."""
+    from ..data.folders import load_folder_data
+
     if config.selection != "balanced":
         raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
+    return load_folder_data(root, spec, config.n_examples, config.subset, config.class_map)
 
 
 def check_folders(classes: list[str], allowed: Collection[str], data: str, what: str, layout: str) -> None:
@@ -166,9 +169,6 @@ class CorruptionTree(ShiftKind):
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         """The first condition's folder names the examples (its file names are every condition's);
         the images are the 224 x 224 centre crops already: resized to the model's size, not cropped again."""
-        from ..data.folders import load_folder_data
-
-        folder_reader(config, self.name)
         root = Path(config.data)
         if not root.is_dir():
             raise UserError(f"{self.title} folder not found: {root}")
@@ -179,8 +179,7 @@ class CorruptionTree(ShiftKind):
                 expected = "expected ROOT/<corruption>/<severity>/<class>/..."
                 raise UserError(f"{self.title} folder missing: {folder} ({expected})")
         first = root / wanted[0].corruption / str(wanted[0].severity)
-        cropped = replace(spec, crop_pct=1.0)  # type: ignore[type-var]
-        data = load_folder_data(first, cropped, config.n_examples, config.subset, config.class_map)
+        data = read_folder(config, self.name, first, replace(spec, crop_pct=1.0))  # type: ignore[type-var]
         return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
@@ -231,12 +230,9 @@ class WnidFolders(OtherImages):
     unpacked_as = "sketch"
 
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
-        from ..data.folders import load_folder_data
-
-        folder_reader(config, self.name)
         root = Path(config.data)
         root = root / self.unpacked_as if (root / self.unpacked_as).is_dir() else root
-        data = load_folder_data(root, spec, config.n_examples, config.subset, config.class_map)
+        data = read_folder(config, self.name, root, spec)
         classes = list(data.dataset.classes)
         layout = f"{self.title}'s layout is ROOT/<wnid>/<image>"
         check_folders(classes, set(imagenet_wnids() or classes), str(root), "an ImageNet-1k wnid", layout)
@@ -249,13 +245,11 @@ class ClassIndexFolders(OtherImages):
     integer value, not by its sorted position."""
 
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
-        from ..data.folders import load_folder_data
         from ..data.labels import LabelSpace
 
-        folder_reader(config, self.name)
         if config.class_map is not None:
             raise UserError(f"--shift {self.name}: its folders are class indices already; drop --class-map")
-        data = load_folder_data(config.data, spec, config.n_examples, config.subset)
+        data = read_folder(config, self.name, config.data, spec)
         classes = list(data.dataset.classes)
         indices = {str(index) for index in range(1000)}  # written as plain integers: "7", not "07"
         layout = "ImageNet-V2's layout is ROOT/<class index>/<image>"
@@ -265,7 +259,7 @@ class ClassIndexFolders(OtherImages):
         return replace(data, label_space=space)
 
 
-def array_reader(config: EvalConfig, what: str) -> Path:
+def array_folder(config: EvalConfig, what: str) -> Path:
     """The folder of a published ``.npy`` copy (no --subset / --class-map: in-memory examples)."""
     if config.subset is not None or config.class_map is not None:
         raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --shift {what}")
@@ -273,6 +267,14 @@ def array_reader(config: EvalConfig, what: str) -> Path:
     if not root.is_dir():
         raise UserError(f"--shift {what}: data folder not found: {root}")
     return root
+
+
+def in_memory_data(kind: ShiftKind, config: EvalConfig, root: Path, images, labels, num_classes: int) -> EvalData:
+    """The chosen examples of a published ``.npy`` copy (``--selection`` applies), with CIFAR's classes."""
+    from ..data.arrays import array_data, cifar_label_space
+
+    name = f"{root.resolve()} ({kind.title})"
+    return array_data(name, images, labels, config.n_examples, config.selection, cifar_label_space(num_classes))
 
 
 class ArrayCorruptions(ShiftKind):
@@ -292,18 +294,15 @@ class ArrayCorruptions(ShiftKind):
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         """Every requested corruption's file is checked (shape, rows) before any work; the first
         condition's images name the examples (indices into the test set)."""
-        from ..data.arrays import array_data, cifar_label_space
         from .arrays import labels_per_severity, severity_rows
 
-        root = array_reader(config, self.name)
+        root = array_folder(config, self.name)
         labels = labels_per_severity(root)
         wanted = self.conditions(config.corruptions, config.severities)
         for corruption in dict.fromkeys(c.corruption for c in wanted):
             severity_rows(root / f"{corruption}.npy", 1, labels)
         first = severity_rows(root / f"{wanted[0].corruption}.npy", wanted[0].severity, labels)
-        selection = config.selection
-        space = cifar_label_space(self.num_classes)
-        return array_data(f"{root.resolve()} ({self.title})", first, labels, config.n_examples, selection, space)
+        return in_memory_data(self, config, root, first, labels, self.num_classes)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
         from .arrays import SeverityImages
@@ -318,14 +317,10 @@ class CleanArrays(OtherImages):
     in_memory = True
 
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
-        from ..data.arrays import array_data, cifar_label_space
         from .arrays import cifar10_1_arrays
 
-        root = array_reader(config, self.name)
-        images, labels = cifar10_1_arrays(root)
-        selection = config.selection
-        name = f"{root.resolve()} ({self.title})"
-        return array_data(name, images, labels, config.n_examples, selection, cifar_label_space(10))
+        root = array_folder(config, self.name)
+        return in_memory_data(self, config, root, *cifar10_1_arrays(root), 10)
 
 
 SHIFT_KINDS: Registry[ShiftKind] = Registry("shift")
