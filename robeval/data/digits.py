@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import TensorDataset
 
 from ..core.defaults import DIGITS
 from .examples import EvalData
@@ -59,25 +59,12 @@ def digits_split(split: str) -> tuple[np.ndarray, np.ndarray]:
     return images[mask], labels[mask]
 
 
-class TensorImages(Dataset):
-    """Images and labels held in memory."""
-
-    def __init__(self, images: np.ndarray, labels: np.ndarray) -> None:
-        self.images, self.labels = torch.from_numpy(images), torch.from_numpy(labels)
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int):
-        return self.images[i], self.labels[i]
-
-
 def load_digits_data(n_examples: int | None, selection: str = "balanced") -> EvalData:
     images, labels = digits_split("test")
     space = LabelSpace({str(c): c for c in range(10)}, 10, "digits (10 classes)")
     return EvalData(
         DIGITS,
-        TensorImages(images, labels),
+        TensorDataset(torch.from_numpy(images), torch.from_numpy(labels)),
         choose_examples(labels.tolist(), n_examples, selection),
         space,
         input_size=tuple(images.shape[1:]),
