@@ -23,7 +23,7 @@ import torch
 
 from ..core.errors import UserError
 from .autoattack import APGDCE
-from .base import Attack, Box
+from .base import Attack
 from .gradient import PGD
 from .registry import ATTACKS, create, registered_as
 
@@ -60,17 +60,8 @@ class TransferAttack(Attack):
 
     base = ""
 
-    def __init__(
-        self,
-        model: torch.nn.Module,
-        eps: float,
-        norm: str = "Linf",
-        seed: int = 0,
-        clip: Box = (0.0, 1.0),
-        source: SourceModel | None = None,
-        **settings: Any,
-    ) -> None:
-        super().__init__(model, eps, norm, seed, clip, **settings)
+    def __init__(self, *args: Any, source: SourceModel | None = None, **settings: Any) -> None:
+        super().__init__(*args, **settings)
         self.source = source
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
