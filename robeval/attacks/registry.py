@@ -55,10 +55,6 @@ class AttackSpec:
     curve_setting: str = ""  # the setting that sets how many of them
 
     @property
-    def in_suite(self) -> bool:
-        return self.name in SUITE
-
-    @property
     def cls(self) -> type:
         """The class that runs the attack (its module imported now, the first time)."""
         return self.location if isinstance(self.location, type) else placed(self.location)
@@ -120,33 +116,15 @@ def register_attack(
     ``description`` (unless given) the first paragraph of its docstring."""
 
     def decorate(cls: type) -> type:
-        text = description if description is not None else first_paragraph(cls.__doc__)
-        defaults = class_defaults(cls)
-        add_attack(
-            AttackSpec(
-                name,
-                cls,
-                title,
-                implementation,
-                text,
-                defaults,
-                kind,
-                tuple(norms),
-                randomness,
-                minimum_norm,
-                getattr(cls, "curve_axis", None),
-                getattr(cls, "curve_setting", ""),
-            )  # fmt: skip
-        )
+        first_paragraph = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the class's own docstring
+        text = description if description is not None else first_paragraph
+        axis, setting = getattr(cls, "curve_axis", None), getattr(cls, "curve_setting", "")
+        facts = (text, class_defaults(cls), kind, tuple(norms), randomness, minimum_norm, axis, setting)
+        add_attack(AttackSpec(name, cls, title, implementation, *facts))
         cls.name = name  # type: ignore[attr-defined]
         return cls
 
     return decorate
-
-
-def first_paragraph(doc: str | None) -> str:
-    """A docstring's first paragraph on one line (the class's own docstring, not a base class's)."""
-    return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
 def list_attacks() -> list[AttackSpec]:
@@ -157,7 +135,7 @@ def list_attacks() -> list[AttackSpec]:
 def parse_attack_list(text: str | list[str] | None) -> list[str]:
     """The attacks of ``--attacks``: None or ``"all"`` -> the suite; ``"none"`` -> no attack; else a comma
     list of registered names (no duplicates, in order)."""
-    suite = [spec.name for spec in list_attacks() if spec.in_suite]
+    suite = [n for n in SUITE if n in ATTACKS]
     if text is None:
         return suite
     items = [
