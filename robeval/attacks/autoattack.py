@@ -134,8 +134,6 @@ class _AutoAttackRunner(Attack):
 
 @registered_as("apgd-ce")
 class APGDCE(_AutoAttackRunner):
-    """AutoAttack's APGD on cross-entropy, 100 iterations"""
-
     loss = "ce"
     marks_positions = True  # its margin checks run between its runs
     rides_along = True
@@ -166,15 +164,11 @@ class APGDCE(_AutoAttackRunner):
 
 @registered_as("apgd-dlr")
 class APGDDLR(APGDCE):
-    """AutoAttack's APGD on the (untargeted) DLR loss; part of protocol aa-plus"""
-
     loss = "dlr"
 
 
 @registered_as("apgd-t")
 class APGDT(_AutoAttackRunner):
-    """AutoAttack's APGD on the targeted DLR loss, 9 targets (2nd..10th logits)"""
-
     marks_positions = True  # its margin checks and target choices run between its runs
     rides_along = True
 
@@ -252,8 +246,6 @@ class _FAB(_AutoAttackRunner):
 
 @registered_as("fab-t")
 class FABT(_FAB):
-    """AutoAttack's targeted FAB (minimal perturbation), 9 targets; counts only within eps"""
-
     targeted = True
 
 
@@ -264,8 +256,6 @@ class FAB(_FAB):
 
 @registered_as("square")
 class Square(_AutoAttackRunner):
-    """score-based random search on the margin loss, 5000 queries, no rescaling schedule"""
-
     marks_positions = True  # its queries cover only the rows it has not fooled
 
     def budget(self) -> float:

@@ -32,8 +32,6 @@ def _loss_grad(model, x_adv: torch.Tensor, y: torch.Tensor, eot_iter: int = 1) -
 
 @registered_as("fgsm")
 class FGSM(Attack):
-    """one step of size eps along the sign (Linf) or direction (L2) of the CE gradient"""
-
     eot_iter: int
 
     def perturb(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -43,9 +41,7 @@ class FGSM(Attack):
 
 @registered_as("pgd")
 class PGD(Attack):
-    """CE-loss PGD, step = rel_stepsize * eps, uniform random start
-
-    It returns its last iterate.  Its convergence curve sees iterate ``k`` at position ``k`` (the
+    """It returns its last iterate.  Its convergence curve sees iterate ``k`` at position ``k`` (the
     logits of its gradient pass, read from outside: every forward call is the next iterate); the last
     iterate is seen by the records' own pass."""
 

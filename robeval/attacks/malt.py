@@ -145,9 +145,7 @@ class _APGDTOnTargets(APGDT):
 
 @registered_as("apgd-t-malt")
 class APGDTMalt(_APGDTOnTargets):
-    """AutoAttack's APGD-T on the n_target_classes best MALT-ranked targets (the fast protocol's pass)
-
-    MALT ranks the ``min(100, C - 1)`` highest wrong classes by their linearised distance; with 10
+    """MALT ranks the ``min(100, C - 1)`` highest wrong classes by their linearised distance; with 10
     classes or fewer this only reorders AutoAttack's targets."""
 
     def target_lists(self, x, y, logits):
@@ -156,9 +154,7 @@ class APGDTMalt(_APGDTOnTargets):
 
 @registered_as("apgd-t-rest")
 class APGDTRest(_APGDTOnTargets):
-    """AutoAttack's APGD-T targets less the skip_malt_targets best MALT-ranked ones (the fast audit's APGD-T)
-
-    Run after ``apgd-t-malt`` with ``n_target_classes = skip_malt_targets``, the two together attack
+    """Run after ``apgd-t-malt`` with ``n_target_classes = skip_malt_targets``, the two together attack
     every target AutoAttack's APGD-T attacks (and, with many classes, MALT's choices beyond them)."""
 
     def target_lists(self, x, y, logits):

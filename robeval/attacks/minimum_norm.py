@@ -93,9 +93,7 @@ def _fixed_l2_fmn():
 
 @registered_as("fmn")
 class FMN(MinimumNormAttack):
-    """fast minimum-norm attack: smallest fooling perturbation per example; one run, every eps
-
-    Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
+    """Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
     ``gamma`` of 0.2 (foolbox: 100 and 0.05): on the digits demo this reaches PGD-20's robust accuracy
     at 2/255 to 16/255 within a point while costing less than PGD at four eps values (with gamma 0.05
     it lies 20-25 points above at 16/255; benchmarks/minimum_norm.py); the paper's thorough setting is ``--set fmn.steps=1000 --set fmn.gamma=0.05``.
@@ -123,9 +121,6 @@ class FMN(MinimumNormAttack):
 
 @registered_as("fab-mn")
 class FABMinimumNorm(MinimumNormAttack):
-    """untargeted FAB, minimum-norm mode: smallest point over its restarts (later ones start at random within
-    restart_radius)"""
-
     def budget(self) -> float:
         return 2 * (self.n_iter + 1) * max(1, self.n_restarts)
 

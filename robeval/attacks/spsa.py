@@ -87,13 +87,7 @@ class Search:
 
 @registered_as("spsa")
 class SPSA(Attack):
-    """gradient-free: finite differences along random +/-1 directions, samples = +/- pairs per step
-    (2 x samples model evaluations), Adam on the margin loss; under the standard protocol from the
-    image, keeping each example's best iterate and stopping it once fooled; under nielsen2024 the
-    authors' cleverhans procedure: a uniform random start, every iteration, the final iterate, and
-    their code's gradient estimate around 2x (estimate_at_2x)
-
-    Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
+    """Its convergence curve sees the start at position 0 and step ``k``'s new iterate at position ``k``."""
 
     marks_positions = True  # its finite differences run between the iterates' evaluations
     iterations: int
