@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.defaults import SPLITS
 from ..core.errors import UserError
 
 Arrays = tuple[np.ndarray, np.ndarray, "list[str] | None"]
@@ -88,13 +87,8 @@ class FileFormat:
     def located(self, data_dir: Path, split: str) -> list[Path] | None:
         """The split's files under ``data_dir`` (each possibly gzipped), or None if one is missing."""
         folder = data_dir / self.folder
-        found = [_existing(folder / name) for name in self.files[split]]
+        found = [next((p for p in (folder / n, folder / f"{n}.gz") if p.is_file()), None) for n in self.files[split]]
         return None if any(p is None for p in found) else [p for p in found if p is not None]
-
-
-def _existing(path: Path) -> Path | None:
-    gz = path.with_name(path.name + ".gz")
-    return path if path.is_file() else gz if gz.is_file() else None
 
 
 def _cifar_images(flat: np.ndarray, path: Path) -> np.ndarray:
@@ -208,9 +202,8 @@ FORMATS: dict[str, tuple[FileFormat, ...]] = {
 
 
 def read_published(name: str, data_dir: Path, split: str, where: str) -> Any:
-    """The split in the first format found under ``data_dir``; one line naming every file expected otherwise."""
-    if split not in SPLITS:
-        raise UserError(f"invalid --split {split!r}: choose test or train")
+    """The split (``test`` or ``train``, as make_config checked) in the first format found under ``data_dir``;
+    one line naming every file expected otherwise."""
     formats = FORMATS[name]
     for fmt in formats:
         files = fmt.located(data_dir, split)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..core.defaults import SELECTIONS
 from ..core.errors import UserError
 
 
@@ -47,11 +46,9 @@ def balanced_subset(labels: Sequence[int], n: int | None, usable: Callable[[int]
 
 def choose_examples(labels: Sequence[int], n: int | None, selection: str = "balanced") -> list[int]:
     """``--selection balanced`` (:func:`balanced_subset`) or ``first``: the first ``n`` examples of the
-    split in its published order (RobustBench's convention for CIFAR)."""
+    split in its published order (RobustBench's convention for CIFAR).  make_config checked it is one of them."""
     if selection == "balanced":
         return balanced_subset(labels, n)
-    if selection not in SELECTIONS:
-        raise UserError(f"invalid --selection {selection!r}: choose {' or '.join(SELECTIONS)}")
     if n is not None:
         check_count(n, len(labels), "images available")
     return list(range(len(labels) if n is None else n))
