@@ -22,20 +22,14 @@ from .labels import LabelSpace
 from .published import PUBLISHED, PublishedSet
 
 
-def label_space(dataset: PublishedSet, names: list[str] | None) -> LabelSpace:
-    if dataset.name.startswith("cifar"):
-        return cifar_label_space(dataset.num_classes, names)
-    return LabelSpace(
-        {str(c): c for c in range(dataset.num_classes)}, dataset.num_classes, f"{dataset.title} (10 classes)"
-    )
-
-
 def load_published(dataset: PublishedSet, config: EvalConfig) -> EvalData:
-    split, where = config.split, Path(config.data_dir)
-    images, labels, names = read_published(dataset.name, where, split, dataset.where)
-    selection = config.selection
-    name = f"{dataset.name} ({split})"
-    return array_data(name, images, labels, config.n_examples, selection, label_space(dataset, names))
+    images, labels, names = read_published(dataset.name, Path(config.data_dir), config.split, dataset.where)
+    n = dataset.num_classes
+    if dataset.name.startswith("cifar"):
+        space = cifar_label_space(n, names)
+    else:
+        space = LabelSpace({str(c): c for c in range(n)}, n, f"{dataset.title} (10 classes)")
+    return array_data(f"{dataset.name} ({config.split})", images, labels, config.n_examples, config.selection, space)
 
 
 def load_data(config: EvalConfig, spec: ImageSpec) -> EvalData:
