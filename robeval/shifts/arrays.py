@@ -35,13 +35,11 @@ def read_npy(path: Path, expected: str, layout: str) -> np.ndarray:
         raise UserError(f"file missing: {path} (expected {expected}; {layout})")
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        if "object" in str(exc).lower() or "pickle" in str(exc).lower():
+    except (ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, ValueError) and ("object" in str(exc).lower() or "pickle" in str(exc).lower()):
             raise UserError(
                 f"{path} holds Python objects, which robeval does not unpickle (expected {expected})"
             ) from None
-        raise UserError(f"{path} is not a readable .npy array ({exc}; expected {expected})") from None
-    except (OSError, EOFError) as exc:
         raise UserError(f"{path} is not a readable .npy array ({exc}; expected {expected})") from None
     if not isinstance(array, np.ndarray):  # an .npz archive
         raise UserError(f"{path} is an .npz archive, not one .npy array (expected {expected})")

@@ -87,28 +87,12 @@ COMMON = tuple(c for family in ("noise", "blur", "weather", "digital") for c in 
 EXTRA = _C_FAMILIES["extra"]
 
 # AlexNet's top-1 error on each corruption, averaged over the five severities (the benchmark's constants).
-ALEXNET_ERRORS = dict(
-    zip(
-        COMMON,
-        (
-            0.886428,
-            0.894468,
-            0.922640,
-            0.819880,
-            0.826268,
-            0.785948,
-            0.798360,
-            0.866816,
-            0.826572,
-            0.819324,
-            0.564592,
-            0.853204,
-            0.646056,
-            0.717840,
-            0.606500,
-        ),
-    )
-)
+ALEXNET_ERRORS = dict(zip(COMMON, (
+    0.886428, 0.894468, 0.922640,  # noise
+    0.819880, 0.826268, 0.785948, 0.798360,  # blur
+    0.866816, 0.826572, 0.819324, 0.564592,  # weather
+    0.853204, 0.646056, 0.717840, 0.606500,  # digital
+)))  # fmt: skip
 ALEXNET_CLEAN_ERROR = 0.435  # AlexNet's clean top-1 error in the benchmark's table (relative mCE)
 
 IMAGENET_C = CorruptionSet(

@@ -73,11 +73,6 @@ def corrupt_tensor(image: torch.Tensor, corruption: str, severity: int, seed: in
     return result.mean(0, keepdim=True) if channels == 1 else result.contiguous()
 
 
-def _norms(shifted: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
-    """``[linf, l2]`` of one image's shift (float32, as a DataLoader batches them)."""
-    return torch.cat(perturbation_norms(shifted[None], clean[None])).float()
-
-
 class CorruptedImages(Dataset):
     """The examples of ``base`` under one condition; each (corruption, severity, example) has its seed."""
 
@@ -96,7 +91,7 @@ class CorruptedImages(Dataset):
             shifted = corrupt_tensor(image, c.corruption, c.severity, derive_seed(self.seed, "shift", c.name, i))
         except Exception:  # a corruption function failing on one image skips that image
             return image, CORRUPTION_FAILED, torch.zeros(2)
-        return shifted, label, _norms(shifted, image)
+        return shifted, label, torch.cat(perturbation_norms(shifted[None], image[None])).float()  # [linf, l2]
 
 
 class TreeImages(Dataset):
