@@ -61,21 +61,9 @@ def _cifar(name: str, classes: int, eps: dict[str, str]) -> BenchmarkData:
     config = dict(
         input_size=(3, 32, 32), num_classes=classes, interpolation="bilinear", crop_pct=1.0, **NO_NORMALIZATION
     )
-
-    def run_data(data_dir: str) -> dict[str, Any]:
-        return dict(data=name, data_dir=data_dir, split="test", selection="first")
-
-    return BenchmarkData(name, config, eps, run_data)
-
-
-def _imagenet_data(data_dir: str) -> dict[str, Any]:
-    """RobustBench's ImageNet: ``data_dir/val/<wnid>/*.JPEG``, its fixed list of 5,000 images."""
-    return dict(data=str(Path(data_dir) / "val"), subset=ROBUSTBENCH_5000)
-
-
-def _digits_data(data_dir: str) -> dict[str, Any]:
-    """robeval's embedded 8x8 digits (``data_dir`` unused): the first N, as RobustBench takes CIFAR's."""
-    return dict(data="digits", selection="first")
+    return BenchmarkData(
+        name, config, eps, lambda data_dir: dict(data=name, data_dir=data_dir, split="test", selection="first")
+    )
 
 
 BENCHMARK_DATA = {
@@ -87,12 +75,16 @@ BENCHMARK_DATA = {
             "imagenet",
             dict(IMAGENET_CONFIG, interpolation="bilinear", **NO_NORMALIZATION),
             {"Linf": "4/255"},
-            _imagenet_data,
+            lambda data_dir: dict(data=str(Path(data_dir) / "val"), subset=ROBUSTBENCH_5000),  # val/<wnid>/*.JPEG
             preprocessed=True,
             examples=ROBUSTBENCH_5000,
         ),
-        BenchmarkData(
-            "digits", dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)), {"Linf": "8/255", "L2": "0.5"}, _digits_data, False
+        BenchmarkData(  # robeval's embedded digits (no data_dir): the first N, as RobustBench takes CIFAR's
+            "digits",
+            dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)),
+            {"Linf": "8/255", "L2": "0.5"},
+            lambda data_dir: dict(data="digits", selection="first"),
+            False,
         ),
     )
 }
@@ -157,9 +149,10 @@ def examples_caveat(source: str, split: str, selection: str, n: int) -> str | No
     return f"{subset} {n} examples, not RobustBench's {theirs}"
 
 
-def robustbench_list_file() -> Path:
-    """RobustBench's ImageNet list as shipped with robeval."""
-    return Path(str(resources.files(__package__).joinpath("data", ROBUSTBENCH_LIST)))
+@functools.cache
+def robustbench_list() -> tuple[str, ...]:
+    """RobustBench's ImageNet list as shipped with robeval (read once)."""
+    return tuple(read_list(Path(str(resources.files(__package__).joinpath("data", ROBUSTBENCH_LIST)))))
 
 
 def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | None:
@@ -170,12 +163,7 @@ def resolve_subset(subset: str | None, subset_file: str | None) -> list[str] | N
         return None
     if subset != ROBUSTBENCH_5000:
         raise UserError(f"unknown --subset {subset!r}; known: {ROBUSTBENCH_5000} (or --subset-file FILE)")
-    return read_list(robustbench_list_file())
-
-
-@functools.cache
-def _robustbench_names() -> tuple[str, ...]:
-    return tuple(read_list(robustbench_list_file()))
+    return list(robustbench_list())
 
 
 def example_choice(config: Mapping[str, Any]) -> str:
@@ -184,5 +172,5 @@ def example_choice(config: Mapping[str, Any]) -> str:
     subset = config.get("subset")
     if not subset:
         return str(config.get("selection") or "balanced")
-    names = _robustbench_names()
+    names = robustbench_list()
     return ROBUSTBENCH_5000 if tuple(subset) == names[: len(subset)] else LISTED

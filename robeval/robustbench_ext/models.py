@@ -64,28 +64,24 @@ def parse_entry(text: str) -> ZooEntry:
     return ZooEntry(dataset, threat_model, name)
 
 
-def _robustbench_package() -> None:
-    """Register ``robustbench`` as a bare package so its submodules import without its ``__init__``.
+def _robustbench_utils():
+    """``robustbench.utils``, with ``robustbench`` registered as a bare package so its submodules import
+    without its ``__init__``.
 
     Why: robustbench 1.1.1's ``__init__`` imports its own evaluation code, which needs ``autoattack``
     (installable only from git, not from the package index) and ``pkg_resources`` (gone from current
     setuptools), so ``import robustbench`` fails on a fresh install.  robeval needs only its model zoo
     and ``load_model`` (``robustbench.utils``), which import neither."""
-    if sys.modules.get("robustbench") is not None:
-        return
-    spec = importlib.util.find_spec("robustbench") if "robustbench" not in sys.modules else None
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError(
-            "robustbench: models need the optional robustbench package: pip install 'robeval[robustbench]' "
-            "&& pip install --no-deps robustbench"
-        )
-    package = types.ModuleType("robustbench")
-    package.__path__, package.__spec__ = list(spec.submodule_search_locations), spec
-    sys.modules["robustbench"] = package
-
-
-def _robustbench_utils():
-    _robustbench_package()
+    if sys.modules.get("robustbench") is None:
+        spec = importlib.util.find_spec("robustbench") if "robustbench" not in sys.modules else None
+        if spec is None or not spec.submodule_search_locations:
+            raise UserError(
+                "robustbench: models need the optional robustbench package: pip install 'robeval[robustbench]' "
+                "&& pip install --no-deps robustbench"
+            )
+        package = types.ModuleType("robustbench")
+        package.__path__, package.__spec__ = list(spec.submodule_search_locations), spec
+        sys.modules["robustbench"] = package
     try:
         import robustbench.utils as rb_utils
     except ImportError as exc:
