@@ -272,15 +272,11 @@ class Square(_AutoAttackRunner):
         for restart in range(self.n_restarts):
             if robust.numel() == 0:
                 break
-            robust = self._restart(atk, x, y, robust, best, best_margin, restart)
-
-    def _restart(self, atk, x, y, robust, best, best_margin, restart: int) -> torch.Tensor:
-        """One restart on the examples at ``robust``; returns those it left robust.  A watched restart's
-        curve: Square queries only the examples it has not fooled, so the rows of its queries tell how
-        many fell at each (:func:`~.convergence.fell`)."""
-        with queries(self.model) as sizes, torch.inference_mode():  # queries only: no autograd at all
-            _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
-        _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
-        still = best_margin[robust] > 0
-        fell(self.model, robust[~still], sizes + [int(still.sum())], restart * (self.n_queries + 1))
-        return robust[still]
+            with queries(self.model) as sizes, torch.inference_mode():  # queries only: no autograd at all
+                _, adv = atk.attack_single_run(x[robust].clone(), y[robust].clone())
+            _keep_lowest_margin(self.model, y, best, best_margin, robust, adv)
+            still = best_margin[robust] > 0
+            # a watched restart's curve: Square queries only the examples it has not fooled, so the rows
+            # of its queries tell how many fell at each (:func:`~.convergence.fell`)
+            fell(self.model, robust[~still], sizes + [int(still.sum())], restart * (self.n_queries + 1))
+            robust = robust[still]

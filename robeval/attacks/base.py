@@ -30,9 +30,7 @@ def seeded_rng(seed: int, device: torch.device) -> Iterator[None]:
         [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
     )
     with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        if device.type == "cuda":
-            torch.cuda.manual_seed(seed)
+        torch.manual_seed(seed)  # every device's generator, CUDA's included
         yield
 
 

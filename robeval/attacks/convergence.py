@@ -49,13 +49,6 @@ class Fooling:
     def __init__(self, n: int, device: torch.device) -> None:
         self.first = torch.full((n,), math.inf, dtype=torch.float64, device=device)
 
-    @classmethod
-    def joined(cls, parts: list[Fooling]) -> Fooling:
-        """The observations of consecutive calls (a batch split in halves) as one, rows in order."""
-        out = cls(0, parts[0].first.device)
-        out.first = torch.cat([p.first for p in parts])
-        return out
-
     def see(self, position: float, logits: torch.Tensor, y: torch.Tensor, rows: torch.Tensor | None = None) -> None:
         """The logits of the points at ``position`` for the call's ``rows`` (all rows when None)."""
         self.mark(position, logits.detach().argmax(1) != y, rows)
@@ -84,7 +77,8 @@ def robust_along(observed: list[Fooling], budget: int, robust: torch.Tensor) -> 
     end of the budget).  None when the observations do not cover the rows (a call was not watched)."""
     if not observed or sum(len(f.first) for f in observed) != len(robust):
         return None
-    seen = Fooling.joined(observed)
+    seen = Fooling(0, observed[0].first.device)  # the calls (a batch split in halves) as one, rows in order
+    seen.first = torch.cat([f.first for f in observed])
     seen.mark(budget, ~robust)
     return seen.robust_at(grid(budget))
 
