@@ -52,9 +52,12 @@ def _keep_lowest_margin(
 
 def library_attack(attack: Attack, cls: type, x: torch.Tensor, *names: str, **keywords: Any) -> Any:
     """AutoAttack's class ``cls`` on ``attack``'s model: its threat model, seed and device, its settings
-    ``names``, and ``keywords`` (over those)."""
+    ``names``, and ``keywords`` (over those); set up for ``x`` as its ``perturb`` would (APGD, Square)."""
     options = dict(norm=attack.norm, eps=attack.eps, seed=attack.seed, device=x.device)
-    return cls(attack.model, **{**options, **{n: getattr(attack, n) for n in names}, **keywords})
+    atk = cls(attack.model, **{**options, **{n: getattr(attack, n) for n in names}, **keywords})
+    if hasattr(atk, "init_hyperparam"):
+        atk.init_hyperparam(x)
+    return atk
 
 
 class _AutoAttackRunner(Attack):
@@ -145,9 +148,7 @@ class APGDCE(_AutoAttackRunner):
         return self.n_iter * self.n_restarts
 
     def _make(self, x):
-        atk = library_attack(self, APGDAttack, x, "n_iter", "n_restarts", "rho", "eot_iter", loss=self.loss)
-        atk.init_hyperparam(x)
-        return atk
+        return library_attack(self, APGDAttack, x, "n_iter", "n_restarts", "rho", "eot_iter", loss=self.loss)
 
     def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         atk = self._make(x)
@@ -179,11 +180,8 @@ class APGDT(_AutoAttackRunner):
         return self.n_iter * self.n_restarts * self.n_target_classes
 
     def _make(self, x):
-        atk = library_attack(
-            self, APGDAttack_targeted, x, "n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes"
-        )
-        atk.init_hyperparam(x)
-        return atk
+        names = ("n_iter", "n_restarts", "rho", "eot_iter", "n_target_classes")
+        return library_attack(self, APGDAttack_targeted, x, *names)
 
     def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         atk = self._make(x)
@@ -267,7 +265,6 @@ class Square(_AutoAttackRunner):
     def run_correct(self, x, y, idx, logits, best, best_margin, riders) -> None:
         names = ("n_queries", "p_init", "n_restarts")
         atk = library_attack(self, SquareAttack, x, *names, loss="margin", resc_schedule=False)
-        atk.init_hyperparam(x)
         robust = idx
         for restart in range(self.n_restarts):
             if robust.numel() == 0:

@@ -69,11 +69,7 @@ class Attack:
     def __init__(
         self, model: nn.Module, eps: float, norm: str = "Linf", seed: int = 0, clip: Box = (0.0, 1.0), **settings: Any
     ) -> None:
-        self.model = model
-        self.eps = float(eps)
-        self.norm = norm
-        self.seed = int(seed)
-        self.clip = clip
+        self.model, self.eps, self.norm, self.seed, self.clip = model, float(eps), norm, int(seed), clip
         self.settings = apply_settings(self.name, self.defaults, settings)  # known keys, types, limits
         for key, value in self.settings.items():
             setattr(self, key, value)
