@@ -13,15 +13,10 @@ the logit order (the higher logit first), so with all scores equal the ranking i
 With 10 classes or fewer the candidates are every wrong class, so the ranking only reorders
 AutoAttack's 9 targets; with many classes (ImageNet, CIFAR-100) it may choose targets outside them.
 
-Two attacks run AutoAttack's ``APGDAttack_targeted`` (driven as ``apgd-t`` drives it:
-:class:`robeval.attacks.autoattack.APGDT`'s frame) target by target, each run only on the points
-that are still correctly classified, a success being any misclassification (AutoAttack's APGD-T
-counts one so; MALT's paper counts only the target class):
-
-* ``apgd-t-malt``: the ``n_target_classes`` best-ranked targets (the fast protocol's pass);
-* ``apgd-t-rest``: AutoAttack's own ``n_target_classes`` targets less the ``skip_malt_targets``
-  best-ranked ones, i.e. what AutoAttack's APGD-T would still run after ``apgd-t-malt`` (the fast
-  protocol's audit runs it on its sample, so that the audit covers all of AutoAttack beyond the pass).
+``apgd-t-malt`` and ``apgd-t-rest`` (the fast protocol's pass and audit: their registrations in
+:mod:`.catalog`) run AutoAttack's ``APGDAttack_targeted`` as ``apgd-t`` drives it, target by target,
+each run only on the points still correctly classified, a success being any misclassification
+(AutoAttack's APGD-T counts one so; MALT's paper counts only the target class).
 
 Random starts are drawn per example as ``apgd-t`` draws them (salted by the target's place in the
 attack's own list and the restart), so records do not depend on the batch.

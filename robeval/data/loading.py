@@ -1,9 +1,7 @@
 """The data a run names (``--data``): a registered data set (the embedded ``digits``; ``cifar10``,
 ``cifar100`` and ``mnist`` read from ``--data-dir``) or an ImageNet-style image folder.
 
-What a run's configuration (``robeval.options.EvalConfig``) says of its data: ``data``, ``data_dir``,
-``split``, ``selection``, ``n_examples``, ``subset``, ``class_map``; which options apply to which data
-``make_config`` judged (:func:`.published.check_data_options`).
+Which options apply to which data ``make_config`` judged (:func:`.published.check_data_options`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,6 @@ run's data and conditions are under it: whether the data has clean images, the c
 (its benchmark's corruption set), how a model is seen (ImageNet-A/-R: 200 of its 1000 classes), how
 its data is found and read, how tables report it, what ``run.json`` says of it.  The engine asks the
 kind; it never tests which kind it is.
-
-A run's configuration is its :class:`~robeval.options.EvalConfig` (``shift``, ``data``, ``corruptions``,
-``severities``, ``attacks``, ``seed``, ``n_examples``, ``subset``, ``class_map``, ``selection``).
 """
 
 from __future__ import annotations
