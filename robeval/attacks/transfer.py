@@ -25,7 +25,7 @@ from ..core.errors import UserError
 from .autoattack import APGDCE
 from .base import Attack
 from .gradient import PGD
-from .registry import ATTACKS, create, registered_as
+from .registry import create, registered_as
 
 
 class SourceModel:
@@ -76,7 +76,6 @@ def register_transfer(base: type[Attack], name: str) -> type[TransferAttack]:
     """``transfer-<base>`` (registered as ``name``): ``base``'s images crafted on the source model and
     evaluated on each target, with ``base``'s defaults."""
     cls = type(f"Transfer{base.__name__}", (TransferAttack,), {"base": base.name})
-    cls.__doc__ = ATTACKS.require(name).description
     return registered_as(name)(cls)
 
 
