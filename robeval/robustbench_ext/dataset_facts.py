@@ -45,7 +45,6 @@ class BenchmarkData:
     image_config: dict[str, Any]  # a model's pretrained_cfg: input size, classes, crop, interpolation
     eps: dict[str, str]  # RobustBench's eps per threat model (none: the caller must give one)
     run_data: Callable[[str], dict[str, Any]]  # data_dir -> the run options that read its test examples
-    zoo: bool = True  # whether RobustBench's model zoo has entries for it (robustbench:<name>/...)
     preprocessed: bool = False  # whether benchmark() takes a named preprocessing (ImageNet's)
     examples: str = "first"  # the examples RobustBench evaluates (example_choice's word for them)
 
@@ -84,7 +83,6 @@ BENCHMARK_DATA = {
             dict(DIGITS_CFG, mean=(0.0,), std=(1.0,)),
             {"Linf": "8/255", "L2": "0.5"},
             lambda data_dir: dict(data="digits", selection="first"),
-            False,
         ),
     )
 }
