@@ -272,7 +272,7 @@ def test_cifar_c_refuses_folder_options_a_missing_folder_and_an_imagenet_model(t
     write_cifar_c(tmp_path / "c", ["fog"])
     kind = SHIFT_KINDS.require("cifar10-c")
     with pytest.raises(UserError, match="--class-map apply to an image folder, not to --shift cifar10-c"):
-        kind.load(cifar_c_config(tmp_path / "c", class_map="m.txt"), None)
+        make_config(models="cifar10-vit", data=str(tmp_path / "c"), shift="cifar10-c", class_map="m.txt")
     with pytest.raises(UserError, match="--shift cifar10-c: data folder not found"):
         kind.load(cifar_c_config(tmp_path / "nowhere"), None)
     with pytest.raises(UserError, match="file missing: .*snow.npy"):
@@ -374,3 +374,16 @@ def test_a_shift_without_clean_images_is_stored(tmp_path):
     stored = load_run(Store(tmp_path / "s.sqlite"), res.run_id)
     assert stored.records["linf"].isna().all() and stored.records["l2"].isna().all()
     assert list(stored.summary["attack"]) == ["fog@1"] and int(stored.summary["n"].iloc[0]) == 4
+
+
+@pytest.mark.parametrize("shift, in_memory", [("cifar10-c", True), ("cifar10.1", True), ("imagenet-r", False),
+                                              ("imagenet-c", False)])  # fmt: skip
+def test_a_shift_copy_takes_the_selection_of_its_own_kind_of_copy(shift, in_memory):
+    """--selection first picks the first examples of a copy held as arrays (CIFAR-10-C, CIFAR-10.1), as of
+    --data cifar10; a copy in image folders takes --subset, and says so naming the shift."""
+    options = dict(models="digits-deit", data="/some/where", shift=shift, selection="first")
+    if in_memory:
+        assert make_config(**options).selection == "first"
+    else:
+        with pytest.raises(UserError, match=f"--selection first applies to in-memory data sets; --shift {shift} takes"):
+            make_config(**options)

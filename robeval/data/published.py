@@ -40,14 +40,15 @@ PUBLISHED = {
 IN_MEMORY = (DIGITS, *PUBLISHED)  # data sets served from memory: no DataLoader workers needed
 
 
-def check_data_options(config: EvalConfig) -> None:
-    """The options that apply to some data only."""
+def check_data_options(config: EvalConfig, shift_copy: bool = False) -> None:
+    """The options that apply to some data only.  ``shift_copy``: --data is a shift's own copy, whose kind
+    judged --subset, --class-map and --selection (its copy is arrays or folders)."""
     data = config.data
-    if data in IN_MEMORY and (config.subset is not None or config.class_map is not None):
+    if not shift_copy and data in IN_MEMORY and (config.subset is not None or config.class_map is not None):
         raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --data {data}")
     if data not in PUBLISHED and config.split != "test":
         raise UserError(f"--split applies to --data {', '.join(PUBLISHED)}, not to --data {data}")
-    if data not in IN_MEMORY and config.selection != "balanced":
+    if not shift_copy and data not in IN_MEMORY and config.selection != "balanced":
         raise UserError(
             "--selection first applies to --data digits/cifar10/cifar100/mnist; an image folder takes --subset"
         )

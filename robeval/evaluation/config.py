@@ -253,8 +253,9 @@ def check_config(config: EvalConfig) -> None:
             )
     if protocol.audit_stages:  # an audited protocol's (fast) rules for the run's options
         check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
-    for rule in (check_transfer, check_shift, check_model_options, check_data_options):
+    for rule in (check_transfer, check_shift, check_model_options):
         rule(config)
+    check_data_options(config, shift_copy=bool(config.shift) and SHIFT_KINDS.require(config.shift).needs_a_copy)
 
 
 def check_model_options(config: EvalConfig) -> None:

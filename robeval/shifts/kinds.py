@@ -69,6 +69,12 @@ class ShiftKind:
                 f"--shift {self.name} reads a copy of that data set: pass --data PATH "
                 "(the digits demo takes --shift corruptions)"
             )
+        if self.needs_a_copy and self.in_memory and (config.subset is not None or config.class_map is not None):
+            raise UserError(
+                f"--subset / --subset-file / --class-map apply to an image folder, not to --shift {self.name}"
+            )
+        if self.needs_a_copy and not self.in_memory and config.selection != "balanced":
+            raise UserError(f"--selection first applies to in-memory data sets; --shift {self.name} takes --subset")
         if not self.has_clean_images and config.attacks:
             raise UserError(
                 f"--shift {self.name} holds no clean images to attack: run the attacks on the clean "
@@ -134,12 +140,10 @@ class GeneratedCorruptions(ShiftKind):
         }
 
 
-def read_folder(config: EvalConfig, what: str, root: str | Path, spec: ImageSpec) -> EvalData:
+def read_folder(config: EvalConfig, root: str | Path, spec: ImageSpec) -> EvalData:
     """A shift data set's folder copy, chosen from as image folders are (class-balanced, or --subset-file)."""
     from ..data.folders import load_folder_data
 
-    if config.selection != "balanced":
-        raise UserError(f"--selection first applies to in-memory data sets; --shift {what} takes --subset")
     return load_folder_data(root, spec, config.n_examples, config.subset, config.class_map)
 
 
@@ -176,7 +180,7 @@ class CorruptionTree(ShiftKind):
                 expected = "expected ROOT/<corruption>/<severity>/<class>/..."
                 raise UserError(f"{self.title} folder missing: {folder} ({expected})")
         first = root / wanted[0].corruption / str(wanted[0].severity)
-        data = read_folder(config, self.name, first, replace(spec, crop_pct=1.0))  # type: ignore[type-var]
+        data = read_folder(config, first, replace(spec, crop_pct=1.0))  # type: ignore[type-var]
         return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
@@ -229,7 +233,7 @@ class WnidFolders(OtherImages):
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         root = Path(config.data)
         root = root / self.unpacked_as if (root / self.unpacked_as).is_dir() else root
-        data = read_folder(config, self.name, root, spec)
+        data = read_folder(config, root, spec)
         classes = list(data.dataset.classes)
         layout = f"{self.title}'s layout is ROOT/<wnid>/<image>"
         check_folders(classes, set(imagenet_wnids() or classes), str(root), "an ImageNet-1k wnid", layout)
@@ -246,7 +250,7 @@ class ClassIndexFolders(OtherImages):
 
         if config.class_map is not None:
             raise UserError(f"--shift {self.name}: its folders are class indices already; drop --class-map")
-        data = read_folder(config, self.name, config.data, spec)
+        data = read_folder(config, config.data, spec)
         classes = list(data.dataset.classes)
         indices = {str(index) for index in range(1000)}  # written as plain integers: "7", not "07"
         layout = "ImageNet-V2's layout is ROOT/<class index>/<image>"
@@ -257,9 +261,7 @@ class ClassIndexFolders(OtherImages):
 
 
 def array_folder(config: EvalConfig, what: str) -> Path:
-    """The folder of a published ``.npy`` copy (no --subset / --class-map: in-memory examples)."""
-    if config.subset is not None or config.class_map is not None:
-        raise UserError(f"--subset / --subset-file / --class-map apply to an image folder, not to --shift {what}")
+    """The folder of a published ``.npy`` copy."""
     root = Path(config.data)
     if not root.is_dir():
         raise UserError(f"--shift {what}: data folder not found: {root}")
