@@ -255,7 +255,7 @@ def check_config(config: EvalConfig) -> None:
         check_audited(config, f"--protocol {protocol.name}", protocol.default_attacks)
     for rule in (check_transfer, check_shift, check_model_options):
         rule(config)
-    check_data_options(config, shift_copy=bool(config.shift) and SHIFT_KINDS.require(config.shift).needs_a_copy)
+    check_data_options(config, shift_copy=config.shift is not None and SHIFT_KINDS.require(config.shift).needs_a_copy)
 
 
 def check_model_options(config: EvalConfig) -> None:
