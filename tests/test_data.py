@@ -12,12 +12,12 @@ from PIL import Image
 
 from robeval.core.errors import UserError
 from robeval.data.folders import load_folder_data
+from robeval.model_config import IMAGENET_CONFIG, ModelConfig
 from robeval.models.wrapper import ModelMeta
 
 from .conftest import run_cli
 
-META = ModelMeta(name="deit-tiny", family="deit", input_size=(3, 224, 224), num_classes=1000, mean=(0.485, 0.456, 0.406),
-                 std=(0.229, 0.224, 0.225), interpolation="bicubic", crop_pct=0.875)
+META = ModelMeta(name="deit-tiny", family="deit", config=ModelConfig.from_cfg(IMAGENET_CONFIG))
 
 
 def test_folder_streams_224_images_in_unit_range_with_imagenet_labels(image_folder):

@@ -310,9 +310,8 @@ def test_robustbench_cifar_names_resolve_to_the_zoos_entries():
     spec = get_spec("robustbench:cifar10/Linf/Carmon2019Unlabeled")
     assert spec.name == "robustbench:cifar10/Linf/Carmon2019Unlabeled"
     assert spec.weights.kind == "robustbench" and spec.weights.source == "cifar10/Linf/Carmon2019Unlabeled"
-    with torch.device("meta"):
-        meta = model_meta(build_network(spec.name), spec, {})
-    assert (meta.input_size, meta.num_classes, meta.mean, meta.std) == ((3, 32, 32), 10, (0.0,) * 3, (1.0,) * 3)
+    meta = model_meta(spec, {})  # its network built on the meta device to read them
+    assert (meta.input_size, meta.num_classes, meta.config.mean, meta.config.std) == ((3, 32, 32), 10, (0.0,) * 3, (1.0,) * 3)
     assert get_spec("robustbench:cifar100/Linf/Cui2020Learnable_34_10_LBGAT6").weights.source.startswith("cifar100/")
     assert get_spec("robustbench:Salman2020Do_R50").weights.source == "imagenet/Linf/Salman2020Do_R50"
     with pytest.raises(UserError, match="did you mean Carmon2019Unlabeled"), torch.device("meta"):

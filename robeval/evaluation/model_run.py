@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -154,7 +154,7 @@ class ModelRun:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return {**asdict(self.model.meta), "name": self.job.name}
+        return {**self.model.meta.record(), "name": self.job.name}
 
     def labels(self, batch: Batch, attack: str) -> torch.Tensor:
         """The labels ``attack`` is given: the true ones, or the clean predictions (the protocol says)."""

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import torch
-
 from ..core.errors import UserError
 from ..data.examples import EvalData
 from ..data.labels import check_classes
 from ..data.loading import load_data
-from ..models import build_network, list_models, meta_of, model_meta
+from ..models import list_models, model_meta
 from ..models.admission import admit_members, admit_model, network_tensors
 from ..models.wrapper import ModelMeta
 from ..options import option_fields
@@ -88,11 +86,7 @@ def _job_meta(job: ModelJob, plan: RunPlan, flag: str = "--checkpoint") -> Model
         raise UserError(
             f"{spec.name} has no public weights; pass {flag} {job.model}=PATH (or --weights random for a smoke test)"
         )
-    if spec.config is not None:
-        return meta_of(spec, spec.config, job.options)
-    with torch.device("meta"):
-        net = build_network(job.model, **job.options)
-    return model_meta(net, spec, job.options)
+    return model_meta(spec, job.options)
 
 
 def _source_meta(source: ModelJob, plan: RunPlan, targets: list):

@@ -16,7 +16,7 @@ from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
 if TYPE_CHECKING:
     from .attention.elliptical import EllipticalAttention, set_elliptical_options
     from .given import GivenModel, Members, given_from_object, split_models
-    from .loading import build_network, count_parameters, load_model, meta_of, model_meta, parameter_count, wrap_given
+    from .loading import build_network, count_parameters, load_model, model_meta, parameter_count, wrap_given
     from .wrapper import ModelMeta, NormalizedModel, config_of, set_config
 
 # What needs torch, by the module it is in (imported on first use, so the registry stays torch-free)
@@ -27,7 +27,6 @@ _NEED_TORCH = {
         "build_network",
         "count_parameters",
         "load_model",
-        "meta_of",
         "model_meta",
         "parameter_count",
         "wrap_given",
@@ -59,7 +58,6 @@ __all__ = [
     "get_spec",
     "list_models",
     "load_model",
-    "meta_of",
     "model_meta",
     "register_model",
     "set_elliptical_options",

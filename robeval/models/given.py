@@ -27,7 +27,7 @@ from .admission import admit_config, check_output
 from .checkpoint import OpenedCheckpoint, load_checkpoint, weights_sha256
 from .provenance import model_code
 from .registry import GIVEN, ModelSpec
-from .wrapper import ModelMeta, config_of, meta_from_config
+from .wrapper import ModelMeta, config_of
 
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
 
@@ -55,7 +55,7 @@ class GivenModel:
         return {"source": self.source, "weights_sha256": self.sha256, "config": self.config.as_cfg()}
 
     def meta(self) -> ModelMeta:
-        return meta_from_config(
+        return ModelMeta(
             self.name,
             self.family,
             self.config,

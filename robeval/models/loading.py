@@ -10,7 +10,6 @@ import torch
 
 from ..core.errors import UserError
 from ..core.registry import placed
-from ..model_config import ModelConfig
 from ..zoo import zoo_path
 from .checkpoint import OpenedCheckpoint, load_checkpoint, load_state_dict_strict, open_checkpoint
 from .given import GivenModel, complete_config
@@ -18,7 +17,7 @@ from .names import get_spec
 from .provenance import model_code
 from .registry import ModelSpec
 from .weights import WEIGHT_SOURCES, Loaded, Weights
-from .wrapper import ModelMeta, NormalizedModel, meta_from_config
+from .wrapper import ModelMeta, NormalizedModel
 
 
 def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
@@ -45,24 +44,18 @@ def count_parameters(name: str) -> int:
         return parameter_count(build_network(name))
 
 
-def model_meta(net: torch.nn.Module, spec: ModelSpec, options: dict[str, Any]) -> ModelMeta:
+def model_meta(spec: ModelSpec, options: dict[str, Any], net: torch.nn.Module | None = None) -> ModelMeta:
     """What a model is: input size, classes, preprocessing; a registration's facts (data), else what the
-    built network says (a timm-style ``pretrained_cfg``, its output for its classes)."""
-    config = spec.config if spec.config is not None else complete_config(net, spec.name)
-    return meta_of(spec, config, options)
-
-
-def meta_of(spec: ModelSpec, config: ModelConfig, options: dict[str, Any]) -> ModelMeta:
-    """The meta of ``spec`` with facts ``config`` (every field filled)."""
-    return meta_from_config(
-        spec.name,
-        spec.family,
-        config,
-        options=options,
-        source=spec.reference,
-        params=spec.params,
-        code=model_code(spec),
-    )
+    built network says (a timm-style ``pretrained_cfg``, its output for its classes): ``net``, else the
+    network built on the meta device (no memory, no weights) to read them."""
+    config = spec.config
+    if config is None:
+        if net is None:
+            with torch.device("meta"):
+                net = spec.builder(**_check_options(spec, options))
+        config = complete_config(net, spec.name)
+    return ModelMeta(spec.name, spec.family, config, options=options, source=spec.reference, params=spec.params,
+                     code=model_code(spec))  # fmt: skip
 
 
 def embedded_state(name: str) -> Loaded:
@@ -127,7 +120,7 @@ def load_model(
     else:
         opened = load_default_weights(net, spec.name, spec.weights)
         weights = spec.weights.describe()
-    meta = model_meta(net, spec, opts)
+    meta = model_meta(spec, opts, net)
     meta.weights = weights
     if opened is not None:
         meta.checkpoint, meta.checkpoint_sha256, meta.recipe = opened.path, opened.sha256, opened.recipe

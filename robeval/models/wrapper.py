@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -13,16 +13,12 @@ from ..model_config import ModelConfig
 
 @dataclass
 class ModelMeta:
-    """What a loaded model is: its registry name, preprocessing and weight provenance."""
+    """What a loaded model is: its registry name, its image facts (``config``, every field filled) and
+    weight provenance."""
 
     name: str
     family: str
-    input_size: tuple[int, int, int]
-    num_classes: int
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-    interpolation: str = "bicubic"
-    crop_pct: float = 0.875
+    config: ModelConfig
     weights: str = "random"
     checkpoint: str | None = None
     checkpoint_sha256: str | None = None
@@ -33,21 +29,32 @@ class ModelMeta:
     code: dict[str, str] | None = None  # the user's code file it was built by: path and SHA-256 (a reader of
     # the run builds it again only from that file unchanged, or from code its command line names)
 
+    def __post_init__(self) -> None:
+        c = self.config
+        assert c.input_size and c.num_classes and c.mean and c.std, f"{self.name}: facts missing"
 
-def meta_from_config(name: str, family: str, config: ModelConfig, **fields: Any) -> ModelMeta:
-    """A model's meta from its facts (every field of ``config`` filled) and ``fields`` (weights, options...)."""
-    assert config.input_size and config.num_classes and config.mean and config.std, f"{name}: facts missing"
-    return ModelMeta(
-        name=name,
-        family=family,
-        input_size=config.input_size,
-        num_classes=config.num_classes,
-        mean=config.mean,
-        std=config.std,
-        interpolation=str(config.interpolation),
-        crop_pct=float(config.crop_pct or 1.0),
-        **fields,
-    )
+    # its image facts as the data (robeval.data.examples.ImageSpec) and the checks read them
+    @property
+    def input_size(self) -> tuple[int, int, int]:
+        return cast(tuple[int, int, int], self.config.input_size)
+
+    @property
+    def num_classes(self) -> int:
+        return cast(int, self.config.num_classes)
+
+    @property
+    def interpolation(self) -> str:
+        return str(self.config.interpolation)
+
+    @property
+    def crop_pct(self) -> float:
+        return float(self.config.crop_pct or 1.0)
+
+    def record(self) -> dict[str, Any]:
+        """What a run stores of it (run.json's ``models.<name>``): the image facts flat after the family."""
+        stored = asdict(self)
+        facts = {**stored.pop("config"), "interpolation": self.interpolation, "crop_pct": self.crop_pct}
+        return {"name": stored.pop("name"), "family": stored.pop("family"), **facts, **stored}
 
 
 class NormalizedModel(nn.Module):
@@ -63,9 +70,8 @@ class NormalizedModel(nn.Module):
         super().__init__()
         self.net = net
         self.meta = meta
-        shape = (1, len(meta.mean), 1, 1)
-        self.register_buffer("mean", torch.tensor(meta.mean, dtype=torch.float32).view(shape), persistent=False)
-        self.register_buffer("std", torch.tensor(meta.std, dtype=torch.float32).view(shape), persistent=False)
+        for name, values in (("mean", meta.config.mean), ("std", meta.config.std)):
+            self.register_buffer(name, torch.tensor(values, dtype=torch.float32).view(1, -1, 1, 1), persistent=False)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean.to(x.dtype)) / self.std.to(x.dtype)
