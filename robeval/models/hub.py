@@ -14,6 +14,7 @@ import os
 import socket
 from collections.abc import Callable
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import timm
@@ -102,10 +103,7 @@ def timm_spec(arch: str) -> ModelSpec:
         hint = timm.list_models(f"*{arch}*")[:3]
         extra = f" (did you mean {', '.join(hint)}?)" if hint else ""
         raise UserError(f"unknown timm architecture {arch!r}{extra}")
-
-    def build() -> nn.Module:
-        return timm_network(arch)
-
+    build = partial(timm_network, arch)
     return ModelSpec(f"timm:{arch}", "timm", build, weights=timm_weights(arch), config=timm_config(arch))
 
 
@@ -115,10 +113,7 @@ def hf_hub_spec(repo: str) -> ModelSpec:
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UserError(f"hf-hub model names look like hf-hub:OWNER/REPO, not hf-hub:{repo}")
     name = f"hf-hub:{repo}"
-
-    def build() -> nn.Module:
-        return from_hub(lambda: timm.create_model(name, pretrained=False), f"the configuration of {name!r}", "")
-
+    build = partial(from_hub, partial(timm.create_model, name, pretrained=False), f"the configuration of {name!r}", "")
     return ModelSpec(
         name, "hf-hub", build, weights=timm_weights(name), description=f"timm model from the Hugging Face hub ({repo})"
     )
