@@ -35,12 +35,9 @@ from .catalog import DIGITS, DIGITS_CFG
 from .vits import DIGITS_ARCH
 
 BATCH, WEIGHT_DECAY, WARMUP_EPOCHS, SMOOTHING, CLIP = 64, 0.05, 5, 0.1, 1.0
-MEAN, STD = DIGITS_CFG["mean"][0], DIGITS_CFG["std"][0]  # the demo's normalization
 
 Loss = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]  # (net, normalized images, labels)
 Progress = Callable[[int, int, float], None]  # (epochs done, epochs, last batch's loss)
-Normalization = tuple[tuple[float, ...], tuple[float, ...]]  # (mean, std) per channel
-DEMO_NORMALIZATION: Normalization = ((MEAN,), (STD,))
 LEARNED = 2.0  # a trained model must reach this many times chance accuracy (1 / classes) on the test split
 
 
@@ -55,19 +52,17 @@ def shift_augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return out
 
 
-def normalizer(normalization: Normalization) -> Callable[[torch.Tensor], torch.Tensor]:
-    """[0,1] images -> what a network taking ``normalization`` (mean, std per channel) takes."""
-    mean, std = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in normalization)
+def normalizer(config: ModelConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """[0,1] images -> what a network taking ``config``'s normalization (mean, std per channel) takes."""
+    mean, std = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (config.mean, config.std))
     return lambda x: (x - mean) / std
 
 
-def accuracy(
-    net: nn.Module, x: torch.Tensor, y: torch.Tensor, normalization: Normalization = DEMO_NORMALIZATION
-) -> float:
-    """Top-1 accuracy of ``net`` (which takes images normalized by ``normalization``) on [0,1] images ``x``."""
+def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor, config: ModelConfig = DIGITS) -> float:
+    """Top-1 accuracy of ``net`` (which takes images normalized as ``config`` states) on [0,1] images ``x``."""
     net.eval()
     with torch.inference_mode():
-        return float((net(normalizer(normalization)(x)).argmax(1) == y).float().mean())
+        return float((net(normalizer(config)(x)).argmax(1) == y).float().mean())
 
 
 class TrainingFailed(UserError):
@@ -127,15 +122,15 @@ def train_network(
     lr: float = DEMO_RECIPE.lr,
     loss_fn: Loss = smoothed_ce,
     progress: Progress | None = None,
-    normalization: Normalization = DEMO_NORMALIZATION,
+    config: ModelConfig = DIGITS,
 ) -> tuple[nn.Module, float]:
-    """The recipe (module docstring) on ``net`` (which takes images normalized by ``normalization``, the
+    """The recipe (module docstring) on ``net`` (which takes images normalized as ``config`` states, the
     demo's by default); returns it in eval mode and its top-1 accuracy on the digits test split.
     Deterministic from ``seed`` (data order, shifts); a loss that is not finite stops it (one line)."""
     gen = torch.Generator().manual_seed(seed)
     xtr, ytr = (torch.from_numpy(a) for a in digits_split("train"))
     xte, yte = (torch.from_numpy(a) for a in digits_split("test"))
-    normalize = normalizer(normalization)
+    normalize = normalizer(config)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
     sched = _schedule(opt, epochs, math.ceil(len(ytr) / BATCH))
     for epoch in range(epochs):
@@ -153,7 +148,7 @@ def train_network(
         check_finite(last, epoch + 1, epochs, lr)  # a NaN stays NaN: checked once an epoch
         if progress is not None:
             progress(epoch + 1, epochs, last)
-    return net.eval(), accuracy(net, xte, yte, normalization)
+    return net.eval(), accuracy(net, xte, yte, config)
 
 
 def check_digits_sized(name: str, config: ModelConfig) -> None:
@@ -223,13 +218,11 @@ def train_demo(
     check_recipe(epochs, lr)
     net, config = _digits_network(name, seed)
     stochastic_depth(net, DEMO_RECIPE.stochastic_depth)
-    assert config.mean is not None and config.std is not None
     loss_fn: Loss = smoothed_ce
     distilled = hasattr(net, "set_distilled_training")
     if distilled:  # the teacher takes the normalized images the recipe feeds
         loss_fn = hard_distillation(load_model("digits-deit").net.eval())
-    normalization = (tuple(config.mean), tuple(config.std))
-    net, acc = train_network(net, epochs, seed, lr=lr, loss_fn=loss_fn, progress=progress, normalization=normalization)
+    net, acc = train_network(net, epochs, seed, lr=lr, loss_fn=loss_fn, progress=progress, config=config)
     if distilled:
         net.set_distilled_training(False)  # type: ignore[operator]
     return net, acc
