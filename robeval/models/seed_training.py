@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ..core.defaults import DEMO_RECIPE, Recipe
 from ..core.errors import UserError
-from ..zoo import STOCHASTIC_DEPTH_BY_SCRIPT, zoo_path
+from ..zoo import zoo_path
+from .recipes import robeval_recipe
 from .training import WEIGHT_SUFFIXES, Progress, TrainingFailed, check_learned, save_demo, train_demo
 
 TRAINED_BY = "robeval train-demo"
@@ -103,18 +104,17 @@ def spread(members: list[Member]) -> tuple[float, float | None]:
 
 
 def shipped_recipe(model: str) -> Recipe | None:
-    """The recipe the shipped weights of ``model`` were trained with (read from the zoo file's metadata;
-    None when ``model`` ships no weights).  Files written before their metadata named the learning rate
-    and stochastic depth were trained at the recipe's lr by the scripts of :data:`STOCHASTIC_DEPTH_BY_SCRIPT`."""
+    """The recipe the shipped weights of ``model`` were trained with, as the zoo file's metadata records it
+    (:func:`~.recipes.robeval_recipe`: the older files' too); None when ``model`` ships no weights."""
     from safetensors import safe_open
 
     path = zoo_path(model)
     if not path.is_file():
         return None
     with safe_open(str(path), "pt") as f:
-        meta = f.metadata() or {}
-    depth = meta.get("stochastic_depth", STOCHASTIC_DEPTH_BY_SCRIPT.get(meta.get("trained_by", ""), float("nan")))
-    return Recipe(int(meta.get("epochs", 0)), float(meta.get("lr", DEMO_RECIPE.lr)), float(depth))
+        found = robeval_recipe(f.metadata() or {}) or {}
+    depth = float(found.get("stochastic depth", "nan"))
+    return Recipe(int(found.get("epochs", 0)), float(found.get("lr", DEMO_RECIPE.lr)), depth)
 
 
 def recipe_note(model: str, recipe: Recipe) -> str:
