@@ -21,7 +21,7 @@ from ..core.errors import UserError
 from ..core.precision import Precision, get_precision
 from ..core.records import audit_unit, model_key
 from ..data.published import IN_MEMORY
-from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models, wrap_given
+from ..models import GivenModel, NormalizedModel, get_spec, load_model, split_models
 from ..models.checkpoint import OpenedCheckpoint, open_checkpoint
 from ..models.given import given_from_spec
 from ..models.provenance import model_code
@@ -123,7 +123,7 @@ class RunPlan:
         hashed, their tensors dropped after the run's last load of them (every member and the transfer source
         that load the file counted)."""
         if member.given is not None:
-            return wrap_given(member.given, self.device)
+            return member.given.wrapped(self.device)
         config = self.config
         torch.manual_seed(config.seed)
         opened = self.opened(member.checkpoint) if member.checkpoint is not None else None

@@ -16,21 +16,14 @@ from .weights import NO_WEIGHTS, Weights, embedded_weights, timm_weights
 if TYPE_CHECKING:
     from .attention.elliptical import EllipticalAttention, set_elliptical_options
     from .given import GivenModel, Members, given_from_object, split_models
-    from .loading import build_network, count_parameters, load_model, model_meta, parameter_count, wrap_given
+    from .loading import build_network, count_parameters, load_model, model_meta, parameter_count
     from .wrapper import ModelMeta, NormalizedModel, config_of, set_config
 
 # What needs torch, by the module it is in (imported on first use, so the registry stays torch-free)
 _NEED_TORCH = {
     "attention.elliptical": ("EllipticalAttention", "set_elliptical_options"),
     "given": ("GivenModel", "Members", "given_from_object", "split_models"),
-    "loading": (
-        "build_network",
-        "count_parameters",
-        "load_model",
-        "model_meta",
-        "parameter_count",
-        "wrap_given",
-    ),
+    "loading": ("build_network", "count_parameters", "load_model", "model_meta", "parameter_count"),
     "wrapper": ("ModelMeta", "NormalizedModel", "config_of", "set_config"),
 }
 __getattr__ = lazy_attributes(
@@ -63,5 +56,4 @@ __all__ = [
     "set_elliptical_options",
     "split_models",
     "timm_weights",
-    "wrap_given",
 ]

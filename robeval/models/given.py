@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -27,7 +27,7 @@ from .admission import admit_config, check_output
 from .checkpoint import OpenedCheckpoint, load_checkpoint, weights_sha256
 from .provenance import model_code
 from .registry import GIVEN, ModelSpec
-from .wrapper import ModelMeta, config_of
+from .wrapper import ModelMeta, NormalizedModel, config_of
 
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
 
@@ -54,6 +54,14 @@ class GivenModel:
         """What of it determines the records: its source, its weights and its image facts."""
         return {"source": self.source, "weights_sha256": self.sha256, "config": self.config.as_cfg()}
 
+    def wrapped(self, device: str | torch.device = "cpu") -> NormalizedModel:
+        """As the engine evaluates it: [0,1] images in (its normalization inside), eval mode, no parameter
+        gradients; the checkpoint its weights were loaded from (admitted by now) holds them no more."""
+        model = NormalizedModel(self.module, self.meta()).to(device)
+        if self.checkpoint is not None:
+            self.checkpoint.release()
+        return model
+
     def meta(self) -> ModelMeta:
         return ModelMeta(
             self.name,
@@ -70,16 +78,16 @@ class GivenModel:
 
 
 def complete_config(
-    module: nn.Module, name: str, options: dict[str, Any] | None = None, from_python: bool = False
+    module: nn.Module, name: str, stated: ModelConfig | dict[str, Any] | None = None, from_python: bool = False
 ) -> ModelConfig:
-    """The module's ``pretrained_cfg`` updated by ``options`` (``--model-config``), every field filled and
-    admitted (:func:`~.admission.admit_config`: a mean and std per channel); one line saying what is
-    missing or wrong and how to state it."""
-    stated = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(options or {}))
-    missing = stated.missing()
+    """The module's ``pretrained_cfg`` updated by ``stated`` (``--model-config``, or the config given with it
+    from Python), every field filled and admitted (:func:`~.admission.admit_config`: a mean and std per
+    channel); one line saying what is missing or wrong and how to state it."""
+    config = ModelConfig.from_cfg(config_of(module)).updated(ModelConfig.from_cfg(stated))
+    missing = config.missing()
     if missing:
         raise UserError(how_to_state(name, missing, from_python))
-    return admit_config(stated.completed(check_output(module, name, stated)), name)
+    return admit_config(config.completed(check_output(module, name, config)), name)
 
 
 def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint: str | None = None) -> GivenModel:
@@ -123,8 +131,7 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
     copied = _snapshot(module)
     sha = weights_sha256(copied.state_dict())
     name = module_name(module, label, sha)
-    options = asdict(ModelConfig.from_cfg(stated)) if stated is not None else None
-    config = complete_config(copied, name, options, from_python=True)
+    config = complete_config(copied, name, stated, from_python=True)
     source = f"{GIVEN}:{type(module).__name__}"
     return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
 

@@ -12,7 +12,7 @@ from ..core.errors import UserError
 from ..core.registry import placed
 from ..zoo import zoo_path
 from .checkpoint import OpenedCheckpoint, load_checkpoint, load_state_dict_strict, open_checkpoint
-from .given import GivenModel, complete_config
+from .given import complete_config
 from .names import get_spec
 from .provenance import model_code
 from .registry import ModelSpec
@@ -76,16 +76,6 @@ def load_default_weights(net: torch.nn.Module, name: str, weights: Weights) -> O
     return opened
 
 
-def wrap_given(given: GivenModel, device: str | torch.device = "cpu") -> NormalizedModel:
-    """A given model as the engine evaluates it: [0,1] images in (its normalization inside), eval mode,
-    no parameter gradients; the checkpoint its weights were loaded from (admitted by now) holds them no more."""
-    model = NormalizedModel(given.module, given.meta()).eval().to(device)
-    model.requires_grad_(False)
-    if given.checkpoint is not None:
-        given.checkpoint.release()
-    return model
-
-
 def load_model(
     name: str,
     checkpoint: str | Path | OpenedCheckpoint | None = None,
@@ -126,6 +116,4 @@ def load_model(
         meta.checkpoint, meta.checkpoint_sha256, meta.recipe = opened.path, opened.sha256, opened.recipe
     if meta.params is None:  # a plugin's kind: no count as data
         meta.params = parameter_count(net)
-    model = NormalizedModel(net, meta).eval().to(device)
-    model.requires_grad_(False)  # attacks need input gradients only
-    return model
+    return NormalizedModel(net, meta).to(device)

@@ -58,7 +58,8 @@ class ModelMeta:
 
 
 class NormalizedModel(nn.Module):
-    """Wraps a network that expects normalized input so that callers pass [0,1] pixels.
+    """Wraps a network that expects normalized input so that callers pass [0,1] pixels; in eval mode,
+    without parameter gradients (attacks need input gradients only).
 
     ``net`` stays reachable for protocols that attack the normalized tensor (``nielsen2024``).
     """
@@ -72,6 +73,7 @@ class NormalizedModel(nn.Module):
         self.meta = meta
         for name, values in (("mean", meta.config.mean), ("std", meta.config.std)):
             self.register_buffer(name, torch.tensor(values, dtype=torch.float32).view(1, -1, 1, 1), persistent=False)
+        self.eval().requires_grad_(False)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean.to(x.dtype)) / self.std.to(x.dtype)
