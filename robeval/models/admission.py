@@ -3,11 +3,8 @@ a model, in one place, made by every path that evaluates or trains one (``robeva
 ``robeval.evaluate`` through the preflight, ``benchmark()``, ``reproduce``, ``train-demo``, ``profile``)
 before the results store is opened, so a mistake is one line and leaves no run behind:
 
-* a checkpoint, read once (:func:`~.checkpoint.open_checkpoint`: a file of a checkpoint's kind whose
-  header or archive records declare sizes that fit it, checked before anything is loaded or inflated,
-  holding only allowed objects), whose tensors pass one rule (:func:`~.checkpoint.check_fit`): the names
-  and shapes of the model's network (built on the meta device: no memory, no weights), dense, each of
-  its parameter's kind (floating-point, integer, bool);
+* a checkpoint, read once (:func:`~.checkpoint.open_checkpoint`), whose tensors fit the model's network
+  built on the meta device (:func:`~.checkpoint.check_fit`: no memory, no weights);
 * a model's stated facts against its input (:func:`admit_config`): one mean and std per channel,
   finite numbers;
 * a network from code robeval has not seen (:func:`built_network`, :func:`check_output`): a plugin's

@@ -46,10 +46,6 @@ class GivenModel:
     checkpoint: OpenedCheckpoint | None = None  # the file its weights were loaded from, read once
     code: dict[str, str] | None = None  # the user's code file it was built by (path, SHA-256): user_code.code_record
 
-    @property
-    def params(self) -> int:
-        return sum(p.numel() for p in self.module.parameters())
-
     def identity(self) -> dict[str, Any]:
         """What of it determines the records: its source, its weights and its image facts."""
         return {"source": self.source, "weights_sha256": self.sha256, "config": self.config.as_cfg()}
@@ -71,7 +67,7 @@ class GivenModel:
             checkpoint=self.checkpoint.path if self.checkpoint else None,
             checkpoint_sha256=self.checkpoint.sha256 if self.checkpoint else self.sha256,
             source=self.source,
-            params=self.params,
+            params=sum(p.numel() for p in self.module.parameters()),
             code=self.code,
             recipe=self.checkpoint.recipe if self.checkpoint else None,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
+from importlib import metadata
 from typing import Any
 
 from torch import nn
@@ -50,14 +51,14 @@ def clash(group: str, name: str) -> str | None:
     return f"{what} {name!r} is registered by two packages, {packages[0]} and {packages[1]}: uninstall one"
 
 
-def load(group: str, name: str) -> Any:
-    """The object of the entry point ``name`` of ``group``; a UserError if it cannot be had."""
+def load(group: str, name: str) -> tuple[metadata.EntryPoint, Any]:
+    """The entry point ``name`` of ``group`` and its object; a UserError if it cannot be had."""
     problem = clash(group, name)
     if problem:
         raise UserError(problem)
     (entry,) = entry_points(group)[name]
     try:
-        return entry.load()
+        return entry, entry.load()
     except USER_CODE_RAISES as exc:  # the plugin's own code (a SystemExit in it included)
         raise UserError(
             f"plugin {package_of(entry)} ({group} entry point {name} = {entry.value}) failed to import: {raised(exc)}"
@@ -65,8 +66,7 @@ def load(group: str, name: str) -> Any:
 
 
 def _model_spec(name: str) -> ModelSpec:
-    target = load(MODEL_GROUP, name)
-    (entry,) = entry_points(MODEL_GROUP)[name]
+    entry, target = load(MODEL_GROUP, name)
     spec = code_spec(name, entry.value, lambda: target, package_of(entry), describe(target))
     MODELS.add(name, spec)
     return spec
@@ -88,8 +88,8 @@ def _register_kind(kind_name: str) -> None:
     """The plugin kind ``kind_name`` and its family registered (once)."""
     if kind_name in ATTENTION_KINDS and not robevals_own(ATTENTION_GROUP, kind_name):
         return
-    target = load(ATTENTION_GROUP, kind_name)  # a clash with robeval's own kind is raised here
-    package = package_of(entry_points(ATTENTION_GROUP)[kind_name][0])
+    entry, target = load(ATTENTION_GROUP, kind_name)  # a clash with robeval's own kind is raised here
+    package = package_of(entry)
     taken = [m for m in family_names(kind_name) if m in MODELS]
     if taken:
         raise UserError(
