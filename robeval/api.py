@@ -1,9 +1,4 @@
-"""``robeval.evaluate``: the library entry point behind ``robeval run``, and the one place that
-builds what a run needs around the engine: the results store (in memory when none is named), the
-progress display, the distributed context.  It returns the run as :func:`robeval.open_run` reads it
-back (:class:`robeval.results_api.Run`: records, summary, table, compare, plot, check, report), and
-writes the run's files.  ``benchmark`` is RobustBench's ``benchmark()`` on the same engine.
-"""
+"""The library's entry points around the engine; see docs/python.md and docs/layout.md."""
 
 from __future__ import annotations
 
@@ -51,17 +46,10 @@ def evaluate_run(
     reporter: Reporter | None = None,
     ctx: DistContext | None = None,
 ) -> Run:
-    """Evaluate a run's configuration (:func:`robeval.evaluation.config.make_config`'s, made once by the
-    caller: ``robeval run`` and :func:`evaluate` alike) and return the run, the same
-    :class:`~robeval.results_api.Run` that :func:`robeval.open_run` reads back.  ``given``: the modules
-    given from Python, by model name (:func:`robeval.models.split_models`).
-
-    ``out``: a folder for results.csv, results.md and run.json (``{run_id}`` in it stands for the new
-    run's id); ``store``: a results-store path (or :class:`~robeval.store.Store`) that receives
-    every finished unit, opened once everything else is checked (none: a store in memory, kept by the
-    returned run); ``resume``: a run id in that store to continue ("latest": the newest unfinished run
-    with the same configuration); ``progress``: progress bars (or your own ``reporter``); ``ctx``: the
-    distributed context (default: joined from torchrun's environment, and left at the end)."""
+    """The engine's one entry (docs/python.md, section Evaluate): evaluate ``config`` (made once by
+    the caller) and return the run.  ``given``: the modules given from Python, by model name.
+    ``resume="latest"``: the newest unfinished run with the same configuration; ``ctx``: default
+    joined from torchrun's environment, and left at the end."""
     if config.threads is not None:  # judged by make_config already
         torch.set_num_threads(config.threads)
     if isinstance(store, (str, Path)) and str(store) != IN_MEMORY:
@@ -99,25 +87,17 @@ def _run_keywords() -> list[inspect.Parameter]:
 
 
 def evaluate(**keywords: Any) -> Run:
-    """Evaluate models under attacks (and/or a distribution shift); returns the run (:func:`evaluate_run`),
-    whose ``summary`` is the results table (one row per model x attack x eps).
-
-    Every keyword but :func:`evaluate_run`'s own (``out``, ``store``, ``resume``, ``progress``, ``reporter``,
-    ``ctx``) is a run option, a field of :class:`robeval.options.EvalConfig` with its help there (the
-    signature lists them all, built from those declarations), in the form a user gives it
-    (``eps="1/255,2/255"``, ``attacks="pgd,fgsm"``, ``settings={"pgd": {"steps": 50}}`` or
-    ``["pgd.steps=50"]``); absent: the option's default.  ``models`` takes names, ``PATH.py:CALLABLE`` /
-    ``PKG.MODULE:CALLABLE`` strings and ``nn.Module`` s (or ``(module, robeval.ModelConfig(...))`` pairs)
-    in one list."""
+    """Evaluate models under attacks (and/or a distribution shift) and return the run; every keyword but
+    :func:`evaluate_run`'s own is a field of :class:`robeval.options.EvalConfig` (docs/python.md, section
+    Evaluate)."""
     where = {p.name: keywords.pop(p.name) for p in _run_keywords() if p.name in keywords}
     names, given = split_models(keywords.pop("models", None))
     return evaluate_run(make_config(**keywords, models=names), given, **where)
 
 
 def _signature_from_options() -> inspect.Signature:
-    """:func:`evaluate`'s signature: every run option spelled out from :class:`EvalConfig`'s
-    declarations (its fields and their defaults), then :func:`evaluate_run`'s keywords: what ``help()``
-    and an editor show, declared nowhere else."""
+    """:func:`evaluate`'s signature, for ``help()`` and editors: :class:`EvalConfig`'s fields, then
+    :func:`evaluate_run`'s keywords."""
     options = [
         inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option_default(f.name), annotation=f.type)
         for f in fields(EvalConfig)
@@ -169,12 +149,9 @@ NOT_CARRIED = ("shift", "corruptions", "severities", "source_model", "adaptive",
 
 
 def large_eps_run(run: Run, progress: bool = False, code: Sequence[str] = ()) -> Run | None:
-    """``check --run-missing``: PGD at 16/255 and 64/255 on the models, data and examples of ``run`` (its
-    configuration read back from its stored identity: :meth:`robeval.options.EvalConfig.from_identity`),
-    written to its store as a run of its own that names it (``evidence_for``: tables of ``run`` take it
-    in); None when the run already has them.  Shifts, transfer sources, adaptive copies and attack settings
-    of the stored run are not carried over.  ``code``: the user's code, ``PATH.py:CALLABLE=NAME``, that
-    builds a model of the run (only code named here is imported); ``progress``: its progress bars."""
+    """``check --run-missing``: ``LARGE_EPS_CHECK`` on the models, data and examples of ``run``, stored
+    beside it as a run that names it (``evidence_for``); None when the run already has them.  ``code``:
+    ``PATH.py:CALLABLE=NAME``, the only user code imported."""
     stored = run.runs[0]
     check_stored_code(stored.config, [split_label(item)[0] for item in code])  # only code named here
     attack, wanted = LARGE_EPS_CHECK
@@ -230,19 +207,8 @@ def benchmark(
     version: str = "standard",
     **options: Any,
 ) -> tuple[float, float]:
-    """RobustBench's ``benchmark()`` on robeval's engine (``from robeval import benchmark``): the same
-    parameters in the same order as robustbench 1.1.1's, the same return value, ``(clean_accuracy,
-    robust_accuracy)`` as fractions, and the same two lines printed (``Clean accuracy: 87.50%``,
-    ``Adversarial accuracy: 56.29%``), from AutoAttack's ``version`` (keyword-only, robeval's own, as are
-    ``options``) run as AutoAttack runs it (``cascade=True``) on RobustBench's examples.  What it refuses
-    raises :class:`~robeval.errors.UserError`, a ``ValueError`` as RobustBench's refusals are.
-
-    ``model``: an ``nn.Module`` taking [0,1] images (normalisation inside), evaluated as a copy named
-    ``module:<model_name>@<hash of its state dict>``.  ``aa_state_path``: a results store through which
-    the run resumes (the newest unfinished run there with this configuration); ``to_disk``: RobustBench's
-    ``model_info/<dataset>/<threat model>/<model_name>.json``; ``log_path``: the results table is appended
-    there.  ``options``: any keyword of :func:`evaluate` (``settings``, ``seed``, ``precision``,
-    ``store``, ``resume``, ``out``, ``progress``, ...); see README: RobustBench."""
+    """RobustBench's ``benchmark()`` (robustbench 1.1.1's parameters, return value and printed lines) on
+    robeval's engine; see docs/robustbench.md."""
     from .evaluation.protocols import autoattack_options, autoattack_version
     from .robustbench_ext.benchmark_run import (
         BenchmarkArgs,
@@ -269,8 +235,8 @@ def benchmark(
 
 
 def _resuming(store: str | Path, options: dict[str, Any]) -> Callable[..., Run]:
-    """``evaluate`` on the store at ``store`` (RobustBench's ``aa_state_path``), continuing the newest
-    unfinished run there with the same configuration, else starting one."""
+    """``evaluate`` continuing the newest unfinished run in ``store`` with the same configuration, else
+    starting one."""
     if "store" in options or "resume" in options:
         raise TypeError("benchmark() takes aa_state_path or store/resume, not both")
 

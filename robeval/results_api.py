@@ -1,11 +1,7 @@
-"""``robeval.open_run``: a stored run read back in one line, with everything the result commands do
-(docs/python.md shows each method in use).
+"""``robeval.open_run`` and ``Run``: see docs/python.md, section Reading a stored run back.
 
-``robeval table``, ``compare``, ``plot``, ``check`` and ``report`` are this object's methods behind a
-command line: what a command prints, the method returns (``compare`` and ``check`` return data whose
-``str`` is what is printed).  A store named by its path is opened for each read and closed after it
-(nothing is held open, nothing is written but what a method is asked to write); a run made without a
-store keeps its store in memory.
+A store named by its path is opened for each read and closed after it (nothing is held open, nothing is
+written but what a method is asked to write).
 """
 
 from __future__ import annotations
@@ -169,11 +165,8 @@ class Run:
         names: Mapping[str, str] | Sequence[str] | None = None,
         bold: bool = True,
     ) -> str:
-        """The paper table in ``format`` (md, csv, latex, json, html, robustbench): ``robeval table``.
-        ``top1_only``: no top-5 columns; ``attacks``: the attack columns, in this order (``"pgd,apgd-ce,any"``
-        or a list; ``clean`` and ``any`` included); ``names``: the name a model is shown by
-        (``{"digits-deit-diff": "DiffAttn"}``, or ``MODEL=NAME`` strings) — so that a table fits a
-        two-column paper.  Cells of a model with several members are mean ± std.  ``bold``: a column's
+        """The paper table in ``format``: ``robeval table``, its ``--top1-only``, ``--attacks`` and ``--name``
+        (docs/results.md); ``names`` also as ``{"digits-deit-diff": "DiffAttn"}``.  ``bold``: a column's
         best in bold where the claim test separates it from the runner-up (else a footnote mark)."""
         from .report.paper import TableOptions, render
 
@@ -181,11 +174,8 @@ class Run:
         return render(self.summary, format, options, table_records(self.runs))  # bold: each cell's own records
 
     def compare(self, a: str, b: str, seed: int = 0) -> Comparison:
-        """Models ``a`` and ``b`` paired example by example (a RobustBench model-info FILE.json on one
-        side: against its published numbers): the numbers in ``.table``, ``.render("md" | "csv" |
-        "json")`` what ``robeval compare`` prints.  A model of this run is named as it is;
-        ``RUN_ID:MODEL`` names one of another run, a bare name not in this run the newest finished run
-        that has it."""
+        """``robeval compare A B`` (docs/python.md).  A model of this run is named as it is; ``RUN_ID:MODEL``
+        names one of another run, a bare name not in this run the newest finished run that has it."""
         from .report.comparison import comparison
 
         with existing_store(self.store) as db:
@@ -202,8 +192,7 @@ class Run:
         return ref if owner is None else f"{owner.run_id}:{ref}"
 
     def plot(self, out: str | Path = Path("results") / "plots") -> list[Path]:
-        """The figures (robust accuracy against eps, bars per eps, minimum norms, severities, convergence
-        curves) as PNG and SVG files in the folder ``out``: ``robeval plot``."""
+        """``robeval plot``: the figures as PNG and SVG files in the folder ``out``."""
         from .report.files import prepare_out_dir
         from .report.plots import make_plots
         from .results.runs import convergence_curves
@@ -214,9 +203,7 @@ class Run:
         return make_plots(self.summary, folder, minimal_norms(self.runs), curves)
 
     def check(self) -> Soundness:
-        """The soundness findings of the run, judged with its evidence runs (those ``check --run-missing`` made)
-        from the store: ``.flags`` the raised ones, ``.judged.models`` every check's finding per model,
-        ``.render("md")`` (``str``) what ``robeval check`` prints, ``.render("checklist")`` the document."""
+        """``robeval check``: the findings, judged with the run's evidence runs (docs/python.md)."""
         from .report.checklist import Soundness
         from .results.soundness import judge_stored
 
