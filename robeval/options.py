@@ -1,16 +1,10 @@
-"""Every option of a run, declared once: a field of :class:`EvalConfig` with its help text, its
+"""Every option of a run, declared once (docs/layout.md): a field of :class:`EvalConfig` with its help,
 command-line flags and whether it belongs to the run's identity (what ``--resume`` compares).
+Torch-free, so the command line parses and checks its options before torch loads.
 
-``robeval run`` builds its options from these declarations (robeval.cli.run), ``robeval.evaluate``
-takes them as keywords of the same names, and the engine reads the fields.  Adding an option is one
-declaration here and the code that uses it.  Torch-free, so the command line parses and checks its
-options before torch loads.
-
-A field holds what the engine uses (``eps`` a list of :class:`~robeval.eps.Eps`, ``settings`` every
-setting of every attack the run runs); the command line and the API give the user's form
-(``"1/255,2/255"``, ``["pgd.steps=50"]``), which :func:`robeval.evaluation.config.make_config` parses
-once.  A run's identity is the JSON form of its identity fields (:meth:`EvalConfig.to_identity`: what
-the store keeps and ``--resume`` compares), read back by :meth:`EvalConfig.from_identity`.
+A field holds what the engine uses (``eps`` a list of :class:`~robeval.eps.Eps`); the command line and
+the API give the user's form (``"1/255,2/255"``), which :func:`robeval.evaluation.config.make_config`
+parses once.
 """
 
 from __future__ import annotations
@@ -237,25 +231,24 @@ class EvalConfig:
 
     @cached_property
     def source(self) -> tuple[str, str | None] | None:
-        """``source_model`` split once (:func:`split_source`): the transfer source's name and checkpoint."""
-        return split_source(self.source_model)
+        """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
+        weights); None without a source."""
+        if not self.source_model:
+            return None
+        name, _, checkpoint = self.source_model.partition("=")
+        return name, checkpoint or None
 
     def to_identity(self) -> dict[str, Any]:
-        """What determines the records, as the store keeps it (plain JSON data): every identity field,
-        eps as their text, checkpoints sorted (a model's one checkpoint as its path, several as the list of
-        its members), the settings as ``attack_settings``; ``references`` only when there are some (as
-        runs were stored before models of the user's code existed)."""
+        """What determines the records, as the store keeps it (plain JSON data).  A model's one checkpoint
+        is its path, as runs stored it before members; ``references`` only when there are some, as runs
+        were stored before models of the user's code existed."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in identity_fields()}
-        out.update(eps=[e.text for e in self.eps], checkpoints=self.stored_checkpoints())
+        checkpoints = {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
+        out.update(eps=[e.text for e in self.eps], checkpoints=checkpoints)
         out["attack_settings"] = out.pop("settings")
         if not out["references"]:
             del out["references"]
         return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
-
-    def stored_checkpoints(self) -> dict[str, str | list[str]]:
-        """The checkpoints as a run stores them, sorted by model: a model's one checkpoint as its path (as
-        runs stored it before members), several as the list of its members."""
-        return {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:
@@ -275,15 +268,6 @@ class EvalConfig:
             },
         )
         return cls(**values, **outside)
-
-
-def split_source(text: str | None) -> tuple[str, str | None] | None:
-    """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
-    weights); None without a source.  A configuration holds it split (:attr:`EvalConfig.source`)."""
-    if not text:
-        return None
-    name, _, checkpoint = text.partition("=")
-    return name, checkpoint or None
 
 
 def option_fields() -> list[Field]:
