@@ -1,31 +1,16 @@
-"""The fast protocol's audit as facts and rules: its pass and stages, which surviving examples it
-attacks, what its breaks escalate, and what it leaves to bound.  Torch-free (the protocol's
-registration reads it before torch loads); robeval.evaluation.fast.steps runs it.
+"""The fast protocol's audit as facts and rules (docs/protocols.md, section fast: the pass, the audit,
+escalation).  Torch-free: the protocol's registration reads it before torch loads.
 
-The fast pass (APGD-CE, then ``apgd-t-malt`` on the ``FAST_TARGETS`` best MALT-ranked targets) leaves
-``S`` of ``n`` examples robust.  The audit runs on a sample of those survivors what AutoAttack would
-still run on them, in AutoAttack's order, each stage on the sampled points still robust:
-``AUDIT_STAGES`` = AutoAttack's APGD-T targets the pass skipped (``apgd-t-rest``), FAB-T, Square.  The
-share it breaks bounds what AutoAttack would still have broken (:mod:`robeval.evaluation.fast.bound`).
+The sample: each survivor is in it when ``u = derive_seed(seed, "audit", example) / 2**31`` falls below
+``rate``, decided before any audit attack runs, so a batch runs its audit as soon as its survivors are
+known, and, given its size, the sample is a uniform draw from the survivors (what the Clopper-Pearson
+limit assumes), whatever the attacks did to them.  Its size is random (Binomial(S, rate)); a fixed size
+would need every survivor known first.
 
-The sample: each survivor is in it when its own uniform number ``u = derive_seed(seed, "audit",
-example) / 2**31`` falls below ``rate`` -- a Bernoulli(rate) draw per example, decided from the run seed
-and the example's index alone, before any audit attack runs.  So a batch runs its audit as soon as its
-survivors are known; the sample does not depend on the batch size, the batch order, ``--nproc`` or a
-resume; and, given its size, it is a uniform draw from the survivors (what the Clopper-Pearson limit
-assumes), whatever the attacks did to them.  Its size is random (Binomial(S, rate)); a fixed size would
-need every survivor known first.
-
-Escalation (:func:`escalated_stages`), decided on all of a model's batches at one eps: when FAB-T or
-Square breaks an audited point, every stage runs on every survivor and the result is AutoAttack's
-(such a model resists the gradient attacks in a way only AutoAttack's whole run settles).  When only
-APGD-T's remaining targets break one, only they run on every survivor (with 3 targets of 9 on 10
-classes, 6 targets x about 200 passes per point against about 7,500 for FAB-T and Square): the pass
-truncated APGD-T by design.  The sample then stands for FAB-T and Square, which broke none of it: the
-APGD-T stages draw their starts per example, so a point's outcome does not depend on whether it was
-sampled, and the sampled points still robust after the escalated APGD-T are a uniform sample of the
-new survivors (the Bernoulli draw was made independently of every outcome); the bound holds with
-``m`` = those points and ``d`` = 0 (:class:`AuditCounts`).
+After an escalated APGD-T, the sample stands for FAB-T and Square: the APGD-T stages draw their starts
+per example, so a point's outcome does not depend on whether it was sampled, and the sampled points
+still robust are a uniform sample of the new survivors; the bound holds with ``m`` = those points and
+``d`` = 0 (:class:`AuditCounts`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""The fast protocol's printed bound on AutoAttack's robust accuracy, from its audit.
-
-The fast pass leaves ``survivors`` (S) of ``examples`` (n) robust, so its robust accuracy is S/n.
-AutoAttack would run more attacks on those S (the APGD-T targets the pass skipped, FAB-T, Square) and
-break some share ``q`` of them; its robust accuracy on these examples is then S/n - (S/n) q.  The audit
-runs those attacks on a uniform sample of ``audited`` (m) survivors and breaks ``broken`` (d) of them.
-With U the one-sided 95% Clopper-Pearson upper limit of d/m (exact: the p at which seeing d or fewer
-breaks in m has probability 5%), q <= U with at least 95% confidence, so
-
-    AutoAttack's robust accuracy >= S/n - (S/n) x U.
-
-With d = 0, U = 1 - 0.05^(1/m), about 3/m.  The bound is on AutoAttack as the fast run draws it
-(APGD-CE and APGD-T from the run's random starts): what another seed's starts would break is
-AutoAttack's own seed-to-seed spread, which no audit of the fast run measures.
+"""The fast protocol's printed bound on AutoAttack's robust accuracy (docs/protocols.md, section fast:
+The bound).  U, the one-sided Clopper-Pearson upper limit of d/m, is exact: the p at which seeing d or
+fewer breaks in m has probability 5%.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""An audited protocol's steps (``fast``; its facts and rules: robeval.evaluation.fast.audit), as the
-engine composes them: a first pass with every batch, then, once every batch's audit is stored, a
-second pass over the batches.
-
-First pass (:func:`pass_step`): the protocol's pass as a cascade (APGD-CE, then ``apgd-t-malt``, each on
-what the ones before left robust), then the audit: the survivors the seeded sample draws
-(:func:`~.audit.audit_sample`) go through the audit's stages, each on the sampled points still
-robust, and each stage's records of them are stored as a unit of their own (``audit:<stage>``,
-robeval.core.records).  The pass's units and the audit units are the first pass's resume points.
-
-Second pass (:func:`second_pass`): which stages broke an audited point, over all of the model's batches
-at one eps, decides what escalates (:func:`~.audit.escalated_stages`).  The stored records are read
-back by rank 0 and sent to every worker, so all of them decide alike, and a resumed run decides as the
-interrupted one did.  Then every batch's units of the audit's stages (what every table reads) are
-written, each stage on what the ones before it left robust:
+"""An audited protocol's two passes as the engine's unit loop runs them: the pass and the audit units
+(:func:`pass_step`), then, once every batch's audit is stored, escalation (:func:`second_pass`); see
+docs/protocols.md, section fast, and docs/store.md (the audit units as resume points).  The stored
+records are read back by rank 0 and sent to every worker, so all of them decide alike.  Then every
+batch's units of the audit's stages (what every table reads) are written, each stage on what the ones
+before it left robust:
 
 * a stage not escalated: the audited examples keep what the audit did to them (its passes included),
   the other survivors keep their records, no passes spent;

@@ -1,8 +1,5 @@
-"""An audited protocol's audit (``fast``) read back from a run's records: per model and eps what the audit
-sampled and broke, what escalated, and the bound on AutoAttack's robust accuracy (:mod:`.bound`), as
-summary columns and one line of words that every caption, ``robeval run``, ``robeval check`` and the report print.
-
-The counts come from the audit units (``audit:<stage>``, robeval.core.records: one record per audited
+"""An audited protocol's audit read back from a run's records (docs/protocols.md, section fast).  The
+counts come from the audit units (``audit:<stage>``, robeval.core.records: one record per audited
 example); the survivors from the records of the audit's last stage, as every table reads them.
 """
 
