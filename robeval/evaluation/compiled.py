@@ -1,12 +1,8 @@
-"""Compiled model passes (``--compile``; docs/speed.md says how and why): the network the attacks craft
-on and the fp32 re-check count on, through ``torch.compile``, its batches padded to a few bucket sizes
-(:func:`buckets`) so that a graph is made once per bucket and reused as an attack's survivors shrink
-(AutoAttack's subsets make every batch a new shape); every pass without an input gradient in inference
-mode on a copy, so two graphs per bucket serve every pass (counted by :func:`graphs_made`).  ``auto``
-compiles on CUDA only: on the CPU it was measured not to pay (benchmarks/compile_cpu.py).  A model whose
-compiled pass fails to build runs eagerly from then on, said once: compiling is a speed-up, never a
-reason to stop.  Compiled passes compute the same functions in another order of floating-point
-operations; tests/test_compiled.py checks their records equal to eager ones.
+"""Compiled model passes (``--compile``): docs/speed.md, section Compiled passes, says how and why
+(bucket sizes, inference mode on a copy, ``auto`` on CUDA only).  A pass that fails to build runs
+eagerly: compiling is a speed-up, never a reason to stop.  Compiled passes compute the same functions
+in another order of floating-point operations; tests/test_compiled.py checks their records equal to
+eager ones.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Several workers on one evaluation, through PyTorch's own runtime (torchrun + torch.distributed).
-
-Work is split by batch: the pending batches of a model are dealt round-robin to the ranks, and a
-batch's composition and seeds depend only on its index (and each example's random draws on the
-example alone), so the records do not depend on the number of workers.  Every rank works through
-its batches independently and writes its finished units to its own store file next to the store;
-when all ranks are done with a model, rank 0 merges those files into the store, which it alone
-owns.  What a rank learnt (skipped files, checks, timings, an error) is gathered with it, so no
-rank waits forever for one that failed.  gloo on CPU, nccl on GPUs.
+"""Several workers on one evaluation through torchrun + torch.distributed (docs/distributed.md, section
+How the work is split).  What a rank learnt (skipped files, checks, timings, an error) is gathered
+with it, so no rank waits forever for one that failed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The evaluation engine: for each model, member, batch, eps and attack of a run, one unit's records
-into the store, as :func:`evaluate_plan` reads.
-
-A model's members are its checkpoints (one per training seed); each is loaded in turn and runs every
-unit on the same examples with the same attack seeds (the seeds never depend on the member), so a
-member's records are those of a run of that checkpoint alone.
+"""The evaluation engine's loop (docs/layout.md names who does each step; members: docs/results.md).
 
 A batch is the outer loop of a model's units because its clean pass, its images and a minimum-norm
 attack's search serve every eps and attack on it (and under ``--cascade`` each attack follows the one
-before it on the same batch).  The steps of a unit, the cascade, the fp32 re-check of a reduced
-precision, convergence curves and the minimum-norm search, are robeval.evaluation.units'; creating or
-resuming the run, writing units, gathering workers and stopping are the session's
-(robeval.evaluation.session).  An audited protocol (``fast``) runs its pass and audit with the batches
-and its audit's stages in a second pass over them, once the audit is stored
-(robeval.evaluation.fast.steps).  Summaries and flags are made from the stored records by
-robeval.results, so a finished run and a stored run are summarised by the same code.
+before it on the same batch).  Summaries and flags are made from the stored records by robeval.results,
+so a finished run and a stored run are summarised by the same code.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The efficiency table (``robeval profile``; docs/speed.md says how each figure is measured): parameters,
-FLOPs per image, forward and forward+backward throughput, and the memory a model's pass needs, side by side
-with the change against the first model (the paper's efficiency table for DeiT vs DeiT-Elliptical).
-
-Every model is built and warmed up first; the timed repeats are then interleaved (A, B, A, ...) so that
-drift of the machine falls on every model alike; each figure is the median of the repeats with their
-spread.  FLOPs: PyTorch's ``FlopCounterMode`` with the CPU's fused attention kernel added.  Memory on a
-CPU is measured in a fresh process per model, since a long-lived process keeps freed memory and the
-runtime itself (~0.7 GB) would dwarf a small model's share.
+"""The efficiency table's measurements (``robeval profile``): docs/speed.md, section The efficiency table,
+says how each figure is measured and why (interleaved repeats, the fused attention kernel's FLOPs, a
+fresh process per model for CPU memory).  A long-lived process also keeps freed memory.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""Stored adversarial examples crafted again, exactly: robeval keeps every example's record and the
-run's configuration, and its per-example attacks draw from (run seed, attack, eps, example) alone, so
-an image the run crafted need not be stored to be seen again.
-
-The run's plan is rebuilt from its stored configuration (:meth:`~robeval.options.EvalConfig.from_identity`,
-judged again by :func:`~.config.remake`); each model is then loaded and attacked by the engine's own code
-(:class:`~.model_run.ModelRun` and :func:`~.units.run_unit`: the same model building, the same attack
-objects and seeds, the same precision and threat-model checks), which hands back the records it would
-have stored and the points it crafted.
-
-Batches: each wanted example is crafted again inside its original batch (the stored batch number
-and the run's batch size say which examples were together), the whole batch attacked as the run
-attacked it.  A batched forward pass of another composition (the example alone, or with other
-neighbours) may round differently in the last bits, and a many-step attack can turn that into
-another prediction; inside its own batch every operation is the one the run made.  The cost is
-that of the run on those batches.
-
-Attacks whose draws are made per batch inside the AutoAttack code (``PER_BATCH_IN_LIBRARY``) and
-runs made with ``--cascade`` (an attack's records there follow every earlier attack of the suite)
-are refused (:func:`~.protocols.refusal`).  A model of the user's code is built again only when the command line names its code (never because
-a store names it: robeval.models.user_code.check_stored_code).
+"""Stored adversarial examples crafted again, exactly, through the engine's own code (docs/results.md,
+section Seeing adversarial examples again): per-example attacks draw from (run seed, attack, eps,
+example) alone, so an image the run crafted need not be stored to be seen again.  Each example is
+crafted inside its original batch (the stored batch number and the run's batch size say which examples
+were together): a many-step attack can turn another composition's last-bit rounding into another
+prediction.  Refusals: :func:`~.protocols.refusal`.
 """
 
 from __future__ import annotations
