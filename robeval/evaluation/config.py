@@ -1,12 +1,7 @@
-"""A run's configuration from the user's values: the one place that judges a run's options.
-
-:func:`make_config` turns what a user gives (``robeval run`` options or ``robeval.evaluate`` keywords,
-both named as the fields of :class:`~robeval.options.EvalConfig`) into the configuration the engine
-reads: model names expanded and known, eps and attacks parsed, every attack's settings judged
-(:func:`robeval.attack_settings.apply_settings`) and resolved, defaults by data kind, and the rules
-between options.  Torch-free: ``robeval run`` calls it before torch loads, so a wrong option answers
-at once; the plan checks what needs torch (the device, the models' code and weights, the data).
-Given a configuration's own fields again it gives the same configuration (:func:`remake`).
+"""The one judge of a run's options (docs/layout.md): :func:`make_config` turns what a user gives into
+the configuration the engine reads.  Torch-free: ``robeval run`` calls it before torch loads, so a
+wrong option answers at once; the plan checks what needs torch (the device, the models' code and
+weights, the data).  Given a configuration's own fields again it gives the same one (:func:`remake`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""What a run will do, resolved once from its configuration (judged already by
-:func:`~.config.make_config`): the protocol, the device and batch size, the model jobs (with
-``--adaptive`` copies, the user's code built), the shift and its conditions, and what needs torch to
-check.  Every part of the engine reads the plan instead of resolving these again; its identity (what
-the store keeps and ``--resume`` compares) is its configuration's (:meth:`EvalConfig.to_identity`).
+"""What a run will do, resolved once from its judged configuration (docs/layout.md): every part of the
+engine reads the plan instead of resolving these again.  Its identity is its configuration's
+(:meth:`EvalConfig.to_identity`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""A run being evaluated by this process: created in the store, or a stored one resumed (its
-configuration compared, its holder checked, units that a killed worker left in its own file merged);
-each finished unit written at once (the resume point); each model's share of what the run learns
-gathered from every worker, a model that fails stopped alone; the run let go of when it stops.
-
-How a distributed run's workers share a model's batches and store files: robeval.evaluation.distributed.
+"""A run being evaluated by this process (docs/layout.md): each finished unit is written at once (the
+resume point); a model that fails is stopped alone.
 """
 
 from __future__ import annotations
