@@ -231,24 +231,23 @@ class EvalConfig:
 
     @cached_property
     def source(self) -> tuple[str, str | None] | None:
-        """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
-        weights); None without a source."""
-        if not self.source_model:
-            return None
-        name, _, checkpoint = self.source_model.partition("=")
-        return name, checkpoint or None
+        """``source_model`` split once (:func:`split_source`): the transfer source's name and checkpoint."""
+        return split_source(self.source_model)
 
     def to_identity(self) -> dict[str, Any]:
         """What determines the records, as the store keeps it (plain JSON data).  A model's one checkpoint
         is its path, as runs stored it before members; ``references`` only when there are some, as runs
         were stored before models of the user's code existed."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in identity_fields()}
-        checkpoints = {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
-        out.update(eps=[e.text for e in self.eps], checkpoints=checkpoints)
+        out.update(eps=[e.text for e in self.eps], checkpoints=self.stored_checkpoints())
         out["attack_settings"] = out.pop("settings")
         if not out["references"]:
             del out["references"]
         return json.loads(json.dumps(out, default=str))  # the JSON form the store gives back (tuples as lists)
+
+    def stored_checkpoints(self) -> dict[str, str | list[str]]:
+        """The checkpoints as a run stores them, sorted by model (see :meth:`to_identity`)."""
+        return {m: paths[0] if len(paths) == 1 else list(paths) for m, paths in sorted(self.checkpoints.items())}
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, Any], **outside: Any) -> EvalConfig:
@@ -268,6 +267,15 @@ class EvalConfig:
             },
         )
         return cls(**values, **outside)
+
+
+def split_source(text: str | None) -> tuple[str, str | None] | None:
+    """``--source-model NAME[=CHECKPOINT]``: the transfer source's name and checkpoint (None: its default
+    weights); None without a source."""
+    if not text:
+        return None
+    name, _, checkpoint = text.partition("=")
+    return name, checkpoint or None
 
 
 def option_fields() -> list[Field]:
