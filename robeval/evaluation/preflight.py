@@ -1,12 +1,7 @@
 """Checks made before a run is created, so that a user's mistake costs no work and leaves no run.
 
-Every model's input size and classes are read from its registration (data: no network is built), or
-from the module the plan carries (the user's, checked by one forward pass when it was planned).  Each
-registered model is admitted (robeval.models.admission: a plugin's network built and run once on a
-zero batch, each checkpoint read once and matched against its network); the data is opened once, the
-subset chosen, and its labels checked against each model's classes.  What is learnt is handed to the
-run: the data, which it reuses for every model, and every checkpoint as it was read, which the plan
-keeps for the model's load (:meth:`~.plan.RunPlan.opened`).
+What is learnt is handed to the run: the data, opened once and reused for every model, and every
+checkpoint as it was read, which the plan keeps for the model's load (:meth:`~.plan.RunPlan.opened`).
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@ evaluated; and the steps the engine's loop composes around it.
 
 * :func:`run_unit`: the clean row, or one attack, with the steps around it: a minimum-norm attack's one
   search per batch, the fp32 re-check of a reduced ``--precision``, the convergence curve.
-* :func:`cascade_unit`: ``--cascade``, AutoAttack's way of running a suite (docs/speed.md): on each batch
-  each attack only on the examples every earlier one failed to fool, an example once fooled keeping the
-  record of the attack that fooled it; attacks from AutoAttack's code (``Attack.library_draws``) draw
-  as AutoAttack does.  A batch's state is rebuilt from its earlier attacks when a resumed run starts in
-  the middle of it (deterministic; nothing is stored twice).
+* :func:`cascade_unit`: ``--cascade`` (docs/speed.md, section AutoAttack's cascade).  A batch's state is
+  rebuilt from its earlier attacks when a resumed run starts in the middle of it (deterministic; nothing
+  is stored twice).
 """
 
 from __future__ import annotations
