@@ -1,22 +1,8 @@
 """Which best of a table's column is a claim: bold only where the claim test separates it.
 
-A paper table bolds the best model of each column, and a reader takes bold for "more robust".  That is a
-claim about the models, so it is made only where ``robeval compare``'s test would make it: the best against
-the runner-up on the same examples, the 95% interval of their difference (the two-level claim interval
-where either side has several members; the paired bootstrap over examples where each has one
-checkpoint) excluding 0 (robeval.results.statistics.separates).  A best the test does not separate from
-the runner-up (a tie included) is marked by a footnote instead.
-
-Bold is a claim about training procedures, so it is made only between models trained alike: a best the
-test separates whose recipe (or whose members' recipes) differs from that of a model of its column
-(the summary's ``recipe`` column: robeval.results.likeness.recipe_cells) is marked :data:`RECIPES_DIFFER`
-instead, and the caption names the recipes.  The test reads exactly the records a cell shows: those of
-the row's run (``run_id``, where the records carry it) and of the model as the table names it
-(robeval.results.runs.table_records), never those of a model of the same name in another run.
-
-The marks are columns of the summary (``best_top1``, ``best_top5``: :data:`SEPARATED`, :data:`NOT_SEPARATED`,
-:data:`RECIPES_DIFFER` or empty), set from the per-example records before the table's options rename the models; each
-renderer shows them its own way (robeval.report.grid).
+See docs/results.md, "Bold is a claim" and "Recipes: bold compares models trained alike".  The marks are
+columns of the summary (``best_top1``, ``best_top5``), set from the per-example records before the table's
+options rename the models; each renderer shows them its own way (robeval.report.grid).
 """
 
 from __future__ import annotations
@@ -47,8 +33,8 @@ def best_column(metric: str) -> str:
 
 def mark_bests(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with a best column per metric: each column's (eps, attack) best model marked separated
-    or not from the runner-up, or separated but trained otherwise than a model of its column (the module
-    docstring); one model alone, or a worst case over other attacks than its neighbours', is not marked."""
+    or not from the runner-up, or separated but trained otherwise than a model of its column (docs/results.md);
+    one model alone, or a worst case over other attacks than its neighbours', is not marked."""
     out = summary.copy()
     for metric in METRICS:
         out[best_column(metric)] = ""

@@ -1,15 +1,7 @@
 """``robeval compare``: two evaluated models found (:func:`find_model`), their records paired on examples,
-a row per eps and attack (:func:`compare`).  One checkpoint a side (test ``paired``): top-1 / top-5 of A
-and B, B - A, its bootstrap interval and McNemar's p; several members a side (``members``): the claim's
-row, and the claim in words ("attention B is more robust than attention A": whether the difference
-exceeds the seed-to-seed variation); robeval.results.statistics computes both rows.
-
-A stored model against published numbers (``published``: ``robeval compare RUN:model path/to/Entry.json``,
-:func:`compare_published`) reads a RobustBench model-info file as one side and compares its clean,
-AutoAttack and corruption accuracies with the run's on the run's examples.  A file holds aggregate
-accuracies only, no per-example outcomes, so no paired test is possible: each row gives the run's
-accuracy with a seeded 95% bootstrap interval over its examples, the published value, the difference
-B - A, and whether the published value lies inside the run's interval.
+a row per eps and attack (:func:`compare`; robeval.results.statistics computes the rows), or a stored model
+against a RobustBench model-info file (:func:`compare_published`).  What each row holds: docs/results.md,
+"``robeval compare``", and docs/robustbench.md, "Leaderboard entries and published numbers".
 
 The answer is one :class:`Comparison`, as data and as a document, written in the formats of
 :data:`COMPARE_FORMATS` (robeval.report.formats)."""
@@ -233,10 +225,11 @@ ONE_CHECKPOINT = (
 @dataclass
 class Comparison:
     """Models ``a`` and ``b`` (as ``RUN_ID:MODEL``, or a model-info file) compared: ``table`` holds the
-    numbers per eps and attack of the ``test`` (the module docstring; ``members``: ``top1_beyond`` says
-    whether the difference exceeds the seed-to-seed variation).  ``lines``: any difference in the models'
-    code; ``preface``: what the document says first (``robeval compare``: which run it took, and why);
-    ``render("md" | "csv" | "json")`` and ``str`` give what ``robeval compare`` prints."""
+    numbers per eps and attack of the ``test`` (``paired``, ``members`` or ``published``: docs/results.md;
+    ``members``: ``top1_beyond`` says whether the difference exceeds the seed-to-seed variation).
+    ``lines``: any difference in the models' code; ``preface``: what the document says first (``robeval
+    compare``: which run it took, and why); ``render("md" | "csv" | "json")`` and ``str``
+    give what ``robeval compare`` prints."""
 
     a: str
     b: str

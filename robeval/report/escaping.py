@@ -1,24 +1,9 @@
 """How each output format shows a text: the one place each format escapes what it is given.
 
-Every text a document puts in a cell, a caption, a heading or a line is data: a name, a label, a run
-id, a path or a message from a store, a checkpoint or a file may hold a format's markup, and must show
-as the characters it is, never act as markup, a formula or script.  Each renderer passes text through
-its format's function here and nothing else escapes:
-
-* Markdown (:func:`markdown`, :func:`markdown_line`): backslash escapes for every character that
-  CommonMark and GitHub would read as markup where it stands (emphasis, code, links and images, raw
-  HTML, table cells, math, strikethrough, entities; at a line's start a list, heading or quote
-  marker); a control or invisible character shows as its escape, so a newline can forge no row or line.
-* LaTeX (:func:`latex`): each special character as its text command, in one pass (a replacement is
-  never escaped again).
-* HTML (:func:`html`): ``&``, ``<``, ``>`` and both quotes as entities (safe in text and in quoted
-  attributes).
-* CSV (:func:`csv_cell`): a text cell a spreadsheet would read as a formula (it starts with ``=``,
-  ``+``, ``-``, ``@``, a tab or a carriage return; OWASP's CSV injection advice) gets a leading
-  ``'``; numbers stay numbers, and so does a text that is a plain number (``-0.5``).
-* The terminal (:func:`terminal`): control and invisible characters as escapes, except the line breaks
-  and tabs of robeval's own multi-line text (a name holds none: robeval.core.printable); rich markup is
-  never parsed.
+Every text a document shows is data and never acts as markup, a formula or script: what each format
+does with it is docs/hardening.md, rule 9 ("Text from outside only shows").  Each renderer passes text
+through its format's function here and nothing else escapes.  HTML quotes both quote characters, so a
+text is safe in quoted attributes too; LaTeX replaces in one pass, so a replacement is never escaped again.
 
 Control and invisible characters go first (robeval.core.printable.visible_controls); the escape their
 backslash needs is then the format's own.

@@ -1,25 +1,12 @@
 """The gallery: stored adversarial examples of a run crafted again from their seeds
-(robeval.results.recrafting) and drawn here (clean | adversarial | amplified perturbation, for each
-chosen model side by side), each regenerated record checked against the stored one.  ``robeval
-examples`` is its command; the HTML report calls :func:`gallery`::
+(robeval.results.recrafting) and drawn here, each regenerated record checked against the stored one.
+``robeval examples`` is its command and the HTML report calls :func:`gallery`: docs/results.md, "Seeing
+adversarial examples again", says what the figure shows, docs/python.md, "Lower-level readers", how to
+call it.  :func:`robeval.results.recrafting.plan_recrafting` does the cheap part alone (one-line
+:class:`~robeval.errors.UserError` otherwise), :func:`draw_gallery` crafts and draws.
 
-    from robeval.report.gallery import gallery
-
-    g = gallery("results/robeval.sqlite", run_id, models=["deit-small", "deit-small-elliptical"],
-                attack="pgd", eps="8/255", select="A-fooled,B-robust", max_examples=6)
-    g.png()        # PNG bytes (g.svg(): an SVG string; g.write(path): either, by suffix)
-    g.checks       # one Check per drawn (model, example): .equal, .differences, .line()
-    g.report()     # the lines robeval examples prints ("all N regenerated predictions equal ...")
-
-:func:`robeval.results.recrafting.plan_recrafting` does the cheap part alone (the run, models, attack,
-eps and examples checked: one-line :class:`~robeval.errors.UserError` otherwise), :func:`draw_gallery`
-crafts and draws.
-
-The figure: a row per example; for each model side by side its clean image, its
-adversarial image and the perturbation (amplified to the full grey range, its Linf and L2 size
-written), titled with the predicted classes (green: right, red: wrong) and the true class on the
-left.  Sized for a paper: 8 pt panel titles, grey images in grey, small images upscaled with
-nearest-neighbour pixels.
+Sized for a paper: 8 pt panel titles, grey images in grey, small images upscaled with nearest-neighbour
+pixels.
 """
 
 from __future__ import annotations
@@ -96,7 +83,7 @@ def gallery(
     max_examples: int = 8,
     **options,
 ) -> Gallery:
-    """Craft again and draw stored examples of run ``run_id`` (see the module docstring).
+    """Craft again and draw stored examples of run ``run_id`` (docs/results.md, "Seeing adversarial examples again").
 
     ``models``: models of the run (default: all of them), drawn side by side, ``A``/``B`` in ``select``;
     ``eps``: one of the run's (default: its only one); ``select``: ``"A-fooled,B-robust"``-style

@@ -1,17 +1,7 @@
-"""``robeval table RUN -f robustbench``: RobustBench's model-info JSON for a leaderboard submission.
-
-One entry per model (and per eps when a run has several): a JSON object for one entry, a list of them
-for several, its values typed as RobustBench's own files type them (robustbench_ext.leaderboard).
-robeval fills the fields a run knows (:func:`_common`) and autoattack_acc, but only from AutoAttack's
-standard attacks with their standard settings under the standard protocol: any other run is refused in
-one line that says what it lacks.  A corruption run gives corruptions_acc and corruptions_mce (``_3d``
-for ImageNet-3DCC) instead.
-
-An entry that is no leaderboard number, though its attacks are AutoAttack's, is marked rather than
-refused (RobustBench's own fields for that): ``"unreliable": true`` and a footnote saying why, for a
-model with random weights, examples other than RobustBench's (a class-balanced subset instead of its
-first N, another split) and a clean accuracy near chance.  What a run cannot know (link, name,
-authors, venue, ...) is left empty for the author to fill (the command says so on stderr)."""
+"""``robeval table RUN -f robustbench``: RobustBench's model-info JSON for a leaderboard submission, its
+values typed as RobustBench's own files type them (robustbench_ext.leaderboard).  Which fields are filled,
+which runs are refused and which entries are marked unreliable: docs/robustbench.md, "Leaderboard entries
+and published numbers"."""
 
 from __future__ import annotations
 
@@ -75,7 +65,7 @@ def standard_problem(rows: pd.DataFrame) -> str | None:
 
 
 def caveats(rows: pd.DataFrame) -> list[str]:
-    """Why one model's entry is no leaderboard number, of those the module docstring lists (empty: none known)."""
+    """Why one model's entry is no leaderboard number, of those docs/robustbench.md lists (empty: none known)."""
     first = rows.iloc[0]
     found = [f"the model has {RANDOM_WEIGHTS}"] if (column(rows, "checkpoint") == RANDOM_WEIGHTS).any() else []
     if "selection" in rows:

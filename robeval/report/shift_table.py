@@ -1,13 +1,10 @@
-"""The blocks after a paper table's attack blocks (:func:`later_blocks`): minimum-norm attacks, per model
-the median smallest fooling perturbation and robust top-1 at each eps of the run (an example's minimal
-norm is 0 when its clean image is misclassified and ``inf`` when the search found nothing); and the
-distribution-shift tables, in the Elliptical paper's layout: rows = models; columns the clean-image
-shifts (ImageNet-R, -A: logits restricted to their 200 classes; -V2, -Sketch, CIFAR-10.1: top-1, and any
-attack run on them), the corruption benchmarks as each is reported (:data:`REPORTED`), then the attack
-columns (top-1); and a detail table of each corruption's top-1 averaged over its severities.
+"""The blocks after a paper table's attack blocks (:func:`later_blocks`): minimum-norm attacks
+(docs/soundness.md, "Minimum-norm attacks"), and the distribution-shift tables in the Elliptical paper's
+layout (docs/shift.md, "Metrics and tables"): the clean-image shifts, the corruption benchmarks as each is
+reported (:data:`REPORTED`), then the attack columns (top-1); and each corruption's top-1 over severities.
 
-Runs of different shifts combine into one table (``robeval table RUN_C RUN_A RUN_R``): each
-contributes its own columns.  A condition's accuracy does not depend on eps; the first eps is used.
+Runs of different shifts combine into one table, each with its own columns.  A condition's accuracy does
+not depend on eps; the first eps is used.
 """
 
 from __future__ import annotations
