@@ -1,13 +1,9 @@
-"""A table whose columns are runs of their own: one ordinary stored run per column (its shift, its data,
-its models), through the same ``evaluate`` as ``robeval run`` — so each is in the store, ``robeval
-table RUN...`` reads it, and ``--resume`` takes up every column where the store left it.
+"""A table whose columns are runs of their own (docs/reproduce.md, "What a table is"): one ordinary stored
+run per column, through the same ``evaluate`` as ``robeval run``.  The table's folder is named by the first
+column's run id where ``out`` holds ``{run_id}``.
 
-The runs' files go to a folder per column under the table's folder; the table's folder is named by
-the first column's run id where ``out`` holds ``{run_id}``.
-
-Layout ``runs-as-columns``: a shift per column (ImageNet-R, -A, -C), or a data set per column (MNIST,
-CIFAR-100, ImageNet).  A cell is its column's measure of the row's model in that column's run; a column
-that does not apply is ``n/a`` throughout (its note, in the caption, says why).
+Layout ``runs-as-columns``: a cell is its column's measure of the row's model in that column's run; a
+column that does not apply is ``n/a`` throughout (its note, in the caption, says why).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A paper table in its own layout, as a document (Markdown, CSV and LaTeX), from a run's summary or a profile;
 what a reproduction was asked for (resolved) and what it made, and the writing of its table files.
 
-The efficiency tables' grids and what their captions say the figures are, from one
-:func:`robeval.evaluation.profiling.profile` of the table's distinct models (on the digits demo several
-rows may be one model: it is profiled once and fills each of them); their units are stated in every
-caption (:func:`profile_parts`).
+The efficiency tables come from one :func:`robeval.evaluation.profiling.profile` of the table's distinct
+models (a model filling several rows is profiled once); every caption states their units
+(:func:`profile_parts`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""``robeval reproduce NAME``: run exactly what a paper table ran, then render it in the table's layout.
-
-Attack and accuracy tables are one ordinary run (same store, so ``--resume``, ``table``, ``compare``
-and ``plot`` work on them); efficiency tables are ``robeval profile``; a table whose columns are runs
-of their own (a shift per column, a data set per column) makes one ordinary run per column, each
-reading the data ``data_for`` names for it.  Either way the table is written as ``table.md``,
-``table.csv`` and ``table.tex`` next to the run's own files (a column's run in a folder of its own
-under the table's).
+"""``robeval reproduce NAME``: run exactly what a paper table ran, then render it in the table's layout
+(one run, a profile, or one run per column, and the files written: docs/reproduce.md, "What a table is").
 """
 
 from __future__ import annotations

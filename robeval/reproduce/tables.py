@@ -1,12 +1,8 @@
 """The papers' tables that ``robeval reproduce NAME`` regenerates: the registration types and their registry.
 
-Each :class:`PaperTable` names the models (with the row label the paper prints, the ImageNet model
-and its digits demo counterpart), the attacks, eps, norm and protocol the paper used, and the layout
-it printed.  A table whose columns are runs of their own (a shift per column, a data set per column,
-a model family per column) lists them as :class:`Column` s, once for the paper's version and once
-for the digits demo.  Registering a table is all it takes for ``reproduce --list``, the run(s), the
-store and the three renderings (Markdown, CSV, LaTeX) to know it.  The registrations themselves are
-in ``elliptical.py`` and ``hosseini.py`` (one module per paper).
+What a registration names: docs/reproduce.md, "What a table is".  Registering a table is all it takes for
+``reproduce --list``, the run(s), the store and the three renderings to know it; the registrations
+themselves are in ``elliptical.py`` and ``hosseini.py`` (one module per paper).
 """
 
 from __future__ import annotations
