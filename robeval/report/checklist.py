@@ -1,7 +1,6 @@
 """The soundness findings of a run (robeval.results.soundness) as ``robeval check`` prints them (with
-the lines under every table) and as the checklist document ``robeval check --report FILE`` writes: per
-model every check of the attacks with its status (ok / RAISED / not run / n/a) and evidence, then every
-check of the claim (ok / CAVEAT / n/a), then a verdict line.  Nothing is judged here.
+the lines under every table) and as the checklist document (docs/soundness.md, "The checklist").
+Nothing is judged here.
 """
 
 from __future__ import annotations

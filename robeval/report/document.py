@@ -1,15 +1,9 @@
-"""One document model for what robeval writes as text: a document is a list of blocks (headings,
-paragraphs, lines, tables of typed cells, paper-table grids under their captions, and the values behind
-them), built by the code that knows the facts and rendered late, by one renderer per format (Markdown,
-HTML, LaTeX, CSV, JSON here; the registry of formats is robeval.report.formats; the terminal's, with
-rich, is robeval.report.terminal.to_rich).  Every text in a block is plain text, and each renderer
-escapes it in one place (robeval.report.escaping): no document builds markup by hand.
-
-Cells are text, a number, or a cell typed for how it shows (robeval.report.grid: a ``Measured`` number,
-``Strong``, ``Noted``, ``Apart``, a checklist ``Status``).  A :class:`~robeval.report.grid.Grid` is a paper
-table's block (rows = models, columns one level or two) with its cells to bold and to footnote; its caption
-is a list of phrases, a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as
-math).  Every table and grid is drawn by robeval.report.grid, each format's function there.
+"""One document model for what robeval writes as text (its blocks: docs/layout.md), built by the code
+that knows the facts and rendered late, by one renderer per format (the terminal's is
+robeval.report.terminal.to_rich).  Every text in a block is plain text, and each renderer escapes it in
+one place (robeval.report.escaping): no document builds markup by hand.  A caption is a list of phrases,
+a :class:`Formula` among them where a phrase has math (the budget: LaTeX writes it as math); every table
+and grid is drawn by robeval.report.grid.
 """
 
 from __future__ import annotations

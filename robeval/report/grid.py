@@ -1,10 +1,8 @@
-"""How every table is drawn in Markdown, LaTeX and HTML: the typed cells (:class:`Measured`, :class:`Strong`,
-:class:`Noted`, :class:`Apart`, :class:`Status`), a paper table's :class:`Grid` (rows = the index, columns one
-level, ``Top-1 (%)``, or two, ``(attack, Top-1)``: grouped under a LaTeX multicolumn or an HTML colspan; its
-``bold``, ``noted`` and ``apart`` cells marked, :data:`MARKS`) and a document's plain table.  Every text is
-escaped by its format's function (robeval.report.escaping): a model's name shows as the characters it is; a
-:class:`Measured` number as each format writes it (``97.80 ± 0.40``, in LaTeX ``$97.80 \\pm 0.40$``).  Every
-Markdown table robeval writes is :func:`markdown_table`'s, every HTML table :func:`_html_table`'s."""
+"""How every table is drawn in Markdown, LaTeX and HTML: the typed cells, a paper table's :class:`Grid` (two
+column levels grouped under a LaTeX multicolumn or an HTML colspan; its ``bold``, ``noted`` and ``apart``
+cells marked, :data:`MARKS`) and a document's plain table, every text escaped by its format's function
+(robeval.report.escaping).  Every Markdown table robeval writes is :func:`markdown_table`'s, every HTML
+table :func:`_html_table`'s."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""``robeval report``: one self-contained HTML page of stored runs, a Jinja2 template
-(``templates/report.html.j2``) filled with the sections of :data:`SECTIONS`, in their order, each built
-from the same code the other commands use.
+"""``robeval report`` (docs/results.md, "The report"): a Jinja2 template (``templates/report.html.j2``) filled
+with the sections of :data:`SECTIONS`, in their order, each built from the same code the other commands use.
 
-Nothing on the page is fetched: styles and the sorting script are inline, figures are inline SVG,
-the gallery an inline PNG, and a Content-Security-Policy forbids any other source.  The policy allows
-one script, the page's own (``templates/sort.js``, by its SHA-256): a script that text from a store
-could smuggle in would not run even if it escaped its escaping (robeval.report.escaping.html, the one
-escaper of every text on the page).
+The Content-Security-Policy allows one script, the page's own (``templates/sort.js``, by its SHA-256;
+docs/hardening.md, rule 9): a script that text from a store could smuggle in would not run even if it
+escaped its escaping (robeval.report.escaping.html, the one escaper of every text on the page).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Paper tables: rows = models, column groups = attacks (Top-1, Top-5), best per column in bold, one
-block per eps, then the minimum-norm block and the shift tables; a model of several members shows
-mean ± std.  A table is written in any format of robeval.report.formats (:data:`TABLE_FORMATS`): the
-drawing ones get these blocks, the data ones the summary's values.
-
-:class:`TableOptions`: what a results table shows, for a paper whose columns are few: top-1 alone, the
-attack columns chosen and ordered, and the names the models are shown by (``robeval table --top1-only
---attacks pgd,apgd-ce,any --name digits-deit-diff=DiffAttn``; ``Run.table(top1_only=True, attacks=[...],
-names={...})``).
-Every format renders the summary :meth:`TableOptions.applied` gives, so all show the same columns and names.
+"""Paper tables (docs/results.md, "``robeval table``"): one block per eps, then the minimum-norm block and
+the shift tables, in any format of :data:`TABLE_FORMATS`: the drawing ones get these blocks, the data ones
+the summary's values.  Every format renders the summary :meth:`TableOptions.applied` gives
+(``--top1-only``, ``--attacks``, ``--name``), so all show the same columns and names.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Figures from stored runs, in the paper style of :mod:`.style`, with 95% intervals as error bars (a model
-of several members: for seeds and examples together, its members as dots; one checkpoint: the bootstrap
-over examples; each figure says which: :func:`.style.interval_note`): :func:`figures` builds every one the
-runs support (the HTML report inlines their SVG), :func:`convergence_figure` the attacks' convergence,
-:func:`make_plots` writes them as files.  A figure that
-would carry no information is not drawn.  Each builder takes ``order``, the models of the whole table
-(:func:`.style.model_looks`): a model has the same colour, marker and line style in every figure."""
+"""Figures from stored runs (docs/results.md, "``robeval plot``"), in the style of :mod:`.style`, with 95%
+intervals as error bars (a model of several members: for seeds and examples together, its members as
+dots; one checkpoint: the bootstrap over examples; each figure says which: :func:`.style.interval_note`).
+Each builder takes ``order``, the models of the whole table (:func:`.style.model_looks`), so a model looks
+the same in every figure."""
 
 from __future__ import annotations
 

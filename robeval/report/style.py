@@ -1,7 +1,5 @@
-"""How robeval's figures look, in one place: sized and lettered for a two-column paper (full text
-width, 8 pt text: it reads at print size), a distinct colour, marker and line style per model
-(distinct for 20 models), legends outside the axes, binomial-bootstrap confidence intervals, and the
-files written (PNG at 200 dpi, SVG, PDF for LaTeX).  Text is shown as written (:data:`LITERAL_TEXT`).
+"""How robeval's figures look, in one place (docs/results.md, "``robeval plot``"): 8 pt text at a
+two-column paper's text width reads at print size.  Text is shown as written (:data:`LITERAL_TEXT`).
 """
 
 from __future__ import annotations

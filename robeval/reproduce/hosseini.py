@@ -1,9 +1,7 @@
-"""Tables of Hosseini & Hosseini, "You Need to Pay Better Attention" (arXiv 2403.01643): Table 1 (top-1 on
-MNIST, CIFAR-100 and ImageNet per attention kind), the rebuttal's "standard deviations across 5 runs"
-tables (top-1 on MNIST and on CIFAR-100 per attention kind, mean ± std over 5 training runs: a reviewer
-asked for the spread across training seeds), the edge-device inference-time table and the Swin-S table.  The paper's ViT configurations are not published: its MNIST and CIFAR-100 rows are
-robeval's ``mnist-vit*`` / ``cifar100-vit*`` and its ImageNet rows DeiT-tiny's, each with the
-attention kind."""
+"""Tables of Hosseini & Hosseini, "You Need to Pay Better Attention" (arXiv 2403.01643), listed in
+docs/reproduce.md, "The tables".  The paper's ViT configurations are not published: its MNIST and
+CIFAR-100 rows are robeval's ``mnist-vit*`` / ``cifar100-vit*`` and its ImageNet rows DeiT-tiny's, each
+with the attention kind."""
 
 from __future__ import annotations
 
