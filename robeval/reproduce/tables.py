@@ -114,10 +114,9 @@ class PaperTable:
 
     def every_model(self, digits: bool) -> list[str]:
         """Every model the table evaluates or profiles, once each, in order of appearance."""
-        columns = [c for c in self.table_columns(digits) if c.runs]
-        if not self.table_columns(digits):
+        if not (columns := self.table_columns(digits)):
             return list(dict.fromkeys(self.models(digits)))
-        return list(dict.fromkeys(m for c in columns for m in self.column_models(c, digits)))
+        return list(dict.fromkeys(m for c in columns if c.runs for m in self.column_models(c, digits)))
 
     def data_keys(self, digits: bool) -> list[str]:
         """The ``--data-for`` keys the paper's version reads."""
