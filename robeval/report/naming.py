@@ -1,7 +1,5 @@
-"""How tables and figures name things: attacks by their registered titles, columns in a fixed
-order, data by a short label; and the captions of paper-style tables (:func:`caption_parts`): what a
-block measures, on which data under which protocol, what it lacks.  What every renderer imports (each
-format escapes what it shows: robeval.report.escaping)."""
+"""How tables and figures name things (titles, column order, data labels) and the captions of paper-style
+tables (:func:`caption_parts`): what a block measures, on which data under which protocol, what it lacks."""
 
 from __future__ import annotations
 

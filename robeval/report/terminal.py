@@ -1,6 +1,5 @@
-"""Rich output: progress bars while a run works, and the terminal's renderer of a document (the results
-table when a run is done: :func:`to_rich` of robeval.report.paper.paper_document; the listings of models,
-attacks, paper tables and runs): every rich table robeval prints is built here."""
+"""Rich output: progress bars while a run works, and the terminal's renderer of a document (:func:`to_rich`):
+every rich table robeval prints is built here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The Elliptical Attention paper's tables (Nielsen, Abdullaev, Teo, Nguyen, NeurIPS 2024), checked
-against its captions: the ImageNet attack table (PGD, FGSM and SPSA at 1/255, with the robust
-baselines), the rebuttal's Table E, the two efficiency tables and the appendix's distribution-shift
-table; and one extension of robeval's own (the seven attacks on tiny), titled as such."""
+"""The Elliptical Attention paper's tables (Nielsen, Abdullaev, Teo, Nguyen, NeurIPS 2024), checked against
+its captions, and one extension of robeval's own, titled as such (docs/reproduce.md, "The tables")."""
 
 from __future__ import annotations
 
