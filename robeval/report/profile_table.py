@@ -1,6 +1,5 @@
-"""``robeval profile``'s table as a document: each model's parameters, FLOPs, throughput (median ± half the
-range of the interleaved repeats) and pass memory, with its change against the first model, the baseline
-(robeval.evaluation.profiling measures them); the measurements themselves are its values (``-f csv``)."""
+"""``robeval profile``'s table as a document (what each figure is: docs/speed.md, "The efficiency table: robeval profile");
+the measurements themselves are its values (``-f csv``)."""
 
 from __future__ import annotations
 
