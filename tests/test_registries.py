@@ -32,8 +32,9 @@ from robeval.store import Store
 from .conftest import FAST_SETTINGS
 
 MODELS = [s.name for s in list_models()]
-COMPUTED_UP_TO = 30_000_000  # parameters: a larger model is built and run on the meta device (shapes only; its
-# layers compute at the family's smaller sizes: a base FourierFormer's pass took 6 s of CPU, a base build 1 s)
+COMPUTED_UP_TO = 10_000_000  # parameters: a larger model is built and run on the meta device (shapes only; its
+# layers compute at the family's smaller sizes, every family's digits model among them: a small FourierFormer's
+# build and pass took 5 s of CPU, a small Swin's 2.5 s, of the suite's slowest module)
 ATTACKS = [s.name for s in list_attacks()]
 
 
