@@ -148,7 +148,8 @@ class RunPlan:
         """The code of every model that is not robeval's own (robeval.models.provenance): the file a
         model of the user's code was read from, a plugin's distribution, version and layer file."""
         found = {
-            job.name: job.given.code if job.given is not None else model_code(get_spec(job.model)) for job in self.jobs
+            job.name: job.given.meta.code if job.given is not None else model_code(get_spec(job.model))
+            for job in self.jobs
         }
         return {name: code for name, code in found.items() if code}
 

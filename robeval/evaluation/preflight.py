@@ -74,7 +74,7 @@ def _job_meta(job: ModelJob, plan: RunPlan, flag: str = "--checkpoint") -> Model
     registration's facts, or for a model whose facts come with its network (hub models) the network built
     on the meta device to read them."""
     if job.given is not None:
-        return job.given.meta()
+        return job.given.meta
     opened = [plan.opened(m.checkpoint) for m in job.members if m.checkpoint is not None]
     spec = admit_model(job.model, job.options, opened)
     if not opened and not spec.has_default_weights and plan.config.weights != "random":

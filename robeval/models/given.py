@@ -3,11 +3,9 @@ RobustBench's ``benchmark()``), and a model of the user's code (``--model PATH.p
 ``robeval.models`` entry point), built once when the run is planned.
 
 The plan carries each as a :class:`GivenModel`: robeval's own copy of the module (the caller's is never
-moved, put in eval mode or frozen, and changing it afterwards changes nothing), its complete
-:class:`~robeval.model_config.ModelConfig`, and the SHA-256 of its state dict, so the run's identity names
-the weights: a resume or a comparison never mixes two different modules under one name.  Before any
-attack runs, one forward pass of a zero batch at the stated input size checks that the module gives
-``[N, classes]`` logits (:func:`check_output`).
+moved, put in eval mode or frozen, and changing it afterwards changes nothing) and the SHA-256 of its
+state dict, so the run's identity names the weights: a resume or a comparison never mixes two different
+modules under one name.  What is checked before any attack runs: docs/models.md, section Your own model.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -34,43 +32,27 @@ HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest i
 
 @dataclass
 class GivenModel:
-    """A model the plan carries as a module (see the module docstring)."""
+    """A model the plan carries as a module (see the module docstring): its meta (what tables call it,
+    what made it: the reference PATH.py:CALLABLE or PKG.MODULE:CALLABLE, or "module:<Class>"; its
+    config, every field filled), robeval's own module (the engine may move, freeze and wrap it), the
+    SHA-256 of its state dict and the checkpoint its weights were loaded from, read once."""
 
-    name: str  # what tables call it
-    source: str  # what made it: the reference (PATH.py:CALLABLE, PKG.MODULE:CALLABLE) or "module:<Class>"
-    family: str
-    module: nn.Module  # robeval's own: the engine may move, freeze and wrap it
-    config: ModelConfig  # every field filled
+    meta: ModelMeta
+    module: nn.Module
     sha256: str
-    weights: str  # how the meta describes them
-    checkpoint: OpenedCheckpoint | None = None  # the file its weights were loaded from, read once
-    code: dict[str, str] | None = None  # the user's code file it was built by (path, SHA-256): user_code.code_record
+    checkpoint: OpenedCheckpoint | None = None
 
     def identity(self) -> dict[str, Any]:
         """What of it determines the records: its source, its weights and its image facts."""
-        return {"source": self.source, "weights_sha256": self.sha256, "config": self.config.as_cfg()}
+        return {"source": self.meta.source, "weights_sha256": self.sha256, "config": self.meta.config.as_cfg()}
 
     def wrapped(self, device: str | torch.device = "cpu") -> NormalizedModel:
         """As the engine evaluates it: [0,1] images in (its normalization inside), eval mode, no parameter
         gradients; the checkpoint its weights were loaded from (admitted by now) holds them no more."""
-        model = NormalizedModel(self.module, self.meta()).to(device)
+        model = NormalizedModel(self.module, self.meta).to(device)
         if self.checkpoint is not None:
             self.checkpoint.release()
         return model
-
-    def meta(self) -> ModelMeta:
-        return ModelMeta(
-            self.name,
-            self.family,
-            self.config,
-            weights=self.weights,
-            checkpoint=self.checkpoint.path if self.checkpoint else None,
-            checkpoint_sha256=self.checkpoint.sha256 if self.checkpoint else self.sha256,
-            source=self.source,
-            params=sum(p.numel() for p in self.module.parameters()),
-            code=self.code,
-            recipe=self.checkpoint.recipe if self.checkpoint else None,
-        )
 
 
 def complete_config(
@@ -95,10 +77,20 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
         module = spec.builder()
     opened = load_checkpoint(module, checkpoint, name, run.checkpoint_key, run.trust_checkpoint) if checkpoint else None
     config = complete_config(module, name, run.model_config.get(name))
-    weights = f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})"
-    source = str(spec.reference)
     sha256 = weights_sha256(module.state_dict())
-    return GivenModel(name, source, spec.family, module, config, sha256, weights, opened, model_code(spec))
+    meta = ModelMeta(
+        name,
+        spec.family,
+        config,
+        weights=f"checkpoint {checkpoint}" if checkpoint else f"from its code ({spec.reference})",
+        checkpoint=opened.path if opened else None,
+        checkpoint_sha256=opened.sha256 if opened else sha256,
+        source=str(spec.reference),
+        params=sum(p.numel() for p in module.parameters()),
+        code=model_code(spec),
+        recipe=opened.recipe if opened else None,
+    )
+    return GivenModel(meta, module, sha256, opened)
 
 
 def module_name(module: nn.Module, label: str | None, sha: str) -> str:
@@ -129,15 +121,18 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
     name = module_name(module, label, sha)
     config = complete_config(copied, name, stated, from_python=True)
     source = f"{GIVEN}:{type(module).__name__}"
-    return GivenModel(name, source, type(module).__name__, copied, config, sha, f"the module given ({source})")
+    params = sum(p.numel() for p in copied.parameters())
+    meta = ModelMeta(
+        name, type(module).__name__, config, f"the module given ({source})", None, sha, source=source, params=params
+    )
+    return GivenModel(meta, copied, sha)
 
 
 @dataclass(frozen=True)
 class Members:
-    """One model of several members given from Python: ``robeval.Members("mine", [module_seed0,
-    module_seed1, module_seed2])`` (each an ``nn.Module`` or a ``(module, robeval.ModelConfig)`` pair;
-    ``models=[("mine", [m0, m1, m2])]`` says the same).  Tables name it ``module:mine`` and show the
-    mean ± std over its members; every member takes the same images (the same image facts)."""
+    """One model of several members given from Python (docs/python.md): ``robeval.Members("mine", [module_seed0,
+    module_seed1])``, each an ``nn.Module`` or a ``(module, robeval.ModelConfig)`` pair, all taking the
+    same images; tables name it ``module:mine`` and show the mean ± std over its members."""
 
     name: str
     items: Sequence[Any]
@@ -147,12 +142,14 @@ class Members:
         if not self.items:
             raise UserError(f"robeval.Members({self.name!r}, ...) holds no module")
         name = f"{GIVEN}:{label}"
-        members = [replace(given_from_object(item, label), name=name) for item in self.items]
-        first = members[0].config
+        members = [given_from_object(item, label) for item in self.items]
+        for member in members:
+            member.meta.name = name
+        first = members[0].meta.config
         for i, member in enumerate(members[1:], 1):
-            if member.config != first:
+            if member.meta.config != first:
                 raise UserError(
-                    f"members of {name} take other images: member {i} states {member.config.as_cfg()}, member 0 "
+                    f"members of {name} take other images: member {i} states {member.meta.config.as_cfg()}, member 0 "
                     f"{first.as_cfg()}; the members of one model are checkpoints of one network"
                 )
         return members
@@ -190,7 +187,7 @@ def split_models(items: Any) -> tuple[list[Any] | None, dict[str, list[GivenMode
             members = group.given()
         else:
             members = [given_from_object(*item) if isinstance(item, GivenItem) else given_from_object(item)]
-        name = members[0].name
+        name = members[0].meta.name
         if name in given:
             raise UserError(
                 f"two of the modules given are one model, {name} (the same class and weights, or the same "
