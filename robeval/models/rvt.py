@@ -2,25 +2,9 @@
 facts of the authors' released definition, with their parameter names so that their checkpoints
 (``{'model': state_dict}``) load strictly.
 
-The architecture, as the authors define it:
-
-* a convolutional stem ``patch_embed.proj``: conv 7x7 stride 2 (32 channels) -> BatchNorm -> max-pool
-  3x3 stride 2 -> conv 4x4 stride 4 to the first stage's width; no activation, no position
-  embedding and no class token (224 px -> a 14 x 14 grid);
-* stages of pre-norm blocks (LayerNorm eps 1e-6) over the grid's tokens; attention with
-  ``qkv`` bias and scale ``head_dim ** -0.5``; the ``_plus`` models (RVT*, position-aware attention
-  scaling) multiply the scaled logits of the first ``masked_block`` blocks of stage 0, before the
-  softmax, by ``sigmoid(att_mask)``, a learned ``(heads, N, N)`` tensor;
-* a convolutional MLP (1x1 conv, BN, GELU, depthwise 3x3 conv, BN, GELU, 1x1 conv, BN) on the token
-  grid — except blocks of width 768 (RVT-B), which use the plain two-layer MLP of ViT;
-* between stages (RVT-Ti) a grouped 3x3 stride-2 convolution ``pools.S.conv`` that doubles the width;
-* the head: mean over all tokens, then LayerNorm ``norm``, then ``head``.
-
-Patch-wise augmentation is training-only and not needed here.  Parameter counts equal the
-authors' definition: 8.65M / 22.15M / 86.22M, and 10.95M / 23.30M / 88.53M with the masks (the
-paper's table lists 91.8M for RVT-B*, which would be masks in all 12 blocks; ``masked_block`` is an
-option, so a checkpoint with twelve masks loads with ``masked_block=12``).  ``--adaptive`` does not
-apply: the mask is a learned constant, not a data-dependent weight.
+The architecture, its parameter counts and the 91.8M the paper lists for RVT-B* (masks in all 12 blocks;
+``masked_block=12`` loads such a checkpoint): docs/research/rvt.md.  ``--adaptive`` does not apply: the
+mask is a learned constant, not a data-dependent weight.
 """
 
 from __future__ import annotations

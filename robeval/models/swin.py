@@ -2,10 +2,8 @@
 Hosseini 2024, the second paper's Swin-S benchmark).
 
 ``swin-tiny`` / ``swin-small`` are timm's ``swin_{tiny,small}_patch4_window7_224``.  The variants
-replace every block's window attention by the variant's, inside Swin's windows: head ``i`` takes
-its keys (Efficient, Super) and values from the column slice ``X_i`` of the window's tokens, W^V is
-gone, Optimised keeps W^K; the relative-position bias table is kept (same name, same shape) and
-added to the scores as in Swin.
+replace every block's window attention by the variant's (:mod:`.attention.variants`) inside Swin's
+windows; the relative-position bias table is kept (same name, same shape) and added to the scores.
 
 **Super attention in windows** (no official definition exists; this is our decision).  ``W_A`` is
 one ``A x A`` matrix per layer, ``A`` the window area (49 at window 7), shared by all windows and
@@ -18,9 +16,8 @@ tokens that its own attention may see.  ``W_A`` starts as the identity (an untra
 an Efficient one).  ``tests/test_swin.py`` checks that a token in one region leaves every output of
 another region of the same window unchanged.
 
-Parameters follow the paper's formulas per block: standard ``4C^2`` (+ biases), Optimised ``3C^2``,
-Efficient ``2C^2``, Super ``2C^2 + A^2``; for Swin-S the Super model has 15.7% fewer parameters
-(41,793,802 vs 49,606,258; the paper: 16% fewer).  ``--adaptive`` does not apply (no data-dependent weight).
+Parameter counts against the paper's: docs/models.md, section The model list.  ``--adaptive`` does not
+apply (no data-dependent weight).
 """
 
 from __future__ import annotations

@@ -3,41 +3,15 @@ sizes, the digits demo's DeiTs, the small data sets' ViT-Lite-7/4, each also wit
 attention kind.  Their registrations are data (:mod:`.catalog`); timm's own networks are built by
 :func:`.hub.timm_network`, the attention layers are :mod:`.attention`'s.
 
-**The digits demo** (8x8 grey images, patch 2, 10 classes): the same code paths as the ImageNet
-models (timm ``VisionTransformer`` and :class:`EllipticalAttention`), only smaller, so the whole suite
-can be exercised on a CPU.  Their facts are :data:`~.catalog.DIGITS`.
-
-**Distilled DeiT** (Touvron et al. 2021, the "Distill" row of the Elliptical paper's robustness table):
-a DeiT with a second, distillation token and head; at evaluation the two heads' logits are averaged
-(timm's ``VisionTransformerDistilled`` in eval mode), so attacks see one set of logits.  The digits
-version was trained with hard distillation from ``digits-deit`` (scripts/train_demo_models.py).
-
-**DeiT with every registered attention kind** (:mod:`robeval.models.attention.kinds`): the ImageNet
-models ``deit-<size>-<kind>`` (:func:`~.attention.kinds.timm_with_attention`) and their digits demos
-``digits-deit-<kind>``.  Kinds: Optimised / Efficient / Super (Hosseini & Hosseini 2024), RKDE and
-MoM (Han et al. 2023), KDE, SPKDE, FourierFormer and RVT-style (the Elliptical authors' robustness
-zoo), and every kind an installed plugin registers; each at the tiny, small and base sizes.  None
-has public weights: ``--checkpoint`` loads a DeiT-training checkpoint (``{'model': state_dict}``)
-strictly.  The digits demos have the architecture and preprocessing of ``digits-deit``
-(:data:`DIGITS_ARCH`: 16 patches + a class token = 17 tokens); only the attention layer differs.
-The shipped kinds' weights ship in ``robeval/zoo/<name>.safetensors`` (scripts/train_demo_variants.py
-trained the first five, scripts/train_demo_models.py the others, both with the demo recipe of
-:mod:`robeval.models.training`); ``robeval train-demo --model digits-deit-<kind>`` trains any kind's.
-:func:`~.catalog.register_family` gives a kind's family.
-
-**ViTs for the small published data sets**: ``cifar10-vit``, ``cifar100-vit`` and ``mnist-vit``, each
-with standard attention and with each attention the two papers compare on such data (``-elliptical``,
-``-optimised``, ``-efficient``, ``-super``: the rows of Hosseini & Hosseini's Table 1, and the
-Elliptical model).  Sizes chosen here: Hassani et al.'s ViT-Lite-7/4 ("Escaping the Big Data Paradigm
-with Compact Transformers", 2021), a common from-scratch ViT for 32 px images: patch 4, width 256,
-7 blocks, 4 heads, MLP ratio 2 (3.7 M parameters); CIFAR's 32 x 32 gives 64 patches + a class token
-= 65 tokens, MNIST's 28 x 28 (grey) 49 + 1 = 50.  Neither paper publishes its exact small-image
-configuration in what could be read (Hosseini & Hosseini's Table 1 reports MNIST and CIFAR-100 with
-their attentions; the Elliptical paper has no CIFAR ViT): a checkpoint of another size is refused
-with its first mismatching keys, as every ``--checkpoint`` is.  None has public weights:
-``--checkpoint MODEL=PATH`` (a training checkpoint or a state dict of this architecture) or
-``--weights random``.  Inputs are [0, 1] images; normalisation (CIFAR's or MNIST's mean and std)
-happens inside, as for every robeval model.
+The models, their papers and weights: docs/models.md, section The model list.  The digits demos run
+the same code paths as the ImageNet models, only smaller (:data:`~.catalog.DIGITS`, :data:`DIGITS_ARCH`:
+16 patches + a class token = 17 tokens), so the whole suite runs on a CPU.  A distilled DeiT averages
+its two heads' logits at evaluation (timm's ``VisionTransformerDistilled`` in eval mode), so attacks see
+one set of logits.  The shipped kinds' digits weights were trained by scripts/train_demo_variants.py
+(the first five) and scripts/train_demo_models.py (the others, and the distilled DeiT, with hard
+distillation from ``digits-deit``).  ViT-Lite-7/4 (Hassani et al. 2021) is a size chosen here: neither
+paper publishes its small-image configuration in what could be read (CIFAR: 64 patches + a class
+token = 65 tokens; MNIST's 28 x 28: 49 + 1 = 50).
 """
 
 from __future__ import annotations

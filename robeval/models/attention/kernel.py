@@ -5,19 +5,8 @@ FourierFormer and the "RVT-style" DeiT.  Written here from those facts, in pure 
 
 All four keep timm's ``qkv``/``proj`` names, so a DeiT-tiny state dict plus each layer's own
 parameters (``attn.paramR`` for Fourier, ``attn.att_mask`` for RVT-style) is what their checkpoints
-hold.  Per head, with ``q, k, v`` of dimension ``d``, ``scale = d ** -0.5`` and ``k^ = k / ||k||``:
-
-* **KDE**: ``A_ij = softmax_j(-scale ||q_i - k^_j||^2)``, which equals ``softmax_j(2 scale q_i.k^_j)``
-  (``||q_i||`` and ``||k^_j|| = 1`` cancel), so fused attention applies.
-* **SPKDE** (scaled-and-projected KDE): key weights from a quadratic programme over the simplex,
-  ``min_a 1/2 a^T G a - (beta/N) 1^T G a``, ``a >= 0``, ``sum a = 1``, ``beta = 1/(1 - outlier_fraction)``,
-  with the Gaussian Gram ``G`` of the joint points ``[k^, v]`` (numerator weights ``w_kv``) and of
-  ``k^`` alone (denominator weights ``w_k``):
-  ``A_ij = exp(log w_kv_j + s_ij - logsumexp_l(log w_k_l + s_il))``, ``s`` the KDE scores.
-* **FourierFormer**: ``Y_ij = prod_t sin(R (q_it - k_jt)) / (R (q_it - k_jt))`` with one learned scalar
-  ``R`` per layer (``paramR``, 1 at initialisation), ``A = Y^4 / (sum_j Y^4 + 1e-6)``.
-* **RVT-style**: ``A = softmax(scale (q k^^T) * sigmoid(att_mask))``, a learned ``(heads, N, N)``
-  mask (zeros at initialisation: a gate of 1/2), on the scaled logits, class token included.
+hold.  The formulas per head: docs/research/elliptical-repo.md, section The attentions (KDE's scores
+equal ``softmax_j(2 scale q_i.k^_j)``, so fused attention applies).
 
 Where this differs from the authors' code, and why:
 
@@ -35,9 +24,6 @@ Where this differs from the authors' code, and why:
   layer at 224 px; lower ``--batch-size`` for attacks on ImageNet.
 * RVT-style: the authors create the mask uninitialised; it starts at zeros here (or comes from a
   checkpoint).
-
-KDE, FourierFormer and RVT-style have no data-dependent weight beyond the kernel itself, so
-``--adaptive`` applies only to SPKDE.
 """
 
 from __future__ import annotations
