@@ -1,8 +1,7 @@
 """Every model and attention kind robeval registers, as data (torch-free): facts, weights, options and
 where the builder is (:class:`~.registry.Lazy`), so ``robeval models`` lists them and ``robeval run``
-checks model names before torch loads.  The builders (torch) are in the modules named here: hub.py,
-vits.py, rvt.py, swin.py and attention/.  The order
-here is the order ``robeval models`` and ``'digits-*'`` list them.
+checks model names before torch loads.  The order here is the order ``robeval models`` and
+``'digits-*'`` list them.
 
 The image facts of the timm architectures are timm's own pretrained configs (:data:`TIMM_IMAGENET`;
 tests/test_registries.py checks every one against timm's); the digits demo's are :data:`DIGITS`.

@@ -5,9 +5,8 @@ names with a resolver's prefix (``timm:``, ``hf-hub:``, ``robustbench:``, ``modu
 the run is planned) and the user's own code (``PATH.py:CALLABLE``, its file checked).
 
 A plugin's module is imported only when one of its models is built or everything is listed
-(``robeval models``): a name it gives passes here, and the plugin that cannot be imported is one line
-when the run is planned.  :func:`get_spec` resolves a name to its spec (the user's code and a plugin's
-module imported then)."""
+(:mod:`.plugins`); :func:`get_spec` resolves a name to its spec (the user's code and a plugin's module
+imported then)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Models and attention kinds from installed packages, through entry points (read lazily, as pytest
-reads its plugins):
-
-* group ``robeval.models``: the entry point's name is the model's name, its object a callable as for
-  ``--model MODULE:CALLABLE`` (:mod:`.user_code`);
-* group ``robeval.attention``: the name is the kind, the object an attention layer class that timm's
-  ``VisionTransformer`` accepts as ``attn_layer`` (timm's ``Attention`` constructor and
-  ``forward(x, attn_mask=None)``), or an :class:`~.attention.kinds.AttentionKind` where the kind has
-  options; the kind gives ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``.
+"""Models and attention kinds from installed packages, through entry points (groups ``robeval.models`` and
+``robeval.attention``: docs/models.md, section Your own model), read lazily, as pytest reads its plugins.
 
 An entry point is loaded only when one of its models is asked for or everything is listed.  A plugin
 that fails to import is one warning naming it (every other model still works); two packages giving

@@ -17,9 +17,7 @@ its layer class and configure function may be named by place (``robeval.models.a
 KDEAttention``), imported when a network is built (:func:`robeval.models.attention.kinds.layer_class`).
 robeval's own kinds are registered in :mod:`.catalog`; a plugin's when it is loaded.
 
-Names not registered one by one resolve through prefixes (``timm:<arch>``), the user's own code
-(``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``; :mod:`.user_code`) and installed plugins (:mod:`.plugins`):
-:func:`.names.get_spec`.
+Other names (prefixes, the user's code, installed plugins) resolve in :func:`.names.get_spec`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Several members of one model, one per training seed, trained with one recipe: what ``robeval train-demo
---seeds 0-4 --out DIR/`` does.  A claim that one attention is more robust than another is a claim about a
-training procedure, which moves from seed to seed (REFERENCE.md 9, "Claims across training seeds"), so
-the baseline and the new kind are each trained several times the same way and the spread is printed.
-
-Each member is a file of its own, ``DIR/<model>-seed<N>.safetensors``, so that a quoted glob
-(``'DIR/<model>-seed*.safetensors'``) or a comma list names them all; each keeps train-demo's honesty
-(nothing written for a seed whose loss is not finite or that ends at chance; an existing file refused
-unless ``force``; the weights load back with the accuracy printed).
+--seeds 0-4 --out DIR/`` does, and why (REFERENCE.md 9, "Claims across training seeds"), each member's
+file and what train-demo refuses to write: docs/models.md, section Several seeds.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The embedded demo models' training recipe, as a library: any digits-sized model (8x8 grey digits, 10
 classes) trained on the fixed digits training split, deterministically from a seed.
 
-The recipe (:data:`~robeval.defaults.DEMO_RECIPE`): AdamW (weight decay 0.05), batches of 64, a 5-epoch
-linear warm-up into a cosine decay, label smoothing 0.1, random shifts by up to one pixel, gradients
-clipped to norm 1, stochastic depth 0.1 (timm's linear schedule over the blocks), 300 epochs at lr 1e-3.
-The shipped digits-deit, digits-deit-elliptical and the five attention variants were trained with it
-(scripts/train_demo_zoo.py, train_demo_variants.py), and ``robeval train-demo`` trains with it by
-default through the same function, so a kind trained by train-demo differs from the shipped
-digits-deit only in its attention.  (The same seed gives the same weights on the same CPU, thread count
-and torch; elsewhere floating-point rounding grows over 300 epochs: retrained on one thread, digits-deit
-reached the shipped 97.77% again, digits-deit-elliptical 97.10% against the shipped 97.33%.)  Shorter recipes
-(``--epochs``) are for a first look, and are compared only with models trained the same way.
+The recipe (:data:`~robeval.defaults.DEMO_RECIPE`), which shipped models were trained with it (by
+scripts/train_demo_zoo.py and train_demo_variants.py, through the same function as ``robeval
+train-demo``) and how far a retrained model lands from a shipped one: docs/models.md, section One recipe.
 A distilled DeiT (a distillation token and head) trains with DeiT's hard distillation: the class head
 on the labels, the distillation head on the shipped digits-deit's predictions, each loss weighted 1/2.
 """

@@ -1,12 +1,9 @@
 """Models from the user's own code: ``--model PATH.py:CALLABLE`` and ``--model PKG.MODULE:CALLABLE``
 (:mod:`robeval.references`), and the objects of plugins' ``robeval.models`` entry points.
 
-The callable returns an ``nn.Module`` taking images as its ``pretrained_cfg`` says (or [0,1] pixels),
-or ``(module, robeval.ModelConfig(...))``; a module-level ``nn.Module`` is taken as it is (a copy).
-Importing the user's code is the user's explicit choice (they named it); its checkpoints are still
-read ``weights_only``.  Every way this can go wrong is one line: a file that does not exist or raises
-on import, a module that does not import, an attribute that is missing or not callable, a result that
-is not a module.
+What the callable returns, and that importing the code is the user's explicit choice while its
+checkpoints stay ``weights_only``: docs/models.md, section Your own model.  Every way this can go wrong
+is one line.
 """
 
 from __future__ import annotations
@@ -227,10 +224,8 @@ def _same_code(reference: str) -> tuple[str, str]:
 def check_stored_code(config: Mapping[str, Any], named: Iterable[str] = ()) -> None:
     """Before models of a stored run are built again (``robeval examples``, the report's gallery, ``check
     --run-missing``): a model of the user's code is imported only when this command line names its
-    reference again (``named``: ``REFERENCE`` of ``--model REFERENCE[=NAME]``).  A store names code by
-    text that anyone can write (any installed module and function, with a path and hash that are easy
-    to predict), so what a store names is never a reason to import it; otherwise one line naming the
-    code and how to allow it."""
+    reference again (``named``: ``REFERENCE`` of ``--model REFERENCE[=NAME]``), else one line naming the
+    code and how to allow it; why a store's word is not enough: docs/hardening.md, section The rules, 1."""
     allowed = {_same_code(r) for r in named if is_reference(r)}
     references = dict(config.get("references") or {})
     for model in config.get("models", []):

@@ -2,12 +2,8 @@
 
 A kind names its layer class, its options (with defaults), how to apply them to a built network,
 which options let attacks see through a data-dependent weight (``--adaptive``), the paper it comes
-from and the package that registers it.  ``robeval.models.catalog`` turns every kind into a
-whole family, ``deit-{tiny,small,base}-<kind>`` and ``digits-deit-<kind>``, so adding a kind is one
-registration (robeval's own in :mod:`robeval.models.catalog`, as data), or one entry point in group ``robeval.attention`` of an installed package
-(:mod:`robeval.models.plugins`): a layer class that timm's ``VisionTransformer`` accepts as
-``attn_layer`` (timm's ``Attention`` constructor, ``forward(x, attn_mask=None)``), or an
-:class:`AttentionKind` where the kind has options.
+from and the package that registers it.  :mod:`robeval.models.catalog` turns every kind into a whole
+family; what a plugin's kind is: docs/models.md, section Your own model, and docs/your-attention.md.
 
 Some layers need the sequence length, which timm does not tell an attention layer when it builds it
 (Super's ``W_A``, the RVT-style mask): such a layer has ``set_seq_len(n)``, and

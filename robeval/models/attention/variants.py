@@ -19,8 +19,7 @@ sets it afterwards from the patch embedding (as :func:`~robeval.models.attention
 starts as the identity, so an untrained Super layer equals an Efficient one; the paper gives no
 initialisation.
 
-No public weights exist; :func:`state_from_deit` maps a DeiT state dict onto a variant (W^Q, W^K
-and W^O taken from ``qkv``/``proj``, W^V dropped) to start from DeiT weights or to compare the two.
+No public weights exist; :func:`state_from_deit` starts a variant from DeiT weights.
 """
 
 from __future__ import annotations
