@@ -1,24 +1,11 @@
 """What robeval admits of a model before a run exists: every check of what a user can get wrong about
-a model, in one place, made by every path that evaluates or trains one (``robeval run`` and
-``robeval.evaluate`` through the preflight, ``benchmark()``, ``reproduce``, ``train-demo``, ``profile``)
-before the results store is opened, so a mistake is one line and leaves no run behind:
-
-* a checkpoint, read once (:func:`~.checkpoint.open_checkpoint`), whose tensors fit the model's network
-  built on the meta device (:func:`~.checkpoint.check_fit`: no memory, no weights);
-* a model's stated facts against its input (:func:`admit_config`): one mean and std per channel,
-  finite numbers;
-* a network from code robeval has not seen (:func:`built_network`, :func:`check_output`): a plugin's
-  attention layer whose constructor or forward does not take timm's calls, a forward that fails or
-  gives no ``[N, classes]`` logits; whatever the code raises (``SystemExit`` included) is one line.
-
-* a model's members (:func:`admit_members`): checkpoints of that model (where a file records which),
-  of one model among themselves, each its own weights.
-
-The checks read what one read of each file gave (:class:`~.checkpoint.OpenedCheckpoint`), which the plan
-carries on to the model's load.
-
-JSON inputs are read within limits by :mod:`robeval.json_input`; the models of one run have one name
-each (:func:`robeval.references.refuse_repeated_names`).
+a model, in one place, made by every path that evaluates or trains one before the results store is
+opened, so a mistake is one line and leaves no run behind (which checks, which paths:
+docs/hardening.md, section The rules, 3 and 7).  Here: a checkpoint's tensors against the network built
+on the meta device (:func:`~.checkpoint.check_fit`), a model's stated facts (:func:`admit_config`), code
+robeval has not seen (:func:`built_network`, :func:`check_output`) and a model's members
+(:func:`admit_members`).  The checks read what one read of each file gave
+(:class:`~.checkpoint.OpenedCheckpoint`), which the plan carries on to the model's load.
 """
 
 from __future__ import annotations
@@ -55,13 +42,9 @@ def admit_members(
     network: Callable[[], Mapping[str, torch.Tensor]],
 ) -> None:
     """``opened``, the checkpoints given for model ``label`` (built as ``model``), hold that model, each its
-    own weights: a file that records another robeval model's name is refused, naming it and both names (a
-    file that records none says nothing: unknown is no mismatch); so are members that record two models
-    in one kind of record (:class:`~.checkpoint.RecordedModel`), and two members of the same bytes
-    (their SHA-256) or of the same weights in other bytes (another format, another wrapper's names), one
-    set of weights counted twice, whose spread would read 0: each member's tensors admitted as those of
-    ``network`` (the model's, built when asked) before they are hashed.  One file given twice (two
-    spellings, a link) is refused before: robeval.evaluation.config.member_paths."""
+    own weights (what is refused: docs/hardening.md, section The rules, 7): each member's tensors admitted
+    as those of ``network`` (the model's, built when asked) before they are hashed.  One file given twice
+    (two spellings, a link) is refused before: robeval.evaluation.config.member_paths."""
     recorded = {checkpoint.path: checkpoint.recorded for checkpoint in opened}
     for path, found in recorded.items():
         if found is not None and found.names_robeval_model and not names_one_model(found.name, (model, label)):

@@ -1,13 +1,8 @@
 """Safe checkpoint reading and strict loading with messages a user can act on.
 
-A checkpoint is read once (:func:`open_checkpoint`): one open, its bytes read once, hashed, and loaded from
-those same bytes (``torch.load(weights_only=True)`` or ``safetensors.torch.load``: nothing in a file is ever
-executed), so the weights a run evaluates are the bytes whose SHA-256 it records.  What a file declares is
-checked before anything is loaded or inflated: its kind by its first bytes, a safetensors header's sizes
-before the rest of the file is read, a torch zip's records from its central directory.  Training
-checkpoints of the DeiT / Elliptical-Attention recipe hold ``args`` (an ``argparse.Namespace``) next to the
-weights; that one class is allowed as plain data.  The result, :class:`OpenedCheckpoint`, is the value the
-plan carries from admission to the model's load.
+A checkpoint is read once (:func:`open_checkpoint`), and what a file declares is checked before anything
+is loaded or inflated: docs/hardening.md, section The rules, 3.  The result, :class:`OpenedCheckpoint`, is
+the value the plan carries from admission to the model's load.
 """
 
 from __future__ import annotations
@@ -55,11 +50,9 @@ def weights_sha256(state: Mapping[str, torch.Tensor]) -> str:
 
 @dataclass(frozen=True)
 class RecordedModel:
-    """The model a checkpoint says it holds: ``name`` as ``where`` in the file records it.  robeval's
-    metadata (safetensors ``model``, written by train-demo and the zoo's scripts) names robeval models;
-    a training checkpoint's ``args.model`` (DeiT's and timm's training scripts) names a model of that
-    code's own registry (the Elliptical authors' DeiT-Elliptical is ``deit_mahala_overlayers_tiny_patch16_
-    224_wrapper``), which robeval can compare with another file's, not with its own names."""
+    """The model a checkpoint says it holds: ``name`` as ``where`` in the file records it (robeval's
+    metadata names a robeval model, a training checkpoint's ``args.model`` one of that code's own
+    registry: docs/hardening.md, section The rules, 7)."""
 
     name: str
     where: str  # ROBEVAL_METADATA or TRAINING_ARGS

@@ -3,8 +3,8 @@ user's code (``PATH.py:CALLABLE``, ``PKG.MODULE:CALLABLE``) the file it was read
 and every file of the user's own modules that loading it imported (``imports``: a helper beside it);
 for a plugin's model or attention kind also the distribution that registers it and its version, and
 for a kind the file of its attention layer.  robeval's own models have none (robeval's version is the
-run's).  ``--resume`` refuses a run whose models' code or checkpoints changed since it started; tables
-and ``robeval compare`` name a change between two runs (robeval.results.likeness).
+run's).  What a resume does with it: docs/hardening.md, section The rules, 6; a comparison:
+docs/results.md (robeval.results.likeness).
 """
 
 from __future__ import annotations

@@ -58,10 +58,9 @@ def robeval_recipe(metadata: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 class _Bounded(reprlib.Repr):
-    """A value's repr built within bounds (3 levels, a few items, short texts): a pickle's memo can make a
-    small file into a list of itself ten times over eight levels (``str`` of it: 400 MB), or a list nested
-    200,000 deep (``str`` of it: RecursionError).  Only containers are entered; any other object shows as
-    its type's name (its own repr could be as large)."""
+    """A value's repr built within bounds (3 levels, a few items, short texts; the hostile values it
+    keeps short: docs/hardening.md, section The rules, 3).  Only containers are entered; any other object
+    shows as its type's name (its own repr could be as large)."""
 
     def __init__(self) -> None:
         super().__init__()
