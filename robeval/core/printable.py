@@ -1,34 +1,11 @@
 """Text from outside (a store, a checkpoint, a file name, a label) as characters that only show.
 
-A name (a model, attack, eps or run id) is what a reader sees, so it may hold only characters that show as
-themselves.  A *hidden* character (:func:`is_hidden`) is one that does not:
-
-* a control character (Unicode category Cc, the line and paragraph separators Zl and Zp): a newline forges
-  a line or a table row, an escape sequence drives the terminal;
-* a format character (Cf): the zero-width space U+200B and joiners U+200C/D, the direction marks U+200E/F
-  and U+061C and the bidirectional embeddings, overrides and isolates U+202A-E and U+2066-9 ("Trojan
-  Source": they reorder what a reader sees), the word joiner U+2060 and the invisible operators, U+FEFF,
-  the soft hyphen U+00AD, U+180E, the tags U+E0001 and U+E0020-E007F, and every other Cf;
-* a space other than the plain one U+0020 (Zs: U+00A0, U+2000-200A, U+202F, U+205F, U+3000, ...), which
-  reads as that space or as nothing;
-* a character with no agreed glyph (Cn: unassigned in the Unicode version of the running Python,
-  ``unicodedata.unidata_version``, noncharacters included; Co: private use; Cs: a lone surrogate, as an
-  undecodable byte of a file name becomes): each font or terminal draws it its own way, often as one box;
-* the invisible characters Unicode files under letters, marks or symbols (its Default_Ignorable_Code_Point
-  characters outside C and Z): the combining grapheme joiner U+034F, the Hangul fillers U+115F, U+1160,
-  U+3164 and U+FFA0, the Khmer inherent vowels U+17B4/5, the Mongolian variation selectors U+180B-D and
-  U+180F, the variation selectors U+FE00-FE0F and U+E0100-E01EF; and the blank braille pattern U+2800.
-
-Visible combining marks, letters of any script and symbols are no hidden characters: they show.
-robeval refuses a name that holds a hidden character when it is given and such a store when it is read
-(:func:`refuse_hidden`), in one line naming the character by its code point.  Two names that differ
-only in compatibility forms (full-width letters, ligatures: ``ｄｉｇｉｔｓ`` and ``digits``, ``ﬁ`` and
-``fi``) read as one: names are told apart in their NFKC form, by one function (:func:`read_alike`).
-Free text (a data path, a file name, a class name, a message) keeps hidden characters, and each format
-shows them as visible escapes (:func:`visible_controls`): every renderer (robeval.report.escaping) starts
-from it.
-
-Torch-free, the ground floor: the command line checks labels before anything loads.
+A name (a model, attack, eps or run id) may hold only characters that show as themselves; which characters
+are *hidden* (:func:`is_hidden`), why, and where names are refused or compared in NFKC form (:func:`read_alike`):
+docs/hardening.md, item 9.  Category Cn is judged by the Unicode version of the running Python
+(``unicodedata.unidata_version``).  Free text keeps hidden characters and each format shows them as escapes
+(:func:`visible_controls`): every renderer (robeval.report.escaping) starts from it.  Torch-free: the command
+line checks labels before anything loads.
 """
 
 from __future__ import annotations
@@ -41,7 +18,8 @@ from .errors import UserError
 
 # Printable ASCII shows as itself; every other character is judged by :func:`is_hidden`.
 _JUDGED = re.compile("[^ -~]")
-# Invisible, though Unicode's category is a letter's, a mark's or a symbol's (see the module docstring).
+# Invisible, though Unicode's category is a letter's, a mark's or a symbol's (its Default_Ignorable_Code_Point
+# characters outside C and Z), and the blank braille pattern U+2800.
 _BLANK = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]")
 # The hidden characters a refusal calls control characters: C0 and C1 controls, DEL, the line and paragraph
 # separators, the bidirectional embeddings, overrides and isolates.
@@ -52,7 +30,7 @@ _KINDS = {"Zs": "a space other than the plain space U+0020", "Cn": _NO_GLYPH, "C
 
 
 def is_hidden(char: str) -> bool:
-    """Whether ``char`` (one character) is hidden: it does not show as itself (the module docstring)."""
+    """Whether ``char`` (one character) does not show as itself: C (controls, format, no glyph), Z but U+0020, or blank."""
     return bool(_JUDGED.match(char)) and (unicodedata.category(char)[0] in "CZ" or bool(_BLANK.match(char)))
 
 
@@ -86,8 +64,7 @@ def _kind(char: str) -> str:
 
 
 def refuse_hidden(names: Iterable[object], what: str, where: str) -> None:
-    """One line when a name holds a hidden character, naming it by its code point (a name is shown, never
-    acts and never hides: the module docstring)."""
+    """One line when a name holds a hidden character, naming it by its code point."""
     for name in names:
         if isinstance(name, str) and (char := first_hidden(name)) is not None:
             raise UserError(
