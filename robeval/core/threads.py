@@ -1,17 +1,9 @@
-"""How many CPU threads a run uses: every core while the machine is free, fewer while other
-processes want cores too.
-
-PyTorch's CPU kernels run on an OpenMP pool with one thread per core whose idle threads spin while
-waiting for the next parallel region.  On a machine that another job shares, a spinning thread
-waits for a core the other process holds: two robeval runs started together on 2 cores took 4.4x
-(issue 12) to 22x (benchmarks/threads.py, torch's defaults) the time of one run alone.  One thread
-per process never collides but leaves a free machine's second core idle; a passive wait policy
-pays a wake-up on every small kernel.  So by default a run starts with every core and a
-:class:`ThreadGovernor` looks between units of work at how many threads of *other* processes are
-runnable (``/proc/loadavg`` minus this process's own and its worker processes' runnable threads) and uses only the cores left
-over: at once when another process shows up, and back to every core once it has been gone for two
-looks.  ``--threads N`` fixes the count instead.  ``benchmarks/threads.py`` measures the policies
-side by side (benchmarks/RESULTS.md).
+"""How many CPU threads a run uses: every core while the machine is free, fewer while other processes want
+cores too (:class:`ThreadGovernor`); the policy and its measurements: docs/speed.md (Threads) and
+benchmarks/RESULTS.md.  Why: torch's OpenMP threads spin while idle, and on a shared machine a spinning
+thread waits for a core another process holds (two runs started together took 4.4x (issue 12) to 22x the
+time of one alone); one thread per process never collides but leaves a free machine's cores idle, and a
+passive wait pays a wake-up on every small kernel.
 """
 
 from __future__ import annotations
