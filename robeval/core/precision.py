@@ -1,15 +1,9 @@
-"""Crafting precision (``--precision``): how attacks run the model.  Every prediction robeval counts
-(clean and adversarial top-1/top-5, the model checks, shifted images) runs in strict float32 instead,
-so a precision can change how strong an attack is, never what a counted prediction means.
-
-Strict float32 means IEEE float32 matmuls and convolutions: TF32 off on NVIDIA GPUs (cuDNN allows it
-for convolutions by default), no bf16 matmuls in oneDNN on CPUs (``torch.set_float32_matmul_precision
-("medium")`` turns them on) and no autocast a caller opened around robeval, whatever the process set
-before.  PyTorch >= 2.9 has one attribute per
-backend (``fp32_precision``); older versions have ``allow_tf32`` and the global matmul precision,
-which are used there (mixing the two APIs is an error in new versions).
-
-Torch is imported inside the functions: the CLI checks ``--precision`` before torch loads.
+"""Crafting precision (``--precision``): how attacks run the model, while every counted prediction runs in
+strict float32 (docs/speed.md, Crafting precision).  Strict float32 also means no bf16 matmuls in oneDNN on
+CPUs (``torch.set_float32_matmul_precision("medium")`` turns them on) and no autocast a caller opened around
+robeval.  PyTorch >= 2.9 has one attribute per backend (``fp32_precision``); older versions have
+``allow_tf32`` and the global matmul precision, which are used there (mixing the two APIs is an error in
+new versions).  Torch is imported inside the functions: the CLI checks ``--precision`` before torch loads.
 """
 
 from __future__ import annotations
