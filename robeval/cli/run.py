@@ -1,14 +1,6 @@
 """``robeval run``: its options are the run options of robeval.options (declared once there, with
-their help), plus where results go and how many processes run; it starts local workers or
-evaluates, then prints the tables.
-
-``--nproc N`` starts N local workers through torchrun and stays in charge of them.  The launcher
-refuses more workers than the machine holds (a core, or a GPU, and about a gigabyte of memory each),
-starts torchrun in a session of its own, and on Ctrl-C or SIGTERM stops every worker itself: it
-forwards SIGTERM to the workers (each stores what it finished and exits quietly), kills what is still
-running after a grace period, marks the run interrupted in the store when rank 0 could not, and prints
-the command that resumes it.  torchrun's own agent never sees the signal, so it prints no traceback of
-its own."""
+their help), plus where results go and how many processes run; it starts local workers (``--nproc N``,
+kept in hand as docs/distributed.md says) or evaluates, then prints the tables."""
 
 from __future__ import annotations
 
@@ -206,7 +198,7 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None, int | None]:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         env = {"OMP_NUM_THREADS": "1", **os.environ, LAUNCH_STATE: str(state)}  # torchrun's default, without its banner
-        torchrun = subprocess.Popen(cmd, env=env, start_new_session=True)
+        torchrun = subprocess.Popen(cmd, env=env, start_new_session=True)  # its agent never sees a signal: no traceback
         code = stop_workers(torchrun, signalled)
     finally:
         for s, handler in previous.items():
