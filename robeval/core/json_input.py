@@ -1,8 +1,6 @@
-"""JSON that robeval did not write itself, read within limits: a RobustBench model-info file given to
-``robeval compare``, a safetensors header, the configuration a results store keeps (a store may come
-from someone else).  Python's parser recurses once per nesting level, so a file of a few kilobytes
-nested ten thousand deep raises ``RecursionError``; the depth is counted first, without parsing, and
-the size is bounded, so such a file is one line and costs no memory.  Torch-free.
+"""JSON that robeval did not write itself, read within limits (docs/hardening.md, item 3).  Python's parser
+recurses once per nesting level, so a few kilobytes nested ten thousand deep raise ``RecursionError``: the
+depth is counted first, without parsing, and the size is bounded.  Torch-free.
 """
 
 from __future__ import annotations

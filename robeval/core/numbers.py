@@ -1,11 +1,8 @@
-"""Numbers written as text (an option's value, a list's part, a class map's index, a folder's name),
-read one way everywhere: ASCII digits, an optional sign, a decimal point and exponent for decimals.
-
-Python's ``int`` and ``float`` are not that grammar: they accept other scripts' digits (``int("٣")``
-is 3), underscores (``"1_0"`` is 10) and surrounding spaces, while ``str.isdigit`` accepts characters
-they refuse (``"²"``), and ``int`` raises on a text of more than 4300 digits.  A reader that checks with
-one and converts with the other answers some text with a traceback; these two functions answer any
-text with a number or None, and the caller says in one line what it expected.  Torch-free.
+"""Numbers written as text, read one way everywhere: ASCII digits, an optional sign, a decimal point and
+exponent for decimals (docs/hardening.md, item 10).  Python's ``int`` and ``float`` are not that grammar
+and ``str.isdigit`` accepts characters they refuse (``"²"``), so a reader that checks with one and
+converts with the other answers some text with a traceback; these two functions answer any text with a
+number or None, and the caller says in one line what it expected.  Torch-free.
 """
 
 from __future__ import annotations
