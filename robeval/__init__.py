@@ -1,18 +1,9 @@
 """robeval: adversarial robustness evaluation of vision transformers (DeiT, DeiT-Elliptical).
 
-Python API::
-
-    import robeval
-    model = robeval.load_model("digits-deit-elliptical")           # [0,1] images in, logits out
-    run = robeval.evaluate(models=["digits-deit", "digits-deit-elliptical"], eps="8/255")  # run.summary: the table
-    run = robeval.evaluate(models=[my_module, "./mynet.py:build", "digits-deit"])  # your own models too
-    run = robeval.evaluate(models=["digits-deit"], checkpoints={"digits-deit": ["s0.pth", "s1.pth", "s2.pth"]})
-    run = robeval.evaluate(models=[robeval.Members("mine", [net0, net1, net2])])  # mean ± std over members
-    run = robeval.open_run()                   # a stored run read back, the same Run: .records, .table("md"),
-                                               # .compare(a, b), .plot(out), .check(), .report(out)
-
-The API is imported on first use, so ``robeval --help`` and other light commands start without
-loading torch.
+Python API (docs/python.md): ``robeval.evaluate(models=[...], eps="8/255")`` runs an evaluation and returns
+the run (``.summary`` is the table), ``robeval.load_model(name)`` builds a model, ``robeval.open_run()``
+reads a stored run back.  The API is imported on first use, so ``robeval --help`` and other light commands
+start without loading torch.
 """
 
 from __future__ import annotations
