@@ -1,12 +1,7 @@
-"""The record schema: what a run stores per example and per convergence-curve point, in one place.
-
-A unit is ``(model, eps, attack, batch, member)``: a model may have several members, checkpoints of
-one training procedure (one per training seed), each evaluated on the same examples with the same
-attack seeds; a model of one checkpoint has member 0 only, as every run stored before members existed
-reads.  A unit's records are one row per example of the batch, the columns of :data:`RECORD_TYPES`
-(the engine fills them, the store keeps them, every table is computed from them).  A unit of an attack that draws a convergence curve also stores one row per curve point
-(:data:`CURVE_COLUMNS`).  Torch-free and importing nothing of robeval's: the engine, a layer below
-the rest of ``robeval.results``, writes in this layout too (tests/test_layout.py).
+"""The record schema: what a run stores per example and per convergence-curve point, in one place (units
+and members: docs/store.md, What is stored).  A model of one checkpoint has member 0 only, as every run
+stored before members existed reads.  Torch-free and importing nothing of robeval's: the engine, a layer
+below the rest of ``robeval.results``, writes in this layout too (tests/test_layout.py).
 """
 
 from __future__ import annotations
@@ -21,10 +16,7 @@ Unit = tuple[str, str, str, int, int]  # (model, eps as text, attack or conditio
 Columns = dict[str, list]  # one unit's records, column by column
 UnitTimes = Iterable[tuple[Unit, float]]  # finished units, each with the seconds it took
 
-# An audited protocol (``fast``) also stores, per audit stage, a unit named ``audit:<stage>`` whose records
-# are one row per audited example of the batch (the sampled survivors of its pass), each as the audit's
-# stages up to this one left it: which examples were audited, and which stage broke each (the first whose
-# unit has it fooled).  No table shows them; the stage's own unit holds the records every table reads.
+# An audited protocol (``fast``) also stores, per audit stage, a unit named ``audit:<stage>`` (docs/store.md).
 AUDIT_PREFIX = "audit:"
 
 
