@@ -1,8 +1,6 @@
-"""Files written whole or not at all: every file robeval writes (tables, run files, figures, the HTML
-report, checkpoints) goes through a temporary file in the same folder, renamed onto
-its name once complete, so a reader never sees half a file and a failed write leaves the old one.
-
-An OS error (a full disk, a read-only folder) is a one-line :class:`~robeval.errors.UserError`."""
+"""Files written whole or not at all (every file robeval writes): through a temporary file in the same
+folder, renamed onto its name once complete, so a reader never sees half a file and a failed write leaves
+the old one.  An OS error (a full disk, a read-only folder) is a one-line :class:`~robeval.errors.UserError`."""
 
 from __future__ import annotations
 
