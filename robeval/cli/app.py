@@ -187,13 +187,6 @@ def main(argv: list[str] | None = None) -> None:
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warnings(shown)
     try:
-        _run(args)
-    finally:
-        warnings.showwarning = shown
-
-
-def _run(args: list[str]) -> None:
-    try:
         code = app(args=args, standalone_mode=False)
     except SystemExit as exc:  # robeval's commands end with typer.Exit: this came from code they called
         say(f"error: the command was ended by SystemExit({exc.code!r}) from code it called (a model's or plugin's "
@@ -217,5 +210,7 @@ def _run(args: list[str]) -> None:
         if STOPPING and under_launcher():  # a worker stopped by its launcher while waiting for another worker
             sys.exit(0)
         raise
+    finally:
+        warnings.showwarning = shown
     if isinstance(code, int) and code:
         sys.exit(code)
