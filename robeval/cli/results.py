@@ -1,7 +1,5 @@
-"""Commands over the results store: ``check``, ``table``, ``compare``, ``plot`` and ``report`` (one
-self-contained HTML page) are each ``robeval.open_run(...)`` and one of its methods (robeval.results_api),
-printed; ``runs`` lists the runs; ``examples`` crafts a run's stored adversarial examples again from their
-seeds, checked against their records (robeval.results.recrafting) and drawn (robeval.report.gallery)."""
+"""Commands over the results store (``check``, ``runs``, ``table``, ``compare``, ``plot``, ``report``,
+``examples``): each a ``robeval.open_run(...)`` method, printed (docs/layout.md)."""
 
 from __future__ import annotations
 

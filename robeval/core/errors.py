@@ -1,8 +1,5 @@
-"""User-facing errors.
-
-A :class:`UserError` is something the user can fix (bad eps, unknown name, missing file, wrong
-checkpoint).  The CLI prints its message on one line and exits with code 2; anything else is a bug
-and may raise with a traceback.
+"""User-facing errors: a :class:`UserError` is one line with exit code 2; anything else is a bug and may
+raise with a traceback.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The one registry type: named entries of one kind (models, attacks, protocols, attention kinds,
-shifts, data sources, paper tables), each registered once and looked up with the one-line error every
-registry gives for an unknown name (with the closest names suggested).
-
-An entry that is data names its class or function by place, ``module:name``, imported on first use
-(:func:`placed`), and a package's attributes are read the same way (PEP 562, :func:`lazy_attributes`), so
-``import robeval`` and a light command such as ``robeval --help`` start without torch while ``from robeval
-import evaluate`` still works."""
+"""The one registry type: named entries of one kind (models, attacks, protocols, attention kinds, shifts,
+data sources, paper tables).  An entry that is data names its object by place, ``module:name``, imported on
+first use (:func:`placed`), and a package's attributes are read the same way (PEP 562,
+:func:`lazy_attributes`), so ``import robeval`` and ``robeval --help`` start without torch."""
 
 from __future__ import annotations
 
