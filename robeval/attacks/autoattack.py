@@ -1,25 +1,12 @@
 """APGD-CE, APGD-T, FAB-T and Square through the AutoAttack code (package ``pyautoattack``), and
 APGD-DLR and untargeted FAB for AutoAttack's "plus" version (protocol ``aa-plus``).
 
-AutoAttack's ``perturb`` methods attack only the points that are still correctly classified and
-return the *clean* image for every point they do not fool, so top-5 under attack would be measured
-on clean images.  We therefore drive the attack classes' own ``attack_single_run`` with the same
-small cascade that their ``perturb`` uses, and keep more of what it computes:
-
-1. the examples correctly classified on the clean image go through exactly AutoAttack's loop
-   (same seed, same subsets, same order: identical top-1 outcome to calling ``perturb``);
-2. examples misclassified on the clean image are attacked too, by one more run of the same code
-   (APGD-T then targets the highest-scoring wrong class), so their top-5 is measured under attack.
-   When the call names its examples (the engine's calls: every start is drawn from its example's own
-   generator) APGD's rows are independent of their batch, so these examples ride along in the first
-   run of the correctly classified ones, each from its own start and target: one run of the whole
-   batch instead of a second, small run (the same points, without a second run's per-step costs);
-3. per example we return, among the points the runs produced, the one with the lowest margin
-   ``z_y - max_{j!=y} z_j``: a fooled point when one was found, else the hardest surviving one.
-
-FAB-T and Square optimise the top-1 decision only and have nothing to do on an example that is
-already misclassified: for those their output is the clean image.  FAB-T's points count only when
-within eps (as in AutoAttack); otherwise the clean image is kept.
+Why we drive ``attack_single_run`` through ``perturb``'s cascade ourselves, and keep per example the
+lowest-margin point: docs/attacks.md, section "Every example is attacked".  When the call names its
+examples (the engine's calls: every start is drawn from its example's own generator) APGD's rows are
+independent of their batch, so the examples misclassified on the clean image ride along in the first
+run of the correctly classified ones, each from its own start and target: one run of the whole batch
+instead of a second, small run (the same points, without a second run's per-step costs).
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """Convergence curves: how many examples an attack leaves robust along its iterations or queries,
-seen in the forward passes the attack makes anyway (no pass of its own).
+seen in the forward passes the attack makes anyway (no pass of its own).  What a point counts (a
+running best; the last point includes the records' own pass) and why PGD's curve may end below its
+records: docs/soundness.md, section "Did the attack converge?".
 
-Semantics (running best): the curve at position ``t`` of the attack's budget counts the examples that
-no point the attack evaluated up to ``t`` fooled (top-1 no longer the label, as the records judge
-it).  Position 0 is the attack's starting point (the clean image, or its random start); an attack
-whose class sets ``curve_axis`` says how the positions count (``iterations``: gradient or SPSA
-steps, APGD's counted over its restarts and targets; ``queries``: Square's model queries) and which
-setting sets their number (``curve_setting``).
-
-The attack holds none of it: the caller gives it its model wrapped in a :class:`CurveWatch`, which
-reads the logits of the attack's forward calls.  Where every call is the next iteration (PGD; ``every``
-passes per iteration under EOT) the positions are read from outside.  An attack whose calls mix its
-iterations with other passes marks them (``marks_positions`` on its class) with :func:`reading_at`: APGD (its
-margin checks and target choice between runs), SPSA (its finite differences between the iterates'
-evaluations) and Square, whose queries cover only the rows it has not fooled (:func:`queries`, then
-:func:`fell`).  On a model that is not watched these are no-ops.
-
-The end of the budget also counts the records' own pass on the returned points, so the curve's last
-point is the number of examples robust in the records *and* never fooled on the way.  For APGD,
-SPSA (with ``keep_best``, its default) and Square, which return a fooling point whenever they found
-one, that is the records' robust count; PGD and SPSA without ``keep_best`` (the authors' procedure,
-under ``nielsen2024``) return their last iterate, so their curve may end below their records by the
-examples an earlier iterate fooled and the last one did not.  The positions are integers: with a budget under
-20 some points share a position (PGD with 5 steps: points 16 to 19 are all step 4).
+An attack whose class sets ``curve_axis`` says how the positions count (``iterations`` or
+``queries``) and which setting sets their number (``curve_setting``).  The caller wraps the model in
+a :class:`CurveWatch`; where every call is the next iteration (PGD; ``every`` passes per iteration
+under EOT) the positions are read from outside, and an attack whose calls mix its iterations with
+other passes marks them (``marks_positions``) with :func:`reading_at`, Square with :func:`queries`
+then :func:`fell`.  On a model that is not watched these are no-ops.  The positions are integers:
+with a budget under 20 some points share a position (PGD with 5 steps: points 16 to 19 are all step 4).
 """
 
 from __future__ import annotations

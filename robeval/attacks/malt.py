@@ -1,23 +1,10 @@
 """MALT target ranking (Melamed et al., NeurIPS 2024) and AutoAttack's targeted APGD on given targets.
+The score and how ``apgd-t-malt`` / ``apgd-t-rest`` use it: docs/attacks.md, section "MALT target ranking".
 
-AutoAttack's APGD-T attacks the 9 classes with the highest logits after the true one.  MALT ranks the
-target classes instead by how far a linear model of the network puts each class boundary: for each
-candidate ``t`` (the ``min(100, C - 1)`` highest logits other than the true class ``y``), one
-forward-backward of the image gives ``g_t = grad_x (z_t - z_y)``, and
-
-    score_t = (z_pred - z_t) / ||g_t||_dual     (dual norm: L1 for an Linf threat, L2 for L2)
-
-is the linearised distance to ``t``'s boundary; the lowest scores are the most promising targets.  A
-candidate whose gradient is zero scores 0, as MALT's own code leaves it (it ranks first).  Ties keep
+A candidate whose gradient is zero scores 0, as MALT's own code leaves it (it ranks first).  Ties keep
 the logit order (the higher logit first), so with all scores equal the ranking is AutoAttack's order.
-With 10 classes or fewer the candidates are every wrong class, so the ranking only reorders
-AutoAttack's 9 targets; with many classes (ImageNet, CIFAR-100) it may choose targets outside them.
-
-``apgd-t-malt`` and ``apgd-t-rest`` (the fast protocol's pass and audit: their registrations in
-:mod:`.catalog`) run AutoAttack's ``APGDAttack_targeted`` as ``apgd-t`` drives it, target by target,
-each run only on the points still correctly classified, a success being any misclassification
-(AutoAttack's APGD-T counts one so; MALT's paper counts only the target class).
-
+With many classes (ImageNet, CIFAR-100) it may choose targets outside AutoAttack's 9.  MALT's paper
+counts only the target class as a success; here, as in AutoAttack's APGD-T, any misclassification.
 Random starts are drawn per example as ``apgd-t`` draws them (salted by the target's place in the
 attack's own list and the restart), so records do not depend on the batch.
 """

@@ -1,17 +1,10 @@
-"""Minimum-norm attacks: per example, the smallest perturbation found that changes the top-1 decision.
-
-``fmn`` is the fast minimum-norm attack (Pintor et al. 2021) from ``foolbox``; ``fab-mn`` is
-AutoAttack's FAB in its untargeted minimum-norm mode (``pyautoattack``), keeping each example's
-smallest point over its restarts.
+"""Minimum-norm attacks: per example, the smallest perturbation found that changes the top-1 decision
+(``fmn``, ``fab-mn``: docs/soundness.md, section "Minimum-norm attacks").
 
 One search serves every eps: :meth:`MinimumNormAttack.find_points` returns per example the smallest
-fooling point found (the clean image where none was), :func:`search_norms` its size (0 for an image
-the model already gets wrong, ``inf`` where no fooling point was found), and :func:`within_eps` the
-point an eps-bounded attack returns: the minimum-norm point where its size is at most eps, else the
-clean image.  So robust top-1 at eps is the share of examples whose minimal norm exceeds eps, and the
-engine stores each example's minimal norm (records column ``min_norm``): one run gives the whole
-curve of robust accuracy against eps.  Called as any attack (``attack(x, y)``) it does the search and
-returns the eps-bounded points.
+fooling point found (the clean image where none was), :func:`search_norms` its size, and
+:func:`within_eps` the point an eps-bounded attack returns.  Called as any attack (``attack(x, y)``)
+it does the search and returns the eps-bounded points.
 """
 
 from __future__ import annotations
@@ -93,16 +86,9 @@ def _fixed_l2_fmn():
 
 @registered_as("fmn")
 class FMN(MinimumNormAttack):
-    """Deterministic (starts at the clean image, no random draws).  50 steps with an initial norm step
-    ``gamma`` of 0.2 (foolbox: 100 and 0.05): on the digits demo this reaches PGD-20's robust accuracy
-    at 2/255 to 16/255 within a point while costing less than PGD at four eps values (with gamma 0.05
-    it lies 20-25 points above at 16/255; benchmarks/minimum_norm.py); the paper's thorough setting is ``--set fmn.steps=1000 --set fmn.gamma=0.05``.
-
-    In L2 on images with many saturated pixels (the digits demo) FMN stalls on some examples: its
-    normalised gradient step points out of the [0,1] box, the clipping undoes it, and the norm bound
-    it grows from the clipped step never reaches the boundary (9 of 100 digits left unfooled at any
-    norm where PGD at L2 1.0 fools all).  The ``minimum-norm-weaker`` flag shows it; ``fab-mn``, whose
-    step accounts for the box, matches PGD there."""
+    """Deterministic (starts at the clean image, no random draws).  Its settings (50 steps, ``gamma``
+    0.2, not foolbox's 100 and 0.05) and why it stalls in L2 on saturated images: docs/soundness.md,
+    section "Minimum-norm attacks"."""
 
     def budget(self) -> float:
         return self.steps + 2

@@ -1,35 +1,11 @@
 """SPSA (Uesato et al. 2018), batched over examples *and* directions.
 
-``samples`` counts antithetic +/- pairs, as cleverhans' PyTorch SPSA (which the Elliptical-Attention
-authors ran, ``spsa_samples=128``), advertorch and torchattacks (``nb_sample``) count them: each step
-evaluates the model on ``2 x samples`` inputs per example, 256 at the default 128.  Two procedures
-share the code, chosen by settings:
-
-* robeval's (the ``standard`` protocol): from the image itself, keep each example's best iterate
-  (lowest margin) so that a point once fooled stays fooled, and stop optimising an example that was
-  correctly classified once its top-1 is fooled (``early_stop``), as Square and AutoAttack's cascade
-  do: its top-1 outcome cannot change and the saved evaluations go to the examples still standing.
-  Examples misclassified from the start run every iteration, so their top-5 is measured under
-  attack.  Knowing the best iterate costs one evaluation of each new iterate per step (cleverhans
-  spends the same one, on the loss it prints and compares with its early-stop threshold).
-* the authors' (the ``nielsen2024`` protocol: ``random_start``, ``keep_best=False``,
-  ``early_stop=False``, ``estimate_at_2x``): a uniform random start in the eps ball, every iteration
-  for every example, the final iterate returned.  It needs no evaluation of the iterates, and spends
-  none unless the run records convergence curves, which are read from those evaluations.
-  ``estimate_at_2x`` repeats a slip of cleverhans' PyTorch SPSA, which the authors copied
-  (``ImageAttack/spsa.py``): it hands the clean input where the perturbation belongs to its gradient
-  estimate, so every step's finite differences are taken around ``x + x`` (unclipped), never around
-  the iterate, and Adam follows the margin's slope at ``2x``.  That is what makes the paper's SPSA
-  column weak: on 20 demo digits at 8/255 (true labels, [0, 1] pixels) the authors' code left 85% of
-  digits-deit and of digits-deit-elliptical robust, this procedure 85% and 85%, the same without
-  the slip 65% and 45%; on 100 digits this procedure leaves 90% and 94% (the issue measured 90-91%
-  with the authors' code), robeval's 69% and 71% (benchmarks/spsa_vs_torchattacks.py --authors).
-  The setting exists to reproduce the paper; ``--set spsa.estimate_at_2x=false`` runs the authors'
-  procedure without the slip.
-
-Both run Adam (torch's defaults: betas 0.9/0.999, eps 1e-8, the step count's bias corrections) on
-the perturbation against the margin ``z_y - max_{j != y} z_j``, and project onto the eps ball and the
-input box after every step, as cleverhans does.
+``samples`` counts antithetic +/- pairs; the two procedures (``standard``, ``nielsen2024`` with its
+``estimate_at_2x`` slip from cleverhans' PyTorch SPSA, the authors' ``ImageAttack/spsa.py``) and what
+each costs: see docs/attacks.md, section SPSA.  Both run Adam (torch's defaults: betas 0.9/0.999, eps
+1e-8, the step count's bias corrections) on the perturbation against the margin
+``z_y - max_{j != y} z_j``, and project onto the eps ball and the input box after every step, as
+cleverhans does.
 
 Why our own: torchattacks' SPSA (from advertorch) evaluates the perturbed copies sample-chunk by
 sample-chunk and re-expands the whole batch for every chunk, shares one direction across the
@@ -37,8 +13,7 @@ examples of a batch, and its defaults (eps 0.3, 1 iteration) are a trap; cleverh
 at a time.  This version draws independent Rademacher directions per example from the example's own
 generator (records do not depend on the batch size), evaluates the +/- pairs of as many examples and
 directions as fit in ``max_batch`` images (and the memory of 1,024 ImageNet images) in one forward
-pass, and runs under
-``torch.inference_mode`` (it needs no autograd at all).
+pass, and runs under ``torch.inference_mode`` (it needs no autograd at all).
 """
 
 from __future__ import annotations
@@ -78,7 +53,8 @@ class Search:
     steps: torch.Tensor  # iterations each row has run
 
     def running(self, early_stop: bool) -> torch.Tensor | None:
-        """The rows the next step optimises (None: every row)."""
+        """The rows the next step optimises (None: every row).  Examples misclassified from the start
+        run every iteration, so that their top-5 is measured under attack."""
         if not early_stop:
             return None
         active = self.misclassified_from_start | (self.kept_margin > 0)

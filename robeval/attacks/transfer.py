@@ -1,12 +1,9 @@
-"""Transfer attacks: adversarial images crafted on a source model (``--source-model NAME[=CHECKPOINT]``)
-by a registered white-box attack, then evaluated on each target model — the classic test for
-gradient masking (a target whose transfer accuracy is below its white-box accuracy has gradients
-that mislead white-box attacks).
+"""Transfer attacks: adversarial images crafted on a source model by a registered white-box attack,
+then evaluated on each target model (docs/soundness.md, section "Transfer attacks").
 
-A run crafts each batch once: the first target that needs a (attack, eps, examples) triple crafts it
-on the source and keeps the images in a cache on disk; every other target of the run reads them
-back, so N targets cost one crafting pass plus N evaluations (benchmarks/transfer.py).  The source
-is the run's: the evaluation loads it, builds the attacks with it (``source=``) and closes it at the end.  The
+The first target that needs an (attack, eps, examples) triple crafts it on the source and keeps the
+images in a cache on disk; every other target of the run reads them back.  The source is the run's:
+the evaluation loads it, builds the attacks with it (``source=``) and closes it at the end.  The
 crafting call gets the same seed and example indices whichever target asks first, so the images
 do not depend on the order of the targets.
 """
