@@ -1,16 +1,8 @@
-"""How the class folders of an image folder become class indices, and the check that they fit a model.
-
-Three label spaces:
-
-* ImageNet-1k: every folder is an ImageNet wnid -> the standard 1000-class index (timm's list);
-* sorted folder order: any other folder names -> 0..K-1 in sorted order (torchvision's ImageFolder);
-* a class map (``--class-map FILE``): the user says which model class each folder is — for a subset of
-  a model's classes, or folders named otherwise.  Lines ``FOLDER INDEX`` (or ``FOLDER,INDEX``), or a
-  JSON object ``{"FOLDER": INDEX}``.
-
-A model is evaluated only on data whose label space has exactly its number of classes (or on a class
-map whose indices it has): otherwise the labels would index classes the model does not have, or
-worse, silently mean other classes.
+"""How the class folders of an image folder become class indices (ImageNet wnids, sorted folder
+order, or ``--class-map FILE``: docs/datasets.md, section "Image folders"), and the check that they fit
+a model: a model is evaluated only on data whose label space has exactly its number of classes (or on
+a class map whose indices it has), since otherwise the labels would index classes the model does not
+have, or worse, silently mean other classes.
 """
 
 from __future__ import annotations

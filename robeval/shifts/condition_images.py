@@ -1,28 +1,15 @@
 """The images of a run under a shift's condition: one dataset per (corruption, severity) condition,
-and ImageNet-A / -R's 200-class view of a model (:class:`RestrictedLogits`).  (The folder layouts
-they are read from are checked by :mod:`.kinds`.)
+and ImageNet-A / -R's 200-class view of a model (:class:`RestrictedLogits`).  What each shift reads
+and how small images are corrupted: docs/shift.md.
 
 A condition dataset serves the run's own examples (same indices, same labels) changed by the
-condition, as ``(image, label, [linf, l2])``: generated from the clean image in the DataLoader
-workers (``--shift corruptions``), or read from a pre-generated ImageNet-C tree
-(``--shift imagenet-c``, ``imagenet-3dcc``, ``imagenet-c-bar``:
-``ROOT/<corruption>/<severity>/<class>/<file>``, the file names of the clean validation set).  An image whose corruption raises comes back with label
+condition, as ``(image, label, [linf, l2])``.  An image whose corruption raises comes back with label
 :data:`CORRUPTION_FAILED`; the run skips it, counts it and names it in ``run.json``.
 
-One image is corrupted (:func:`corrupt_tensor`) with ImageNet-C's functions (the ``imagecorruptions``
-package), seeded.
-
-The package draws from numpy's global generator (and, for glass blur and impulse noise, from a
-``seed`` argument), so each call here seeds both from the (corruption, severity, image) seed and
-restores numpy's global state afterwards: a rerun, a resumed run and a run with other batch sizes
-or DataLoader workers give the same corrupted image.
-
-The benchmark's functions need images of at least 32 x 32 pixels with 3 channels.  Smaller images
-(the 8x8 digits demo) are enlarged by the smallest whole factor that reaches 32 (each pixel a block),
-corrupted there with the benchmark's parameters, and averaged back to their size (box filter: without
-a corruption the round trip gives the image back exactly); a grey image is
-corrupted as three equal channels and returned as their mean.  So on the digits a severity means
-what it means on a 32 x 32 image seen at a quarter of the resolution.
+The ``imagecorruptions`` package draws from numpy's global generator (and, for glass blur and impulse
+noise, from a ``seed`` argument), so each call here seeds both from the (corruption, severity, image)
+seed and restores numpy's global state afterwards.  Its functions need images of at least 32 x 32
+pixels with 3 channels; a grey image is corrupted as three equal channels and returned as their mean.
 """
 
 from __future__ import annotations
