@@ -1,13 +1,9 @@
 """Convergence curves of a run: robust top-1 against an attack's iterations or queries, summed over
 the batches from the points each unit stored (:mod:`robeval.attacks.convergence` says what a point
-counts), and the noise test behind the "attack converged" flag and checklist indicator.
-
-The noise test (docs/soundness.md, "Did the attack converge?"): a curve is still falling when over the
-last tenth of its budget (point 18 of 20 to the end) it falls by at least two examples and by more than
-Agresti and Coull's standard error (:func:`standard_error`) of the robust accuracy it falls from: a longer
-attack would very likely report a lower number, by more than the sampling error the table carries.  A
-running-best curve never rises (a sign test would flag any five newly fooled examples whatever ``n``), and
-a curve that ends at 0 has nothing left to fool and never counts.
+counts), and the noise test behind the "attack converged" flag and checklist indicator
+(docs/soundness.md, section "Did the attack converge?"): a curve still falling over the last tenth of
+its budget means a longer attack would very likely report a lower number, by more than the sampling
+error the table carries.
 """
 
 from __future__ import annotations

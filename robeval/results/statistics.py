@@ -1,19 +1,11 @@
 """Every test and interval a comparison, a table's bold and a figure's error bars rest on.
 
 Models of one checkpoint a side are paired on examples: the difference B - A with a seeded 95% percentile
-bootstrap interval (the examples resampled with replacement) and the exact McNemar test on the discordant
-pairs (two-sided; its one-sided sign test is the precision check's).  That compares two checkpoints.
-
-A claim about training procedures ("attention B is more robust than attention A") is made from models with
-several members (checkpoints, one per training seed) evaluated on the same examples: the difference of the
-means over members, ``D = mean(B's members) - mean(A's members)`` (percentage points), has by the law of
-total variance a seed term ``s_A^2 / k_A + s_B^2 / k_B`` (each side's sample variance of its members'
-accuracies on these examples, n - 1) plus an example term (the variance of each example's difference of the
-member means, over ``n``, less each side's residual mean square of its members x examples table over its
-``k``, which the seed term counts already).  The interval is ``D +- t(0.975, df) * SE`` with the
-Welch-Satterthwaite degrees of freedom of the terms; a column's best is bold where it excludes 0 against
-the runner-up (:func:`separates`).  docs/results.md says why not a bootstrap over three members, how a
-side of one member is taken, and reports a simulation of the coverage (tests/test_members.py runs one case).
+bootstrap interval and the exact McNemar test on the discordant pairs (two-sided; its one-sided sign test
+is the precision check's).  Between models of several members, the claim interval (a seed term plus an
+example term, t at the Welch-Satterthwaite degrees of freedom), why not a bootstrap over three members,
+and its simulated coverage: docs/results.md, section "Several checkpoints per model: members".  A
+column's best is bold where the interval excludes 0 against the runner-up (:func:`separates`).
 """
 
 from __future__ import annotations

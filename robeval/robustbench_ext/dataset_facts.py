@@ -3,12 +3,9 @@ examples (robeval's run options for them), how a model takes its images, its def
 model (REFERENCE: RobustBench conventions), and its named ImageNet preprocessings.
 
 RobustBench's models normalise inside, so the image configuration of every entry has mean 0, std 1:
-robeval's wrapper in front of such a model leaves the [0,1] pixels as they are.
-
-Fixed example lists: RobustBench's 5,000 ImageNet validation images, or any list in a file.  A list
-names images by their path relative to the data folder (``n01440764/ILSVRC2012_val_00000293.JPEG``),
-one per line.  As in RobustBench, ``--n-examples N`` takes a prefix of the list, and the examples
-are evaluated in the list's order."""
+robeval's wrapper in front of such a model leaves the [0,1] pixels as they are.  A fixed example list
+(docs/datasets.md, section "Fixed lists of images") names images by their path relative to the data
+folder (``n01440764/ILSVRC2012_val_00000293.JPEG``), one per line, evaluated in the list's order."""
 
 from __future__ import annotations
 

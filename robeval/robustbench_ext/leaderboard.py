@@ -1,12 +1,8 @@
 """RobustBench's model-info JSON (``model_info/<dataset>/<threat model>/<name>.json``, what a leaderboard
 submission holds) as data: its fields in order, which of them robeval can fill from a run and which the
-author fills, and the reading of such a file (one line for anything that is not one).
-
-The values are typed as RobustBench's own files type them: accuracies are percentages as its
-``utils.update_json`` writes them, ``str(round(accuracy * 100, 2))`` ("53.42", "87.5"), ``dataset`` is the
-bare name ("cifar10"), ``number_forward_passes`` a number, and ``additional_data`` / ``unreliable`` are
-booleans (its curated files), null where nothing is known yet (``update_json`` writes null for what it
-does not know)."""
+author fills, and the reading of such a file (one line for anything that is not one).  The values are
+typed as RobustBench's own files type them (docs/robustbench.md, section "Leaderboard entries and
+published numbers"); ``update_json`` writes null for what it does not know."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""The results store: runs and per-example records in SQLite (Python's sqlite3; docs/store.md).
-
-A unit's records and its completion mark are written in one transaction, so a run killed at any moment loses
-at most the units in flight and ``--resume`` skips exactly the units already stored; WAL journaling and a
-busy timeout let several runs write to one store at once.  Split by job: the schema and its migrations
-(:mod:`.schema`), the file checks before SQLite opens it (:mod:`.files`), and here the store itself, with
-the process that holds a run while it evaluates it (``runs.holder``: a second ``--resume`` of a held run is
-refused while it still runs).
+"""The results store: runs and per-example records in SQLite (Python's sqlite3; docs/store.md says
+why a unit is one transaction and what WAL journaling allows).  Split by job: the schema and its
+migrations (:mod:`.schema`), the file checks before SQLite opens it (:mod:`.files`), and here the
+store itself, with the process that holds a run while it evaluates it (``runs.holder``: a second
+``--resume`` of a held run is refused while it still runs).
 """
 
 from __future__ import annotations
