@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 import pandas as pd
@@ -30,7 +31,9 @@ def load_run(store: Store, run_id: str, empty_ok: bool = False) -> StoredRun:
     if records.empty and not empty_ok:
         raise UserError(f"run {run_id} has no stored records yet")
     described = {**info, "run_id": run_id, "status": row["status"]}
-    summary = run_summary(records, described, config, store.unit_counts(run_id), store.curves(run_id))
+    summary = run_summary(
+        records, described, config, Counter(unit[:3] for unit in store.done_units(run_id)), store.curves(run_id)
+    )
     return StoredRun(run_id, info, config, records, summary, row["status"])
 
 

@@ -15,7 +15,6 @@ import sqlite3
 import time
 import uuid
 import warnings
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -133,12 +132,10 @@ class Store:
             self.conn.close()
 
     def fold_journal(self, wait: float | None = None) -> bool:
-        """Copy every record the ``-wal`` journal holds into the store file itself, so that the file alone
-        holds them all (a copy of it loses nothing), however many readers have it open: SQLite copies a
-        journal only on the last connection's close.  A reader inside a read transaction older than the
-        last records pins them (SQLite copies no record past a snapshot still being read): this waits up to
-        ``wait`` seconds (:data:`JOURNAL_WAIT_SECONDS`) for such readers to end, then warns in one line that
-        the records are in the journal still.  Returns whether the file holds every record."""
+        """Copy every record the ``-wal`` journal holds into the store file itself, waiting up to ``wait``
+        seconds (:data:`JOURNAL_WAIT_SECONDS`) for readers that pin the last records, then warning in one
+        line (why: docs/store.md, section "The store file alone holds every record").  Returns whether the
+        file holds every record."""
         wait = JOURNAL_WAIT_SECONDS if wait is None else wait
         deadline, pause = time.monotonic() + wait, 0.01
         try:
@@ -318,10 +315,6 @@ class Store:
         """The worker files next to the store (``STORE.rank1``, ...), whatever the worker count was."""
         ranks = (q for q in self.path.parent.glob(f"{self.path.name}.rank*") if q.suffix[5:].isascii())
         return sorted(q for q in ranks if q.suffix[5:].isdigit())  # as worker_store_path writes them
-
-    def unit_counts(self, run_id: str) -> dict[tuple[str, str, str], int]:
-        """Batches stored per (model, eps, attack) of ``run_id``, over every member of the model."""
-        return dict(Counter(unit[:3] for unit in self.done_units(run_id)))
 
     def write_units(self, run_id: str, units: UnitTimes, records: dict[str, list], curves: UnitCurves) -> None:
         """Store finished units, their records and their convergence curves in one transaction."""
