@@ -1,7 +1,7 @@
 """Every attack robeval registers, as data: its facts and defaults, and where its class is (imported
 when the attack is first built).  The order here is the order of the attacks outside the suite in
-tables.  A class names its registration with ``@registered_as(name)`` and takes its defaults and its
-convergence-curve facts from here: each is written once, in this file."""
+tables.  Each fact is written once, here: a class takes its defaults and curve facts with
+``@registered_as(name)``."""
 
 from __future__ import annotations
 

@@ -53,10 +53,6 @@ class Fooling:
         at = torch.cat([at, at.new_full((len(rows) - len(at),), positions[-1] if positions else 0.0)])
         self.first[rows] = torch.minimum(self.first[rows], at)
 
-    def robust_at(self, positions: list[int]) -> list[int]:
-        """Rows not fooled by any point up to each of ``positions``."""
-        return [int((self.first > p).sum()) for p in positions]
-
 
 def robust_along(observed: list[Fooling], budget: int, robust: torch.Tensor) -> list[int] | None:
     """Examples robust at each :func:`grid` position of ``budget``: the observations of an attack's
@@ -67,7 +63,7 @@ def robust_along(observed: list[Fooling], budget: int, robust: torch.Tensor) -> 
     seen = Fooling(0, observed[0].first.device)  # the calls (a batch split in halves) as one, rows in order
     seen.first = torch.cat([f.first for f in observed])
     seen.mark(budget, ~robust)
-    return seen.robust_at(grid(budget))
+    return [int((seen.first > p).sum()) for p in grid(budget)]  # rows no point up to p fooled
 
 
 class CurveWatch(nn.Module):

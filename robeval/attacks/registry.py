@@ -1,13 +1,11 @@
 """Registry of attack names -> the facts tables, checks and the command line read about each, and the
 class that runs it.
 
-Torch-free: a registration is data (:class:`AttackSpec`: title, kind, norms, defaults, randomness,
-implementation, description) with the place of its class (``robeval.attacks.gradient:PGD``), which is
+Torch-free: a registration is data (:class:`AttackSpec`) with the place of its class, which is
 imported when an attack is first built, so the command line lists attacks and checks ``--attacks`` and
-``--set`` before torch loads.  robeval's own attacks are registered in :mod:`.catalog`; their classes
-name their registration with :func:`registered_as` (which checks that the class's defaults are the
-registration's); a class written elsewhere registers itself with :func:`register_attack`.  An attack
-class is usable without the registry (``PGD(model, eps=8/255, steps=10)``).
+``--set`` before torch loads.  robeval's own attacks are registered in :mod:`.catalog` (their classes
+bind to it with :func:`registered_as`); a class written elsewhere registers itself with
+:func:`register_attack`.
 """
 
 from __future__ import annotations

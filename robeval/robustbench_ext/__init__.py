@@ -1,10 +1,7 @@
-"""What extends RobustBench: its fixed ImageNet subset (shipped as data), its data sets and threat models
-as data (AutoAttack's versions are protocols: robeval.evaluation.protocols), its model names (``robustbench:<dataset>/<threat model>/<entry>``:
-a prefix registered here, its module imported when such a name is first resolved), the model-info JSON of its leaderboards, and its
-``benchmark()`` arguments as a robeval run.
-
-``benchmark`` itself runs robeval's engine, two layers above this package: it is
-:func:`robeval.benchmark` (so a RobustBench user changes one import: ``from robeval import benchmark``).
+"""What extends RobustBench (docs/layout.md, section RobustBench).  Its model names
+(``robustbench:<dataset>/<threat model>/<entry>``) are a prefix registered here, their module imported
+when such a name is first resolved.  ``benchmark`` itself runs robeval's engine, two layers above this
+package: it is :func:`robeval.benchmark` (docs/robustbench.md).
 """
 
 from ..models.registry import PREFIXES, Lazy

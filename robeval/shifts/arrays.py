@@ -1,13 +1,8 @@
-"""The shifted CIFAR data sets, read from their published ``.npy`` files (memory-mapped, never
-unpickled: ``np.load(allow_pickle=False)``).
-
-* CIFAR-10-C / CIFAR-100-C (Hendrycks & Dietterich 2019): ``ROOT/<corruption>.npy`` of shape
-  ``(5 n, 32, 32, 3)`` uint8 (severities 1..5 one after another) and ``ROOT/labels.npy`` of ``5 n``
-  labels.  The published files have n = 10,000 (the test set); the reader derives n from
-  ``labels.npy`` (its length divided by 5, the five copies of the test labels checked equal) and
-  requires every corruption file to have as many rows.
-* CIFAR-10.1 v6 (Recht et al. 2018): ``ROOT/cifar10.1_v6_data.npy`` (2000, 32, 32, 3) uint8 and
-  ``ROOT/cifar10.1_v6_labels.npy`` (2000,); ROOT may also be the folder holding ``datasets/``.
+"""The shifted CIFAR data sets (CIFAR-10-C / CIFAR-100-C, Hendrycks & Dietterich 2019; CIFAR-10.1 v6,
+Recht et al. 2018), read from their published ``.npy`` files, memory-mapped and never unpickled
+(layouts: docs/shift.md, section "Published shifted sets").  The published CIFAR-C files have
+n = 10,000 (the test set); the reader derives n from ``labels.npy`` and requires every corruption file
+to have 5 n rows.
 """
 
 from __future__ import annotations
