@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import torch
@@ -28,6 +29,11 @@ class ImageSpec(Protocol):
 
     @property
     def interpolation(self) -> str: ...
+
+
+def cropped(spec: ImageSpec, crop_pct: float) -> ImageSpec:
+    """``spec`` with another crop (a model's meta keeps its own in its config, so it is not replaced there)."""
+    return SimpleNamespace(input_size=spec.input_size, interpolation=spec.interpolation, crop_pct=crop_pct)
 
 
 @dataclass
@@ -59,7 +65,7 @@ class EvalData:
         if reader is None:
             return self
         if self.crop_pct is not None:
-            spec = replace(spec, crop_pct=self.crop_pct)  # type: ignore[type-var]
+            spec = cropped(spec, self.crop_pct)
         return replace(self, dataset=reader(spec))
 
     def info(self) -> dict[str, Any]:

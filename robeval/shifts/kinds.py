@@ -170,6 +170,8 @@ class CorruptionTree(ShiftKind):
     def load(self, config: EvalConfig, spec: ImageSpec) -> EvalData:
         """The first condition's folder names the examples (its file names are every condition's);
         the images are the 224 x 224 centre crops already: resized to the model's size, not cropped again."""
+        from ..data.examples import cropped
+
         root = Path(config.data)
         if not root.is_dir():
             raise UserError(f"{self.title} folder not found: {root}")
@@ -180,7 +182,7 @@ class CorruptionTree(ShiftKind):
                 expected = "expected ROOT/<corruption>/<severity>/<class>/..."
                 raise UserError(f"{self.title} folder missing: {folder} ({expected})")
         first = root / wanted[0].corruption / str(wanted[0].severity)
-        data = read_folder(config, first, replace(spec, crop_pct=1.0))  # type: ignore[type-var]
+        data = read_folder(config, first, cropped(spec, 1.0))
         return replace(data, name=f"{root.resolve()} ({self.title})", crop_pct=1.0)
 
     def condition_dataset(self, data: EvalData, condition: Condition, config: EvalConfig) -> Dataset:
