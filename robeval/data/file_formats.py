@@ -1,14 +1,8 @@
 """The published files of CIFAR-10, CIFAR-100 and MNIST, read where their downloads unpack inside
-``--data-dir`` (RobustBench's and torchvision's layouts; formats in ../shared/REFERENCE.md section 11):
-
-* CIFAR python version (``cifar-10-batches-py/``, ``cifar-100-python/``): pickled dicts, read by an
-  unpickler that rebuilds arrays and nothing else (:class:`ArraysOnlyUnpickler`);
-* CIFAR binary version (``cifar-10-batches-bin/``, ``cifar-100-binary/``): fixed-size records of
-  label byte(s) and 3072 pixel bytes (1024 red, 1024 green, 1024 blue, row by row);
-* MNIST's idx files, plain or gzipped, in ``DIR/`` or torchvision's ``DIR/MNIST/raw/``.
-
-Each reader returns uint8 images ``[N, H, W, C]``, int64 labels and the class names when the files
-carry them.
+``--data-dir`` (the layouts: :data:`FORMATS` and docs/datasets.md; the formats: ../shared/REFERENCE.md
+section 11).  CIFAR's pickled batches are read by an unpickler that rebuilds arrays and nothing else
+(:class:`ArraysOnlyUnpickler`).  Each reader returns uint8 images ``[N, H, W, C]``, int64 labels and
+the class names when the files carry them.
 """
 
 from __future__ import annotations
