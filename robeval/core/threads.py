@@ -1,5 +1,5 @@
 """How many CPU threads a run uses: every core while the machine is free, fewer while other processes want
-cores too (:class:`ThreadGovernor`); the policy and its measurements: docs/speed.md (Threads) and
+cores too (:class:`ThreadGovernor`); the policy and its measurements: docs/speed.md (Batches, memory and threads) and
 benchmarks/RESULTS.md.  Why: torch's OpenMP threads spin while idle, and on a shared machine a spinning
 thread waits for a core another process holds (two runs started together took 4.4x (issue 12) to 22x the
 time of one alone); one thread per process never collides but leaves a free machine's cores idle, and a
