@@ -25,7 +25,7 @@ from .admission import admit_config, check_output
 from .checkpoint import OpenedCheckpoint, load_checkpoint, weights_sha256
 from .provenance import model_code
 from .registry import GIVEN, ModelSpec
-from .wrapper import ModelMeta, NormalizedModel, config_of
+from .wrapper import ModelMeta, NormalizedModel, config_of, parameter_count
 
 HASH_CHARS = 16  # of the state dict's SHA-256 in such a name (the full digest is in the run's identity)
 
@@ -86,7 +86,7 @@ def given_from_spec(name: str, spec: ModelSpec, seed: int, run: Any, checkpoint:
         checkpoint=opened.path if opened else None,
         checkpoint_sha256=opened.sha256 if opened else sha256,
         source=str(spec.reference),
-        params=sum(p.numel() for p in module.parameters()),
+        params=parameter_count(module),
         code=model_code(spec),
         recipe=opened.recipe if opened else None,
     )
@@ -121,7 +121,7 @@ def given_from_object(item: Any, label: str | None = None) -> GivenModel:
     name = module_name(module, label, sha)
     config = complete_config(copied, name, stated, from_python=True)
     source = f"{GIVEN}:{type(module).__name__}"
-    params = sum(p.numel() for p in copied.parameters())
+    params = parameter_count(copied)
     meta = ModelMeta(
         name, type(module).__name__, config, f"the module given ({source})", None, sha, source=source, params=params
     )

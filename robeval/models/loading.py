@@ -17,7 +17,7 @@ from .names import get_spec
 from .provenance import model_code
 from .registry import ModelSpec
 from .weights import WEIGHT_SOURCES, Loaded, Weights
-from .wrapper import ModelMeta, NormalizedModel
+from .wrapper import ModelMeta, NormalizedModel, parameter_count
 
 
 def _check_options(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
@@ -32,10 +32,6 @@ def build_network(name: str, **options: Any) -> torch.nn.Module:
     """The bare network (expects normalized input) for ``name``, randomly initialised."""
     spec = get_spec(name)
     return spec.builder(**_check_options(spec, options))
-
-
-def parameter_count(net: torch.nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
 
 
 def count_parameters(name: str) -> int:

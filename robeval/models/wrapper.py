@@ -57,6 +57,10 @@ class ModelMeta:
         return {"name": stored.pop("name"), "family": stored.pop("family"), **facts, **stored}
 
 
+def parameter_count(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
 class NormalizedModel(nn.Module):
     """Wraps a network that expects normalized input so that callers pass [0,1] pixels; in eval mode,
     without parameter gradients (attacks need input gradients only).
