@@ -310,7 +310,8 @@ def test_robustbench_cifar_names_resolve_to_the_zoos_entries():
     spec = get_spec("robustbench:cifar10/Linf/Carmon2019Unlabeled")
     assert spec.name == "robustbench:cifar10/Linf/Carmon2019Unlabeled"
     assert spec.weights.kind == "robustbench" and spec.weights.source == "cifar10/Linf/Carmon2019Unlabeled"
-    meta = model_meta(spec, {})  # its network built on the meta device to read them
+    with torch.device("meta"):  # the entry's network builds (shapes only); its facts are the registration's
+        meta = model_meta(spec, {}, build_network(spec.name))
     assert (meta.input_size, meta.num_classes, meta.config.mean, meta.config.std) == ((3, 32, 32), 10, (0.0,) * 3, (1.0,) * 3)
     assert get_spec("robustbench:cifar100/Linf/Cui2020Learnable_34_10_LBGAT6").weights.source.startswith("cifar100/")
     assert get_spec("robustbench:Salman2020Do_R50").weights.source == "imagenet/Linf/Salman2020Do_R50"
