@@ -1,5 +1,6 @@
-"""Commands over the results store (``check``, ``runs``, ``table``, ``compare``, ``plot``, ``report``,
-``examples``): each a ``robeval.open_run(...)`` method, printed (docs/layout.md)."""
+"""Commands over the results store: ``check``, ``table``, ``compare``, ``plot``, ``report``, each a
+``robeval.open_run(...)`` method, printed; ``runs`` lists the runs; ``examples`` crafts stored examples again
+(robeval.results.recrafting) (docs/layout.md)."""
 
 from __future__ import annotations
 

@@ -135,12 +135,15 @@ def _bars(model: str, seeds: list[int], epochs: int) -> Iterator[Callable[[int],
     callback for that seed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    err = TerminalConsole(stderr=True)  # off a terminal the bars are disabled: rich prints nothing, not even a line
-    with Progress(
+    err = TerminalConsole(stderr=True)
+    bars = Progress(
         TextColumn("train {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
         TextColumn("epochs"), TextColumn("{task.fields[loss]}", markup=False), TimeRemainingColumn(),
         console=err, transient=False, disable=not err.is_terminal,
-    ) as bars:  # fmt: skip
+    )  # fmt: skip
+    if err.is_terminal:
+        bars.start()
+    try:
         several = len(seeds) > 1
         overall = bars.add_task(f"{model}: {len(seeds)} seeds", total=epochs * len(seeds), loss="") if several else None
         shown: list[TaskID] = []  # the bar of the seed in training
@@ -161,3 +164,6 @@ def _bars(model: str, seeds: list[int], epochs: int) -> Iterator[Callable[[int],
             return update
 
         yield progress_of
+    finally:  # started only on a terminal: some rich releases print an empty line on stderr stopping a bar never started
+        if bars.live.is_started:
+            bars.stop()

@@ -100,4 +100,4 @@ OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "not enough memory", 
 def is_out_of_memory(exc: BaseException) -> bool:
     """The one out-of-memory detector (the units' halving, robeval profile's one line)."""
     said = isinstance(exc, RuntimeError) and any(m in str(exc) for m in OUT_OF_MEMORY)
-    return said or isinstance(exc, torch.OutOfMemoryError)
+    return said or isinstance(exc, torch.cuda.OutOfMemoryError)  # torch.OutOfMemoryError is this class from torch 2.5

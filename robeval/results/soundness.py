@@ -76,8 +76,9 @@ def run_findings(
 ) -> dict[str, list[dict[str, str]]]:
     """The raised findings (``flags``: the attacks may have failed) and the ``caveats`` on the claim of a run
     as run.json stores them, from what the API's summarising has at hand."""
-    found = [f for one in judge_summary(summary, info, records) for f in one.findings]
-    return {"flags": [f.as_flag() for f in found if f.raised], "caveats": [f.as_flag() for f in found if f.caveat]}
+    judged = judge_summary(summary, info, records)
+    return {"flags": [f.as_flag() for one in judged for f in one.raised],
+            "caveats": [f.as_flag() for one in judged for f in one.caveats]}  # fmt: skip
 
 
 @dataclass

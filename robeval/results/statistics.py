@@ -4,7 +4,7 @@ Models of one checkpoint a side are paired on examples: the difference B - A wit
 bootstrap interval and the exact McNemar test on the discordant pairs (two-sided; its one-sided sign test
 is the precision check's).  Between models of several members, the claim interval (a seed term plus an
 example term, t at the Welch-Satterthwaite degrees of freedom), why not a bootstrap over three members,
-and its simulated coverage: docs/results.md, section "Several checkpoints per model: members".  A
+and its simulated coverage: docs/results.md, section "`robeval compare`".  A
 column's best is bold where the interval excludes 0 against the runner-up (:func:`separates`).
 """
 
