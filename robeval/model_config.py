@@ -48,11 +48,12 @@ class ModelConfig:
 
     @classmethod
     def from_cfg(cls, cfg: Mapping[str, Any] | ModelConfig | None) -> ModelConfig:
-        """The fields of a timm-style ``pretrained_cfg`` dict (other keys ignored), or a copy of a config."""
+        """The fields of a timm-style ``pretrained_cfg`` dict (other keys ignored), or of a config, each checked
+        (a ``ModelConfig`` built in Python has had no field checked)."""
         if cfg is None:
             return cls()
         if isinstance(cfg, ModelConfig):
-            return cfg
+            cfg = cfg.as_cfg()
         if not isinstance(cfg, Mapping):
             raise UserError(f"a model's config is a dict or robeval.ModelConfig, not a {type(cfg).__name__}")
         return cls(**{f.name: parse_field(f.name, cfg[f.name]) for f in fields(cls) if cfg.get(f.name) is not None})

@@ -6,6 +6,7 @@ line before any attack runs and before the store is written, and the commands th
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pandas as pd
@@ -397,3 +398,19 @@ def test_robeval_model_config_needs_no_torch():
     code = "import sys, robeval; robeval.ModelConfig(input_size=(1, 8, 8)); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "stated, said",
+    [({"std": (0.0,)}, "std is one positive number per channel"), ({"crop_pct": 2.0}, "crop_pct is a fraction in (0, 1]")],
+)
+def test_a_model_config_given_from_python_is_checked_as_a_dict_is(stated, said):
+    """A (module, ModelConfig) pair has every field judged as the same facts given as a dict: one line."""
+    from robeval.models.given import given_from_object
+
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    for config in (robeval.ModelConfig(input_size=(1, 8, 8), **stated), {"input_size": (1, 8, 8), **stated}):
+        with pytest.raises(UserError, match=rf"^model config .*: {re.escape(said)}$"):
+            given_from_object((net, config))
+    fitted = given_from_object((net, robeval.ModelConfig(input_size=[1, 8, 8])))  # type: ignore[arg-type]
+    assert fitted.meta.input_size == (1, 8, 8)

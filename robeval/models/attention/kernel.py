@@ -58,11 +58,11 @@ def spkde_weights(gram: torch.Tensor, beta: float, iterations: int) -> torch.Ten
     Accelerated projected gradient (FISTA) from the uniform weights, step ``1 / max row sum of G``
     (an upper bound on the largest eigenvalue of a non-negative Gram)."""
     n = gram.shape[-1]
-    linear = gram.sum(-1) * (beta / n)
-    step = 1.0 / gram.sum(-1).amax(-1, keepdim=True)
     a = torch.full(gram.shape[:-1], 1.0 / n, dtype=gram.dtype, device=gram.device)
     if gram.is_meta:  # a pass of shapes only: the iterations change no shape, and 30 of them cost seconds there
         return a
+    linear = gram.sum(-1) * (beta / n)
+    step = 1.0 / gram.sum(-1).amax(-1, keepdim=True)
     y, t = a, 1.0
     for _ in range(iterations):
         grad = (gram @ y.unsqueeze(-1)).squeeze(-1) - linear
